@@ -1,0 +1,107 @@
+// The public C++ API of the engine.
+//
+//   auto fs = kitfox::make_memory_file_system();            // or PosixFileSystem
+//   auto db = kitfox::Database::open(*fs, "a.kfdb", {});
+//   auto r = (*db)->query("get t where n > $1", {kitfox::Value::integer(3)});
+//   for (const Value& row : r->rows) puts(kitfox::to_json(row).c_str());
+//
+// A Database is safe to use from many threads natively: reads run in
+// parallel, one write at a time.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "file.h"
+#include "status.h"
+#include "value.h"
+
+namespace kitfox {
+
+enum class SyncMode : uint8_t {
+  Always,  // every write is flushed before it is acknowledged (group commit)
+  Period,  // flushed at most `sync_period_ms` after it was written (default)
+  Off,     // flushed on checkpoint and close only
+};
+
+struct OpenOptions {
+  SyncMode sync = SyncMode::Period;
+  uint32_t sync_period_ms = 250;
+  bool create = true;  // create the file when it does not exist
+  // Open a damaged file by keeping everything before the first bad record
+  // (the rest is cut off and reported). Without it a damaged file refuses to open.
+  bool recover = false;
+  // Checkpoint automatically when the tail outgrows the image (and on close).
+  bool auto_checkpoint = true;
+};
+
+// Parses "always", "off" or a period in milliseconds ("250", "250ms").
+Result<OpenOptions> parse_sync_option(std::string_view s, OpenOptions base = {});
+
+struct QueryResult {
+  std::vector<Value> rows;  // each row is an Object value
+};
+
+// What open found and did: shown by `kitfox stats` and the CLI on open.
+struct OpenReport {
+  uint64_t torn_bytes = 0;        // bytes of a torn tail that were cut off
+  uint64_t recovered_bytes = 0;   // bytes cut off by `recover`
+  uint64_t recovered_offset = 0;  // where the damage was
+  uint64_t tail_records = 0;      // write records replayed over the image
+  bool side_file_restored = false;  // a whole `name~` image replaced the file
+  bool index_rebuilt = false;     // a derived record disagreed and was rebuilt
+  std::vector<std::string> warnings;
+};
+
+struct CollectionStats {
+  std::string name;
+  uint64_t documents = 0;
+  uint64_t bytes = 0;  // encoded document bytes, live versions
+};
+
+struct Stats {
+  uint64_t file_bytes = 0;
+  uint64_t image_bytes = 0;
+  uint64_t tail_bytes = 0;
+  uint64_t tail_records = 0;
+  uint64_t memory_bytes = 0;  // documents and indexes held in memory
+  std::vector<CollectionStats> collections;
+};
+
+class Engine;
+
+class Database {
+ public:
+  static Result<std::unique_ptr<Database>> open(FileSystem& fs, const std::string& name,
+                                                const OpenOptions& options = {});
+  ~Database();
+
+  // Runs one statement. Write statements are atomic: on error nothing changed.
+  Result<QueryResult> query(std::string_view text, const std::vector<Value>& params = {});
+
+  Status checkpoint();  // writes a new image, drops the tail
+  Status compact();     // checkpoint, and rebuilds the in-memory store
+  Status sync();        // flushes every write so far
+  Status close();       // checkpoints when worthwhile, flushes, releases the file
+
+  Stats stats();
+  const OpenReport& open_report() const;
+
+ private:
+  Database();
+  std::unique_ptr<Engine> engine_;
+};
+
+// JSON text of a value: objects and lists as JSON, timestamps as ISO-8601
+// strings, bytes as base64 strings, floats in the shortest form that reads
+// back to the same double.
+std::string to_json(const Value& v);
+void append_json(std::string& out, const Value& v);
+
+// Parses JSON text into a Value (objects, lists, numbers as Int when integral
+// and in range, else Float). Errors name the byte offset.
+Result<Value> parse_json(std::string_view text);
+
+}  // namespace kitfox

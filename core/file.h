@@ -1,0 +1,52 @@
+// The file layer: every byte the engine reads or writes goes through these
+// two interfaces. Implementations: POSIX (native/posix_file.cpp), memory
+// (core/memory_file.cpp, for tests and ':memory:'), the JS host (wasm/).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "status.h"
+
+namespace kitfox {
+
+class File {
+ public:
+  virtual ~File() = default;
+  // Reads up to n bytes at offset; *got is less than n only at end of file.
+  virtual Status read(uint64_t offset, void* buf, size_t n, size_t* got) = 0;
+  virtual Status write(uint64_t offset, const void* buf, size_t n) = 0;
+  // Makes every byte written so far durable (fdatasync natively).
+  virtual Status sync() = 0;
+  virtual Result<uint64_t> size() = 0;
+  virtual Status truncate(uint64_t size) = 0;
+};
+
+struct OpenFlags {
+  bool create = false;     // create when missing
+  bool exclusive = false;  // take the writer lock; fail with Code::Locked when held elsewhere
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+  virtual Result<std::unique_ptr<File>> open(const std::string& name, OpenFlags flags) = 0;
+  virtual Result<bool> exists(const std::string& name) = 0;
+  virtual Status remove(const std::string& name) = 0;
+  // Puts `from` in place of `to` so that a crash leaves one or the other whole:
+  // rename + directory sync natively; the `name~` copy protocol on OPFS, whose
+  // recovery the engine runs on open (see storage/format.h). A writer lock
+  // held on an open handle of `from` stays with the file under its new name.
+  virtual Status replace(const std::string& from, const std::string& to) = 0;
+  // True when replace() is an atomic rename (no copy protocol needed).
+  virtual bool atomic_replace() const = 0;
+};
+
+// A file system that lives in memory. Files persist for the lifetime of the
+// object, so a database can be closed and reopened in tests.
+std::unique_ptr<FileSystem> make_memory_file_system();
+
+// Reads exactly n bytes or fails with Corrupt/Io naming the offset.
+Status read_exact(File& f, uint64_t offset, void* buf, size_t n);
+
+}  // namespace kitfox
