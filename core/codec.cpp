@@ -1,0 +1,223 @@
+#include "codec.h"
+
+#include "engine_limits.h"
+
+namespace kitfox {
+
+enum Tag : uint8_t { kFalse = 1, kTrue, kInt, kFloat, kText, kBytes, kTimestamp, kList, kObject, kVecF32, kVecF16 };
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = (int32_t)((x >> 23) & 0xFF) - 127 + 15;
+  uint32_t mant = x & 0x7FFFFF;
+  if (exp >= 31) return (uint16_t)(sign | 0x7C00);  // overflow (validated before)
+  if (exp <= 0) {
+    if (exp < -10) return (uint16_t)sign;
+    mant |= 0x800000;
+    uint32_t shift = (uint32_t)(14 - exp);
+    uint32_t h = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1FFF;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;  // may carry into the exponent: correct
+  return (uint16_t)h;
+}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do { e++; mant <<= 1; } while (!(mant & 0x400));
+      x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3FF) << 13);
+    }
+  } else if (exp == 31) {
+    x = sign | 0x7F800000 | (mant << 13);
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+void encode_value(std::string& out, const Value& v, bool f16) {
+  switch (v.kind()) {
+    case Kind::Null: return;  // not stored
+    case Kind::Bool: put_u8(out, v.as_bool() ? kTrue : kFalse); return;
+    case Kind::Int: put_u8(out, kInt); put_varint(out, zigzag(v.as_int())); return;
+    case Kind::Float: {
+      put_u8(out, kFloat);
+      double d = v.as_float();
+      out.append((const char*)&d, 8);
+      return;
+    }
+    case Kind::Text: put_u8(out, kText); put_str(out, v.as_string()); return;
+    case Kind::Bytes: put_u8(out, kBytes); put_str(out, v.as_string()); return;
+    case Kind::Timestamp: put_u8(out, kTimestamp); put_varint(out, zigzag(v.as_int())); return;
+    case Kind::List:
+      put_u8(out, kList);
+      put_varint(out, v.items().size());
+      for (const Value& e : v.items()) {
+        if (e.is_null()) put_u8(out, 0);  // json lists may hold null
+        else encode_value(out, e, f16);
+      }
+      return;
+    case Kind::Object:
+      put_u8(out, kObject);
+      put_varint(out, v.items().size());
+      for (size_t i = 0; i < v.items().size(); i++) {
+        put_str(out, v.keys()[i]);
+        if (v.items()[i].is_null()) put_u8(out, 0);
+        else encode_value(out, v.items()[i], f16);
+      }
+      return;
+    case Kind::Vector:
+      put_u8(out, f16 ? kVecF16 : kVecF32);
+      put_varint(out, v.vec().size());
+      if (f16) {
+        for (float f : v.vec()) {
+          uint16_t h = float_to_half(f);
+          out.append((const char*)&h, 2);
+        }
+      } else {
+        out.append((const char*)v.vec().data(), v.vec().size() * 4);
+      }
+      return;
+  }
+}
+
+Status decode_value(Reader& r, Value* out, int depth) {
+  if (depth > kMaxDepth) return Status(Code::Corrupt, "document nested too deeply");
+  uint8_t tag = r.u8();
+  switch (tag) {
+    case 0: *out = Value(); break;
+    case kFalse: *out = Value::boolean(false); break;
+    case kTrue: *out = Value::boolean(true); break;
+    case kInt: *out = Value::integer(unzigzag(r.varint())); break;
+    case kFloat: {
+      uint64_t bits = r.u64();
+      double d;
+      memcpy(&d, &bits, 8);
+      *out = Value::real(d);
+      break;
+    }
+    case kText: *out = Value::text(std::string(r.str())); break;
+    case kBytes: *out = Value::bytes(std::string(r.str())); break;
+    case kTimestamp: *out = Value::timestamp(unzigzag(r.varint())); break;
+    case kList: {
+      uint64_t n = r.varint();
+      if (n > r.left()) return Status(Code::Corrupt, "list length beyond the document");
+      *out = Value::list();
+      out->mutable_items().resize(n);
+      for (uint64_t i = 0; i < n; i++) KF_TRY(decode_value(r, &out->mutable_items()[i], depth + 1));
+      break;
+    }
+    case kObject: {
+      uint64_t n = r.varint();
+      if (n > r.left()) return Status(Code::Corrupt, "object size beyond the document");
+      *out = Value::object();
+      for (uint64_t i = 0; i < n; i++) {
+        std::string key(r.str());
+        Value v;
+        KF_TRY(decode_value(r, &v, depth + 1));
+        out->append(std::move(key), std::move(v));
+      }
+      break;
+    }
+    case kVecF32: {
+      uint64_t n = r.varint();
+      std::string_view b = r.bytes(n * 4);
+      if (!r.ok()) break;
+      std::vector<float> v(n);
+      memcpy(v.data(), b.data(), n * 4);
+      *out = Value::vector(std::move(v));
+      break;
+    }
+    case kVecF16: {
+      uint64_t n = r.varint();
+      std::string_view b = r.bytes(n * 2);
+      if (!r.ok()) break;
+      std::vector<float> v(n);
+      for (uint64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, b.data() + 2 * i, 2);
+        v[i] = half_to_float(h);
+      }
+      *out = Value::vector(std::move(v));
+      break;
+    }
+    default: return Status(Code::Corrupt, "unknown value tag " + std::to_string(tag));
+  }
+  if (!r.ok()) return Status(Code::Corrupt, "document cut short");
+  return Status::ok();
+}
+
+void encode_document(const CollectionDef& def, const Value& fields, std::string& out) {
+  size_t count = 0;
+  for (const Field& f : def.fields) {
+    const Value* v = fields.get(f.name);
+    if (v && !v->is_null()) count++;
+  }
+  put_varint(out, count);
+  for (const Field& f : def.fields) {
+    const Value* v = fields.get(f.name);
+    if (!v || v->is_null()) continue;
+    put_varint(out, f.id);
+    encode_value(out, *v, f.type.kind == TypeKind::Vector && f.type.f16);
+  }
+}
+
+Status decode_document(const CollectionDef& def, int64_t id, std::string_view body, Value* out) {
+  Reader r(body);
+  *out = Value::object();
+  out->append("id", Value::integer(id));
+  uint64_t n = r.varint();
+  for (uint64_t i = 0; i < n && r.ok(); i++) {
+    uint32_t fid = (uint32_t)r.varint();
+    Value v;
+    KF_TRY(decode_value(r, &v, 0));
+    if (const Field* f = def.field_by_id(fid)) out->append(f->name, std::move(v));
+  }
+  if (!r.ok()) return Status(Code::Corrupt, "document " + std::to_string(id) + " is cut short");
+  return Status::ok();
+}
+
+static void skip_value(Reader& r) {
+  uint8_t tag = r.u8();
+  switch (tag) {
+    case kInt: case kTimestamp: r.varint(); return;
+    case kFloat: r.u64(); return;
+    case kText: case kBytes: r.str(); return;
+    case kList: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) skip_value(r); return; }
+    case kObject: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) { r.str(); skip_value(r); } return; }
+    case kVecF32: r.bytes(r.varint() * 4); return;
+    case kVecF16: r.bytes(r.varint() * 2); return;
+    case 0: case kFalse: case kTrue: return;
+    default: r.fail();
+  }
+}
+
+Status decode_field(std::string_view body, uint32_t field_id, Value* out) {
+  Reader r(body);
+  uint64_t n = r.varint();
+  for (uint64_t i = 0; i < n && r.ok(); i++) {
+    uint32_t fid = (uint32_t)r.varint();
+    if (fid == field_id) return decode_value(r, out, 0);
+    skip_value(r);
+  }
+  if (!r.ok()) return Status(Code::Corrupt, "document cut short");
+  *out = Value();
+  return Status::ok();
+}
+
+}  // namespace kitfox

@@ -1,0 +1,101 @@
+// Binary encoding: the little-endian primitives every record uses, and the
+// document codec.
+//
+// A document body is  varint(field count) then, per field in schema order,
+//   varint(field id) value
+// and a value is a tag byte and its payload:
+//   1 false | 2 true | 3 int: zigzag varint | 4 float: 8 bytes IEEE-754
+//   5 text: varint len, UTF-8 | 6 bytes: varint len, bytes
+//   7 timestamp: zigzag varint ms | 8 list: varint n, n values
+//   9 object: varint n, n x (varint len, key, value)
+//   10 vector f32: varint dim, dim x 4 bytes | 11 vector f16: varint dim, dim x 2 bytes
+// Null fields are not stored. The document id is kept outside the body.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "schema.h"
+#include "status.h"
+#include "value.h"
+
+namespace kitfox {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "kitfox's file format is little-endian");
+
+inline void put_u8(std::string& o, uint8_t v) { o.push_back((char)v); }
+inline void put_u32(std::string& o, uint32_t v) { o.append((const char*)&v, 4); }
+inline void put_u64(std::string& o, uint64_t v) { o.append((const char*)&v, 8); }
+inline void put_varint(std::string& o, uint64_t v) {
+  char buf[10];
+  int n = 0;
+  while (v >= 0x80) { buf[n++] = (char)(v | 0x80); v >>= 7; }
+  buf[n++] = (char)v;
+  o.append(buf, n);
+}
+inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+inline int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+inline void put_str(std::string& o, std::string_view s) { put_varint(o, s.size()); o.append(s); }
+
+// Bounds-checked reader over untrusted bytes: once a read fails, ok() is false
+// and every later read returns zero.
+class Reader {
+ public:
+  Reader(const char* p, size_t n) : p_((const uint8_t*)p), end_((const uint8_t*)p + n) {}
+  explicit Reader(std::string_view s) : Reader(s.data(), s.size()) {}
+  bool ok() const { return ok_; }
+  bool done() const { return p_ == end_; }
+  size_t left() const { return end_ - p_; }
+  const char* pos() const { return (const char*)p_; }
+  uint8_t u8() { if (!need(1)) return 0; return *p_++; }
+  uint32_t u32() { uint32_t v = 0; if (need(4)) { memcpy(&v, p_, 4); p_ += 4; } return v; }
+  uint64_t u64() { uint64_t v = 0; if (need(8)) { memcpy(&v, p_, 8); p_ += 8; } return v; }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (!need(1)) return 0;
+      uint8_t b = *p_++;
+      v |= (uint64_t)(b & 0x7F) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    ok_ = false;
+    return 0;
+  }
+  std::string_view bytes(size_t n) {
+    if (!need(n)) return {};
+    std::string_view s((const char*)p_, n);
+    p_ += n;
+    return s;
+  }
+  std::string_view str() { return bytes(varint()); }
+  void fail() { ok_ = false; p_ = end_; }
+
+ private:
+  bool need(size_t n) {
+    if (ok_ && (size_t)(end_ - p_) >= n) return true;
+    fail();
+    return false;
+  }
+  const uint8_t* p_;
+  const uint8_t* end_;
+  bool ok_ = true;
+};
+
+uint16_t float_to_half(float f);
+float half_to_float(uint16_t h);
+
+// Encodes one typed value (already coerced to its field's type).
+void encode_value(std::string& out, const Value& v, bool f16);
+Status decode_value(Reader& r, Value* out, int depth = 0);
+
+// `fields` holds the document's typed values by field name (no id); the body
+// is appended to `out`.
+void encode_document(const CollectionDef& def, const Value& fields, std::string& out);
+// Decodes a body into an Object {id, fields in schema order}; null fields are
+// left out.
+Status decode_document(const CollectionDef& def, int64_t id, std::string_view body, Value* out);
+// Decodes just one field (Null when absent).
+Status decode_field(std::string_view body, uint32_t field_id, Value* out);
+
+}  // namespace kitfox

@@ -1,0 +1,124 @@
+// Engine: the database behind Database. It owns the catalog, the documents
+// (encoded, in memory, in arena segments the file was read into), the file and
+// its write log; query/executor.cpp runs statements against it.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "db.h"
+#include "query/ast.h"
+#include "schema.h"
+#include "storage/id_index.h"
+
+#if !defined(__EMSCRIPTEN__)
+#define KITFOX_THREADS 1
+#include <thread>
+#endif
+
+namespace kitfox {
+
+// Where documents live: segment 0 is the file as read on open (or the image a
+// checkpoint wrote), later segments take new writes. A location is
+// segment << 40 | offset and points at `zigzag id | varint len | body`.
+class Arena {
+ public:
+  static uint64_t loc(uint32_t seg, uint64_t off) { return (uint64_t)seg << 40 | off; }
+  void reset(std::string seg0);
+  // Appends bytes that never move; returns the offset base of the copy.
+  uint64_t append(std::string_view bytes, const char** where);
+  std::string_view body(uint64_t loc) const;
+  const std::string& segment(uint32_t i) const { return *segs_[i]; }
+  size_t memory_bytes() const;
+
+ private:
+  std::vector<std::unique_ptr<std::string>> segs_;
+};
+
+struct Collection {
+  CollectionDef def;
+  int64_t next_id = 1;
+  IdIndex ids;
+  uint64_t bytes = 0;  // live encoded bytes
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> open(FileSystem& fs, const std::string& name, const OpenOptions& o);
+  ~Engine();
+
+  Result<QueryResult> query(std::string_view text, const std::vector<Value>& params);
+  Status checkpoint();
+  Status sync();
+  Status close();
+  Stats stats();
+  const OpenReport& report() const { return report_; }
+
+  // Used by the executor (query/executor.cpp), under the appropriate lock.
+  Collection* find(std::string_view name);
+  const std::map<std::string, std::unique_ptr<Collection>>& collections() const { return colls_; }
+  std::string_view body(uint64_t loc) const { return arena_.body(loc); }
+  uint32_t next_collection_id() const { return next_coll_id_; }
+  // Writes one record holding `nops` ops and applies it. Called under the
+  // write lock; returns the sequence number to wait for in `always` mode.
+  Result<uint64_t> commit(std::string_view ops, uint32_t nops);
+  Result<QueryResult> execute_read(const Statement& st, const std::vector<Value>& params);
+  Result<QueryResult> execute_write(const Statement& st, const std::vector<Value>& params);
+
+ private:
+  Engine(FileSystem& fs, std::string name, OpenOptions o);
+  Status load(std::string file);
+  Status apply_image_record(const struct RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
+                            std::map<uint32_t, std::vector<IdEntry>>* idx);
+  Status apply_write(std::string_view body, uint32_t seg, uint64_t body_off, bool replay);
+  Status checkpoint_locked();
+  std::string build_image(std::vector<std::vector<IdEntry>>* new_ids);
+  Status sync_to(uint64_t seq);
+  Status check_writable() const;
+  bool checkpoint_worthwhile(bool closing) const;
+#ifdef KITFOX_THREADS
+  void flusher_loop();
+#endif
+
+  FileSystem& fs_;
+  std::string name_;
+  OpenOptions opts_;
+  OpenReport report_;
+  std::unique_ptr<File> file_;
+
+  std::shared_mutex mu_;  // reads shared, writes exclusive
+  std::map<std::string, std::unique_ptr<Collection>> colls_;
+  std::map<uint32_t, Collection*> by_id_;
+  uint32_t next_coll_id_ = 1;
+  Arena arena_;
+  uint64_t seq_ = 0;          // last write sequence applied
+  uint64_t write_pos_ = 0;    // end of the file
+  uint64_t image_bytes_ = 0;
+  uint64_t tail_records_ = 0;
+
+  // Durability: flushes happen outside mu_, shared by concurrent writers.
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  bool syncing_ = false;
+  uint64_t synced_seq_ = 0;
+  uint64_t written_seq_ = 0;
+  int64_t last_sync_ms_ = 0;
+  std::atomic<bool> failed_{false};
+  std::string failure_;
+  bool closed_ = false;
+#ifdef KITFOX_THREADS
+  std::thread flusher_;
+  bool stop_flusher_ = false;
+#endif
+};
+
+// Collection definitions in records.
+void encode_def(const CollectionDef& d, int64_t next_id, std::string& out);
+Status decode_def(class Reader& r, CollectionDef* d, int64_t* next_id);
+
+}  // namespace kitfox

@@ -1,0 +1,15 @@
+// Limits of the engine. Exceeding one is an error, never a truncation.
+#pragma once
+#include <cstdint>
+
+namespace kitfox {
+
+constexpr int kMaxDepth = 64;                       // nesting of lists/objects in values
+constexpr uint64_t kMaxDocumentBytes = 16u << 20;   // one encoded document
+constexpr uint64_t kMaxRecordBytes = 1u << 30;      // one record in the file
+constexpr uint64_t kMaxStatementBytes = 256u << 20; // one statement's text
+constexpr uint32_t kMaxVectorDim = 65536;
+constexpr uint32_t kMaxFields = 4096;               // fields per collection
+constexpr uint64_t kMaxNameBytes = 256;             // collection and field names
+
+}  // namespace kitfox

@@ -1,0 +1,295 @@
+// JSON in (simdjson) and out (shortest round-trip floats).
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "db.h"
+#include "engine_limits.h"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "simdjson.h"
+
+namespace kitfox {
+
+namespace {
+
+const char kHex[] = "0123456789abcdef";
+const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void append_string(std::string& out, std::string_view s) {
+  out += '"';
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); i++) {
+    unsigned char c = s[i];
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + start, i - start);
+    start = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
+    }
+  }
+  out.append(s.data() + start, s.size() - start);
+  out += '"';
+}
+
+void append_double(std::string& out, double d) {
+  if (!std::isfinite(d)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, d);
+  std::string_view s(buf, r.ptr - buf);
+  out += s;
+  // Keep floats recognisable as floats: 1.0 rather than 1.
+  if (s.find_first_of(".eEn") == std::string_view::npos) out += ".0";
+}
+
+}  // namespace
+
+std::string base64_encode(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t)in[i] << 16 | (uint8_t)in[i + 1] << 8 | (uint8_t)in[i + 2];
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += kB64[v & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = (uint8_t)in[i] << 16 | (i + 1 < in.size() ? (uint8_t)in[i + 1] << 8 : 0);
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kB64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+bool base64_decode(std::string_view in, std::string* out) {
+  out->clear();
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pad = 0;
+  for (char ch : in) {
+    int v;
+    if (ch >= 'A' && ch <= 'Z') v = ch - 'A';
+    else if (ch >= 'a' && ch <= 'z') v = ch - 'a' + 26;
+    else if (ch >= '0' && ch <= '9') v = ch - '0' + 52;
+    else if (ch == '+' || ch == '-') v = 62;
+    else if (ch == '/' || ch == '_') v = 63;
+    else if (ch == '=') { pad++; continue; }
+    else return false;
+    if (pad) return false;
+    acc = acc << 6 | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(char((acc >> bits) & 0xFF));
+    }
+  }
+  return pad <= 2;
+}
+
+void append_json(std::string& out, const Value& v) {
+  switch (v.kind()) {
+    case Kind::Null: out += "null"; return;
+    case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
+    case Kind::Int: {
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof buf, v.as_int());
+      out.append(buf, r.ptr - buf);
+      return;
+    }
+    case Kind::Float: append_double(out, v.as_float()); return;
+    case Kind::Text: append_string(out, v.as_string()); return;
+    case Kind::Bytes: append_string(out, base64_encode(v.as_string())); return;
+    case Kind::Timestamp: append_string(out, format_timestamp(v.as_int())); return;
+    case Kind::List:
+      out += '[';
+      for (size_t i = 0; i < v.items().size(); i++) {
+        if (i) out += ',';
+        append_json(out, v.items()[i]);
+      }
+      out += ']';
+      return;
+    case Kind::Object:
+      out += '{';
+      for (size_t i = 0; i < v.items().size(); i++) {
+        if (i) out += ',';
+        append_string(out, v.keys()[i]);
+        out += ':';
+        append_json(out, v.items()[i]);
+      }
+      out += '}';
+      return;
+    case Kind::Vector:
+      out += '[';
+      for (size_t i = 0; i < v.vec().size(); i++) {
+        if (i) out += ',';
+        char buf[32];
+        auto r = std::to_chars(buf, buf + sizeof buf, v.vec()[i]);
+        out.append(buf, r.ptr - buf);
+      }
+      out += ']';
+      return;
+  }
+}
+
+std::string to_json(const Value& v) {
+  std::string s;
+  append_json(s, v);
+  return s;
+}
+
+namespace {
+
+// Finds where JSON text goes wrong, to name the offset in the error: simdjson
+// says what is wrong but not where. Runs only after a parse failed.
+struct ErrorLocator {
+  std::string_view s;
+  size_t p = 0;
+  int depth = 0;
+  void ws() { while (p < s.size() && (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r')) p++; }
+  bool lit(const char* w) {
+    size_t n = strlen(w);
+    if (s.substr(p, n) != w) return false;
+    p += n;
+    return true;
+  }
+  bool str() {
+    if (p >= s.size() || s[p] != '"') return false;
+    size_t start = ++p;
+    while (p < s.size() && s[p] != '"') {
+      if ((unsigned char)s[p] < 0x20) return false;
+      if (s[p] == '\\') p++;
+      p++;
+    }
+    if (p >= s.size()) return false;
+    if (!valid_utf8(s.substr(start, p - start))) { p = start; return false; }
+    p++;
+    return true;
+  }
+  bool num() {
+    size_t start = p;
+    if (p < s.size() && s[p] == '-') p++;
+    while (p < s.size() && ((s[p] >= '0' && s[p] <= '9') || s[p] == '.' || s[p] == 'e' || s[p] == 'E' || s[p] == '+' || s[p] == '-')) p++;
+    return p > start;
+  }
+  bool value() {
+    ws();
+    if (p >= s.size()) return false;
+    char c = s[p];
+    if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth) return false;
+      char close = c == '{' ? '}' : ']';
+      p++;
+      ws();
+      if (p < s.size() && s[p] == close) { p++; depth--; return true; }
+      for (;;) {
+        if (c == '{') {
+          ws();
+          if (!str()) return false;
+          ws();
+          if (p >= s.size() || s[p] != ':') return false;
+          p++;
+        }
+        if (!value()) return false;
+        ws();
+        if (p < s.size() && s[p] == ',') { p++; continue; }
+        if (p < s.size() && s[p] == close) { p++; depth--; return true; }
+        return false;
+      }
+    }
+    if (c == '"') return str();
+    if (c == 't') return lit("true");
+    if (c == 'f') return lit("false");
+    if (c == 'n') return lit("null");
+    return num();
+  }
+  size_t locate() {
+    if (value()) {
+      ws();
+      if (p == s.size()) return std::string::npos;
+    }
+    return p;
+  }
+};
+
+Status json_error(std::string_view text, const char* what) {
+  ErrorLocator loc{text};
+  size_t at = loc.locate();
+  std::string msg = "malformed JSON: ";
+  msg += what;
+  if (at != std::string::npos) msg += " at byte " + std::to_string(at);
+  return Status(Code::Json, msg, -1);
+}
+
+Status convert(simdjson::dom::element e, Value* out, int depth, std::string_view text) {
+  using namespace simdjson;
+  if (depth > kMaxDepth) return Status(Code::Limit, "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  switch (e.type()) {
+    case dom::element_type::ARRAY: {
+      *out = Value::list();
+      for (dom::element c : e.get_array().value_unsafe()) {
+        Value v;
+        KF_TRY(convert(c, &v, depth + 1, text));
+        out->push(std::move(v));
+      }
+      return Status::ok();
+    }
+    case dom::element_type::OBJECT: {
+      *out = Value::object();
+      for (dom::key_value_pair kv : e.get_object().value_unsafe()) {
+        Value v;
+        KF_TRY(convert(kv.value, &v, depth + 1, text));
+        out->set(kv.key, std::move(v));
+      }
+      return Status::ok();
+    }
+    case dom::element_type::INT64: *out = Value::integer(e.get_int64().value_unsafe()); return Status::ok();
+    case dom::element_type::UINT64:
+      return Status(Code::Limit, "JSON integer " + std::to_string(e.get_uint64().value_unsafe()) + " is out of range (int64)");
+    case dom::element_type::DOUBLE: *out = Value::real(e.get_double().value_unsafe()); return Status::ok();
+    case dom::element_type::STRING: *out = Value::text(std::string(e.get_string().value_unsafe())); return Status::ok();
+    case dom::element_type::BOOL: *out = Value::boolean(e.get_bool().value_unsafe()); return Status::ok();
+    case dom::element_type::NULL_VALUE: *out = Value(); return Status::ok();
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Value> parse_json(std::string_view text) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::padded_string padded(text);
+  simdjson::dom::element root;
+  auto err = parser.parse(padded).get(root);
+  if (err) {
+    if (err == simdjson::DEPTH_ERROR)
+      return Status(Code::Limit, "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (err == simdjson::BIGINT_ERROR || err == simdjson::NUMBER_OUT_OF_RANGE)
+      return json_error(text, "a number out of range");
+    return json_error(text, simdjson::error_message(err));
+  }
+  Value v;
+  KF_TRY(convert(root, &v, 0, text));
+  return v;
+}
+
+}  // namespace kitfox
+
+#pragma GCC diagnostic pop

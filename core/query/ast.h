@@ -1,0 +1,98 @@
+// The parsed form of a statement. Positions are byte offsets into the text.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../schema.h"
+#include "../value.h"
+
+namespace kitfox {
+
+enum class ExprKind : uint8_t {
+  Literal,  // value
+  Param,    // $n: param (1-based)
+  Path,     // path: a field and optional json keys
+  ListLit,  // kids
+  ObjectLit,  // keys + kids
+  Not,      // kids[0]
+  And,
+  Or,       // kids[0], kids[1]
+  Compare,  // kids[0] op kids[1]
+  In,       // kids[0] in kids[1]; negate for `not in`
+  Has,      // kids[0] has kids[1]
+  IsNull,   // kids[0] is null; negate for `is not null`
+};
+
+enum class CmpOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Contains };
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Expr {
+  ExprKind kind;
+  int64_t pos = 0;
+  Value value;
+  int param = 0;
+  CmpOp op = CmpOp::Eq;
+  bool negate = false;
+  std::vector<std::string> path;
+  std::vector<std::string> keys;
+  std::vector<ExprPtr> kids;
+};
+
+enum class StmtKind : uint8_t {
+  CreateCollection, DropCollection, AlterAdd, AlterDrop, AlterRename, Collections, Describe,
+  Put, Insert, Set, Del, Get, Checkpoint, Compact,
+};
+
+struct FieldDecl {
+  std::string name;
+  Type type;
+  bool required = false;
+  int64_t pos = 0;
+};
+
+struct OrderKey {
+  std::vector<std::string> path;
+  bool desc = false;
+  int64_t pos = 0;
+};
+
+struct Assignment {
+  std::vector<std::string> path;
+  ExprPtr value;
+  int64_t pos = 0;
+};
+
+struct SelectItem {
+  std::vector<std::string> path;
+  int64_t pos = 0;
+};
+
+struct Statement {
+  StmtKind kind;
+  int64_t pos = 0;
+  std::string collection;
+  int64_t collection_pos = 0;
+  bool if_not_exists = false;
+  bool if_exists = false;
+  std::vector<FieldDecl> fields;    // create, alter add
+  std::string field, new_name;      // alter drop / rename
+  int64_t field_pos = 0;
+  ExprPtr body;                     // put / insert
+  std::vector<Assignment> assignments;  // set
+  std::vector<SelectItem> select;   // get
+  ExprPtr where;
+  std::vector<OrderKey> order;
+  ExprPtr limit, offset;
+  bool count = false;
+
+  bool is_write() const {
+    return kind != StmtKind::Get && kind != StmtKind::Collections && kind != StmtKind::Describe &&
+           kind != StmtKind::Checkpoint && kind != StmtKind::Compact;
+  }
+};
+
+}  // namespace kitfox

@@ -1,0 +1,677 @@
+// Runs parsed statements against the engine. Reads run under the shared lock,
+// writes under the exclusive one; a write builds every op first and commits
+// them as one record, so a failed statement changes nothing.
+#include <algorithm>
+#include <cmath>
+
+#include "../codec.h"
+#include "../engine.h"
+#include "../engine_limits.h"
+#include "../storage/format.h"
+
+namespace kitfox {
+
+namespace {
+
+Status not_found_field(const std::string& name, const CollectionDef& def, int64_t pos) {
+  return Status(Code::NotFound, "unknown field '" + name + "' in collection '" + def.name + "'", pos);
+}
+
+Status no_collection(const std::string& name, int64_t pos) {
+  return Status(Code::NotFound, "collection '" + name + "' does not exist", pos);
+}
+
+std::string join(const std::vector<std::string>& p) {
+  std::string s;
+  for (size_t i = 0; i < p.size(); i++) {
+    if (i) s += '.';
+    s += p[i];
+  }
+  return s;
+}
+
+// Checks every field path of an expression against the schema.
+Status check_path(const CollectionDef& def, const std::vector<std::string>& path, int64_t pos) {
+  if (path[0] == "id") {
+    if (path.size() > 1) return Status(Code::Type, "'id' is an int and has no keys", pos);
+    return Status::ok();
+  }
+  const Field* f = def.field(path[0]);
+  if (!f) return not_found_field(path[0], def, pos);
+  if (path.size() > 1 && f->type.kind != TypeKind::Json)
+    return Status(Code::Type, "field '" + path[0] + "' is " + type_name(f->type) + "; only json fields have keys", pos);
+  return Status::ok();
+}
+
+Status check_expr(const CollectionDef& def, const Expr& e) {
+  if (e.kind == ExprKind::Path) return check_path(def, e.path, e.pos);
+  for (const ExprPtr& k : e.kids) KF_TRY(check_expr(def, *k));
+  return Status::ok();
+}
+
+class Evaluator {
+ public:
+  Evaluator(const std::vector<Value>& params) : params_(params) {}
+
+  // Values without a document: literals, params, list/object literals.
+  Status constant(const Expr& e, Value* out) const {
+    switch (e.kind) {
+      case ExprKind::Literal: *out = e.value; return Status::ok();
+      case ExprKind::Param:
+        if (e.param < 1 || (size_t)e.param > params_.size())
+          return Status(Code::Invalid, "parameter $" + std::to_string(e.param) + " was not given (" +
+                                           std::to_string(params_.size()) + " given)", e.pos);
+        *out = params_[e.param - 1];
+        return Status::ok();
+      case ExprKind::ListLit: {
+        *out = Value::list();
+        out->mutable_items().reserve(e.kids.size());
+        for (const ExprPtr& k : e.kids) {
+          Value v;
+          KF_TRY(constant(*k, &v));
+          out->push(std::move(v));
+        }
+        return Status::ok();
+      }
+      case ExprKind::ObjectLit: {
+        *out = Value::object();
+        for (size_t i = 0; i < e.kids.size(); i++) {
+          Value v;
+          KF_TRY(constant(*e.kids[i], &v));
+          out->append(e.keys[i], std::move(v));
+        }
+        return Status::ok();
+      }
+      default: return Status(Code::Syntax, "expected a value here", e.pos);
+    }
+  }
+
+  // Evaluates against a decoded document. Predicates give Bool, or Null when
+  // unknown (a comparison with null); `where` keeps rows that give true.
+  Status eval(const Expr& e, const Value& doc, Value* out) const {
+    switch (e.kind) {
+      case ExprKind::Path: {
+        const Value* v = &doc;
+        for (const std::string& k : e.path) {
+          if (v->kind() != Kind::Object) { v = nullptr; break; }
+          v = v->get(k);
+          if (!v) break;
+        }
+        *out = v ? *v : Value();
+        return Status::ok();
+      }
+      case ExprKind::Not: {
+        Value v;
+        KF_TRY(eval(*e.kids[0], doc, &v));
+        *out = v.is_null() ? Value() : Value::boolean(!truthy(v));
+        return Status::ok();
+      }
+      case ExprKind::And:
+      case ExprKind::Or: {
+        bool is_and = e.kind == ExprKind::And;
+        Value a;
+        KF_TRY(eval(*e.kids[0], doc, &a));
+        if (!a.is_null() && truthy(a) != is_and) { *out = Value::boolean(!is_and); return Status::ok(); }
+        Value b;
+        KF_TRY(eval(*e.kids[1], doc, &b));
+        if (!b.is_null() && truthy(b) != is_and) { *out = Value::boolean(!is_and); return Status::ok(); }
+        *out = a.is_null() || b.is_null() ? Value() : Value::boolean(is_and);
+        return Status::ok();
+      }
+      case ExprKind::Compare: {
+        Value a, b;
+        KF_TRY(eval(*e.kids[0], doc, &a));
+        KF_TRY(eval(*e.kids[1], doc, &b));
+        return compare_op(e, a, b, out);
+      }
+      case ExprKind::In:
+      case ExprKind::Has: {
+        Value a, b;
+        KF_TRY(eval(*e.kids[0], doc, &a));
+        KF_TRY(eval(*e.kids[1], doc, &b));
+        const Value& list = e.kind == ExprKind::In ? b : a;
+        const Value& item = e.kind == ExprKind::In ? a : b;
+        if (list.is_null() || item.is_null()) { *out = Value(); return Status::ok(); }
+        if (list.kind() != Kind::List)
+          return Status(Code::Type, std::string(e.kind == ExprKind::In ? "'in' needs a list on its right" : "'has' needs a list on its left") +
+                                        ", got " + kind_name(list.kind()), e.pos);
+        bool found = false;
+        for (const Value& x : list.items())
+          if (equal_loose(x, item)) { found = true; break; }
+        *out = Value::boolean(found != e.negate);
+        return Status::ok();
+      }
+      case ExprKind::IsNull: {
+        Value a;
+        KF_TRY(eval(*e.kids[0], doc, &a));
+        *out = Value::boolean(a.is_null() != e.negate);
+        return Status::ok();
+      }
+      default: return constant(e, out);
+    }
+  }
+
+  static bool truthy(const Value& v) { return v.kind() == Kind::Bool ? v.as_bool() : !v.is_null(); }
+
+ private:
+  // Timestamps compare with ISO text and with ints (ms).
+  static bool align(const Value& a, const Value& b, Value* a2, Value* b2) {
+    *a2 = a;
+    *b2 = b;
+    if (a.kind() == Kind::Timestamp || b.kind() == Kind::Timestamp) {
+      for (Value* v : {a2, b2}) {
+        if (v->kind() == Kind::Text) {
+          int64_t ms;
+          if (!parse_timestamp(v->as_string(), &ms)) return false;
+          *v = Value::timestamp(ms);
+        } else if (v->kind() == Kind::Int) {
+          *v = Value::timestamp(v->as_int());
+        }
+      }
+    }
+    return true;
+  }
+  static bool comparable(const Value& a, const Value& b) {
+    if (a.is_number() && b.is_number()) return true;
+    return a.kind() == b.kind();
+  }
+  static bool equal_loose(const Value& a, const Value& b) {
+    Value a2, b2;
+    if (!align(a, b, &a2, &b2)) return false;
+    return comparable(a2, b2) && equal(a2, b2);
+  }
+  static bool contains_ci(const std::string& hay, const std::string& needle) {
+    if (needle.empty()) return true;
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c + 32) : c; };
+    auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(),
+                          [&](char x, char y) { return lower(x) == lower(y); });
+    return it != hay.end();
+  }
+  Status compare_op(const Expr& e, const Value& a, const Value& b, Value* out) const {
+    if (a.is_null() || b.is_null()) { *out = Value(); return Status::ok(); }
+    if (e.op == CmpOp::Contains) {
+      if (a.kind() != Kind::Text || b.kind() != Kind::Text)
+        return Status(Code::Type, std::string("'~' compares text with text, got ") + kind_name(a.kind()) + " and " + kind_name(b.kind()), e.pos);
+      *out = Value::boolean(contains_ci(a.as_string(), b.as_string()));
+      return Status::ok();
+    }
+    Value a2, b2;
+    if (!align(a, b, &a2, &b2) || !comparable(a2, b2)) {
+      // Different kinds are never equal; ordering them is meaningless.
+      *out = e.op == CmpOp::Ne ? Value::boolean(true) : e.op == CmpOp::Eq ? Value::boolean(false) : Value();
+      return Status::ok();
+    }
+    int c = compare(a2, b2);
+    bool r = false;
+    switch (e.op) {
+      case CmpOp::Eq: r = c == 0; break;
+      case CmpOp::Ne: r = c != 0; break;
+      case CmpOp::Lt: r = c < 0; break;
+      case CmpOp::Le: r = c <= 0; break;
+      case CmpOp::Gt: r = c > 0; break;
+      case CmpOp::Ge: r = c >= 0; break;
+      default: break;
+    }
+    *out = Value::boolean(r);
+    return Status::ok();
+  }
+
+  const std::vector<Value>& params_;
+};
+
+Result<int64_t> count_arg(const Evaluator& ev, const ExprPtr& e, const char* what) {
+  if (!e) return (int64_t)-1;
+  Value v;
+  KF_TRY(ev.constant(*e, &v));
+  if (v.kind() != Kind::Int || v.as_int() < 0)
+    return Status(Code::Type, std::string(what) + " must be a non-negative integer", e->pos);
+  return v.as_int();
+}
+
+// The ids a where clause pins down exactly (id = c, id in [...]), if any.
+bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
+  if (!w) return false;
+  auto is_id = [](const Expr& x) { return x.kind == ExprKind::Path && x.path.size() == 1 && x.path[0] == "id"; };
+  if (w->kind == ExprKind::Compare && w->op == CmpOp::Eq) {
+    const Expr* other = is_id(*w->kids[0]) ? w->kids[1].get() : is_id(*w->kids[1]) ? w->kids[0].get() : nullptr;
+    if (!other || other->kind == ExprKind::Path) return false;
+    Value v;
+    if (!ev.constant(*other, &v).is_ok()) return false;
+    if (v.kind() == Kind::Int) ids->push_back(v.as_int());
+    else if (!v.is_null() && !(v.kind() == Kind::Float && v.as_float() == std::floor(v.as_float()) && std::fabs(v.as_float()) < 9e18)) return false;
+    else if (v.kind() == Kind::Float) ids->push_back((int64_t)v.as_float());
+    return true;
+  }
+  if (w->kind == ExprKind::In && !w->negate && is_id(*w->kids[0]) && w->kids[1]->kind != ExprKind::Path) {
+    Value v;
+    if (!ev.constant(*w->kids[1], &v).is_ok() || v.kind() != Kind::List) return false;
+    for (const Value& x : v.items()) {
+      if (x.kind() != Kind::Int) return false;
+      ids->push_back(x.as_int());
+    }
+    std::sort(ids->begin(), ids->end());
+    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+    return true;
+  }
+  return false;
+}
+
+// Visits the documents a where clause selects, in ascending id order, until
+// f returns false. Each is decoded into `doc`.
+template <typename F>
+Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, F&& f) {
+  Value doc, t;
+  auto visit = [&](int64_t id, uint64_t loc, bool* more) -> Status {
+    KF_TRY(decode_document(c.def, id, eng.body(loc), &doc));
+    if (where) {
+      KF_TRY(ev.eval(*where, doc, &t));
+      if (!Evaluator::truthy(t)) return Status::ok();
+    }
+    *more = f(doc);
+    return Status::ok();
+  };
+  std::vector<int64_t> ids;
+  bool more = true;
+  if (id_lookup(ev, where, &ids)) {
+    for (int64_t id : ids) {
+      const uint64_t* loc = c.ids.find(id);
+      if (!loc) continue;
+      KF_TRY(visit(id, *loc, &more));
+      if (!more) break;
+    }
+    return Status::ok();
+  }
+  Status st;
+  c.ids.scan([&](const IdEntry& e) {
+    st = visit(e.id, e.loc, &more);
+    return st.is_ok() && more;
+  });
+  return st;
+}
+
+Value row1(const char* k, Value v) {
+  Value r = Value::object();
+  r.append(k, std::move(v));
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- reads
+
+Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<Value>& params) {
+  QueryResult res;
+  if (st.kind == StmtKind::Collections) {
+    for (auto& [name, c] : colls_) {
+      Value r = Value::object();
+      r.append("name", Value::text(name));
+      r.append("documents", Value::integer((int64_t)c->ids.size()));
+      res.rows.push_back(std::move(r));
+    }
+    return res;
+  }
+  Collection* c = find(st.collection);
+  if (!c) return no_collection(st.collection, st.collection_pos);
+  if (st.kind == StmtKind::Describe) {
+    Value idr = Value::object();
+    idr.append("field", Value::text("id"));
+    idr.append("type", Value::text("int"));
+    idr.append("required", Value::boolean(true));
+    res.rows.push_back(std::move(idr));
+    for (const Field& f : c->def.fields) {
+      Value r = Value::object();
+      r.append("field", Value::text(f.name));
+      r.append("type", Value::text(type_name(f.type)));
+      r.append("required", Value::boolean(f.required));
+      res.rows.push_back(std::move(r));
+    }
+    return res;
+  }
+
+  // get
+  Evaluator ev(params);
+  if (st.where) KF_TRY(check_expr(c->def, *st.where));
+  for (const SelectItem& s : st.select) KF_TRY(check_path(c->def, s.path, s.pos));
+  for (const OrderKey& k : st.order) KF_TRY(check_path(c->def, k.path, k.pos));
+  KF_ASSIGN(int64_t limit, count_arg(ev, st.limit, "limit"));
+  KF_ASSIGN(int64_t offset, count_arg(ev, st.offset, "offset"));
+  if (offset < 0) offset = 0;
+
+  if (st.count) {
+    int64_t n = 0;
+    if (!st.where) n = (int64_t)c->ids.size();
+    else KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value&) { n++; return true; }));
+    res.rows.push_back(row1("count", Value::integer(n)));
+    return res;
+  }
+
+  auto project = [&](Value doc) -> Value {
+    if (st.select.empty()) return doc;
+    Value r = Value::object();
+    r.append("id", *doc.get("id"));
+    for (const SelectItem& s : st.select) {
+      if (s.path.size() == 1 && s.path[0] == "id") continue;
+      const Value* v = &doc;
+      for (const std::string& k : s.path) {
+        v = v->kind() == Kind::Object ? v->get(k) : nullptr;
+        if (!v) break;
+      }
+      r.append(join(s.path), v ? *v : Value());
+    }
+    return r;
+  };
+
+  if (st.order.empty()) {
+    int64_t skipped = 0;
+    KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value& doc) {
+      if (skipped < offset) { skipped++; return true; }
+      if (limit >= 0 && (int64_t)res.rows.size() >= limit) return false;
+      res.rows.push_back(project(doc));
+      return limit < 0 || (int64_t)res.rows.size() < limit;
+    }));
+    return res;
+  }
+
+  // Ordered: collect keys, sort (ties by id: the scan is in id order and the
+  // sort is stable), page.
+  struct Item {
+    std::vector<Value> keys;
+    Value doc;
+  };
+  std::vector<Item> items;
+  KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value& doc) {
+    Item it;
+    for (const OrderKey& k : st.order) {
+      const Value* v = &doc;
+      for (const std::string& p : k.path) {
+        v = v->kind() == Kind::Object ? v->get(p) : nullptr;
+        if (!v) break;
+      }
+      it.keys.push_back(v ? *v : Value());
+    }
+    it.doc = doc;
+    items.push_back(std::move(it));
+    return true;
+  }));
+  auto less = [&](const Item& a, const Item& b) {
+    for (size_t i = 0; i < st.order.size(); i++) {
+      int c2 = compare(a.keys[i], b.keys[i]);
+      if (c2) return st.order[i].desc ? c2 > 0 : c2 < 0;
+    }
+    return false;
+  };
+  size_t want = limit < 0 ? items.size() : std::min<size_t>(items.size(), (size_t)(offset + limit));
+  if (want < items.size() / 4) {
+    // Top-k: stable via the id as the last key.
+    auto less_id = [&](const Item& a, const Item& b) {
+      if (less(a, b)) return true;
+      if (less(b, a)) return false;
+      return a.doc.items()[0].as_int() < b.doc.items()[0].as_int();
+    };
+    std::partial_sort(items.begin(), items.begin() + want, items.end(), less_id);
+  } else {
+    std::stable_sort(items.begin(), items.end(), less);
+  }
+  for (size_t i = (size_t)offset; i < want; i++) res.rows.push_back(project(std::move(items[i].doc)));
+  return res;
+}
+
+// ---------------------------------------------------------------- writes
+
+namespace {
+
+// Builds the typed field values of one document from its given value.
+Status build_document(const CollectionDef& def, const Value& in, const Expr* lit, int64_t pos, Value* fields,
+                      bool* has_id, int64_t* id) {
+  if (in.kind() != Kind::Object)
+    return Status(Code::Type, std::string("expected a document (an object), got ") + kind_name(in.kind()), pos);
+  *fields = Value::object();
+  *has_id = false;
+  for (size_t i = 0; i < in.keys().size(); i++) {
+    const std::string& k = in.keys()[i];
+    const Value& v = in.items()[i];
+    int64_t kpos = lit && lit->kind == ExprKind::ObjectLit && i < lit->kids.size() ? lit->kids[i]->pos : pos;
+    if (k == "id") {
+      if (v.is_null()) continue;
+      if (v.kind() != Kind::Int) return Status(Code::Type, std::string("'id' must be an int, got ") + kind_name(v.kind()), kpos);
+      *has_id = true;
+      *id = v.as_int();
+      continue;
+    }
+    const Field* f = def.field(k);
+    if (!f) return not_found_field(k, def, kpos);
+    Value t;
+    Status st = coerce(v, f->type, k, &t);
+    if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
+    if (t.kind() == Kind::Text && !valid_utf8(t.as_string()))
+      return Status(Code::Type, "'" + k + "' is not valid UTF-8 text", kpos);
+    fields->append(k, std::move(t));
+  }
+  for (const Field& f : def.fields) {
+    if (!f.required) continue;
+    const Value* v = fields->get(f.name);
+    if (!v || v->is_null()) return Status(Code::Constraint, "required field '" + f.name + "' is missing", pos);
+  }
+  return Status::ok();
+}
+
+void op_put(std::string& ops, uint32_t cid, int64_t id, std::string_view body) {
+  put_u8(ops, format::kOpPut);
+  put_varint(ops, cid);
+  put_varint(ops, zigzag(id));
+  put_str(ops, body);
+}
+
+Status check_doc_size(size_t n, int64_t pos) {
+  if (n > kMaxDocumentBytes) return Status(Code::Limit, "document is larger than 16 MiB encoded", pos);
+  return Status::ok();
+}
+
+// json path assignment: creates objects along the way.
+Status assign_path(Value* root, const std::vector<std::string>& path, size_t from, Value v, int64_t pos) {
+  Value* cur = root;
+  for (size_t i = from; i < path.size(); i++) {
+    if (cur->is_null()) *cur = Value::object();
+    if (cur->kind() != Kind::Object)
+      return Status(Code::Type, "'" + join(std::vector<std::string>(path.begin(), path.begin() + i)) + "' is not an object", pos);
+    if (i + 1 == path.size()) {
+      cur->set(path[i], std::move(v));
+      return Status::ok();
+    }
+    Value* next = cur->get_mut(path[i]);
+    if (!next) {
+      cur->set(path[i], Value::object());
+      next = cur->get_mut(path[i]);
+    }
+    cur = next;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector<Value>& params) {
+  QueryResult res;
+  Evaluator ev(params);
+  std::string ops;
+  uint32_t nops = 0;
+  Collection* c = nullptr;
+  if (st.kind != StmtKind::CreateCollection) {
+    c = find(st.collection);
+    if (!c) {
+      if (st.kind == StmtKind::DropCollection && st.if_exists) return res;
+      return no_collection(st.collection, st.collection_pos);
+    }
+  }
+
+  switch (st.kind) {
+    case StmtKind::CreateCollection: {
+      if (find(st.collection)) {
+        if (st.if_not_exists) return res;
+        return Status(Code::Exists, "collection '" + st.collection + "' already exists", st.collection_pos);
+      }
+      CollectionDef d;
+      d.id = next_coll_id_;
+      d.name = st.collection;
+      for (const FieldDecl& fd : st.fields) d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required});
+      put_u8(ops, format::kOpDefine);
+      encode_def(d, 1, ops);
+      nops = 1;
+      break;
+    }
+    case StmtKind::DropCollection:
+      put_u8(ops, format::kOpDrop);
+      put_varint(ops, c->def.id);
+      nops = 1;
+      break;
+    case StmtKind::AlterAdd:
+    case StmtKind::AlterDrop:
+    case StmtKind::AlterRename: {
+      CollectionDef d = c->def;
+      if (st.kind == StmtKind::AlterAdd) {
+        const FieldDecl& fd = st.fields[0];
+        if (d.field(fd.name)) return Status(Code::Exists, "field '" + fd.name + "' already exists in '" + d.name + "'", fd.pos);
+        if (fd.required && c->ids.size())
+          return Status(Code::Constraint, "cannot add required field '" + fd.name + "': '" + d.name + "' has documents without it", fd.pos);
+        if (d.fields.size() >= kMaxFields) return Status(Code::Limit, "too many fields", fd.pos);
+        d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required});
+      } else {
+        auto it = std::find_if(d.fields.begin(), d.fields.end(), [&](const Field& f) { return f.name == st.field; });
+        if (it == d.fields.end()) return not_found_field(st.field, d, st.field_pos);
+        if (st.kind == StmtKind::AlterDrop) {
+          d.fields.erase(it);
+        } else {
+          if (d.field(st.new_name)) return Status(Code::Exists, "field '" + st.new_name + "' already exists in '" + d.name + "'", st.field_pos);
+          it->name = st.new_name;
+        }
+      }
+      put_u8(ops, format::kOpDefine);
+      encode_def(d, c->next_id, ops);
+      nops = 1;
+      break;
+    }
+    case StmtKind::Put:
+    case StmtKind::Insert: {
+      Value body;
+      KF_TRY(ev.constant(*st.body, &body));
+      const bool is_list = body.kind() == Kind::List;
+      size_t n = is_list ? body.items().size() : 1;
+      int64_t next_id = c->next_id;
+      std::vector<int64_t> seen;  // insert: ids given in this statement
+      std::string enc;
+      Value fields;
+      res.rows.reserve(n);
+      for (size_t i = 0; i < n; i++) {
+        const Value& dv = is_list ? body.items()[i] : body;
+        const Expr* lit = st.body->kind == ExprKind::ListLit ? st.body->kids[i].get()
+                          : st.body->kind == ExprKind::ObjectLit ? st.body.get() : nullptr;
+        int64_t pos = lit ? lit->pos : st.body->pos;
+        bool has_id = false;
+        int64_t id = 0;
+        Status s = build_document(c->def, dv, lit, pos, &fields, &has_id, &id);
+        if (!s.is_ok()) {
+          if (is_list && !lit) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
+          return s;
+        }
+        if (!has_id) {
+          if (next_id == INT64_MAX) return Status(Code::Limit, "no ids left in '" + c->def.name + "'", pos);
+          id = next_id++;
+        } else if (id >= next_id) {
+          next_id = id == INT64_MAX ? id : id + 1;
+        }
+        if (st.kind == StmtKind::Insert) {
+          if (c->ids.find(id)) return Status(Code::Exists, "id " + std::to_string(id) + " already exists in '" + c->def.name + "'; nothing was inserted", pos);
+          seen.push_back(id);
+        }
+        enc.clear();
+        encode_document(c->def, fields, enc);
+        KF_TRY(check_doc_size(enc.size(), pos));
+        op_put(ops, c->def.id, id, enc);
+        nops++;
+        res.rows.push_back(row1("id", Value::integer(id)));
+      }
+      if (seen.size() > 1) {
+        std::vector<int64_t> s2 = seen;
+        std::sort(s2.begin(), s2.end());
+        auto d = std::adjacent_find(s2.begin(), s2.end());
+        if (d != s2.end()) return Status(Code::Exists, "id " + std::to_string(*d) + " is given twice; nothing was inserted", st.body->pos);
+      }
+      break;
+    }
+    case StmtKind::Set: {
+      if (st.where) KF_TRY(check_expr(c->def, *st.where));
+      // Resolve and type the assigned values once.
+      struct Assign {
+        const Field* field;
+        const std::vector<std::string>* path;
+        Value value;
+        int64_t pos;
+      };
+      std::vector<Assign> as;
+      for (const Assignment& a : st.assignments) {
+        if (a.path[0] == "id") return Status(Code::Invalid, "a document's id cannot be changed", a.pos);
+        KF_TRY(check_path(c->def, a.path, a.pos));
+        const Field* f = c->def.field(a.path[0]);
+        Value raw, typed;
+        KF_TRY(ev.constant(*a.value, &raw));
+        Type t = a.path.size() > 1 ? Type{TypeKind::Json} : f->type;
+        Status s = coerce(raw, t, join(a.path), &typed);
+        if (!s.is_ok()) return Status(s.code(), s.message(), a.pos);
+        if (a.path.size() == 1 && f->required && typed.is_null())
+          return Status(Code::Constraint, "required field '" + f->name + "' cannot be set to null", a.pos);
+        as.push_back({f, &a.path, std::move(typed), a.pos});
+      }
+      int64_t n = 0;
+      std::string enc;
+      Status inner;
+      KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value& doc) {
+        Value d = doc;
+        for (Assign& a : as) {
+          if (a.path->size() == 1) {
+            d.set(a.field->name, a.value);
+          } else {
+            Value* fv = d.get_mut(a.field->name);
+            Value cur = fv ? *fv : Value();
+            inner = assign_path(&cur, *a.path, 1, a.value, a.pos);
+            if (!inner.is_ok()) {
+              inner = Status(inner.code(), "document " + std::to_string(doc.items()[0].as_int()) + ": " + inner.message(), a.pos);
+              return false;
+            }
+            d.set(a.field->name, std::move(cur));
+          }
+        }
+        enc.clear();
+        encode_document(c->def, d, enc);
+        inner = check_doc_size(enc.size(), st.pos);
+        if (!inner.is_ok()) return false;
+        op_put(ops, c->def.id, doc.items()[0].as_int(), enc);
+        nops++;
+        n++;
+        return true;
+      }));
+      KF_TRY(inner);
+      res.rows.push_back(row1("updated", Value::integer(n)));
+      break;
+    }
+    case StmtKind::Del: {
+      if (st.where) KF_TRY(check_expr(c->def, *st.where));
+      int64_t n = 0;
+      KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value& doc) {
+        put_u8(ops, format::kOpDel);
+        put_varint(ops, c->def.id);
+        put_varint(ops, zigzag(doc.items()[0].as_int()));
+        nops++;
+        n++;
+        return true;
+      }));
+      res.rows.push_back(row1("deleted", Value::integer(n)));
+      break;
+    }
+    default:
+      return Status(Code::Invalid, "not a write statement", st.pos);
+  }
+  if (nops) KF_TRY(commit(ops, nops).status());
+  return res;
+}
+
+}  // namespace kitfox

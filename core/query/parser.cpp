@@ -1,0 +1,519 @@
+#include "parser.h"
+
+#include <cstring>
+
+#include "../engine_limits.h"
+#include "lexer.h"
+
+namespace kitfox {
+
+namespace {
+
+bool iequals(std::string_view a, const char* b);
+
+class Parser {
+ public:
+  explicit Parser(std::vector<Token>& toks) : t_(toks) {}
+
+  Status statement(Statement* st);
+
+ private:
+  const Token& peek(size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
+  const Token& next() { const Token& t = t_[i_]; if (i_ + 1 < t_.size()) i_++; return t; }
+  bool is_kw(const char* kw, size_t k = 0) const {
+    const Token& t = peek(k);
+    return t.kind == Tok::Ident && iequals(t.text, kw);
+  }
+  bool accept_kw(const char* kw) {
+    if (!is_kw(kw)) return false;
+    next();
+    return true;
+  }
+  bool accept(Tok k) {
+    if (peek().kind != k) return false;
+    next();
+    return true;
+  }
+  Status expected(const std::string& what) const {
+    const Token& t = peek();
+    std::string got = t.kind == Tok::End ? "end of statement" : "'" + std::string(t.text) + "'";
+    return Status(Code::Syntax, "expected " + what + ", got " + got, t.pos);
+  }
+  Status expect_kw(const char* kw) {
+    if (accept_kw(kw)) return Status::ok();
+    return expected(std::string("'") + kw + "'");
+  }
+  Status expect(Tok k) {
+    if (accept(k)) return Status::ok();
+    return expected(tok_name(k));
+  }
+  Status name(std::string* out, int64_t* pos, const char* what) {
+    if (peek().kind != Tok::Ident) return expected(what);
+    if (peek().text.size() > kMaxNameBytes) return Status(Code::Limit, std::string(what) + " is longer than 256 bytes", peek().pos);
+    *pos = peek().pos;
+    *out = std::string(next().text);
+    return Status::ok();
+  }
+  Status path(std::vector<std::string>* out, int64_t* pos);
+  Status type(Type* out);
+  Status field_decl(FieldDecl* out);
+  Status value_expr(ExprPtr* out, int depth);  // literal, param, list, object
+  Status expr(ExprPtr* out, int depth);
+  Status and_expr(ExprPtr* out, int depth);
+  Status not_expr(ExprPtr* out, int depth);
+  Status predicate(ExprPtr* out, int depth);
+  Status operand(ExprPtr* out, int depth);
+  Status get_clauses(Statement* st);
+  Status depth_check(int depth) const {
+    if (depth > kMaxDepth) return Status(Code::Limit, "statement nested deeper than " + std::to_string(kMaxDepth) + " levels", peek().pos);
+    return Status::ok();
+  }
+
+  std::vector<Token>& t_;
+  size_t i_ = 0;
+};
+
+bool iequals(std::string_view a, const char* b) {
+  size_t n = strlen(b);
+  if (a.size() != n) return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = a[i];
+    if (c >= 'A' && c <= 'Z') c += 32;
+    if (c != b[i]) return false;
+  }
+  return true;
+}
+
+ExprPtr make(ExprKind k, int64_t pos) {
+  auto e = std::make_unique<Expr>();
+  e->kind = k;
+  e->pos = pos;
+  return e;
+}
+
+Status Parser::path(std::vector<std::string>* out, int64_t* pos) {
+  std::string n;
+  KF_TRY(name(&n, pos, "a field name"));
+  out->push_back(std::move(n));
+  while (peek().kind == Tok::Dot) {
+    next();
+    int64_t p;
+    if (peek().kind == Tok::String) {  // meta."odd key"
+      out->push_back(next().str);
+      continue;
+    }
+    KF_TRY(name(&n, &p, "a key after '.'"));
+    out->push_back(std::move(n));
+  }
+  return Status::ok();
+}
+
+Status Parser::type(Type* out) {
+  const Token& t = peek();
+  if (accept(Tok::LBracket)) {
+    Type elem;
+    KF_TRY(type(&elem));
+    if (elem.kind == TypeKind::List || elem.kind == TypeKind::Vector)
+      return Status(Code::Syntax, "list elements must be a scalar type or json", t.pos + 1);
+    KF_TRY(expect(Tok::RBracket));
+    out->kind = TypeKind::List;
+    out->elem = elem.kind;
+    return Status::ok();
+  }
+  static const struct { const char* n; TypeKind k; } kScalars[] = {
+      {"bool", TypeKind::Bool}, {"int", TypeKind::Int}, {"float", TypeKind::Float},
+      {"text", TypeKind::Text}, {"bytes", TypeKind::Bytes}, {"timestamp", TypeKind::Timestamp},
+      {"json", TypeKind::Json}};
+  for (auto& s : kScalars)
+    if (accept_kw(s.n)) {
+      out->kind = s.k;
+      return Status::ok();
+    }
+  if (accept_kw("vector")) {
+    KF_TRY(expect(Tok::Lt));
+    if (peek().kind != Tok::Int) return expected("the vector's dimension");
+    const Token& d = next();
+    if (d.i < 1 || d.i > kMaxVectorDim)
+      return Status(Code::Limit, "vector dimension must be between 1 and " + std::to_string(kMaxVectorDim), d.pos);
+    out->kind = TypeKind::Vector;
+    out->dim = (uint32_t)d.i;
+    if (accept(Tok::Comma)) {
+      if (accept_kw("f16")) out->f16 = true;
+      else if (!accept_kw("f32")) return expected("'f16' or 'f32'");
+    }
+    return expect(Tok::Gt);
+  }
+  return expected("a type (bool, int, float, text, bytes, timestamp, json, [T], vector<N>)");
+}
+
+Status Parser::field_decl(FieldDecl* out) {
+  KF_TRY(name(&out->name, &out->pos, "a field name"));
+  if (out->name == "id") return Status(Code::Invalid, "'id' is every document's id and cannot be declared", out->pos);
+  KF_TRY(type(&out->type));
+  out->required = accept_kw("required");
+  return Status::ok();
+}
+
+Status Parser::value_expr(ExprPtr* out, int depth) {
+  KF_TRY(depth_check(depth));
+  const Token& t = peek();
+  switch (t.kind) {
+    case Tok::Int: *out = make(ExprKind::Literal, t.pos); (*out)->value = Value::integer(next().i); return Status::ok();
+    case Tok::Float: *out = make(ExprKind::Literal, t.pos); (*out)->value = Value::real(next().f); return Status::ok();
+    case Tok::String: *out = make(ExprKind::Literal, t.pos); (*out)->value = Value::text(next().str); return Status::ok();
+    case Tok::Param: *out = make(ExprKind::Param, t.pos); (*out)->param = (int)next().i; return Status::ok();
+    case Tok::Minus: {
+      int64_t pos = next().pos;
+      const Token& n = peek();
+      if (n.kind == Tok::Int) {
+        *out = make(ExprKind::Literal, pos);
+        int64_t v = next().i;
+        (*out)->value = Value::integer(v == INT64_MIN ? v : -v);
+        return Status::ok();
+      }
+      if (n.kind == Tok::Float) {
+        *out = make(ExprKind::Literal, pos);
+        (*out)->value = Value::real(-next().f);
+        return Status::ok();
+      }
+      return expected("a number after '-'");
+    }
+    case Tok::LBracket: {
+      *out = make(ExprKind::ListLit, next().pos);
+      if (accept(Tok::RBracket)) return Status::ok();
+      for (;;) {
+        ExprPtr e;
+        KF_TRY(value_expr(&e, depth + 1));
+        (*out)->kids.push_back(std::move(e));
+        if (accept(Tok::Comma)) {
+          if (accept(Tok::RBracket)) return Status::ok();  // trailing comma
+          continue;
+        }
+        return expect(Tok::RBracket);
+      }
+    }
+    case Tok::LBrace: {
+      *out = make(ExprKind::ObjectLit, next().pos);
+      if (accept(Tok::RBrace)) return Status::ok();
+      for (;;) {
+        const Token& k = peek();
+        std::string key;
+        if (k.kind == Tok::Ident) key = std::string(k.text);
+        else if (k.kind == Tok::String) key = k.str;
+        else return expected("a key");
+        next();
+        // Keys may be dotted paths (set t {meta.a: 1}); joined with '.' here,
+        // split again by the executor.
+        while (peek().kind == Tok::Dot) {
+          next();
+          const Token& k2 = peek();
+          if (k2.kind == Tok::Ident) key += "." + std::string(k2.text);
+          else if (k2.kind == Tok::String) key += "." + k2.str;
+          else return expected("a key after '.'");
+          next();
+        }
+        for (const std::string& existing : (*out)->keys)
+          if (existing == key) return Status(Code::Syntax, "key '" + key + "' appears twice", k.pos);
+        KF_TRY(expect(Tok::Colon));
+        ExprPtr e;
+        KF_TRY(value_expr(&e, depth + 1));
+        e->pos = k.pos;  // errors about a value point at its key
+        (*out)->keys.push_back(std::move(key));
+        (*out)->kids.push_back(std::move(e));
+        if (accept(Tok::Comma)) {
+          if (accept(Tok::RBrace)) return Status::ok();
+          continue;
+        }
+        return expect(Tok::RBrace);
+      }
+    }
+    case Tok::Ident:
+      if (is_kw("true") || is_kw("false")) {
+        *out = make(ExprKind::Literal, t.pos);
+        (*out)->value = Value::boolean(is_kw("true"));
+        next();
+        return Status::ok();
+      }
+      if (is_kw("null")) {
+        *out = make(ExprKind::Literal, next().pos);
+        return Status::ok();
+      }
+      [[fallthrough]];
+    default:
+      return expected("a value");
+  }
+}
+
+Status Parser::operand(ExprPtr* out, int depth) {
+  KF_TRY(depth_check(depth));
+  const Token& t = peek();
+  if (t.kind == Tok::LParen) {
+    next();
+    KF_TRY(expr(out, depth + 1));
+    return expect(Tok::RParen);
+  }
+  if (t.kind == Tok::Ident && !is_kw("true") && !is_kw("false") && !is_kw("null")) {
+    *out = make(ExprKind::Path, t.pos);
+    int64_t p;
+    return path(&(*out)->path, &p);
+  }
+  return value_expr(out, depth);
+}
+
+Status Parser::predicate(ExprPtr* out, int depth) {
+  ExprPtr lhs;
+  KF_TRY(operand(&lhs, depth));
+  const Token& t = peek();
+  CmpOp op;
+  bool cmp = true;
+  switch (t.kind) {
+    case Tok::Eq: op = CmpOp::Eq; break;
+    case Tok::Ne: op = CmpOp::Ne; break;
+    case Tok::Lt: op = CmpOp::Lt; break;
+    case Tok::Le: op = CmpOp::Le; break;
+    case Tok::Gt: op = CmpOp::Gt; break;
+    case Tok::Ge: op = CmpOp::Ge; break;
+    case Tok::Tilde: op = CmpOp::Contains; break;
+    default: cmp = false; op = CmpOp::Eq;
+  }
+  if (cmp) {
+    auto e = make(ExprKind::Compare, next().pos);
+    e->op = op;
+    ExprPtr rhs;
+    KF_TRY(operand(&rhs, depth));
+    e->kids.push_back(std::move(lhs));
+    e->kids.push_back(std::move(rhs));
+    *out = std::move(e);
+    return Status::ok();
+  }
+  if (is_kw("has") || is_kw("in") || (is_kw("not") && is_kw("in", 1))) {
+    bool neg = accept_kw("not");
+    bool has = is_kw("has");
+    auto e = make(has ? ExprKind::Has : ExprKind::In, next().pos);
+    e->negate = neg;
+    ExprPtr rhs;
+    KF_TRY(operand(&rhs, depth));
+    e->kids.push_back(std::move(lhs));
+    e->kids.push_back(std::move(rhs));
+    *out = std::move(e);
+    return Status::ok();
+  }
+  if (is_kw("is")) {
+    auto e = make(ExprKind::IsNull, next().pos);
+    e->negate = accept_kw("not");
+    KF_TRY(expect_kw("null"));
+    e->kids.push_back(std::move(lhs));
+    *out = std::move(e);
+    return Status::ok();
+  }
+  *out = std::move(lhs);
+  return Status::ok();
+}
+
+Status Parser::not_expr(ExprPtr* out, int depth) {
+  KF_TRY(depth_check(depth));
+  if (is_kw("not")) {
+    auto e = make(ExprKind::Not, next().pos);
+    ExprPtr k;
+    KF_TRY(not_expr(&k, depth + 1));
+    e->kids.push_back(std::move(k));
+    *out = std::move(e);
+    return Status::ok();
+  }
+  return predicate(out, depth);
+}
+
+Status Parser::and_expr(ExprPtr* out, int depth) {
+  KF_TRY(not_expr(out, depth));
+  while (is_kw("and")) {
+    auto e = make(ExprKind::And, next().pos);
+    ExprPtr rhs;
+    KF_TRY(not_expr(&rhs, depth));
+    e->kids.push_back(std::move(*out));
+    e->kids.push_back(std::move(rhs));
+    *out = std::move(e);
+  }
+  return Status::ok();
+}
+
+Status Parser::expr(ExprPtr* out, int depth) {
+  KF_TRY(depth_check(depth));
+  KF_TRY(and_expr(out, depth));
+  while (is_kw("or")) {
+    auto e = make(ExprKind::Or, next().pos);
+    ExprPtr rhs;
+    KF_TRY(and_expr(&rhs, depth));
+    e->kids.push_back(std::move(*out));
+    e->kids.push_back(std::move(rhs));
+    *out = std::move(e);
+  }
+  return Status::ok();
+}
+
+Status Parser::get_clauses(Statement* st) {
+  bool seen_select = false, seen_order = false;
+  for (;;) {
+    const Token& t = peek();
+    if (accept_kw("select")) {
+      if (seen_select) return Status(Code::Syntax, "'select' given twice", t.pos);
+      seen_select = true;
+      do {
+        SelectItem s;
+        KF_TRY(path(&s.path, &s.pos));
+        st->select.push_back(std::move(s));
+      } while (accept(Tok::Comma));
+    } else if (accept_kw("where")) {
+      if (st->where) return Status(Code::Syntax, "'where' given twice", t.pos);
+      KF_TRY(expr(&st->where, 0));
+    } else if (accept_kw("order")) {
+      if (seen_order) return Status(Code::Syntax, "'order' given twice", t.pos);
+      seen_order = true;
+      accept_kw("by");
+      do {
+        OrderKey k;
+        KF_TRY(path(&k.path, &k.pos));
+        if (accept_kw("desc")) k.desc = true;
+        else accept_kw("asc");
+        st->order.push_back(std::move(k));
+      } while (accept(Tok::Comma));
+    } else if (accept_kw("limit")) {
+      if (st->limit) return Status(Code::Syntax, "'limit' given twice", t.pos);
+      KF_TRY(value_expr(&st->limit, 0));
+    } else if (accept_kw("offset")) {
+      if (st->offset) return Status(Code::Syntax, "'offset' given twice", t.pos);
+      KF_TRY(value_expr(&st->offset, 0));
+    } else if (accept_kw("count")) {
+      st->count = true;
+    } else {
+      return Status::ok();
+    }
+  }
+}
+
+Status Parser::statement(Statement* st) {
+  const Token& first = peek();
+  st->pos = first.pos;
+  if (accept_kw("create")) {
+    KF_TRY(expect_kw("collection"));
+    st->kind = StmtKind::CreateCollection;
+    if (accept_kw("if")) {
+      KF_TRY(expect_kw("not"));
+      KF_TRY(expect_kw("exists"));
+      st->if_not_exists = true;
+    }
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+    KF_TRY(expect(Tok::LParen));
+    if (!accept(Tok::RParen)) {
+      for (;;) {
+        FieldDecl f;
+        KF_TRY(field_decl(&f));
+        for (const FieldDecl& g : st->fields)
+          if (g.name == f.name) return Status(Code::Exists, "field '" + f.name + "' is declared twice", f.pos);
+        st->fields.push_back(std::move(f));
+        if (st->fields.size() > kMaxFields) return Status(Code::Limit, "too many fields", peek().pos);
+        if (accept(Tok::Comma)) continue;
+        KF_TRY(expect(Tok::RParen));
+        break;
+      }
+    }
+  } else if (accept_kw("drop")) {
+    KF_TRY(expect_kw("collection"));
+    st->kind = StmtKind::DropCollection;
+    if (accept_kw("if")) {
+      KF_TRY(expect_kw("exists"));
+      st->if_exists = true;
+    }
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+  } else if (accept_kw("alter")) {
+    KF_TRY(expect_kw("collection"));
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+    if (accept_kw("add")) {
+      accept_kw("field");
+      st->kind = StmtKind::AlterAdd;
+      FieldDecl f;
+      KF_TRY(field_decl(&f));
+      st->fields.push_back(std::move(f));
+    } else if (accept_kw("drop")) {
+      accept_kw("field");
+      st->kind = StmtKind::AlterDrop;
+      KF_TRY(name(&st->field, &st->field_pos, "a field name"));
+    } else if (accept_kw("rename")) {
+      accept_kw("field");
+      st->kind = StmtKind::AlterRename;
+      KF_TRY(name(&st->field, &st->field_pos, "a field name"));
+      KF_TRY(expect_kw("to"));
+      int64_t p;
+      KF_TRY(name(&st->new_name, &p, "the new field name"));
+      if (st->new_name == "id") return Status(Code::Invalid, "'id' is reserved for the document id", p);
+    } else {
+      return expected("'add', 'drop' or 'rename'");
+    }
+  } else if (accept_kw("collections")) {
+    st->kind = StmtKind::Collections;
+  } else if (accept_kw("describe")) {
+    st->kind = StmtKind::Describe;
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+  } else if (is_kw("put") || is_kw("insert")) {
+    st->kind = is_kw("put") ? StmtKind::Put : StmtKind::Insert;
+    next();
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+    const Token& b = peek();
+    if (b.kind != Tok::LBrace && b.kind != Tok::LBracket && b.kind != Tok::Param)
+      return expected("a document {...}, a list of documents [...] or a parameter");
+    KF_TRY(value_expr(&st->body, 0));
+  } else if (accept_kw("set")) {
+    st->kind = StmtKind::Set;
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+    if (peek().kind != Tok::LBrace) return expected("'{' with the fields to set");
+    ExprPtr obj;
+    KF_TRY(value_expr(&obj, 0));
+    if (obj->keys.empty()) return Status(Code::Syntax, "'set' needs at least one field", obj->pos);
+    for (size_t k = 0; k < obj->keys.size(); k++) {
+      Assignment a;
+      a.pos = obj->kids[k]->pos;
+      std::string& key = obj->keys[k];
+      size_t s = 0;
+      for (;;) {
+        size_t d = key.find('.', s);
+        a.path.push_back(key.substr(s, d == std::string::npos ? std::string::npos : d - s));
+        if (d == std::string::npos) break;
+        s = d + 1;
+      }
+      a.value = std::move(obj->kids[k]);
+      st->assignments.push_back(std::move(a));
+    }
+    if (accept_kw("where")) KF_TRY(expr(&st->where, 0));
+  } else if (accept_kw("del") || accept_kw("delete")) {
+    st->kind = StmtKind::Del;
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+    if (accept_kw("where")) KF_TRY(expr(&st->where, 0));
+  } else if (accept_kw("get")) {
+    st->kind = StmtKind::Get;
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+    KF_TRY(get_clauses(st));
+  } else if (accept_kw("checkpoint")) {
+    st->kind = StmtKind::Checkpoint;
+  } else if (accept_kw("compact")) {
+    st->kind = StmtKind::Compact;
+  } else {
+    return expected("a statement (create, drop, alter, put, insert, set, del, get, collections, describe)");
+  }
+  accept(Tok::Semicolon);
+  if (peek().kind != Tok::End) {
+    if (st->kind == StmtKind::Get) return expected("select, where, order, limit, offset, count or the end");
+    return expected("the end of the statement");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status parse_statement(std::string_view text, Statement* out) {
+  if (text.size() > kMaxStatementBytes) return Status(Code::Limit, "statement longer than 256 MiB", 0);
+  std::vector<Token> toks;
+  KF_TRY(tokenize(text, &toks));
+  Parser p(toks);
+  return p.statement(out);
+}
+
+}  // namespace kitfox

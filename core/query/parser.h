@@ -1,0 +1,13 @@
+// Recursive-descent parser of the query language (see docs/query-language.md).
+#pragma once
+#include <string_view>
+
+#include "../status.h"
+#include "ast.h"
+
+namespace kitfox {
+
+// Parses one statement (a trailing ';' is allowed).
+Status parse_statement(std::string_view text, Statement* out);
+
+}  // namespace kitfox

@@ -1,0 +1,182 @@
+#include "schema.h"
+
+#include <cmath>
+
+#include "engine_limits.h"
+
+namespace kitfox {
+
+bool base64_decode(std::string_view in, std::string* out);
+
+static const char* scalar_name(TypeKind k) {
+  switch (k) {
+    case TypeKind::Bool: return "bool";
+    case TypeKind::Int: return "int";
+    case TypeKind::Float: return "float";
+    case TypeKind::Text: return "text";
+    case TypeKind::Bytes: return "bytes";
+    case TypeKind::Timestamp: return "timestamp";
+    case TypeKind::Json: return "json";
+    case TypeKind::List: return "list";
+    case TypeKind::Vector: return "vector";
+  }
+  return "?";
+}
+
+std::string type_name(const Type& t) {
+  if (t.kind == TypeKind::List) return std::string("[") + scalar_name(t.elem) + "]";
+  if (t.kind == TypeKind::Vector)
+    return "vector<" + std::to_string(t.dim) + (t.f16 ? ", f16>" : ">");
+  return scalar_name(t.kind);
+}
+
+const Field* CollectionDef::field(std::string_view n) const {
+  for (const Field& f : fields)
+    if (f.name == n) return &f;
+  return nullptr;
+}
+
+const Field* CollectionDef::field_by_id(uint32_t fid) const {
+  for (const Field& f : fields)
+    if (f.id == fid) return &f;
+  return nullptr;
+}
+
+static Status mismatch(const Value& in, const std::string& expected, const std::string& what) {
+  return Status(Code::Type, "expected " + expected + " for '" + what + "', got " + kind_name(in.kind()));
+}
+
+// json fields hold plain JSON: timestamps become ISO text, vectors number lists.
+static Status to_json_value(const Value& in, const std::string& what, int depth, Value* out) {
+  if (depth > kMaxDepth) return Status(Code::Limit, "value of '" + what + "' nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  switch (in.kind()) {
+    case Kind::Timestamp: *out = Value::text(format_timestamp(in.as_int())); return Status::ok();
+    case Kind::Bytes: return mismatch(in, "json", what);
+    case Kind::Vector: {
+      *out = Value::list();
+      for (float f : in.vec()) out->push(Value::real(f));
+      return Status::ok();
+    }
+    case Kind::Float:
+      if (!std::isfinite(in.as_float())) return Status(Code::Type, "'" + what + "' must be a finite number");
+      *out = in;
+      return Status::ok();
+    case Kind::List: {
+      *out = Value::list();
+      out->mutable_items().reserve(in.items().size());
+      for (const Value& v : in.items()) {
+        Value c;
+        KF_TRY(to_json_value(v, what, depth + 1, &c));
+        out->push(std::move(c));
+      }
+      return Status::ok();
+    }
+    case Kind::Object: {
+      *out = Value::object();
+      for (size_t i = 0; i < in.items().size(); i++) {
+        Value c;
+        KF_TRY(to_json_value(in.items()[i], what, depth + 1, &c));
+        out->append(in.keys()[i], std::move(c));
+      }
+      return Status::ok();
+    }
+    default: *out = in; return Status::ok();
+  }
+}
+
+static Status coerce_scalar(const Value& in, TypeKind k, const std::string& what, Value* out) {
+  switch (k) {
+    case TypeKind::Bool:
+      if (in.kind() != Kind::Bool) return mismatch(in, "bool", what);
+      *out = in;
+      return Status::ok();
+    case TypeKind::Int:
+      if (in.kind() != Kind::Int) return mismatch(in, "int", what);
+      *out = in;
+      return Status::ok();
+    case TypeKind::Float:
+      if (in.kind() == Kind::Int) { *out = Value::real((double)in.as_int()); return Status::ok(); }
+      if (in.kind() != Kind::Float) return mismatch(in, "float", what);
+      if (!std::isfinite(in.as_float())) return Status(Code::Type, "'" + what + "' must be a finite number");
+      *out = in;
+      return Status::ok();
+    case TypeKind::Text:
+      if (in.kind() != Kind::Text) return mismatch(in, "text", what);
+      *out = in;
+      return Status::ok();
+    case TypeKind::Bytes:
+      if (in.kind() == Kind::Bytes) { *out = in; return Status::ok(); }
+      if (in.kind() == Kind::Text) {
+        std::string b;
+        if (!base64_decode(in.as_string(), &b))
+          return Status(Code::Type, "expected bytes (base64 text) for '" + what + "'");
+        *out = Value::bytes(std::move(b));
+        return Status::ok();
+      }
+      return mismatch(in, "bytes", what);
+    case TypeKind::Timestamp:
+      if (in.kind() == Kind::Timestamp) { *out = in; return Status::ok(); }
+      if (in.kind() == Kind::Int) { *out = Value::timestamp(in.as_int()); return Status::ok(); }
+      if (in.kind() == Kind::Text) {
+        int64_t ms;
+        if (!parse_timestamp(in.as_string(), &ms))
+          return Status(Code::Type, "expected an ISO-8601 timestamp for '" + what + "', got \"" + in.as_string() + "\"");
+        *out = Value::timestamp(ms);
+        return Status::ok();
+      }
+      return mismatch(in, "timestamp", what);
+    case TypeKind::Json:
+      return to_json_value(in, what, 0, out);
+    default:
+      return mismatch(in, scalar_name(k), what);
+  }
+}
+
+Status coerce(const Value& in, const Type& t, const std::string& what, Value* out) {
+  if (in.is_null()) { *out = Value(); return Status::ok(); }
+  if (t.kind == TypeKind::List) {
+    if (in.kind() == Kind::Vector) {
+      Value l = Value::list();
+      for (float f : in.vec()) l.push(Value::real(f));
+      return coerce(l, t, what, out);
+    }
+    if (in.kind() != Kind::List) return mismatch(in, type_name(t), what);
+    *out = Value::list();
+    out->mutable_items().reserve(in.items().size());
+    for (size_t i = 0; i < in.items().size(); i++) {
+      const Value& e = in.items()[i];
+      if (e.is_null()) return Status(Code::Type, "'" + what + "[" + std::to_string(i) + "]' is null; list elements may not be null");
+      Value c;
+      KF_TRY(coerce_scalar(e, t.elem, what + "[" + std::to_string(i) + "]", &c));
+      out->push(std::move(c));
+    }
+    return Status::ok();
+  }
+  if (t.kind == TypeKind::Vector) {
+    std::vector<float> v;
+    if (in.kind() == Kind::Vector) {
+      v = in.vec();
+    } else if (in.kind() == Kind::List) {
+      v.reserve(in.items().size());
+      for (const Value& e : in.items()) {
+        if (!e.is_number()) return Status(Code::Type, "expected numbers in vector '" + what + "', got " + kind_name(e.kind()));
+        v.push_back((float)e.as_number());
+      }
+    } else {
+      return mismatch(in, type_name(t), what);
+    }
+    if (v.size() != t.dim)
+      return Status(Code::Type, "vector '" + what + "' has " + std::to_string(v.size()) + " dimensions, expected " + std::to_string(t.dim));
+    for (size_t i = 0; i < v.size(); i++) {
+      if (!std::isfinite(v[i]))
+        return Status(Code::Type, "vector '" + what + "' has a non-finite value at " + std::to_string(i));
+      if (t.f16 && std::fabs(v[i]) > 65504.0f)
+        return Status(Code::Type, "vector '" + what + "' value at " + std::to_string(i) + " overflows f16 (max 65504)");
+    }
+    *out = Value::vector(std::move(v));
+    return Status::ok();
+  }
+  return coerce_scalar(in, t.kind, what, out);
+}
+
+}  // namespace kitfox

@@ -1,0 +1,58 @@
+// The kitfox file format (version 1). Every integer is little-endian.
+//
+//   header   32 bytes: "KITFOXDB" | u32 version | u32 flags | u64 0 | u32 0 |
+//            u32 crc32c of the first 28 bytes
+//   records  [u32 length of body][u8 kind][body][u32 crc32c of length+kind+body]
+//
+// The records form an image followed by a tail:
+//
+//   image  Catalog, then per collection Docs records (chunks of entries
+//          `zigzag varint id | varint len | body`) and one IdIndex record (the
+//          derived id -> file offset table), then ImageEnd. Written whole by a
+//          checkpoint into `NAME~`, flushed, then put in place of NAME.
+//   tail   one Write record per write statement, batch or transaction, each
+//          `u64 sequence | ops...`, appended after ImageEnd.
+//
+// Opening reads the file in one pass. A record that runs past the end of the
+// file, or a bad record in the tail with no valid record after it, is a torn
+// tail: it is cut off and reported (it was never acknowledged as durable, as
+// an acknowledged write is flushed whole). Any other bad record is damage: the
+// open fails with an error naming the offset, unless `recover` is asked for,
+// which keeps everything before the damage and saves the damaged original as
+// NAME.damaged.
+//
+// Derived records (IdIndex) are checked against the documents on open: a
+// count or range that disagrees rebuilds them from the Docs records and warns.
+//
+// Replacing the image: on a file system with atomic rename, NAME~ is renamed
+// over NAME. Where there is none (OPFS), the host copies NAME~ over NAME. On
+// open, a NAME~ that holds a whole image (ImageEnd and nothing after it) wins
+// and replaces NAME; any other NAME~ is a checkpoint that never finished and
+// is deleted.
+#pragma once
+#include <cstdint>
+
+namespace kitfox::format {
+
+constexpr char kMagic[8] = {'K', 'I', 'T', 'F', 'O', 'X', 'D', 'B'};
+constexpr uint32_t kVersion = 1;
+constexpr uint64_t kHeaderSize = 32;
+constexpr uint64_t kFrameOverhead = 9;  // length + kind + crc
+
+enum Kind : uint8_t {
+  kCatalog = 1,   // u32 next collection id, varint count, collection definitions
+  kDocs = 2,      // varint collection id, varint count, entries
+  kIdIndex = 3,   // varint collection id, u64 count, count x {i64 id, u64 file offset of entry's len}
+  kImageEnd = 4,  // u64 last sequence, u64 image records before this one, u64 documents
+  kWrite = 16,    // u64 sequence, varint op count, ops
+};
+
+// Ops inside a Write record.
+enum Op : uint8_t {
+  kOpPut = 1,     // varint collection, zigzag varint id, varint len, body
+  kOpDel = 2,     // varint collection, zigzag varint id
+  kOpDefine = 3,  // a collection definition (create or alter)
+  kOpDrop = 4,    // varint collection
+};
+
+}  // namespace kitfox::format

@@ -1,0 +1,130 @@
+// IdIndex: a collection's document id -> location map, kept as a sorted flat
+// array (loaded from the image's IdIndex record with one copy) plus a small
+// sorted overlay for ids that arrive out of order, merged when it grows.
+// Auto-assigned ids only ever append. Deleted entries are marked and skipped.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace kitfox {
+
+struct IdEntry {
+  int64_t id;
+  uint64_t loc;
+};
+
+class IdIndex {
+ public:
+  static constexpr uint64_t kDead = ~0ull;
+
+  size_t size() const { return live_; }
+  void clear() { base_.clear(); extra_.clear(); live_ = 0; dead_ = 0; }
+
+  // Replaces the contents with sorted, unique, live entries.
+  void assign(std::vector<IdEntry> sorted) {
+    base_ = std::move(sorted);
+    extra_.clear();
+    live_ = base_.size();
+    dead_ = 0;
+  }
+
+  const uint64_t* find(int64_t id) const {
+    if (const IdEntry* e = locate(base_, id)) return e->loc == kDead ? nullptr : &e->loc;
+    if (const IdEntry* e = locate(extra_, id)) return &e->loc;
+    return nullptr;
+  }
+
+  // Inserts or replaces; returns the previous location or kDead.
+  uint64_t put(int64_t id, uint64_t loc) {
+    if (base_.empty() || id > base_.back().id) {
+      if (extra_.empty() || id > extra_.back().id) {  // the common append
+        if (extra_.empty()) base_.push_back({id, loc});
+        else extra_.push_back({id, loc});
+        live_++;
+        return kDead;
+      }
+    }
+    if (IdEntry* e = locate_mut(base_, id)) {
+      uint64_t old = e->loc;
+      e->loc = loc;
+      if (old == kDead) { live_++; dead_--; }
+      return old;
+    }
+    auto it = std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
+    if (it != extra_.end() && it->id == id) {
+      uint64_t old = it->loc;
+      it->loc = loc;
+      return old;
+    }
+    extra_.insert(it, {id, loc});
+    live_++;
+    if (extra_.size() > 1024 + base_.size() / 32) merge();
+    return kDead;
+  }
+
+  // Removes; returns the previous location or kDead.
+  uint64_t erase(int64_t id) {
+    if (IdEntry* e = locate_mut(base_, id)) {
+      uint64_t old = e->loc;
+      if (old == kDead) return kDead;
+      e->loc = kDead;
+      live_--;
+      dead_++;
+      if (dead_ > 1024 && dead_ > base_.size() / 2) merge();
+      return old;
+    }
+    auto it = std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
+    if (it != extra_.end() && it->id == id) {
+      uint64_t old = it->loc;
+      extra_.erase(it);
+      live_--;
+      return old;
+    }
+    return kDead;
+  }
+
+  // Visits live entries in ascending id order until f returns false.
+  template <typename F>
+  void scan(F&& f) const {
+    size_t i = 0, j = 0;
+    while (i < base_.size() || j < extra_.size()) {
+      const IdEntry* e;
+      if (j >= extra_.size() || (i < base_.size() && base_[i].id < extra_[j].id)) e = &base_[i++];
+      else e = &extra_[j++];
+      if (e->loc == kDead) continue;
+      if (!f(*e)) return;
+    }
+  }
+
+  // Live entries, sorted, as one array (merges the overlay).
+  const std::vector<IdEntry>& flat() {
+    if (!extra_.empty() || dead_) merge();
+    return base_;
+  }
+
+  size_t memory_bytes() const { return (base_.capacity() + extra_.capacity()) * sizeof(IdEntry); }
+
+ private:
+  static const IdEntry* locate(const std::vector<IdEntry>& v, int64_t id) {
+    auto it = std::lower_bound(v.begin(), v.end(), id, [](const IdEntry& e, int64_t x) { return e.id < x; });
+    return it != v.end() && it->id == id ? &*it : nullptr;
+  }
+  static IdEntry* locate_mut(std::vector<IdEntry>& v, int64_t id) { return const_cast<IdEntry*>(locate(v, id)); }
+
+  void merge() {
+    std::vector<IdEntry> out;
+    out.reserve(live_);
+    scan([&](const IdEntry& e) { out.push_back(e); return true; });
+    base_ = std::move(out);
+    extra_.clear();
+    dead_ = 0;
+  }
+
+  std::vector<IdEntry> base_;
+  std::vector<IdEntry> extra_;
+  size_t live_ = 0;
+  size_t dead_ = 0;
+};
+
+}  // namespace kitfox

@@ -1,0 +1,256 @@
+#include "value.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace kitfox {
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Null: return "null";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::Float: return "float";
+    case Kind::Text: return "text";
+    case Kind::Bytes: return "bytes";
+    case Kind::Timestamp: return "timestamp";
+    case Kind::List: return "list";
+    case Kind::Object: return "object";
+    case Kind::Vector: return "vector";
+  }
+  return "?";
+}
+
+const Value* Value::get(std::string_view key) const {
+  for (size_t i = 0; i < keys_.size(); i++)
+    if (keys_[i] == key) return &items_[i];
+  return nullptr;
+}
+
+Value* Value::get_mut(std::string_view key) {
+  for (size_t i = 0; i < keys_.size(); i++)
+    if (keys_[i] == key) return &items_[i];
+  return nullptr;
+}
+
+void Value::set(std::string_view key, Value v) {
+  if (Value* p = get_mut(key)) {
+    *p = std::move(v);
+    return;
+  }
+  keys_.emplace_back(key);
+  items_.push_back(std::move(v));
+}
+
+bool Value::erase(std::string_view key) {
+  for (size_t i = 0; i < keys_.size(); i++)
+    if (keys_[i] == key) {
+      keys_.erase(keys_.begin() + i);
+      items_.erase(items_.begin() + i);
+      return true;
+    }
+  return false;
+}
+
+static int rank(Kind k) {
+  switch (k) {
+    case Kind::Null: return 0;
+    case Kind::Bool: return 1;
+    case Kind::Int:
+    case Kind::Float: return 2;
+    case Kind::Timestamp: return 3;
+    case Kind::Text: return 4;
+    case Kind::Bytes: return 5;
+    case Kind::List: return 6;
+    case Kind::Object: return 7;
+    case Kind::Vector: return 8;
+  }
+  return 9;
+}
+
+template <typename T>
+static int cmp3(T a, T b) { return a < b ? -1 : (b < a ? 1 : 0); }
+
+static int compare_numbers(const Value& a, const Value& b) {
+  if (a.kind() == Kind::Int && b.kind() == Kind::Int) return cmp3(a.as_int(), b.as_int());
+  double x = a.as_number(), y = b.as_number();
+  if (std::isnan(x) || std::isnan(y)) return cmp3(std::isnan(x), std::isnan(y));
+  if (x != y) return x < y ? -1 : 1;
+  // Equal as doubles: an int beyond 2^53 may still differ from the float.
+  if (a.kind() == Kind::Int && b.kind() == Kind::Float && std::fabs(y) < 9.2e18)
+    return cmp3(a.as_int(), (int64_t)y);
+  if (a.kind() == Kind::Float && b.kind() == Kind::Int && std::fabs(x) < 9.2e18)
+    return cmp3((int64_t)x, b.as_int());
+  return 0;
+}
+
+int compare(const Value& a, const Value& b) {
+  int ra = rank(a.kind()), rb = rank(b.kind());
+  if (ra != rb) return ra < rb ? -1 : 1;
+  switch (a.kind()) {
+    case Kind::Null: return 0;
+    case Kind::Bool: return cmp3(a.as_bool(), b.as_bool());
+    case Kind::Int:
+    case Kind::Float: return compare_numbers(a, b);
+    case Kind::Timestamp: return cmp3(a.as_int(), b.as_int());
+    case Kind::Text:
+    case Kind::Bytes: {
+      int c = a.as_string().compare(b.as_string());
+      return c < 0 ? -1 : c > 0 ? 1 : 0;
+    }
+    case Kind::List: {
+      size_t n = std::min(a.items().size(), b.items().size());
+      for (size_t i = 0; i < n; i++)
+        if (int c = compare(a.items()[i], b.items()[i])) return c;
+      return cmp3(a.items().size(), b.items().size());
+    }
+    case Kind::Object: {
+      size_t n = std::min(a.items().size(), b.items().size());
+      for (size_t i = 0; i < n; i++) {
+        int c = a.keys()[i].compare(b.keys()[i]);
+        if (c) return c < 0 ? -1 : 1;
+        if (int d = compare(a.items()[i], b.items()[i])) return d;
+      }
+      return cmp3(a.items().size(), b.items().size());
+    }
+    case Kind::Vector: {
+      size_t n = std::min(a.vec().size(), b.vec().size());
+      for (size_t i = 0; i < n; i++)
+        if (a.vec()[i] != b.vec()[i]) return a.vec()[i] < b.vec()[i] ? -1 : 1;
+      return cmp3(a.vec().size(), b.vec().size());
+    }
+  }
+  return 0;
+}
+
+bool equal(const Value& a, const Value& b) { return compare(a, b) == 0; }
+
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar.
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = (unsigned)(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
+  z += 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = (unsigned)(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+std::string format_timestamp(int64_t ms) {
+  int64_t days = ms / 86400000, rem = ms % 86400000;
+  if (rem < 0) { rem += 86400000; days--; }
+  int64_t y; unsigned mo, d;
+  civil_from_days(days, &y, &mo, &d);
+  unsigned h = rem / 3600000, mi = rem / 60000 % 60, s = rem / 1000 % 60, f = rem % 1000;
+  char buf[64];
+  if (y >= 0 && y <= 9999)
+    snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02u:%02u:%02u.%03uZ", (long long)y, mo, d, h, mi, s, f);
+  else
+    snprintf(buf, sizeof buf, "%+07lld-%02u-%02uT%02u:%02u:%02u.%03uZ", (long long)y, mo, d, h, mi, s, f);
+  return buf;
+}
+
+static bool digits(std::string_view s, size_t& p, int n, int* out) {
+  int v = 0;
+  for (int i = 0; i < n; i++, p++) {
+    if (p >= s.size() || s[p] < '0' || s[p] > '9') return false;
+    v = v * 10 + (s[p] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+bool parse_timestamp(std::string_view s, int64_t* ms) {
+  size_t p = 0;
+  int y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
+  if (!digits(s, p, 4, &y) || p >= s.size() || s[p++] != '-') return false;
+  if (!digits(s, p, 2, &mo) || p >= s.size() || s[p++] != '-') return false;
+  if (!digits(s, p, 2, &d)) return false;
+  if (mo < 1 || mo > 12 || d < 1) return false;
+  static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap)) return false;
+  int64_t offset_min = 0;
+  if (p < s.size()) {
+    if (s[p] != 'T' && s[p] != 't' && s[p] != ' ') return false;
+    p++;
+    if (!digits(s, p, 2, &h) || p >= s.size() || s[p++] != ':' || !digits(s, p, 2, &mi)) return false;
+    if (p < s.size() && s[p] == ':') {
+      p++;
+      if (!digits(s, p, 2, &sec)) return false;
+      if (p < s.size() && s[p] == '.') {
+        p++;
+        int n = 0;
+        while (p < s.size() && s[p] >= '0' && s[p] <= '9') {
+          if (n < 3) frac = frac * 10 + (s[p] - '0');
+          n++, p++;
+        }
+        if (n == 0) return false;
+        for (; n < 3; n++) frac *= 10;
+      }
+    }
+    if (h > 23 || mi > 59 || sec > 59) return false;
+    if (p < s.size()) {
+      if (s[p] == 'Z' || s[p] == 'z') {
+        p++;
+      } else if (s[p] == '+' || s[p] == '-') {
+        int sign = s[p++] == '-' ? -1 : 1, oh, om;
+        if (!digits(s, p, 2, &oh)) return false;
+        if (p < s.size() && s[p] == ':') p++;
+        if (!digits(s, p, 2, &om) || oh > 23 || om > 59) return false;
+        offset_min = sign * (oh * 60 + om);
+      } else {
+        return false;
+      }
+    }
+  }
+  if (p != s.size()) return false;
+  int64_t days = days_from_civil(y, mo, d);
+  *ms = ((days * 24 + h) * 60 + mi - offset_min) * 60000 + sec * 1000 + frac;
+  return true;
+}
+
+bool valid_utf8(std::string_view s) {
+  const unsigned char* p = (const unsigned char*)s.data();
+  const unsigned char* e = p + s.size();
+  while (p < e) {
+    // Fast path: 8 ASCII bytes at a time.
+    while (e - p >= 8) {
+      uint64_t w;
+      __builtin_memcpy(&w, p, 8);
+      if (w & 0x8080808080808080ull) break;
+      p += 8;
+    }
+    if (p >= e) break;
+    unsigned c = *p;
+    if (c < 0x80) { p++; continue; }
+    int n;
+    unsigned cp;
+    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; if (c < 0xC2) return false; }
+    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; if (c > 0xF4) return false; }
+    else return false;
+    if (e - p <= n) return false;
+    for (int i = 1; i <= n; i++) {
+      if ((p[i] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if (n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return false;
+    if (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) return false;
+    p += n + 1;
+  }
+  return true;
+}
+
+}  // namespace kitfox

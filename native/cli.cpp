@@ -1,0 +1,1388 @@
+// The `kitfox` command: run statements against a database file, interactively
+// or from arguments and standard input, and the maintenance commands
+// (import, stats, checkpoint, compact). Run `kitfox --help` for the usage.
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "db.h"
+#include "line_editor.h"
+#include "posix_file.h"
+
+namespace kitfox {
+namespace {
+
+constexpr const char* kVersion = "kitfox 0.1.0";
+constexpr const char* kPrompt = "kitfox> ";
+constexpr const char* kContinuePrompt = "   ...> ";
+constexpr size_t kHistoryEntries = 1000;
+constexpr size_t kMaxCellWidth = 80;  // table cells wider than this are cut with "…"
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+const char kHelp[] =
+    R"(kitfox 0.1.0: an embedded document database
+
+usage:
+  kitfox FILE [options]                  on a terminal: an interactive prompt
+  kitfox FILE -c STATEMENT... [options]  run statements, print rows as JSON lines
+  ... | kitfox FILE [options]            run the statements read from standard input
+  kitfox import FILE COLLECTION DATA [--batch N]
+  kitfox stats FILE [--json]
+  kitfox checkpoint FILE
+  kitfox compact FILE
+  kitfox --help | --version
+
+FILE is created when it does not exist (except by the commands, which need an
+existing database).
+
+options:
+  -c STATEMENT    run one statement; repeat to run several, in order. The run
+                  stops at the first statement that fails.
+  --param JSON    the value of $1, then $2, ... (repeatable), given to every
+                  statement: --param 42 --param '"text"' --param '[0.5, 1]'
+  --table         print each result as an aligned table, not as JSON lines
+  --sync MODE     always (flush every write before it is acknowledged), off
+                  (flush on checkpoint and close only), or a period in
+                  milliseconds (default 250)
+  --recover       open a damaged file by cutting off everything from the first
+                  bad record on; what was cut is reported
+  --batch N       import: documents per write (default 1000)
+  --json          stats: print one JSON object
+
+Statements read from standard input or typed at the prompt end at a ';' outside
+a "string", or at the end of a line when no ( [ { is open and no string is
+open: a statement can span lines inside brackets. Lines whose first non-blank
+characters are -- are comments.
+
+import reads DATA (a path, or - for standard input) as NDJSON, one JSON object
+per line, or as one JSON array of objects when its first character is '['.
+The collection must exist. Documents are written in batches: after an error,
+the batches before it stay written.
+
+The words import, stats, checkpoint and compact are commands only as the first
+argument. To open a database file with one of those names, give a path to it,
+such as ./stats.
+
+At the prompt: .help, .table (toggle table output), .stats, .quit or .exit.
+Line editing keys: arrows, Home/End (Ctrl-A/E), Ctrl-U, Ctrl-K, Ctrl-W,
+Up/Down for history (kept in ~/.kitfox_history), Ctrl-C to discard the line,
+Ctrl-D on an empty line to leave.
+
+exit status: 0 success, 1 an error, 2 bad usage.
+)";
+
+const char kUsage[] =
+    "usage: kitfox FILE [-c STATEMENT]... [--param JSON]... [--table] [--sync always|off|MS] "
+    "[--recover]\n"
+    "       kitfox import FILE COLLECTION DATA [--batch N] [--sync always|off|MS]\n"
+    "       kitfox stats FILE [--json]\n"
+    "       kitfox checkpoint FILE\n"
+    "       kitfox compact FILE\n"
+    "Run 'kitfox --help' for more.\n";
+
+int usage_error(const std::string& msg) {
+  fprintf(stderr, "kitfox: %s\n%s", msg.c_str(), kUsage);
+  return kExitUsage;
+}
+
+void print_error(const std::string& msg) { fprintf(stderr, "kitfox: error: %s\n", msg.c_str()); }
+
+// ---------------------------------------------------------------------------
+// Standard output. SIGPIPE is ignored so that a closed pipe (`| head`) ends the
+// run through this check, and the database is still closed properly.
+
+bool g_out_failed = false;
+int g_out_errno = 0;
+
+void out_write(std::string_view s) {
+  if (g_out_failed || s.empty()) return;
+  if (fwrite(s.data(), 1, s.size(), stdout) != s.size()) {
+    g_out_failed = true;
+    g_out_errno = errno;
+  }
+}
+
+// Flushes; false once standard output cannot be written. Reports the failure
+// once, unless the reader simply went away.
+bool out_flush() {
+  if (!g_out_failed && fflush(stdout) != 0) {
+    g_out_failed = true;
+    g_out_errno = errno;
+  }
+  static bool reported = false;
+  if (g_out_failed && !reported) {
+    reported = true;
+    if (g_out_errno != EPIPE) print_error(std::string("writing standard output: ") + strerror(g_out_errno));
+  }
+  return !g_out_failed;
+}
+
+// ---------------------------------------------------------------------------
+// Small text helpers
+
+std::string_view trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r' || s[b] == '\f' || s[b] == '\v')) b++;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r' || s[e - 1] == '\f' ||
+                   s[e - 1] == '\v'))
+    e--;
+  return s.substr(b, e - b);
+}
+
+bool is_comment_line(std::string_view line) { return trim(line).substr(0, 2) == "--"; }
+
+std::string human_bytes(uint64_t n) {
+  std::string s = std::to_string(n);
+  if (n < 1024) return s;
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n) / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 3) v /= 1024, u++;
+  char buf[48];
+  snprintf(buf, sizeof buf, " (%.1f %s)", v, units[u]);
+  return s + buf;
+}
+
+bool parse_count(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 18) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+// Cuts text to at most `max` columns, ending it with "…" when cut.
+std::string fit_width(std::string s, size_t max) {
+  if (display_width(s) <= max) return s;
+  size_t w = 0, i = 0;
+  while (i < s.size()) {
+    uint32_t cp;
+    size_t n = utf8_decode(s, i, &cp);
+    int cw = codepoint_width(cp);
+    if (w + static_cast<size_t>(cw) > max - 1) break;
+    w += static_cast<size_t>(cw);
+    i += n;
+  }
+  s.resize(i);
+  s += "\xE2\x80\xA6";
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Tables
+
+struct TableColumn {
+  std::string name;
+  bool right = false;  // right-aligned (numbers)
+};
+
+void pad(std::string& out, size_t n) { out.append(n, ' '); }
+
+// Renders an aligned text table, widths by terminal columns (UTF-8 aware).
+std::string render_table(const std::vector<TableColumn>& cols, const std::vector<std::vector<std::string>>& rows,
+                         const std::vector<std::vector<bool>>* right_cells = nullptr) {
+  std::vector<size_t> width(cols.size());
+  for (size_t c = 0; c < cols.size(); c++) width[c] = display_width(cols[c].name);
+  for (const auto& r : rows)
+    for (size_t c = 0; c < cols.size() && c < r.size(); c++) width[c] = std::max(width[c], display_width(r[c]));
+
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells, const std::vector<bool>* right) {
+    std::string l;
+    for (size_t c = 0; c < cols.size(); c++) {
+      const std::string empty;
+      const std::string& cell = c < cells.size() ? cells[c] : empty;
+      size_t fill = width[c] - display_width(cell);
+      bool r = right != nullptr ? (c < right->size() && (*right)[c]) : false;
+      if (c > 0) l += " | ";
+      if (r) pad(l, fill);
+      l += cell;
+      if (!r && c + 1 < cols.size()) pad(l, fill);
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l;
+    out += '\n';
+  };
+  std::vector<std::string> header;
+  for (const auto& c : cols) header.push_back(c.name);
+  line(header, nullptr);
+  std::string rule;
+  for (size_t c = 0; c < cols.size(); c++) {
+    if (c > 0) rule += "-+-";
+    rule.append(width[c], '-');
+  }
+  out += rule + '\n';
+  for (size_t i = 0; i < rows.size(); i++) {
+    std::vector<bool> right;
+    if (right_cells != nullptr) {
+      right = (*right_cells)[i];
+    } else {
+      for (const auto& c : cols) right.push_back(c.right);
+    }
+    line(rows[i], &right);
+  }
+  return out;
+}
+
+// A cell: the JSON text of the value, but text without quotes or escapes
+// (control characters still escaped so that rows stay on one line).
+std::string cell_text(const Value& v) {
+  switch (v.kind()) {
+    case Kind::Text: {
+      std::string out;
+      for (char ch : v.as_string()) {
+        unsigned char c = static_cast<unsigned char>(ch);
+        if (c == '\n') {
+          out += "\\n";
+        } else if (c == '\r') {
+          out += "\\r";
+        } else if (c == '\t') {
+          out += "\\t";
+        } else if (c < 0x20 || c == 0x7F) {
+          char buf[8];
+          snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out.push_back(ch);
+        }
+      }
+      return out;
+    }
+    case Kind::Timestamp:
+      return format_timestamp(v.as_int());
+    case Kind::Bytes: {
+      std::string s = to_json(v);
+      if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+      return s;
+    }
+    default:
+      return to_json(v);
+  }
+}
+
+std::string render_rows_table(const std::vector<Value>& rows) {
+  std::vector<TableColumn> cols;
+  std::unordered_map<std::string, size_t> index;
+  auto column = [&](const std::string& name) {
+    auto it = index.find(name);
+    if (it != index.end()) return it->second;
+    index.emplace(name, cols.size());
+    cols.push_back({name, false});
+    return cols.size() - 1;
+  };
+  for (const Value& row : rows) {
+    if (row.kind() == Kind::Object) {
+      for (const std::string& k : row.keys()) column(k);
+    } else {
+      column("value");
+    }
+  }
+  std::vector<std::vector<std::string>> cells(rows.size());
+  std::vector<std::vector<bool>> right(rows.size());
+  for (size_t i = 0; i < rows.size(); i++) {
+    cells[i].resize(cols.size());
+    right[i].resize(cols.size());
+    const Value& row = rows[i];
+    auto put = [&](size_t c, const Value& v) {
+      cells[i][c] = fit_width(cell_text(v), kMaxCellWidth);
+      right[i][c] = v.is_number();
+    };
+    if (row.kind() == Kind::Object) {
+      for (size_t k = 0; k < row.keys().size(); k++) put(index[row.keys()[k]], row.items()[k]);
+    } else {
+      put(index["value"], row);
+    }
+  }
+  std::string out;
+  if (!cols.empty()) out = render_table(cols, cells, &right);
+  out += "(" + std::to_string(rows.size()) + " rows)\n";
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Statement splitting, shared by standard input and the prompt: a statement
+// ends at ';' outside a double-quoted string (backslash escapes inside), and at
+// the end of a line when no ( [ { and no string is open. Whole-line `--`
+// comments are dropped.
+
+struct Statement {
+  std::string text;
+  size_t line = 0;  // line of its first character in the input, from 1
+};
+
+class StatementSplitter {
+ public:
+  void feed_line(std::string_view line, std::vector<Statement>* out) {
+    line_no_++;
+    if (!in_string_ && is_comment_line(line)) return;
+    for (char c : line) {
+      if (in_string_) {
+        if (escape_) {
+          escape_ = false;
+        } else if (c == '\\') {
+          escape_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+        }
+      } else if (c == ';') {
+        emit(out);
+        continue;
+      } else if (c == '"') {
+        in_string_ = true;
+      } else if (c == '(' || c == '[' || c == '{') {
+        depth_++;
+      } else if ((c == ')' || c == ']' || c == '}') && depth_ > 0) {
+        depth_--;
+      }
+      if (trim(cur_).empty() && c != ' ' && c != '\t' && c != '\r') start_line_ = line_no_;
+      cur_.push_back(c);
+    }
+    if (in_string_ || depth_ > 0) {
+      cur_.push_back('\n');
+    } else {
+      emit(out);
+    }
+  }
+
+  // End of input: whatever is pending is a statement (the engine reports what
+  // is missing from it).
+  void finish(std::vector<Statement>* out) { emit(out); }
+
+  bool pending() const { return in_string_ || depth_ > 0 || !trim(cur_).empty(); }
+  bool in_string() const { return in_string_; }
+
+  void reset() {
+    cur_.clear();
+    depth_ = 0;
+    in_string_ = escape_ = false;
+  }
+
+ private:
+  void emit(std::vector<Statement>* out) {
+    std::string_view t = trim(cur_);
+    if (!t.empty()) out->push_back({std::string(t), start_line_});
+    reset();
+  }
+
+  std::string cur_;
+  size_t line_no_ = 0;
+  size_t start_line_ = 0;
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+};
+
+// ---------------------------------------------------------------------------
+// Errors in statements: the status, where the statement came from, and the
+// statement with a caret under the position.
+
+void print_statement_error(const Status& s, std::string_view stmt, const std::string& where) {
+  print_error(s.to_string());
+  if (!where.empty()) fprintf(stderr, "kitfox: in the statement %s\n", where.c_str());
+  if (s.position() < 0 || static_cast<uint64_t>(s.position()) > stmt.size()) return;
+  const size_t pos = static_cast<size_t>(s.position());
+  size_t start = 0;
+  bool caret_done = false;
+  while (start <= stmt.size()) {
+    size_t end = stmt.find('\n', start);
+    if (end == std::string_view::npos) end = stmt.size();
+    std::string_view line = stmt.substr(start, end - start);
+    fprintf(stderr, "  %.*s\n", static_cast<int>(line.size()), line.data());
+    if (!caret_done && pos >= start && pos <= end) {
+      // Tabs are copied so the caret lines up however wide the terminal shows them.
+      std::string caret = "  ";
+      std::string_view before = line.substr(0, pos - start);
+      for (size_t i = 0; i < before.size();) {
+        uint32_t cp;
+        size_t n = utf8_decode(before, i, &cp);
+        if (cp == '\t') {
+          caret += '\t';
+        } else {
+          caret.append(static_cast<size_t>(codepoint_width(cp)), ' ');
+        }
+        i += n;
+      }
+      caret += '^';
+      fprintf(stderr, "%s\n", caret.c_str());
+      caret_done = true;
+    }
+    if (end == stmt.size()) break;
+    start = end + 1;
+  }
+}
+
+void print_open_report(const OpenReport& r, const std::string& file) {
+  for (const std::string& w : r.warnings) fprintf(stderr, "kitfox: warning: %s\n", w.c_str());
+  if (r.torn_bytes > 0) {
+    fprintf(stderr,
+            "kitfox: cut off a torn tail of %llu bytes at the end of %s (an unfinished write; nothing "
+            "acknowledged was lost)\n",
+            static_cast<unsigned long long>(r.torn_bytes), file.c_str());
+  }
+  if (r.recovered_bytes > 0) {
+    fprintf(stderr,
+            "kitfox: --recover dropped %llu bytes of %s from offset %llu on (the damaged record and "
+            "everything after it)\n",
+            static_cast<unsigned long long>(r.recovered_bytes), file.c_str(),
+            static_cast<unsigned long long>(r.recovered_offset));
+  }
+}
+
+Result<std::unique_ptr<Database>> open_database(FileSystem& fs, const std::string& file, const OpenOptions& opts) {
+  auto db = Database::open(fs, file, opts);
+  if (!db.is_ok()) {
+    const Status& s = db.status();
+    print_error(s.to_string());
+    if (s.code() == Code::Corrupt && !opts.recover) {
+      fprintf(stderr,
+              "kitfox: %s is damaged; `--recover` opens it by cutting off everything from the damaged "
+              "record on (copy the file first to keep the rest)\n",
+              file.c_str());
+    }
+    return s;
+  }
+  print_open_report((*db)->open_report(), file);
+  return db;
+}
+
+int close_database(std::unique_ptr<Database>& db, const std::string& file, int code) {
+  Status s = db->close();
+  db.reset();
+  if (!s.is_ok()) {
+    print_error("closing " + file + ": " + s.to_string());
+    return kExitError;
+  }
+  return code;
+}
+
+// ---------------------------------------------------------------------------
+// Stats
+
+std::string stats_text(const Stats& st, const std::string& file) {
+  std::string out;
+  auto row = [&](const char* name, const std::string& value) {
+    out += name;
+    pad(out, 14 - strlen(name));
+    out += value;
+    out += '\n';
+  };
+  row("file", file);
+  row("file bytes", human_bytes(st.file_bytes));
+  row("image bytes", human_bytes(st.image_bytes));
+  row("tail bytes", human_bytes(st.tail_bytes));
+  row("tail records", std::to_string(st.tail_records));
+  row("memory bytes", human_bytes(st.memory_bytes));
+  out += '\n';
+  if (st.collections.empty()) {
+    out += "(no collections)\n";
+    return out;
+  }
+  std::vector<TableColumn> ccols = {{"collection", false}, {"documents", true}, {"bytes", true}};
+  std::vector<std::vector<std::string>> rows;
+  for (const CollectionStats& c : st.collections)
+    rows.push_back({c.name, std::to_string(c.documents), std::to_string(c.bytes)});
+  out += render_table(ccols, rows);
+  return out;
+}
+
+std::string stats_json(const Stats& st, const std::string& file) {
+  auto u = [](uint64_t n) { return Value::integer(static_cast<int64_t>(n)); };
+  Value o = Value::object();
+  o.append("file", Value::text(file));
+  o.append("file_bytes", u(st.file_bytes));
+  o.append("image_bytes", u(st.image_bytes));
+  o.append("tail_bytes", u(st.tail_bytes));
+  o.append("tail_records", u(st.tail_records));
+  o.append("memory_bytes", u(st.memory_bytes));
+  Value list = Value::list();
+  for (const CollectionStats& c : st.collections) {
+    Value co = Value::object();
+    co.append("name", Value::text(c.name));
+    co.append("documents", u(c.documents));
+    co.append("bytes", u(c.bytes));
+    list.push(std::move(co));
+  }
+  o.append("collections", std::move(list));
+  return to_json(o) + "\n";
+}
+
+// ---------------------------------------------------------------------------
+// Running statements
+
+class Session {
+ public:
+  Session(Database& db, std::string file, std::vector<Value> params, bool table)
+      : db_(db), file_(std::move(file)), params_(std::move(params)), table_(table) {}
+
+  // Runs one statement and prints its rows; false on an error (printed).
+  // `where` says where the statement came from, for the error message.
+  bool run(const std::string& text, const std::string& where, bool always_footer = false) {
+    auto r = db_.query(text, params_);
+    if (!r.is_ok()) {
+      out_flush();  // rows printed so far come before the error
+      print_statement_error(r.status(), text, where);
+      return false;
+    }
+    const std::vector<Value>& rows = r->rows;
+    if (table_) {
+      out_write(render_rows_table(rows));
+    } else {
+      std::string buf;
+      for (const Value& row : rows) {
+        append_json(buf, row);
+        buf += '\n';
+        if (buf.size() >= (1u << 16)) {
+          out_write(buf);
+          buf.clear();
+        }
+      }
+      if (rows.empty() && always_footer) buf += "(0 rows)\n";
+      out_write(buf);
+    }
+    return out_flush();
+  }
+
+  bool table() const { return table_; }
+  void set_table(bool on) { table_ = on; }
+  Database& db() { return db_; }
+  const std::string& file() const { return file_; }
+
+ private:
+  Database& db_;
+  std::string file_;
+  std::vector<Value> params_;
+  bool table_;
+};
+
+enum class DotResult { Handled, Quit, Error };
+
+DotResult run_dot_command(Session& s, std::string_view line) {
+  std::string_view cmd = trim(line);
+  size_t sp = cmd.find_first_of(" \t");
+  std::string_view name = cmd.substr(0, sp);
+  std::string_view arg = sp == std::string_view::npos ? std::string_view() : trim(cmd.substr(sp));
+  if (name == ".quit" || name == ".exit") return DotResult::Quit;
+  if (name == ".help") {
+    out_write(
+        ".help          this text\n"
+        ".table [on|off] toggle table output (default: one JSON object per row)\n"
+        ".stats         sizes of the file and the collections\n"
+        ".quit, .exit   leave (so does Ctrl-D on an empty line)\n"
+        "\n"
+        "Statements end at ';' or at the end of a line when no ( [ { or string is open:\n"
+        "  create collection notes (title text, year int @hash)\n"
+        "  put notes {title: \"hello\", year: 2024}\n"
+        "  get notes where year >= 2024 order year desc limit 10\n"
+        "  get notes count\n");
+  } else if (name == ".table") {
+    if (arg == "on") {
+      s.set_table(true);
+    } else if (arg == "off") {
+      s.set_table(false);
+    } else if (arg.empty()) {
+      s.set_table(!s.table());
+    } else {
+      print_error(".table takes on or off");
+      return DotResult::Error;
+    }
+    out_write(s.table() ? "table output on\n" : "table output off (JSON lines)\n");
+  } else if (name == ".stats") {
+    out_write(stats_text(s.db().stats(), s.file()));
+  } else {
+    print_error("unknown command " + std::string(name) + " (.help lists the commands)");
+    return DotResult::Error;
+  }
+  return out_flush() ? DotResult::Handled : DotResult::Error;
+}
+
+// Statements from a stream that is not a terminal: run as they complete, stop
+// at the first error.
+int run_stream(Session& s, FILE* in, const char* source) {
+  StatementSplitter splitter;
+  std::vector<Statement> stmts;
+  char* buf = nullptr;
+  size_t cap = 0;
+  ssize_t n;
+  bool ok = true;
+  size_t line_no = 0;
+  auto run_all = [&]() {
+    for (const Statement& st : stmts) {
+      if (!s.run(st.text, "at line " + std::to_string(st.line) + " of " + source)) {
+        ok = false;
+        break;
+      }
+    }
+    stmts.clear();
+  };
+  while (ok && (n = getline(&buf, &cap, in)) >= 0) {
+    line_no++;
+    std::string_view line(buf, static_cast<size_t>(n));
+    if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!splitter.pending() && !trim(line).empty() && trim(line)[0] == '.') {
+      splitter.feed_line("", &stmts);  // keeps the line count
+      DotResult d = run_dot_command(s, line);
+      if (d == DotResult::Quit) break;
+      if (d == DotResult::Error) {
+        fprintf(stderr, "kitfox: at line %zu of %s\n", line_no, source);
+        ok = false;
+      }
+      continue;
+    }
+    splitter.feed_line(line, &stmts);
+    run_all();
+  }
+  if (ok && ferror(in)) {
+    print_error(std::string("reading ") + source + ": " + strerror(errno));
+    ok = false;
+  }
+  if (ok) {
+    splitter.finish(&stmts);
+    run_all();
+  }
+  free(buf);
+  return ok ? kExitOk : kExitError;
+}
+
+std::string history_path() {
+  const char* home = getenv("HOME");
+  if (home == nullptr || home[0] == '\0') return std::string();
+  return std::string(home) + "/.kitfox_history";
+}
+
+int run_interactive(Session& s) {
+  LineEditor ed(STDIN_FILENO, STDOUT_FILENO);
+  ed.set_history_limit(kHistoryEntries);
+  const std::string hist = history_path();
+  if (!hist.empty()) ed.load_history(hist);
+  bool history_warned = false;
+  auto remember = [&](std::string_view entry) {
+    ed.add_history(trim(entry));
+    if (hist.empty() || ed.save_history(hist) || history_warned) return;
+    history_warned = true;
+    fprintf(stderr, "kitfox: warning: cannot write the history file %s: %s\n", hist.c_str(), strerror(errno));
+  };
+
+  printf("%s: %s (.help for help, Ctrl-D to leave)\n", kVersion, s.file().c_str());
+  out_flush();
+
+  StatementSplitter splitter;
+  std::vector<Statement> stmts;
+  std::string entry;        // the lines of the statement being typed, for history
+  bool entry_flat = true;   // false when a newline falls inside a string
+  std::string line;
+  for (;;) {
+    LineEditor::Read r = ed.read_line(splitter.pending() ? kContinuePrompt : kPrompt, &line);
+    if (r == LineEditor::Read::Eof) break;
+    if (r == LineEditor::Read::Interrupted) {
+      splitter.reset();
+      entry.clear();
+      entry_flat = true;
+      continue;
+    }
+    if (!splitter.pending() && !trim(line).empty() && trim(line)[0] == '.') {
+      remember(line);
+      if (run_dot_command(s, line) == DotResult::Quit) break;
+      continue;
+    }
+    // History keeps a statement typed over several lines as one line.
+    const bool in_string = splitter.in_string();
+    if (in_string || !is_comment_line(line)) {
+      if (in_string) entry_flat = false;
+      if (!entry.empty()) entry += ' ';
+      entry += line;
+    }
+    splitter.feed_line(line, &stmts);
+    for (const Statement& st : stmts) {
+      s.run(st.text, std::string(), true);
+      if (g_out_failed) return kExitError;
+    }
+    stmts.clear();
+    if (!splitter.pending()) {
+      if (entry_flat) remember(entry);
+      entry.clear();
+      entry_flat = true;
+    }
+  }
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------
+// Command lines
+
+// Walks argv; options take their value as the next argument or after '='.
+class ArgReader {
+ public:
+  ArgReader(int argc, char** argv, int first) : argc_(argc), argv_(argv), i_(first) {}
+  bool done() const { return i_ >= argc_; }
+  // The next argument, without the `=value` of a `--name=value` option.
+  std::string next() {
+    std::string a = argv_[i_++];
+    inline_value_.reset();
+    positional_ = options_ended_ || a.size() < 2 || a[0] != '-';
+    if (!positional_ && a.rfind("--", 0) == 0) {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        inline_value_ = a.substr(eq + 1);
+        a.resize(eq);
+      }
+    }
+    return a;
+  }
+  // True for an operand: not an option, or anything after `--`.
+  bool positional() const { return positional_; }
+  bool options_ended() const { return options_ended_; }
+  void end_options() { options_ended_ = true; }
+  bool has_inline_value() const { return inline_value_.has_value(); }
+  // The current option's value; false when it is missing.
+  bool value(std::string* out) {
+    if (inline_value_) {
+      *out = std::move(*inline_value_);
+      inline_value_.reset();
+      return true;
+    }
+    if (i_ >= argc_) return false;
+    *out = argv_[i_++];
+    return true;
+  }
+
+ private:
+  int argc_;
+  char** argv_;
+  int i_;
+  bool options_ended_ = false;
+  bool positional_ = false;
+  std::optional<std::string> inline_value_;
+};
+
+struct Options {
+  std::vector<std::string> positional;
+  std::vector<std::string> commands;  // -c
+  std::vector<Value> params;
+  bool table = false;
+  bool json = false;
+  bool recover = false;
+  std::string sync;
+  uint64_t batch = 1000;
+};
+
+enum OptionSet : unsigned {
+  kOptStatements = 1,  // -c --param --table
+  kOptBatch = 2,
+  kOptJson = 4,
+};
+
+// Parses the options allowed for a command. Returns -1 to go on, else an exit code.
+int parse_options(ArgReader& args, unsigned allowed, Options* o) {
+  while (!args.done()) {
+    std::string a = args.next();
+    if (a == "--" && !args.options_ended()) {
+      args.end_options();
+      continue;
+    }
+    if (args.positional()) {
+      o->positional.push_back(a);
+      continue;
+    }
+    if (a == "--help" || a == "-h") {
+      fputs(kHelp, stdout);
+      return kExitOk;
+    }
+    if (a == "--version" || a == "-V") {
+      printf("%s\n", kVersion);
+      return kExitOk;
+    }
+    std::string v;
+    auto need_value = [&]() {
+      if (args.value(&v)) return true;
+      usage_error(a + " needs a value");
+      return false;
+    };
+    auto no_value = [&]() {
+      if (!args.has_inline_value()) return true;
+      usage_error(a + " takes no value");
+      return false;
+    };
+    if ((allowed & kOptStatements) && (a == "-c" || a == "--command")) {
+      if (!need_value()) return kExitUsage;
+      o->commands.push_back(v);
+    } else if ((allowed & kOptStatements) && a == "--param") {
+      if (!need_value()) return kExitUsage;
+      auto p = parse_json(v);
+      if (!p.is_ok()) return usage_error("--param " + v + ": " + p.status().to_string());
+      o->params.push_back(std::move(*p));
+    } else if ((allowed & kOptStatements) && a == "--table") {
+      if (!no_value()) return kExitUsage;
+      o->table = true;
+    } else if ((allowed & kOptJson) && a == "--json") {
+      if (!no_value()) return kExitUsage;
+      o->json = true;
+    } else if ((allowed & kOptBatch) && a == "--batch") {
+      if (!need_value()) return kExitUsage;
+      if (!parse_count(v, &o->batch) || o->batch == 0) return usage_error("--batch needs a positive number, not " + v);
+    } else if (a == "--sync") {
+      if (!need_value()) return kExitUsage;
+      o->sync = v;
+    } else if (a == "--recover") {
+      if (!no_value()) return kExitUsage;
+      o->recover = true;
+    } else {
+      return usage_error("unknown option " + a);
+    }
+  }
+  return -1;
+}
+
+// Options for open; false (after a usage message) on a bad --sync.
+bool open_options(const Options& o, bool create, OpenOptions* out) {
+  OpenOptions base;
+  base.create = create;
+  base.recover = o.recover;
+  if (o.sync.empty()) {
+    *out = base;
+    return true;
+  }
+  auto r = parse_sync_option(o.sync, base);
+  if (!r.is_ok()) {
+    usage_error("--sync " + o.sync + ": " + r.status().to_string());
+    return false;
+  }
+  *out = *r;
+  out->create = create;
+  out->recover = o.recover;
+  return true;
+}
+
+// The maintenance commands need a database that exists.
+bool require_existing(FileSystem& fs, const std::string& file) {
+  auto e = fs.exists(file);
+  if (!e.is_ok()) {
+    print_error(e.status().to_string());
+    return false;
+  }
+  if (!*e) {
+    print_error("no database at " + file);
+    return false;
+  }
+  return true;
+}
+
+int64_t file_size(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<int64_t>(st.st_size);
+}
+
+// ---------------------------------------------------------------------------
+// kitfox FILE ...
+
+int cmd_main(int argc, char** argv) {
+  ArgReader args(argc, argv, 1);
+  Options o;
+  int rc = parse_options(args, kOptStatements, &o);
+  if (rc >= 0) return rc;
+  if (o.positional.empty()) return usage_error("no database file given");
+  if (o.positional.size() > 1) return usage_error("one database file only (got " + o.positional[1] + " too)");
+  const std::string& file = o.positional[0];
+  OpenOptions opts;
+  if (!open_options(o, true, &opts)) return kExitUsage;
+
+  auto fs = make_posix_file_system();
+  auto opened = open_database(*fs, file, opts);
+  if (!opened.is_ok()) return kExitError;
+  std::unique_ptr<Database> db = std::move(*opened);
+  Session session(*db, file, std::move(o.params), o.table);
+
+  int code = kExitOk;
+  if (!o.commands.empty()) {
+    for (size_t i = 0; i < o.commands.size(); i++) {
+      std::string where = o.commands.size() > 1 ? "given by -c number " + std::to_string(i + 1) : std::string();
+      if (!session.run(o.commands[i], where)) {
+        code = kExitError;
+        break;
+      }
+    }
+  } else if (isatty(STDIN_FILENO)) {
+    code = run_interactive(session);
+  } else {
+    code = run_stream(session, stdin, "standard input");
+  }
+  return close_database(db, file, code);
+}
+
+// ---------------------------------------------------------------------------
+// kitfox import FILE COLLECTION DATA
+
+class Importer {
+ public:
+  Importer(Database& db, std::string collection, std::string source, uint64_t batch, uint64_t total_bytes)
+      : db_(db),
+        collection_(std::move(collection)),
+        source_(std::move(source)),
+        batch_size_(batch),
+        total_bytes_(total_bytes),
+        progress_(isatty(STDERR_FILENO)),
+        start_(Clock::now()),
+        last_progress_(start_) {
+    statement_ = "put " + collection_ + " $1";
+  }
+
+  // Consumes the next chunk of input; false once an error was reported.
+  bool feed(std::string_view chunk) {
+    for (size_t i = 0; i < chunk.size() && ok_;) {
+      if (mode_ == Mode::Detect) {
+        char c = chunk[i];
+        if (offset_ == 0 && chunk.substr(i, 3) == "\xEF\xBB\xBF") {  // a byte order mark
+          i += 3, offset_ += 3;
+          continue;
+        }
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+          if (c == '\n') line_++;
+          i++, offset_++;
+          continue;
+        }
+        // Leading blank lines are skipped but still counted.
+        mode_ = c == '[' ? Mode::Array : Mode::Lines;
+        continue;
+      }
+      size_t n = mode_ == Mode::Lines ? feed_lines(chunk.substr(i)) : feed_array(chunk.substr(i));
+      i += n;
+    }
+    maybe_progress();
+    return ok_;
+  }
+
+  bool finish() {
+    if (!ok_) return false;
+    if (mode_ == Mode::Lines && !line_buf_.empty()) {
+      line_++;
+      take_line();
+    } else if (mode_ == Mode::Array && array_state_ != ArrayState::Done) {
+      fail_input(offset_, "the JSON array is not closed (unexpected end of input)");
+    }
+    if (ok_) flush_batch();
+    clear_progress();
+    return ok_;
+  }
+
+  uint64_t imported() const { return imported_; }
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum class Mode { Detect, Lines, Array };
+  enum class ArrayState { Open, BeforeElement, InElement, Done };
+
+  // NDJSON: returns the bytes consumed.
+  size_t feed_lines(std::string_view s) {
+    size_t nl = s.find('\n');
+    if (nl == std::string_view::npos) {
+      line_buf_.append(s);
+      offset_ += s.size();
+      return s.size();
+    }
+    line_buf_.append(s.substr(0, nl));
+    offset_ += nl + 1;
+    line_++;
+    take_line();
+    line_buf_.clear();
+    return nl + 1;
+  }
+
+  void take_line() {
+    std::string_view t = trim(line_buf_);
+    if (t.empty()) return;
+    auto v = parse_json(t);
+    if (!v.is_ok()) {
+      fail_data("line " + std::to_string(line_) + " of " + source_ + ": " + v.status().to_string());
+      return;
+    }
+    if (v->kind() != Kind::Object) {
+      fail_data("line " + std::to_string(line_) + " of " + source_ + ": expected a JSON object, found " +
+           kind_name(v->kind()));
+      return;
+    }
+    add(std::move(*v), line_);
+  }
+
+  // One JSON array of objects, cut into elements here so that each is parsed
+  // on its own: the input need not fit in memory twice.
+  size_t feed_array(std::string_view s) {
+    size_t i = 0;
+    for (; i < s.size() && ok_; i++, offset_++) {
+      char c = s[i];
+      if (c == '\n') line_++;
+      const bool space = c == ' ' || c == '\t' || c == '\r' || c == '\n';
+      switch (array_state_) {
+        case ArrayState::Open:  // the '['
+          array_state_ = ArrayState::BeforeElement;
+          break;
+        case ArrayState::BeforeElement:
+          if (space) break;
+          if (c == ']' && elements_ == 0 && !after_comma_) {
+            array_state_ = ArrayState::Done;
+            break;
+          }
+          if (c == ']' || c == ',') {
+            fail_input(offset_, after_comma_ ? "a value is missing after ','" : "a value is missing before ','");
+            break;
+          }
+          array_state_ = ArrayState::InElement;
+          element_.clear();
+          element_offset_ = offset_;
+          element_line_ = line_ + 1;
+          depth_ = 0;
+          in_string_ = escape_ = false;
+          element_char(c);
+          break;
+        case ArrayState::InElement:
+          element_char(c);
+          break;
+        case ArrayState::Done:
+          if (space) break;
+          fail_input(offset_, "unexpected data after the JSON array");
+          break;
+      }
+    }
+    return i;
+  }
+
+  void element_char(char c) {
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
+      } else if (c == '\\') {
+        escape_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      depth_++;
+    } else if ((c == '}' || c == ']') && depth_ > 0) {
+      depth_--;
+    } else if (depth_ == 0 && (c == ',' || c == ']')) {
+      take_element();
+      after_comma_ = c == ',';
+      array_state_ = c == ',' ? ArrayState::BeforeElement : ArrayState::Done;
+      return;
+    }
+    element_.push_back(c);
+  }
+
+  void take_element() {
+    elements_++;
+    std::string_view t = trim(element_);
+    auto v = parse_json(t);
+    if (!v.is_ok()) {
+      fail_input(element_offset_, "array element " + std::to_string(elements_) + ": " +
+                                      rebase_offset(v.status().to_string(), element_offset_));
+      return;
+    }
+    if (v->kind() != Kind::Object) {
+      fail_input(element_offset_, "array element " + std::to_string(elements_) + ": expected a JSON object, found " +
+                                      kind_name(v->kind()));
+      return;
+    }
+    add(std::move(*v), element_line_);
+  }
+
+  // parse_json names the byte offset inside the element: make it an offset in DATA.
+  static std::string rebase_offset(const std::string& msg, uint64_t base) {
+    const std::string key = " at byte ";
+    size_t at = msg.rfind(key);
+    if (at == std::string::npos) return msg;
+    uint64_t n;
+    if (!parse_count(std::string_view(msg).substr(at + key.size()), &n)) return msg;
+    return msg.substr(0, at) + key + std::to_string(base + n) + " of the input";
+  }
+
+  void add(Value doc, uint64_t line) {
+    if (batch_.empty()) batch_first_line_ = line;
+    batch_last_line_ = line;
+    batch_.push_back(std::move(doc));
+    if (batch_.size() >= batch_size_) flush_batch();
+    if (++since_progress_check_ >= 4096) {
+      since_progress_check_ = 0;
+      maybe_progress();
+    }
+  }
+
+  void flush_batch() {
+    if (batch_.empty() || !ok_) return;
+    const size_t n = batch_.size();
+    std::vector<Value> params;
+    params.push_back(Value::list(std::move(batch_)));
+    batch_.clear();
+    auto r = db_.query(statement_, params);
+    if (!r.is_ok()) {
+      clear_progress();
+      print_error(r.status().to_string());
+      fprintf(stderr, "kitfox: the failing batch held the documents of lines %llu to %llu of %s\n",
+              static_cast<unsigned long long>(batch_first_line_), static_cast<unsigned long long>(batch_last_line_),
+              source_.c_str());
+      ok_ = false;
+      return;
+    }
+    imported_ += n;
+    maybe_progress();
+  }
+
+  void fail(const std::string& msg) {
+    clear_progress();
+    print_error(msg);
+    ok_ = false;
+  }
+
+  void fail_input(uint64_t at, const std::string& msg) {
+    fail_data(source_ + ", byte " + std::to_string(at) + " (line " + std::to_string(line_ + 1) + "): " + msg);
+  }
+
+  // Bad input: what came before it is still written, so that the import
+  // stops exactly at the bad document whatever the batch size.
+  void fail_data(const std::string& msg) {
+    flush_batch();
+    fail(msg);
+  }
+
+  void maybe_progress() {
+    if (!progress_) return;
+    auto now = Clock::now();
+    if (now - last_progress_ < std::chrono::milliseconds(100)) return;
+    last_progress_ = now;
+    double secs = std::chrono::duration<double>(now - start_).count();
+    double rate = secs > 0 ? static_cast<double>(imported_) / secs : 0;
+    char buf[160];
+    if (total_bytes_ > 0) {
+      double frac = static_cast<double>(offset_) / static_cast<double>(total_bytes_);
+      if (frac > 1) frac = 1;
+      constexpr int kBar = 30;
+      int filled = static_cast<int>(frac * kBar);
+      std::string bar(static_cast<size_t>(filled), '#');
+      bar.append(static_cast<size_t>(kBar - filled), '.');
+      snprintf(buf, sizeof buf, "\r%3d%% [%s] %llu rows, %.0f rows/s\x1b[K", static_cast<int>(frac * 100),
+               bar.c_str(), static_cast<unsigned long long>(imported_), rate);
+    } else {
+      snprintf(buf, sizeof buf, "\r%.1f MiB read, %llu rows, %.0f rows/s\x1b[K",
+               static_cast<double>(offset_) / (1 << 20),
+               static_cast<unsigned long long>(imported_), rate);
+    }
+    fputs(buf, stderr);
+    shown_ = true;
+  }
+
+  void clear_progress() {
+    if (!shown_) return;
+    fputs("\r\x1b[K", stderr);
+    shown_ = false;
+  }
+
+  Database& db_;
+  std::string collection_;
+  std::string source_;
+  std::string statement_;
+  uint64_t batch_size_;
+  uint64_t total_bytes_;
+  bool progress_;
+  bool shown_ = false;
+  Clock::time_point start_, last_progress_;
+  uint64_t since_progress_check_ = 0;
+
+  bool ok_ = true;
+  Mode mode_ = Mode::Detect;
+  uint64_t offset_ = 0;  // bytes of input consumed
+  uint64_t line_ = 0;    // complete lines consumed
+  std::string line_buf_;
+
+  ArrayState array_state_ = ArrayState::Open;
+  std::string element_;
+  uint64_t element_offset_ = 0;
+  uint64_t element_line_ = 0;
+  uint64_t elements_ = 0;
+  bool after_comma_ = false;
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+
+  std::vector<Value> batch_;
+  uint64_t batch_first_line_ = 0, batch_last_line_ = 0;
+  uint64_t imported_ = 0;
+};
+
+int cmd_import(int argc, char** argv) {
+  ArgReader args(argc, argv, 2);
+  Options o;
+  int rc = parse_options(args, kOptBatch, &o);
+  if (rc >= 0) return rc;
+  if (o.positional.size() != 3) return usage_error("import needs FILE COLLECTION DATA");
+  const std::string& file = o.positional[0];
+  const std::string& collection = o.positional[1];
+  const std::string& data = o.positional[2];
+  OpenOptions opts;
+  if (!open_options(o, false, &opts)) return kExitUsage;
+
+  int fd = STDIN_FILENO;
+  std::string source = "standard input";
+  if (data != "-") {
+    fd = open(data.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      print_error("cannot open " + data + ": " + strerror(errno));
+      return kExitError;
+    }
+    source = data;
+  }
+  uint64_t total = 0;
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) total = static_cast<uint64_t>(st.st_size);
+
+  auto fs = make_posix_file_system();
+  if (!require_existing(*fs, file)) {
+    if (fd != STDIN_FILENO) close(fd);
+    return kExitError;
+  }
+  auto opened = open_database(*fs, file, opts);
+  if (!opened.is_ok()) {
+    if (fd != STDIN_FILENO) close(fd);
+    return kExitError;
+  }
+  std::unique_ptr<Database> db = std::move(*opened);
+
+  // Fail before reading anything when the collection does not exist.
+  auto check = db->query("get " + collection + " count");
+  if (!check.is_ok()) {
+    print_error(check.status().to_string());
+    if (fd != STDIN_FILENO) close(fd);
+    return close_database(db, file, kExitError);
+  }
+
+  Importer imp(*db, collection, source, o.batch, total);
+  std::vector<char> buf(1 << 20);
+  bool ok = true;
+  for (;;) {
+    ssize_t n = read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      print_error("reading " + source + ": " + strerror(errno));
+      ok = false;
+      break;
+    }
+    if (n == 0) break;
+    if (!imp.feed(std::string_view(buf.data(), static_cast<size_t>(n)))) {
+      ok = false;
+      break;
+    }
+  }
+  if (ok) ok = imp.finish();
+  if (fd != STDIN_FILENO) close(fd);
+
+  const double secs = imp.seconds();
+  const double rate = secs > 0 ? static_cast<double>(imp.imported()) / secs : 0;
+  if (ok) {
+    fprintf(stderr, "imported %llu documents into %s in %.2f s (%.0f rows/s)\n",
+            static_cast<unsigned long long>(imp.imported()), collection.c_str(), secs, rate);
+  } else {
+    fprintf(stderr, "kitfox: imported %llu documents into %s before the error\n",
+            static_cast<unsigned long long>(imp.imported()), collection.c_str());
+  }
+  return close_database(db, file, ok ? kExitOk : kExitError);
+}
+
+// ---------------------------------------------------------------------------
+// kitfox stats | checkpoint | compact FILE
+
+int cmd_stats(int argc, char** argv) {
+  ArgReader args(argc, argv, 2);
+  Options o;
+  int rc = parse_options(args, kOptJson, &o);
+  if (rc >= 0) return rc;
+  if (o.positional.size() != 1) return usage_error("stats needs FILE");
+  const std::string& file = o.positional[0];
+  OpenOptions opts;
+  if (!open_options(o, false, &opts)) return kExitUsage;
+  opts.auto_checkpoint = false;  // looking must not rewrite the file
+
+  auto fs = make_posix_file_system();
+  if (!require_existing(*fs, file)) return kExitError;
+  auto opened = open_database(*fs, file, opts);
+  if (!opened.is_ok()) return kExitError;
+  std::unique_ptr<Database> db = std::move(*opened);
+  Stats st = db->stats();
+  out_write(o.json ? stats_json(st, file) : stats_text(st, file));
+  int code = out_flush() ? kExitOk : kExitError;
+  return close_database(db, file, code);
+}
+
+int cmd_rewrite(int argc, char** argv, bool compact) {
+  const char* name = compact ? "compact" : "checkpoint";
+  ArgReader args(argc, argv, 2);
+  Options o;
+  int rc = parse_options(args, 0, &o);
+  if (rc >= 0) return rc;
+  if (o.positional.size() != 1) return usage_error(std::string(name) + " needs FILE");
+  const std::string& file = o.positional[0];
+  OpenOptions opts;
+  if (!open_options(o, false, &opts)) return kExitUsage;
+
+  auto fs = make_posix_file_system();
+  if (!require_existing(*fs, file)) return kExitError;
+  const int64_t before = file_size(file);
+  auto opened = open_database(*fs, file, opts);
+  if (!opened.is_ok()) return kExitError;
+  std::unique_ptr<Database> db = std::move(*opened);
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = compact ? db->compact() : db->checkpoint();
+  if (!s.is_ok()) {
+    print_error(std::string(name) + ": " + s.to_string());
+    return close_database(db, file, kExitError);
+  }
+  int code = close_database(db, file, kExitOk);
+  if (code != kExitOk) return code;
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t after = file_size(file);
+  printf("%s %s: %lld -> %lld bytes in %.2f s\n", compact ? "compacted" : "checkpointed", file.c_str(),
+         static_cast<long long>(before), static_cast<long long>(after), secs);
+  return out_flush() ? kExitOk : kExitError;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) return usage_error("no database file given");
+  const std::string first = argv[1];
+  if (first == "import") return cmd_import(argc, argv);
+  if (first == "stats") return cmd_stats(argc, argv);
+  if (first == "checkpoint") return cmd_rewrite(argc, argv, false);
+  if (first == "compact") return cmd_rewrite(argc, argv, true);
+  return cmd_main(argc, argv);
+}
+
+}  // namespace
+}  // namespace kitfox
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);
+  static char outbuf[1 << 16];
+  setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+  int code = kitfox::run(argc, argv);
+  kitfox::out_flush();
+  return code;
+}

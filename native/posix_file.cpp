@@ -1,0 +1,243 @@
+// The POSIX file layer. See posix_file.h for the contract.
+#ifndef _FILE_OFFSET_BITS
+#define _FILE_OFFSET_BITS 64  // 64-bit off_t on 32-bit hosts too
+#endif
+
+#include "posix_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <limits>
+#include <utility>
+
+namespace kitfox {
+
+static_assert(sizeof(off_t) >= 8, "kitfox needs a 64-bit off_t");
+
+namespace {
+
+// One pread/pwrite moves at most this much (Linux caps a call near 2 GiB).
+constexpr size_t kMaxChunk = size_t{1} << 30;
+
+// strerror_r comes in two flavours: XSI returns int and fills the buffer,
+// GNU returns the text (which may or may not be the buffer).
+[[maybe_unused]] const char* error_text_of(int rc, const char* buf) {
+  return rc == 0 ? buf : "unknown error";
+}
+[[maybe_unused]] const char* error_text_of(const char* text, const char*) {
+  return text != nullptr ? text : "unknown error";
+}
+
+std::string error_text(int err) {
+  char buf[256];
+  buf[0] = '\0';
+  return error_text_of(strerror_r(err, buf, sizeof buf), buf);
+}
+
+// "pwrite 'data/x.kfdb': No space left on device"
+Status io_error(const char* op, const std::string& path, int err) {
+  std::string msg = op;
+  msg += " '";
+  msg += path;
+  msg += "': ";
+  msg += error_text(err);
+  return Status(Code::Io, std::move(msg));
+}
+
+bool offset_fits(uint64_t offset, size_t n) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
+  return offset <= kMax && n <= kMax - offset;
+}
+
+std::string parent_dir(const std::string& path) {
+  size_t end = path.size();
+  while (end > 1 && path[end - 1] == '/') --end;  // "a/b/" names b
+  size_t slash = path.rfind('/', end - 1);
+  if (slash == std::string::npos) return ".";
+  while (slash > 0 && path[slash - 1] == '/') --slash;  // "a//b"
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+Status sync_dir(const std::string& dir) {
+  int fd;
+  do {
+    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return io_error("open directory", dir, errno);
+  int rc;
+  do {
+    rc = ::fsync(fd);
+  } while (rc != 0 && errno == EINTR);
+  int err = errno;
+  ::close(fd);
+  // Some file systems cannot sync a directory (EINVAL): nothing more to do there.
+  if (rc != 0 && err != EINVAL) return io_error("fsync directory", dir, err);
+  return Status::ok();
+}
+
+class PosixFile final : public File {
+ public:
+  PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~PosixFile() override { ::close(fd_); }  // also releases the flock
+  PosixFile(const PosixFile&) = delete;
+  PosixFile& operator=(const PosixFile&) = delete;
+
+  Status read(uint64_t offset, void* buf, size_t n, size_t* got) override {
+    *got = 0;
+    if (!offset_fits(offset, n)) return Status(Code::Invalid, "read past the largest file offset: '" + path_ + "'");
+    auto* p = static_cast<char*>(buf);
+    size_t done = 0;
+    while (done < n) {
+      size_t chunk = n - done < kMaxChunk ? n - done : kMaxChunk;
+      ssize_t r = ::pread(fd_, p + done, chunk, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        *got = done;
+        return io_error("pread", path_, errno);
+      }
+      if (r == 0) break;  // end of file
+      done += static_cast<size_t>(r);
+    }
+    *got = done;
+    return Status::ok();
+  }
+
+  Status write(uint64_t offset, const void* buf, size_t n) override {
+    if (!offset_fits(offset, n)) return Status(Code::Invalid, "write past the largest file offset: '" + path_ + "'");
+    const auto* p = static_cast<const char*>(buf);
+    size_t done = 0;
+    while (done < n) {
+      size_t chunk = n - done < kMaxChunk ? n - done : kMaxChunk;
+      ssize_t r = ::pwrite(fd_, p + done, chunk, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return io_error("pwrite", path_, errno);
+      }
+      if (r == 0) return io_error("pwrite", path_, ENOSPC);  // no progress: never spin
+      done += static_cast<size_t>(r);
+    }
+    return Status::ok();
+  }
+
+  Status sync() override {
+    int rc;
+#if defined(__APPLE__)
+    // fsync on macOS does not reach the platter; F_FULLFSYNC does, where supported.
+    rc = ::fcntl(fd_, F_FULLFSYNC);
+    if (rc != 0) rc = ::fsync(fd_);
+    if (rc != 0) return io_error("fsync", path_, errno);
+#else
+    do {
+      rc = ::fdatasync(fd_);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) return io_error("fdatasync", path_, errno);
+#endif
+    return Status::ok();
+  }
+
+  Result<uint64_t> size() override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return io_error("fstat", path_, errno);
+    return static_cast<uint64_t>(st.st_size);
+  }
+
+  Status truncate(uint64_t size) override {
+    if (!offset_fits(size, 0)) return Status(Code::Invalid, "truncate past the largest file offset: '" + path_ + "'");
+    int rc;
+    do {
+      rc = ::ftruncate(fd_, static_cast<off_t>(size));
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) return io_error("ftruncate", path_, errno);
+    return Status::ok();
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+int open_retrying(const std::string& path, int flags) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags, 0644);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<File>> PosixFileSystem::open(const std::string& name, OpenFlags flags) {
+  if (name.empty()) return Status(Code::Invalid, "empty file name");
+  const int base = O_RDWR | O_CLOEXEC;
+  int fd = open_retrying(name, base);
+  if (fd < 0 && errno == ENOENT) {
+    if (!flags.create) return Status(Code::NotFound, "file '" + name + "' does not exist");
+    // O_EXCL tells us whether this call made the file, so that only then the
+    // directory entry is made durable.
+    fd = open_retrying(name, base | O_CREAT | O_EXCL);
+    if (fd >= 0) {
+      Status s = sync_dir(parent_dir(name));
+      if (!s.is_ok()) {
+        ::close(fd);
+        return s;
+      }
+    } else if (errno == EEXIST) {
+      fd = open_retrying(name, base);  // another opener created it meanwhile
+    } else {
+      return io_error("create", name, errno);
+    }
+  }
+  if (fd < 0) return io_error("open", name, errno);
+
+  if (flags.exclusive) {
+    int rc;
+    do {
+      rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK || err == EAGAIN)
+        return Status(Code::Locked, "database '" + name + "' is locked by another process");
+      return io_error("flock", name, err);
+    }
+  }
+  return std::unique_ptr<File>(new PosixFile(fd, name));
+}
+
+Result<bool> PosixFileSystem::exists(const std::string& name) {
+  struct stat st;
+  if (::stat(name.c_str(), &st) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  return io_error("stat", name, errno);
+}
+
+Status PosixFileSystem::remove(const std::string& name) {
+  if (::unlink(name.c_str()) == 0 || errno == ENOENT) return Status::ok();
+  return io_error("unlink", name, errno);
+}
+
+Status PosixFileSystem::replace(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    int err = errno;
+    return io_error("rename", from + "' to '" + to, err);
+  }
+  std::string to_dir = parent_dir(to);
+  KF_TRY(sync_dir(to_dir));
+  std::string from_dir = parent_dir(from);
+  if (from_dir != to_dir) KF_TRY(sync_dir(from_dir));
+  return Status::ok();
+}
+
+std::unique_ptr<FileSystem> make_posix_file_system() {
+  return std::make_unique<PosixFileSystem>();
+}
+
+}  // namespace kitfox

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Installs what building and testing kitfox needs on a Debian machine.
+# Idempotent: when everything is present it does nothing and prints nothing.
+# Every npm script (build, test, start, bench) runs it first.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# What must be present, and the Debian package that provides it.
+# A check is either `cmd:NAME` (a command on PATH) or an absolute file path.
+# To add a dependency, add one line here.
+REQUIREMENTS=(
+  "cmd:cmake                      cmake"
+  "cmd:g++                        g++"
+  "cmd:make                       make"
+  "cmd:pkg-config                 pkg-config"
+  "/usr/include/doctest/doctest.h doctest-dev"
+  "/usr/include/sqlite3.h         libsqlite3-dev"
+)
+
+log() { echo "setup: $*"; }
+die() { echo "setup: $*" >&2; exit 1; }
+
+present() {
+  local check=$1
+  case $check in
+    cmd:*) command -v "${check#cmd:}" >/dev/null 2>&1 ;;
+    /*) [[ -e $check ]] ;;
+    *) die "bad check '$check' in REQUIREMENTS (want cmd:NAME or an absolute path)" ;;
+  esac
+}
+
+# --- system packages --------------------------------------------------------
+missing=()
+for entry in "${REQUIREMENTS[@]}"; do
+  read -r check package <<<"$entry"
+  [[ -n ${package:-} ]] || die "no package for '$check' in REQUIREMENTS"
+  if ! present "$check"; then
+    # Several checks may name one package: list it once.
+    [[ " ${missing[*]-} " == *" $package "* ]] || missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  if ((EUID == 0)); then
+    as_root=()
+  elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+  else
+    die "missing ${missing[*]}: run as root, or install them: apt-get install ${missing[*]}"
+  fi
+  command -v apt-get >/dev/null 2>&1 ||
+    die "missing ${missing[*]} and no apt-get (this script knows Debian): install them by hand"
+  log "installing ${missing[*]}"
+  "${as_root[@]}" apt-get update
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+  for entry in "${REQUIREMENTS[@]}"; do
+    read -r check package <<<"$entry"
+    present "$check" || die "'$check' is still missing after installing $package"
+  done
+fi
+
+# --- npm dependencies (simdjson sources) -------------------------------------
+# npm writes node_modules/.package-lock.json on every install, so it is older
+# than package-lock.json exactly when the lock file changed since.
+if [[ ! -e node_modules/.package-lock.json || node_modules/.package-lock.json -ot package-lock.json ]]; then
+  command -v npm >/dev/null 2>&1 || die "npm not found: install Node.js >= 20 (it comes with npm)"
+  log "installing npm dependencies"
+  npm ci --no-audit --no-fund
+fi

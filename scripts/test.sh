@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs every test stage in order and stops at the first that fails (non-zero
+# exit). `npm test` runs setup.sh first, then this.
+#
+#   scripts/test.sh                 all stages
+#   scripts/test.sh native          only the named stages
+#   KITFOX_SKIP_ASAN=1 scripts/test.sh    skip the sanitizer stage (local use; CI never sets it)
+#
+# A stage is a function `stage_<name>`; to add one (node, wasm, browser),
+# write the function and append its name to STAGES.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+
+STAGES=(native asan)
+
+header() {
+  printf '\n==== %s ====\n' "$*"
+}
+
+# skip REASON: called by a stage that does not run here; the summary says so.
+skipped=()
+skip() {
+  header "$current: skipped ($*)"
+  skipped+=("$current")
+}
+
+# Native Release build in build/ and its ctest suite (unit, query scripts, crash, CLI).
+stage_native() {
+  header "native: build (Release, build/)"
+  bash scripts/build.sh
+  header "native: ctest (build/)"
+  ctest --test-dir build --output-on-failure
+}
+
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
+stage_asan() {
+  if [[ ${KITFOX_SKIP_ASAN:-} == 1 ]]; then
+    skip "KITFOX_SKIP_ASAN=1"
+    return 0
+  fi
+  header "asan: build (Debug, sanitizers, build-asan/)"
+  configure_once build-asan -DCMAKE_BUILD_TYPE=Debug -DKITFOX_SANITIZE=ON
+  cmake --build build-asan -j2
+  header "asan: ctest (build-asan/)"
+  # Options already in the environment come last, so they win.
+  ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+    UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
+    ctest --test-dir build-asan --output-on-failure
+}
+
+if (($# > 0)); then
+  selected=("$@")
+else
+  selected=("${STAGES[@]}")
+fi
+for stage in "${selected[@]}"; do
+  declare -F "stage_$stage" >/dev/null || {
+    echo "test.sh: unknown stage '$stage' (stages: ${STAGES[*]})" >&2
+    exit 2
+  }
+done
+
+current=""
+passed=()
+report() {
+  local rc=$?
+  if ((rc != 0)) && [[ -n $current ]]; then
+    printf '\n==== FAILED: stage %s (exit %d)' "$current" "$rc" >&2
+    ((${#passed[@]} == 0)) || printf '; passed: %s' "${passed[*]}" >&2
+    printf ' ====\n' >&2
+  fi
+}
+trap report EXIT
+
+for stage in "${selected[@]}"; do
+  current=$stage
+  "stage_$stage"
+  [[ " ${skipped[*]-} " == *" $stage "* ]] || passed+=("$stage")
+done
+current=""
+printf '\n==== all tests passed: %s' "${passed[*]-none}"
+((${#skipped[@]} == 0)) || printf '; skipped: %s' "${skipped[*]}"
+printf ' ====\n'

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# The kitfox CLI as a user runs it: statements from -c and standard input,
+# parameters, table output, errors, import, stats, checkpoint/compact, a torn
+# tail, and the writer lock.
+#
+#   bash tests/cli_test.sh path/to/kitfox
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+  echo "usage: $0 path/to/kitfox" >&2
+  exit 2
+fi
+K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+
+T=$(mktemp -d)
+holder=
+cleanup() {
+  if [ -n "$holder" ]; then kill "$holder" 2>/dev/null || true; fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+D=$T/x
+mkdir -p "$D"
+export HOME=$T  # never touch the user's history
+
+passed=0
+failed=0
+OUT= ERR= RC=0
+
+# run CMD...: runs with no input; sets OUT, ERR and RC.
+run() {
+  set +e
+  "$@" </dev/null >"$T/out" 2>"$T/err"
+  RC=$?
+  set -e
+  OUT=$(cat "$T/out")
+  ERR=$(cat "$T/err")
+}
+
+# run_input FILE CMD...: the same, with FILE as standard input.
+run_input() {
+  local input=$1
+  shift
+  set +e
+  "$@" <"$input" >"$T/out" 2>"$T/err"
+  RC=$?
+  set -e
+  OUT=$(cat "$T/out")
+  ERR=$(cat "$T/err")
+}
+
+# check NAME TEST...: records a pass or a failure (with the last run's output).
+check() {
+  local name=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+    echo "ok - $name"
+  else
+    failed=$((failed + 1))
+    echo "FAIL - $name"
+    echo "  exit status: $RC"
+    echo "  stdout: ${OUT//$'\n'/$'\n          '}"
+    echo "  stderr: ${ERR//$'\n'/$'\n          '}"
+  fi
+}
+
+has() { [[ $1 == *"$2"* ]]; }
+lacks() { [[ $1 != *"$2"* ]]; }
+has_i() { grep -qi -- "$2" <<<"$1"; }
+is() { [ "$1" = "$2" ]; }
+
+# --- basics ------------------------------------------------------------------
+
+run "$K" --version
+check "--version" is "$OUT" "kitfox 0.1.0"
+
+run "$K" --help
+check "--help exits 0" is "$RC" 0
+check "--help explains ./stats" has "$OUT" "./stats"
+
+run "$K"
+check "no arguments is a usage error (exit 2)" is "$RC" 2
+run "$K" "$D/a.kfdb" --no-such-option
+check "an unknown option is a usage error (exit 2)" is "$RC" 2
+
+# --- the acceptance scenario ---------------------------------------------------
+
+run "$K" "$D/a.kfdb" -c 'create collection t (name text, n int)' -c 'put t {name: "x", n: 1}'
+check "create and put exit 0" is "$RC" 0
+check "put prints the new id" has "$OUT" '{"id":1}'
+
+cd "$D"
+run "$K" a.kfdb -c 'get t'
+check "get exits 0" is "$RC" 0
+check "get prints the document with its id" has "$OUT" '"id":1'
+check "get prints the document's fields" has "$OUT" '"name":"x"'
+check "get prints one JSON line" is "$(wc -l <"$T/out")" 1
+
+run "$K" a.kfdb --table -c 'get t'
+check "--table exits 0" is "$RC" 0
+check "--table prints a header with the field names" has "$(head -n 1 "$T/out")" name
+check "--table shows text without quotes" has "$OUT" " x"
+check "--table prints a row count" has "$OUT" "(1 rows)"
+
+# --- statements from standard input ------------------------------------------
+
+cat >"$T/script.kq" <<'EOF'
+-- a comment line (with an open bracket that does not count
+create collection people (
+  name text,
+  age int
+)
+put people {name: "ann", age: 31}; put people {name: "bob", age: 42}
+
+get people count
+EOF
+run_input "$T/script.kq" "$K" a.kfdb
+check "a script on stdin exits 0" is "$RC" 0
+check "a multi-line create and two statements on a line ran" has "$OUT" '{"count":2}'
+
+printf 'put t {name: "y", n: 2}; put t {name: "z", n: 3}\n' >"$T/two.kq"
+run_input "$T/two.kq" "$K" a.kfdb
+check "two puts on one line give two ids" is "$(grep -c '"id"' "$T/out")" 2
+
+# --- parameters ----------------------------------------------------------------
+
+run "$K" a.kfdb --param 2 -c 'get t where n = $1'
+check "--param: exit 0" is "$RC" 0
+check "--param selects the matching document" has "$OUT" '"name":"y"'
+check "--param leaves out the others" lacks "$OUT" '"name":"x"'
+run "$K" a.kfdb --param '"z"' -c 'get t where name = $1'
+check "--param with a JSON string" has "$OUT" '"n":3'
+run "$K" a.kfdb --param '{bad' -c 'get t'
+check "a malformed --param is a usage error" is "$RC" 2
+
+# --- errors ----------------------------------------------------------------------
+
+run "$K" a.kfdb -c 'get t wher n = 1'
+check "a bad statement exits 1" is "$RC" 1
+check "a bad statement says error on stderr" has "$ERR" "error"
+check "a bad statement prints nothing on stdout" is "$OUT" ""
+check "a bad statement is shown with a caret" has "$ERR" "^"
+
+run "$K" a.kfdb -c 'get t count' -c 'get no_such_collection' -c 'put t {name: "never"}'
+check "the first failing -c statement stops the run" is "$RC" 1
+check "statements before the error ran" has "$OUT" '{"count":3}'
+run "$K" a.kfdb -c 'get t where name = "never"'
+check "statements after the error did not run" is "$OUT" ""
+
+printf 'get t count\nget t wher\nput t {name: "never"}\n' >"$T/bad.kq"
+run_input "$T/bad.kq" "$K" a.kfdb
+check "a failing statement on stdin exits 1" is "$RC" 1
+check "the error names the input line" has "$ERR" "line 2"
+
+# --- import ----------------------------------------------------------------------
+
+run "$K" a.kfdb -c 'create collection imp (name text, n int)'
+check "create the import collection" is "$RC" 0
+
+printf '{"name":"a","n":1}\n{"name":"b","n":2}\n\n{"name":"c","n":3}\n' >"$T/docs.ndjson"
+run "$K" import a.kfdb imp "$T/docs.ndjson"
+check "import NDJSON exits 0" is "$RC" 0
+check "import NDJSON reports the count" has "$ERR" "imported 3 documents into imp"
+
+cat >"$T/docs.json" <<'EOF'
+[
+  {"name": "d", "n": 4},
+  {"name": "e, with [brackets] and a \"quote\"", "n": 5}
+]
+EOF
+run "$K" import a.kfdb imp "$T/docs.json" --batch 1
+check "import a JSON array exits 0" is "$RC" 0
+check "import a JSON array reports the count" has "$ERR" "imported 2 documents"
+
+run "$K" a.kfdb -c 'get imp count'
+check "both imports are in the collection" has "$OUT" '{"count":5}'
+
+printf '{"name":"f","n":6}\n{"name":"g","n":7}\n{"name": oops}\n{"name":"h","n":8}\n' >"$T/bad.ndjson"
+run "$K" import a.kfdb imp "$T/bad.ndjson"
+check "a malformed NDJSON line fails the import" is "$RC" 1
+check "the error names the line number" has "$ERR" "line 3"
+check "the error says how many were imported" has "$ERR" "imported 2 documents"
+run "$K" a.kfdb -c 'get imp count'
+check "the documents before the bad line stay imported" has "$OUT" '{"count":7}'
+
+printf '[{"name":"i"},\n {"name": nope}]\n' >"$T/bad.json"
+run "$K" import a.kfdb imp "$T/bad.json"
+check "a malformed JSON array fails the import" is "$RC" 1
+check "the error names a byte offset" has "$ERR" "byte"
+
+run "$K" import a.kfdb no_such_collection "$T/docs.ndjson"
+check "import into a missing collection fails" is "$RC" 1
+run "$K" import "$D/missing.kfdb" imp "$T/docs.ndjson"
+check "import into a missing database fails" is "$RC" 1
+check "import does not create a database" test ! -e "$D/missing.kfdb"
+
+# --- stats, checkpoint, compact ------------------------------------------------
+
+run "$K" stats a.kfdb
+check "stats exits 0" is "$RC" 0
+check "stats lists the collection" has "$OUT" "imp"
+check "stats shows the file size" has "$OUT" "file bytes"
+run "$K" stats a.kfdb --json
+check "stats --json is one JSON object" has "$OUT" '"name":"imp"'
+
+run "$K" checkpoint a.kfdb
+check "checkpoint exits 0" is "$RC" 0
+check "checkpoint prints a summary" has "$OUT" "->"
+run "$K" a.kfdb -c 'get imp count' -c 'get t count'
+check "data survives a checkpoint" has "$OUT" '{"count":7}'
+
+run "$K" a.kfdb -c 'put t {name: "after", n: 9}'
+run "$K" compact a.kfdb
+check "compact exits 0" is "$RC" 0
+check "compact prints a summary" has "$OUT" "->"
+run "$K" a.kfdb -c 'get t count' -c 'get imp count'
+check "data survives a compaction" is "$OUT" $'{"count":4}\n{"count":7}'
+
+run "$K" stats "$D/missing.kfdb"
+check "stats of a missing database fails" is "$RC" 1
+check "stats does not create a database" test ! -e "$D/missing.kfdb"
+
+# --- a torn tail ---------------------------------------------------------------
+
+run "$K" a.kfdb -c 'put t {name: "last", n: 10}'
+size_before=$(wc -c <a.kfdb)
+printf 'garbage-garbage-garbage' >>a.kfdb
+run "$K" a.kfdb -c 'get t count'
+check "a torn tail still opens" is "$RC" 0
+check "a torn tail is reported" has "$ERR" "torn"
+check "every document is still there" is "$OUT" '{"count":5}'
+run "$K" a.kfdb -c 'get t where name = "last"'
+check "the last acknowledged write is there" has "$OUT" '"n":10'
+check "the torn tail was cut off" lacks "$ERR" "torn"
+check "the file is no longer than before the garbage" test "$(wc -c <a.kfdb)" -le "$((size_before + 0))"
+
+# --- the writer lock -------------------------------------------------------------
+
+mkfifo "$T/fifo"
+"$K" a.kfdb <"$T/fifo" >"$T/holder.out" 2>"$T/holder.err" &
+holder=$!
+exec 3>"$T/fifo"
+echo 'get t count' >&3
+# The holder has the database open once it has answered.
+for _ in $(seq 1 100); do
+  if grep -q count "$T/holder.out"; then break; fi
+  sleep 0.1
+done
+run "$K" a.kfdb -c 'get t count'
+check "a second process cannot open a held database" is "$RC" 1
+check "the error says the database is locked" has_i "$ERR" "locked"
+exec 3>&-
+set +e
+wait "$holder"
+holder_rc=$?
+set -e
+holder=
+RC=$holder_rc OUT=$(cat "$T/holder.out") ERR=$(cat "$T/holder.err")
+check "the holder ends cleanly when its input ends" is "$holder_rc" 0
+run "$K" a.kfdb -c 'get t count'
+check "the database opens again once released" is "$RC" 0
+
+cd /
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
