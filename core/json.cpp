@@ -6,7 +6,6 @@
 #include "db.h"
 #include "engine_limits.h"
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "simdjson.h"
 
@@ -244,7 +243,9 @@ Status convert(simdjson::dom::element e, Value* out, int depth, std::string_view
   switch (e.type()) {
     case dom::element_type::ARRAY: {
       *out = Value::list();
-      for (dom::element c : e.get_array().value_unsafe()) {
+      dom::array arr;
+      if (e.get_array().get(arr)) return Status(Code::Json, "malformed JSON array");
+      for (dom::element c : arr) {
         Value v;
         KF_TRY(convert(c, &v, depth + 1, text));
         out->push(std::move(v));
@@ -253,7 +254,9 @@ Status convert(simdjson::dom::element e, Value* out, int depth, std::string_view
     }
     case dom::element_type::OBJECT: {
       *out = Value::object();
-      for (dom::key_value_pair kv : e.get_object().value_unsafe()) {
+      dom::object obj;
+      if (e.get_object().get(obj)) return Status(Code::Json, "malformed JSON object");
+      for (dom::key_value_pair kv : obj) {
         Value v;
         KF_TRY(convert(kv.value, &v, depth + 1, text));
         out->set(kv.key, std::move(v));

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -529,13 +530,21 @@ std::string stats_json(const Stats& st, const std::string& file) {
 // ---------------------------------------------------------------------------
 // Running statements
 
+bool is_query(std::string_view stmt) {
+  std::string_view t = trim(stmt);
+  std::string first(t.substr(0, t.find_first_of(" \t\n")));
+  for (char& c : first) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  return first == "get" || first == "explain";
+}
+
 class Session {
  public:
   Session(Database& db, std::string file, std::vector<Value> params, bool table)
       : db_(db), file_(std::move(file)), params_(std::move(params)), table_(table) {}
 
   // Runs one statement and prints its rows; false on an error (printed).
-  // `where` says where the statement came from, for the error message.
+  // `where` says where the statement came from, for the error message;
+  // `always_footer` (the prompt) prints something even for an empty result.
   bool run(const std::string& text, const std::string& where, bool always_footer = false) {
     auto r = db_.query(text, params_);
     if (!r.is_ok()) {
@@ -556,7 +565,9 @@ class Session {
           buf.clear();
         }
       }
-      if (rows.empty() && always_footer) buf += "(0 rows)\n";
+      // At the prompt an empty result still answers: a query found nothing,
+      // anything else (create, alter, ...) succeeded.
+      if (rows.empty() && always_footer) buf += is_query(text) ? "(0 rows)\n" : "ok\n";
       out_write(buf);
     }
     return out_flush();
@@ -584,10 +595,10 @@ DotResult run_dot_command(Session& s, std::string_view line) {
   if (name == ".quit" || name == ".exit") return DotResult::Quit;
   if (name == ".help") {
     out_write(
-        ".help          this text\n"
-        ".table [on|off] toggle table output (default: one JSON object per row)\n"
-        ".stats         sizes of the file and the collections\n"
-        ".quit, .exit   leave (so does Ctrl-D on an empty line)\n"
+        ".help            this text\n"
+        ".table [on|off]  toggle table output (default: one JSON object per row)\n"
+        ".stats           sizes of the file and the collections\n"
+        ".quit, .exit     leave (so does Ctrl-D on an empty line)\n"
         "\n"
         "Statements end at ';' or at the end of a line when no ( [ { or string is open:\n"
         "  create collection notes (title text, year int @hash)\n"
