@@ -944,6 +944,9 @@ int cmd_main(int argc, char** argv) {
 // ---------------------------------------------------------------------------
 // kitfox import FILE COLLECTION DATA
 
+// A position in a statement the user did not write means nothing to them.
+Status without_position(const Status& s) { return Status(s.code(), s.message()); }
+
 class Importer {
  public:
   Importer(Database& db, std::string collection, std::string source, uint64_t batch, uint64_t total_bytes)
@@ -1107,13 +1110,17 @@ class Importer {
     std::string_view t = trim(element_);
     auto v = parse_json(t);
     if (!v.is_ok()) {
-      fail_input(element_offset_, "array element " + std::to_string(elements_) + ": " +
-                                      rebase_offset(v.status().to_string(), element_offset_));
+      fail_input(element_offset_,
+                 "array element " + std::to_string(elements_) + ": " +
+                     rebase_offset(v.status().to_string(), element_offset_),
+                 element_line_);
       return;
     }
     if (v->kind() != Kind::Object) {
-      fail_input(element_offset_, "array element " + std::to_string(elements_) + ": expected a JSON object, found " +
-                                      kind_name(v->kind()));
+      fail_input(element_offset_,
+                 "array element " + std::to_string(elements_) + ": expected a JSON object, found " +
+                     kind_name(v->kind()),
+                 element_line_);
       return;
     }
     add(std::move(*v), element_line_);
@@ -1149,7 +1156,7 @@ class Importer {
     auto r = db_.query(statement_, params);
     if (!r.is_ok()) {
       clear_progress();
-      print_error(r.status().to_string());
+      print_error(without_position(r.status()).to_string());
       fprintf(stderr, "kitfox: the failing batch held the documents of lines %llu to %llu of %s\n",
               static_cast<unsigned long long>(batch_first_line_), static_cast<unsigned long long>(batch_last_line_),
               source_.c_str());
@@ -1166,8 +1173,9 @@ class Importer {
     ok_ = false;
   }
 
-  void fail_input(uint64_t at, const std::string& msg) {
-    fail_data(source_ + ", byte " + std::to_string(at) + " (line " + std::to_string(line_ + 1) + "): " + msg);
+  void fail_input(uint64_t at, const std::string& msg, uint64_t line = 0) {
+    if (line == 0) line = line_ + 1;
+    fail_data(source_ + ", byte " + std::to_string(at) + " (line " + std::to_string(line) + "): " + msg);
   }
 
   // Bad input: what came before it is still written, so that the import
@@ -1282,7 +1290,7 @@ int cmd_import(int argc, char** argv) {
   // Fail before reading anything when the collection does not exist.
   auto check = db->query("get " + collection + " count");
   if (!check.is_ok()) {
-    print_error(check.status().to_string());
+    print_error(without_position(check.status()).to_string());
     if (fd != STDIN_FILENO) close(fd);
     return close_database(db, file, kExitError);
   }

@@ -1,0 +1,75 @@
+#include <doctest/doctest.h>
+
+#include "query/parser.h"
+
+using namespace kitfox;
+
+TEST_CASE("parses statements into their parts") {
+  Statement st;
+  REQUIRE(parse_statement("get articles select title, meta.lang where year >= 2024 and tags has \"db\" order year desc limit 10", &st).is_ok());
+  CHECK(st.kind == StmtKind::Get);
+  CHECK(st.collection == "articles");
+  REQUIRE(st.select.size() == 2);
+  CHECK(st.select[1].path == std::vector<std::string>{"meta", "lang"});
+  REQUIRE(st.where);
+  CHECK(st.where->kind == ExprKind::And);
+  CHECK(st.where->kids[1]->kind == ExprKind::Has);
+  REQUIRE(st.order.size() == 1);
+  CHECK(st.order[0].desc);
+  REQUIRE(st.limit);
+  CHECK(st.limit->value.as_int() == 10);
+}
+
+TEST_CASE("operator precedence: not binds tighter than and, and than or") {
+  Statement st;
+  REQUIRE(parse_statement("get t where a = 1 or not b = 2 and c = 3", &st).is_ok());
+  CHECK(st.where->kind == ExprKind::Or);
+  CHECK(st.where->kids[1]->kind == ExprKind::And);
+  CHECK(st.where->kids[1]->kids[0]->kind == ExprKind::Not);
+}
+
+TEST_CASE("keywords are case-insensitive; names are not") {
+  Statement st;
+  REQUIRE(parse_statement("GET Things WHERE Year = 1 COUNT", &st).is_ok());
+  CHECK(st.collection == "Things");
+  CHECK(st.count);
+  CHECK(st.where->kids[0]->path[0] == "Year");
+}
+
+TEST_CASE("create collection with every type") {
+  Statement st;
+  REQUIRE(parse_statement("create collection if not exists c (a bool, b int required, c float, d text, e bytes, f timestamp, g json, h [text], i vector<128>, j vector<8, f16>)", &st).is_ok());
+  CHECK(st.if_not_exists);
+  REQUIRE(st.fields.size() == 10);
+  CHECK(st.fields[1].required);
+  CHECK(type_name(st.fields[7].type) == "[text]");
+  CHECK(st.fields[8].type.dim == 128);
+  CHECK(st.fields[9].type.f16);
+}
+
+TEST_CASE("errors name the position and what was expected") {
+  Statement st;
+  Status s = parse_statement("get t where year >", &st);
+  CHECK(s.code() == Code::Syntax);
+  CHECK(s.position() == 18);
+  CHECK(s.message() == "expected a value, got end of statement");
+  s = parse_statement("put t {a: 1,, }", &st);
+  CHECK(s.position() == 12);
+  s = parse_statement("get t limit 5 limit 6", &st);
+  CHECK(s.message() == "'limit' given twice");
+}
+
+TEST_CASE("string escapes and unicode") {
+  Statement st;
+  REQUIRE(parse_statement(R"(put t {s: "a\"b\\c\n\u00e9\ud83e\udd8a"})", &st).is_ok());
+  CHECK(st.body->kids[0]->value.as_string() == "a\"b\\c\n\xc3\xa9\xf0\x9f\xa6\x8a");
+  CHECK(parse_statement("put t {s: \"\xff\"}", &st).message() == "statement text is not valid UTF-8");
+}
+
+TEST_CASE("integer edge cases") {
+  Statement st;
+  REQUIRE(parse_statement("put t {a: -9223372036854775808, b: 9223372036854775807}", &st).is_ok());
+  CHECK(st.body->kids[0]->value.as_int() == INT64_MIN);
+  CHECK(st.body->kids[1]->value.as_int() == INT64_MAX);
+  CHECK(parse_statement("put t {a: 9223372036854775808}", &st).code() == Code::Limit);
+}

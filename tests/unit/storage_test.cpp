@@ -1,0 +1,382 @@
+// The file: torn tails, damage, recovery, side files, derived records,
+// failed flushes, locking, group commit.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <chrono>
+#include <thread>
+
+#include "codec.h"
+#include "db.h"
+#include "storage/format.h"
+#include "storage/record.h"
+
+using namespace kitfox;
+
+namespace {
+
+// Wraps a file system to count flushes and inject failures.
+struct Faults {
+  std::atomic<int> syncs{0};
+  std::atomic<bool> fail_sync{false};
+  std::atomic<bool> fail_write{false};
+  std::atomic<int> sync_delay_us{0};  // a slow disk, so flushes can be shared
+};
+
+class FaultyFile : public File {
+ public:
+  FaultyFile(std::unique_ptr<File> f, Faults* x) : f_(std::move(f)), x_(x) {}
+  Status read(uint64_t o, void* b, size_t n, size_t* got) override { return f_->read(o, b, n, got); }
+  Status write(uint64_t o, const void* b, size_t n) override {
+    if (x_->fail_write) return Status(Code::Io, "injected write failure");
+    return f_->write(o, b, n);
+  }
+  Status sync() override {
+    x_->syncs++;
+    if (x_->sync_delay_us) std::this_thread::sleep_for(std::chrono::microseconds(x_->sync_delay_us));
+    if (x_->fail_sync) return Status(Code::Io, "injected flush failure");
+    return f_->sync();
+  }
+  Result<uint64_t> size() override { return f_->size(); }
+  Status truncate(uint64_t n) override { return f_->truncate(n); }
+
+ private:
+  std::unique_ptr<File> f_;
+  Faults* x_;
+};
+
+class FaultyFs : public FileSystem {
+ public:
+  FaultyFs(FileSystem& inner, Faults* x) : in_(inner), x_(x) {}
+  Result<std::unique_ptr<File>> open(const std::string& n, OpenFlags f) override {
+    KF_ASSIGN(auto file, in_.open(n, f));
+    return std::unique_ptr<File>(new FaultyFile(std::move(file), x_));
+  }
+  Result<bool> exists(const std::string& n) override { return in_.exists(n); }
+  Status remove(const std::string& n) override { return in_.remove(n); }
+  Status replace(const std::string& a, const std::string& b) override { return in_.replace(a, b); }
+  bool atomic_replace() const override { return true; }
+
+ private:
+  FileSystem& in_;
+  Faults* x_;
+};
+
+std::string read_file(FileSystem& fs, const std::string& name) {
+  auto f = fs.open(name, {});
+  REQUIRE(f.is_ok());
+  std::string s(*(*f)->size(), '\0');
+  size_t got;
+  REQUIRE((*f)->read(0, s.data(), s.size(), &got).is_ok());
+  return s;
+}
+
+void write_file(FileSystem& fs, const std::string& name, const std::string& bytes) {
+  auto f = fs.open(name, OpenFlags{true, false});
+  REQUIRE(f.is_ok());
+  REQUIRE((*f)->truncate(0).is_ok());
+  REQUIRE((*f)->write(0, bytes.data(), bytes.size()).is_ok());
+}
+
+OpenOptions no_checkpoint() {
+  OpenOptions o;
+  o.auto_checkpoint = false;
+  o.sync = SyncMode::Off;
+  return o;
+}
+
+std::unique_ptr<Database> open_db(FileSystem& fs, const std::string& name = "db", OpenOptions o = no_checkpoint()) {
+  auto r = Database::open(fs, name, o);
+  INFO(r.status().to_string());
+  REQUIRE(r.is_ok());
+  return std::move(r.value());
+}
+
+int64_t count(Database& db, const char* coll = "t") {
+  auto r = db.query(std::string("get ") + coll + " count");
+  REQUIRE(r.is_ok());
+  return r->rows[0].get("count")->as_int();
+}
+
+// A database with an image of `image_docs` and a tail of `tail_docs` single puts.
+void make_db(FileSystem& fs, int image_docs, int tail_docs) {
+  auto db = open_db(fs);
+  REQUIRE(db->query("create collection t (name text, n int)").is_ok());
+  for (int i = 0; i < image_docs; i++) REQUIRE(db->query("put t {name: \"img\", n: $1}", {Value::integer(i)}).is_ok());
+  REQUIRE(db->checkpoint().is_ok());
+  for (int i = 0; i < tail_docs; i++) REQUIRE(db->query("put t {name: \"tail\", n: $1}", {Value::integer(i)}).is_ok());
+  REQUIRE(db->close().is_ok());
+}
+
+// Offsets of the records of a file.
+std::vector<RecordView> records(const std::string& file) {
+  std::vector<RecordView> v;
+  uint64_t off = format::kHeaderSize;
+  RecordView r;
+  while (read_record(file, off, &r) == ScanResult::Ok) {
+    v.push_back(r);
+    off = r.end;
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a new file is a header and an empty image; reopen finds the data") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 3, 2);
+  auto db = open_db(*fs);
+  CHECK(count(*db) == 5);
+  CHECK(db->open_report().tail_records == 2);
+  CHECK(db->open_report().torn_bytes == 0);
+}
+
+TEST_CASE("a torn last record is cut off and everything before it is kept") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 10, 5);
+  std::string bytes = read_file(*fs, "db");
+  auto recs = records(bytes);
+  REQUIRE(recs.back().kind == format::kWrite);
+  // Cut the last write in half: as if the process died inside write().
+  uint64_t cut = recs.back().offset + (recs.back().end - recs.back().offset) / 2;
+  write_file(*fs, "db", bytes.substr(0, cut));
+  auto db = open_db(*fs);
+  CHECK(db->open_report().torn_bytes == cut - recs.back().offset);
+  CHECK(count(*db) == 14);
+  CHECK(db->stats().file_bytes == recs.back().offset);
+  db->close();
+  CHECK(read_file(*fs, "db").size() == recs.back().offset);
+}
+
+TEST_CASE("garbage appended to the file is cut off on open, nothing lost") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 4, 3);
+  std::string bytes = read_file(*fs, "db");
+  for (std::string junk : {std::string("garbage garbage garbage"), std::string(5000, '\x10'), std::string(3, '\0')}) {
+    write_file(*fs, "db", bytes + junk);
+    auto db = open_db(*fs);
+    CHECK(db->open_report().torn_bytes == junk.size());
+    CHECK(count(*db) == 7);
+    db->close();
+    CHECK(read_file(*fs, "db") == bytes);
+  }
+}
+
+TEST_CASE("a flipped byte in the image refuses to open, naming the offset; recover keeps what came before") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 50, 0);
+  std::string bytes = read_file(*fs, "db");
+  auto recs = records(bytes);
+  const RecordView* docs = nullptr;
+  for (auto& r : recs)
+    if (r.kind == format::kDocs) docs = &r;
+  REQUIRE(docs);
+  std::string bad = bytes;
+  bad[docs->offset + 20] ^= 0x40;
+  write_file(*fs, "db", bad);
+
+  auto r = Database::open(*fs, "db", no_checkpoint());
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == Code::Corrupt);
+  CHECK(r.status().message().find("at offset " + std::to_string(docs->offset)) != std::string::npos);
+  CHECK(read_file(*fs, "db") == bad);  // refused: nothing changed
+
+  OpenOptions o = no_checkpoint();
+  o.recover = true;
+  auto db = open_db(*fs, "db", o);
+  CHECK(db->open_report().recovered_offset == docs->offset);
+  CHECK(count(*db) == 0);  // the only Docs record was the damaged one
+  CHECK(read_file(*fs, "db.damaged") == bad);
+  db->close();
+  auto again = open_db(*fs);  // the recovered file is whole
+  CHECK(again->open_report().warnings.empty());
+}
+
+TEST_CASE("a damaged record in the middle of the tail is damage, not a torn tail") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 2, 6);
+  std::string bytes = read_file(*fs, "db");
+  auto recs = records(bytes);
+  const RecordView& third = recs[recs.size() - 4];
+  REQUIRE(third.kind == format::kWrite);
+  std::string bad = bytes;
+  bad[third.offset + 12] ^= 1;
+  write_file(*fs, "db", bad);
+  auto r = Database::open(*fs, "db", no_checkpoint());
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().message().find("at offset " + std::to_string(third.offset)) != std::string::npos);
+
+  OpenOptions o = no_checkpoint();
+  o.recover = true;
+  auto db = open_db(*fs, "db", o);
+  CHECK(count(*db) == 2 + 6 - 4);
+  CHECK(db->open_report().recovered_bytes == bytes.size() - third.offset);
+}
+
+TEST_CASE("a bad header is refused with a clear error") {
+  auto fs = make_memory_file_system();
+  write_file(*fs, "db", "hello, this is not a database at all....");
+  auto r = Database::open(*fs, "db");
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().message().find("not a kitfox database") != std::string::npos);
+  CHECK(read_file(*fs, "db") == "hello, this is not a database at all....");
+}
+
+TEST_CASE("a whole side image wins; a partial one is discarded") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 5, 0);
+  std::string whole = read_file(*fs, "db");
+  {
+    auto db = open_db(*fs);
+    REQUIRE(db->query("put t {name: \"later\"}").is_ok());
+    db->close();
+  }
+  // A crash after the side image was flushed, before it replaced the file.
+  write_file(*fs, "db~", whole);
+  {
+    auto db = open_db(*fs);
+    CHECK(db->open_report().side_file_restored);
+    CHECK(count(*db) == 5);
+  }
+  CHECK_FALSE(*fs->exists("db~"));
+  // A crash while writing the side image: the file is untouched.
+  write_file(*fs, "db~", whole.substr(0, whole.size() - 3));
+  {
+    auto db = open_db(*fs);
+    CHECK_FALSE(db->open_report().side_file_restored);
+    CHECK(count(*db) == 5);
+  }
+  CHECK_FALSE(*fs->exists("db~"));
+}
+
+TEST_CASE("a derived id index that disagrees with the documents is rebuilt, with a warning") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 20, 0);
+  std::string bytes = read_file(*fs, "db");
+  std::string out = bytes.substr(0, format::kHeaderSize);
+  for (auto& r : records(bytes)) {
+    if (r.kind == format::kIdIndex) {
+      // A valid record with a wrong count.
+      std::string body(r.body);
+      uint64_t n;
+      memcpy(&n, body.data() + 1, 8);
+      n -= 1;
+      memcpy(body.data() + 1, &n, 8);
+      body.resize(body.size() - sizeof(uint64_t) * 2);
+      append_record(out, r.kind, body);
+    } else {
+      append_record(out, r.kind, r.body);
+    }
+  }
+  write_file(*fs, "db", out);
+  auto db = open_db(*fs);
+  CHECK(db->open_report().index_rebuilt);
+  CHECK(count(*db) == 20);
+  auto r = db->query("get t where id = 20");
+  REQUIRE(r.is_ok());
+  CHECK(r->rows.size() == 1);
+}
+
+TEST_CASE("checkpoint drops the tail and dead versions; reopen gives the same answers") {
+  auto fs = make_memory_file_system();
+  auto db = open_db(*fs);
+  REQUIRE(db->query("create collection t (name text, n int)").is_ok());
+  for (int i = 0; i < 100; i++) REQUIRE(db->query("put t {id: $1, name: \"v1\", n: $1}", {Value::integer(i % 10)}).is_ok());
+  Stats before = db->stats();
+  CHECK(before.tail_records == 101);
+  REQUIRE(db->checkpoint().is_ok());
+  Stats after = db->stats();
+  CHECK(after.tail_bytes == 0);
+  CHECK(after.file_bytes < before.file_bytes / 3);
+  CHECK(after.collections[0].documents == 10);
+  auto rows = db->query("get t order n desc limit 3");
+  db->close();
+  auto db2 = open_db(*fs);
+  auto rows2 = db2->query("get t order n desc limit 3");
+  REQUIRE(rows2.is_ok());
+  REQUIRE(rows2->rows.size() == 3);
+  for (size_t i = 0; i < 3; i++) CHECK(to_json(rows->rows[i]) == to_json(rows2->rows[i]));
+}
+
+TEST_CASE("a failed flush refuses later writes until reopened; reads still work") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  OpenOptions o;
+  o.sync = SyncMode::Always;
+  auto db = open_db(fs, "db", o);
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  REQUIRE(db->query("put t {n: 1}").is_ok());
+  faults.fail_sync = true;
+  auto w = db->query("put t {n: 2}");
+  CHECK(w.status().code() == Code::Failed);
+  faults.fail_sync = false;  // never retried, even when the disk recovers
+  auto w2 = db->query("put t {n: 3}");
+  CHECK(w2.status().code() == Code::Failed);
+  CHECK(w2.status().message().find("reopened") != std::string::npos);
+  CHECK(db->query("get t count").is_ok());
+  db->close();
+  auto db2 = open_db(fs);
+  CHECK(db2->query("put t {n: 4}").is_ok());
+}
+
+TEST_CASE("a failed write changes nothing in memory") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  auto db = open_db(fs);
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  faults.fail_write = true;
+  CHECK_FALSE(db->query("put t {n: 1}").is_ok());
+  CHECK(count(*db) == 0);
+}
+
+TEST_CASE("one writer: a second open of the same database is refused as locked") {
+  auto fs = make_memory_file_system();
+  auto db = open_db(*fs);
+  auto second = Database::open(*fs, "db");
+  REQUIRE_FALSE(second.is_ok());
+  CHECK(second.status().code() == Code::Locked);
+  db->close();
+  db.reset();
+  CHECK(Database::open(*fs, "db").is_ok());
+}
+
+TEST_CASE("always mode: concurrent writers share flushes (group commit) and every write lands") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  OpenOptions o;
+  o.sync = SyncMode::Always;
+  auto db = open_db(fs, "db", o);
+  REQUIRE(db->query("create collection t (w int, i int)").is_ok());
+  faults.sync_delay_us = 2000;
+  int before = faults.syncs;
+  const int kThreads = 8, kEach = 200;
+  std::vector<std::thread> ts;
+  std::atomic<int> errors{0};
+  for (int w = 0; w < kThreads; w++)
+    ts.emplace_back([&, w] {
+      for (int i = 0; i < kEach; i++)
+        if (!db->query("put t {w: $1, i: $2}", {Value::integer(w), Value::integer(i)}).is_ok()) errors++;
+    });
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    while (!stop)
+      if (!db->query("get t where w = 3 count").is_ok()) errors++;
+  });
+  for (auto& t : ts) t.join();
+  stop = true;
+  reader.join();
+  CHECK(errors == 0);
+  CHECK(count(*db) == kThreads * kEach);
+  int flushes = faults.syncs - before;
+  // Each writer waits for its own flush, so at most one flush per write; with
+  // eight writers on a 2 ms disk most flushes cover several of them.
+  CHECK(flushes < kThreads * kEach / 2);
+  MESSAGE("flushes for " << kThreads * kEach << " durable writes: " << flushes);
+  db->close();
+  auto db2 = open_db(fs);
+  CHECK(count(*db2) == kThreads * kEach);
+}

@@ -1,0 +1,137 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "codec.h"
+#include "crc32c.h"
+#include "db.h"
+#include "schema.h"
+
+using namespace kitfox;
+
+TEST_CASE("crc32c matches the standard check value") {
+  CHECK(crc32c(0, "123456789", 9) == 0xE3069283u);
+  CHECK(crc32c(0, "", 0) == 0);
+  // Incremental equals one shot.
+  std::string s(1000, 'a');
+  for (size_t i = 0; i < s.size(); i++) s[i] = char(i * 7);
+  CHECK(crc32c(crc32c(0, s.data(), 333), s.data() + 333, 667) == crc32c(0, s.data(), 1000));
+}
+
+TEST_CASE("timestamps: ISO-8601 in and out") {
+  int64_t ms;
+  REQUIRE(parse_timestamp("1970-01-01T00:00:00Z", &ms));
+  CHECK(ms == 0);
+  REQUIRE(parse_timestamp("2024-02-29T12:30:15.250+02:00", &ms));
+  CHECK(format_timestamp(ms) == "2024-02-29T10:30:15.250Z");
+  REQUIRE(parse_timestamp("1969-12-31", &ms));
+  CHECK(ms == -86400000);
+  CHECK(format_timestamp(-1) == "1969-12-31T23:59:59.999Z");
+  CHECK_FALSE(parse_timestamp("2023-02-29", &ms));
+  CHECK_FALSE(parse_timestamp("2024-13-01", &ms));
+  CHECK_FALSE(parse_timestamp("2024-01-01T25:00", &ms));
+  CHECK_FALSE(parse_timestamp("2024-01-01x", &ms));
+}
+
+TEST_CASE("UTF-8 validation") {
+  CHECK(valid_utf8("plain ascii text, long enough for the fast path"));
+  CHECK(valid_utf8("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\xa6\x8a"));
+  CHECK_FALSE(valid_utf8("\xc3"));             // cut short
+  CHECK_FALSE(valid_utf8("\xc0\xaf"));         // overlong
+  CHECK_FALSE(valid_utf8("\xed\xa0\x80"));     // surrogate
+  CHECK_FALSE(valid_utf8("\xf4\x90\x80\x80")); // beyond U+10FFFF
+  CHECK_FALSE(valid_utf8("abcdefgh\xff"));
+}
+
+TEST_CASE("value order: kinds, then values; ints and floats numerically") {
+  CHECK(compare(Value(), Value::boolean(false)) < 0);
+  CHECK(compare(Value::integer(2), Value::real(2.5)) < 0);
+  CHECK(compare(Value::real(2.0), Value::integer(2)) == 0);
+  CHECK(compare(Value::integer(9007199254740993), Value::real(9007199254740992.0)) > 0);
+  CHECK(compare(Value::text("a"), Value::integer(5)) > 0);
+  CHECK(compare(Value::list({Value::integer(1)}), Value::list({Value::integer(1), Value::integer(0)})) < 0);
+}
+
+TEST_CASE("JSON out: shortest floats that read back, escapes, timestamps, bytes") {
+  CHECK(to_json(Value::real(0.1)) == "0.1");
+  CHECK(to_json(Value::real(1.0)) == "1.0");
+  CHECK(to_json(Value::real(1e300)) == "1e+300");
+  double d = 0.30000000000000004;
+  CHECK(to_json(Value::real(d)) == "0.30000000000000004");
+  CHECK(to_json(Value::text("a\"b\\c\n\x01")) == "\"a\\\"b\\\\c\\n\\u0001\"");
+  CHECK(to_json(Value::timestamp(0)) == "\"1970-01-01T00:00:00.000Z\"");
+  CHECK(to_json(Value::bytes("hi!")) == "\"aGkh\"");
+  Value o = Value::object();
+  o.append("k", Value::list({Value::integer(-3), Value(), Value::boolean(true)}));
+  CHECK(to_json(o) == "{\"k\":[-3,null,true]}");
+}
+
+TEST_CASE("JSON in: values, and errors that name the offset") {
+  auto v = parse_json(R"({"a": [1, 2.5, "x", null, true], "b": {"c": -9223372036854775808}})");
+  REQUIRE(v.is_ok());
+  CHECK(to_json(*v) == R"({"a":[1,2.5,"x",null,true],"b":{"c":-9223372036854775808}})");
+  auto bad = parse_json(R"({"a": [1, 2,, 3]})");
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().code() == Code::Json);
+  CHECK(bad.status().message().find("at byte 12") != std::string::npos);
+  auto big = parse_json("18446744073709551615");
+  CHECK_FALSE(big.is_ok());
+  auto huge = parse_json("[1e999]");
+  CHECK_FALSE(huge.is_ok());
+  auto badutf = parse_json("\"\xff\"");
+  CHECK(badutf.status().code() == Code::Json);
+  std::string deep(100, '[');
+  deep += std::string(100, ']');
+  auto d = parse_json(deep);
+  REQUIRE_FALSE(d.is_ok());
+  CHECK(d.status().message().find("deeper") != std::string::npos);
+}
+
+TEST_CASE("f16 conversion rounds to nearest and keeps exact values") {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 0.5f, 1024.0f, 6.1035156e-05f, 5.9604645e-08f})
+    CHECK(half_to_float(float_to_half(f)) == f);
+  CHECK(half_to_float(float_to_half(0.1f)) == doctest::Approx(0.1f).epsilon(0.001));
+  CHECK(half_to_float(float_to_half(1.0f + 1.0f / 4096)) == 1.0f);  // ties to even
+}
+
+TEST_CASE("document codec round trip, including after a schema change") {
+  CollectionDef def;
+  def.name = "t";
+  def.fields = {{1, "a", {TypeKind::Text}}, {2, "b", {TypeKind::Vector, TypeKind::Json, 2, true}},
+                {3, "c", {TypeKind::Json}}};
+  Value doc = Value::object();
+  doc.append("a", Value::text("hello"));
+  doc.append("b", Value::vector({0.5f, -1.0f}));
+  Value c = Value::object();
+  c.append("k", Value::list({Value::integer(1), Value(), Value::text("x")}));
+  doc.append("c", c);
+  std::string body;
+  encode_document(def, doc, body);
+  Value out;
+  REQUIRE(decode_document(def, 7, body, &out).is_ok());
+  CHECK(to_json(out) == R"({"id":7,"a":"hello","b":[0.5,-1],"c":{"k":[1,null,"x"]}})");
+  Value one;
+  REQUIRE(decode_field(body, 3, &one).is_ok());
+  CHECK(to_json(one) == R"({"k":[1,null,"x"]})");
+  // A dropped field's value is skipped; the others still decode.
+  def.fields.erase(def.fields.begin());
+  REQUIRE(decode_document(def, 7, body, &out).is_ok());
+  CHECK(out.get("a") == nullptr);
+  // Truncated bodies are errors, never reads past the end.
+  for (size_t n = 0; n < body.size(); n++) {
+    Value v;
+    Status s = decode_document(def, 7, std::string_view(body.data(), n), &v);
+    if (n > 0) CHECK_FALSE(s.is_ok());
+  }
+}
+
+TEST_CASE("coerce: widening and refusals") {
+  Value out;
+  CHECK(coerce(Value::integer(3), {TypeKind::Float}, "f", &out).is_ok());
+  CHECK(out.kind() == Kind::Float);
+  CHECK_FALSE(coerce(Value::real(NAN), {TypeKind::Float}, "f", &out).is_ok());
+  Type vec{TypeKind::Vector, TypeKind::Json, 2, false};
+  CHECK_FALSE(coerce(Value::list({Value::real(1), Value::real(INFINITY)}), vec, "v", &out).is_ok());
+  CHECK(coerce(Value::list({Value::integer(1), Value::real(2)}), vec, "v", &out).is_ok());
+  CHECK(out.kind() == Kind::Vector);
+}
