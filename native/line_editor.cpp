@@ -1,6 +1,7 @@
 #include "line_editor.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -255,8 +256,15 @@ bool LineEditor::load_history(const std::string& path) {
 
 bool LineEditor::save_history(const std::string& path) const {
   std::string tmp = path + ".tmp" + std::to_string(getpid());
-  FILE* f = fopen(tmp.c_str(), "w");
-  if (f == nullptr) return false;
+  // Statements can hold private data: the history is for its owner only.
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  FILE* f = fdopen(fd, "w");
+  if (f == nullptr) {
+    close(fd);
+    unlink(tmp.c_str());
+    return false;
+  }
   size_t first = history_.size() > history_limit_ ? history_.size() - history_limit_ : 0;
   bool ok = true;
   for (size_t i = first; i < history_.size() && ok; i++) {
