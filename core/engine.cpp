@@ -199,7 +199,7 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
       std::string_view raw = rd.bytes(n * sizeof(IdEntry));
       if (!rd.ok()) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
       std::vector<IdEntry> v(n);
-      memcpy(v.data(), raw.data(), raw.size());
+      if (n) memcpy(v.data(), raw.data(), raw.size());
       (*idx)[cid] = std::move(v);
       break;
     }

@@ -69,8 +69,8 @@ options:
 
 Statements read from standard input or typed at the prompt end at a ';' outside
 a "string", or at the end of a line when no ( [ { is open and no string is
-open: a statement can span lines inside brackets. Lines whose first non-blank
-characters are -- are comments.
+open: a statement can span lines inside brackets. -- starts a comment that runs
+to the end of the line.
 
 import reads DATA (a path, or - for standard input) as NDJSON, one JSON object
 per line, or as one JSON array of objects when its first character is '['.
@@ -323,8 +323,9 @@ std::string render_rows_table(const std::vector<Value>& rows) {
 // ---------------------------------------------------------------------------
 // Statement splitting, shared by standard input and the prompt: a statement
 // ends at ';' outside a double-quoted string (backslash escapes inside), and at
-// the end of a line when no ( [ { and no string is open. Whole-line `--`
-// comments are dropped.
+// the end of a line when no ( [ { and no string is open. `--` outside a string
+// starts a comment to the end of the line (as in the engine's lexer); comments
+// are dropped, so brackets, quotes and ';' in them do not count.
 
 struct Statement {
   std::string text;
@@ -336,7 +337,9 @@ class StatementSplitter {
   void feed_line(std::string_view line, std::vector<Statement>* out) {
     line_no_++;
     if (!in_string_ && is_comment_line(line)) return;
-    for (char c : line) {
+    for (size_t i = 0; i < line.size(); i++) {
+      const char c = line[i];
+      if (!in_string_ && c == '-' && i + 1 < line.size() && line[i + 1] == '-') break;  // a comment to the end of the line
       if (in_string_) {
         if (escape_) {
           escape_ = false;
@@ -454,12 +457,6 @@ Result<std::unique_ptr<Database>> open_database(FileSystem& fs, const std::strin
   if (!db.is_ok()) {
     const Status& s = db.status();
     print_error(s.to_string());
-    if (s.code() == Code::Corrupt && !opts.recover) {
-      fprintf(stderr,
-              "kitfox: %s is damaged; `--recover` opens it by cutting off everything from the damaged "
-              "record on (copy the file first to keep the rest)\n",
-              file.c_str());
-    }
     return s;
   }
   print_open_report((*db)->open_report(), file);
@@ -1157,7 +1154,9 @@ class Importer {
     if (!r.is_ok()) {
       clear_progress();
       print_error(without_position(r.status()).to_string());
-      fprintf(stderr, "kitfox: the failing batch held the documents of lines %llu to %llu of %s\n",
+      fprintf(stderr,
+              "kitfox: the failing batch held documents %llu to %llu of the input (lines %llu to %llu of %s)\n",
+              static_cast<unsigned long long>(imported_ + 1), static_cast<unsigned long long>(imported_ + n),
               static_cast<unsigned long long>(batch_first_line_), static_cast<unsigned long long>(batch_last_line_),
               source_.c_str());
       ok_ = false;

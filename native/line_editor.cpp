@@ -550,8 +550,9 @@ LineEditor::Read LineEditor::read_raw(std::string_view prompt, std::string* line
         enable_raw();
         break;
       }
-      case '\t':
-        insert(" ");
+      case '\t':  // no completion: a tab is a space
+        buf_.insert(cursor_, 1, ' ');
+        cursor_++;
         break;
       case 0x1B: {
         // A lone Escape has nothing behind it; a key sequence arrives at once.

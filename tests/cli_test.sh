@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016  # $1 in single quotes is a statement parameter, not shell
 # The kitfox CLI as a user runs it: statements from -c and standard input,
 # parameters, table output, errors, import, stats, checkpoint/compact, a torn
 # tail, and the writer lock.
@@ -25,7 +26,7 @@ export HOME=$T  # never touch the user's history
 
 passed=0
 failed=0
-OUT= ERR= RC=0
+OUT='' ERR='' RC=0
 
 # run CMD...: runs with no input; sets OUT, ERR and RC.
 run() {
