@@ -1,0 +1,40 @@
+// Distance kernels. Every kernel sums in one canonical order, so the native
+// (AVX2) and the WASM (SIMD128) builds compute bit-identical distances and
+// therefore build the same HNSW graph:
+//
+//   32 partial sums, lane j taking dimensions i = j (mod 32) of the first
+//   floor(n/32)*32 dimensions; folded to 8 lanes as
+//   a[k] = (s[k] + s[k+8]) + (s[k+16] + s[k+24]); reduced as
+//   ((a0+a1)+(a2+a3)) + ((a4+a5)+(a6+a7)); then the remaining dimensions are
+//   added one by one. Products and sums are separate roundings (no FMA):
+//   the build uses -ffp-contract=off.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace kitfox {
+
+enum class Metric : uint8_t { Cosine = 1, L2 = 2, Dot = 3 };
+
+// sum a[i]*b[i]
+float dot_f32(const float* a, const float* b, size_t n);
+// sum (a[i]-b[i])^2
+float l2sq_f32(const float* a, const float* b, size_t n);
+
+// Half-precision storage: decoded branch-free to f32 first.
+void f16_to_f32(const uint16_t* in, float* out, size_t n);
+
+// The distance the index orders by (smaller is nearer): cosine 1 - a.b
+// (vectors are normalised at write), l2 squared, dot -a.b.
+inline float distance(Metric m, const float* a, const float* b, size_t n) {
+  switch (m) {
+    case Metric::L2: return l2sq_f32(a, b, n);
+    case Metric::Cosine: return 1.0f - dot_f32(a, b, n);
+    default: return -dot_f32(a, b, n);
+  }
+}
+
+// The kernel in use: "avx2", "simd128" or "scalar".
+const char* kernel_name();
+
+}  // namespace kitfox

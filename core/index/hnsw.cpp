@@ -1,0 +1,571 @@
+#include "hnsw.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "../codec.h"
+
+#if !defined(__EMSCRIPTEN__)
+#include <thread>
+#endif
+
+namespace kitfox {
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::Cosine: return "cosine";
+    case Metric::L2: return "l2";
+    case Metric::Dot: return "dot";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr size_t kUpperBeam = 4;  // queries keep a few candidates on the upper layers
+
+inline bool hit_less(const Hit& a, const Hit& b) {
+  return a.distance < b.distance || (a.distance == b.distance && a.node < b.node);
+}
+struct HitGreater {
+  bool operator()(const Hit& a, const Hit& b) const { return hit_less(b, a); }
+};
+struct HitLessF {
+  bool operator()(const Hit& a, const Hit& b) const { return hit_less(a, b); }
+};
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Per-thread search state, reused so that a search allocates nothing once warm.
+struct Scratch {
+  std::vector<uint32_t> marks;
+  uint32_t gen = 0;
+  std::vector<Hit> cand, res;
+  std::vector<float> a, b;
+  void visit_reset(size_t n) {
+    if (marks.size() < n) marks.resize(n + n / 2, 0);
+    if (++gen == 0) {
+      std::fill(marks.begin(), marks.end(), 0);
+      gen = 1;
+    }
+  }
+  bool visit(uint32_t i) {
+    if (marks[i] == gen) return false;
+    marks[i] = gen;
+    return true;
+  }
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+}  // namespace
+
+HnswIndex::HnswIndex(uint32_t dim, bool f16, HnswParams p) : dim_(dim), f16_(f16), p_(p) {
+  vbytes_ = (size_t)dim * (f16 ? 2 : 4);
+}
+
+Status HnswIndex::prepare(const float* v, std::vector<float>* out, const std::string& what) const {
+  out->assign(v, v + dim_);
+  for (uint32_t i = 0; i < dim_; i++)
+    if (!std::isfinite(v[i])) return Status(Code::Type, "vector '" + what + "' has a non-finite value at " + std::to_string(i));
+  if (p_.metric == Metric::Cosine) {
+    float n2 = dot_f32(v, v, dim_);
+    if (!(n2 > 0) || !std::isfinite(n2))
+      return Status(Code::Type, "vector '" + what + "' has no direction (zero norm) for cosine distance");
+    float inv = 1.0f / std::sqrt(n2);
+    for (uint32_t i = 0; i < dim_; i++) (*out)[i] = v[i] * inv;
+  }
+  if (f16_) {
+    // Store what the table holds, so that equality and distances agree.
+    for (uint32_t i = 0; i < dim_; i++) {
+      if (std::fabs((*out)[i]) > 65504.0f) return Status(Code::Type, "vector '" + what + "' overflows f16 at " + std::to_string(i));
+      (*out)[i] = half_to_float(float_to_half((*out)[i]));
+    }
+  }
+  return Status::ok();
+}
+
+const float* HnswIndex::vec(uint32_t node, float* tmp) const {
+  const char* p = node < base_n_ ? base_ + (size_t)node * vbytes_ : extra_.data() + (size_t)(node - base_n_) * vbytes_;
+  if (!f16_) return reinterpret_cast<const float*>(p);
+  f16_to_f32(reinterpret_cast<const uint16_t*>(p), tmp, dim_);
+  return tmp;
+}
+
+float HnswIndex::dist(const float* q, uint32_t node, float* tmp) const {
+  return distance(p_.metric, q, vec(node, tmp), dim_);
+}
+
+float HnswIndex::distance_to(const float* q, uint32_t node) const {
+  std::vector<float> tmp(f16_ ? dim_ : 0);
+  return dist(q, node, tmp.data());
+}
+
+uint32_t* HnswIndex::links(uint32_t node, int level) {
+  if (level == 0) return &links0_[(size_t)node * (1 + 2 * p_.m)];
+  return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];
+}
+const uint32_t* HnswIndex::links(uint32_t node, int level) const {
+  return const_cast<HnswIndex*>(this)->links(node, level);
+}
+
+int HnswIndex::random_level(uint32_t node) const {
+  uint64_t x = splitmix(node ^ 0x6b69746678ull);
+  int level = 0;
+  while (level < kMaxLevel) {
+    x = splitmix(x);
+    if (x % p_.m != 0) break;
+    level++;
+  }
+  return level;
+}
+
+uint32_t HnswIndex::fingerprint(const float* v) const {
+  // FNV-1a over the stored bytes.
+  uint32_t h = 2166136261u;
+  if (f16_) {
+    for (uint32_t i = 0; i < dim_; i++) {
+      uint16_t x = float_to_half(v[i]);
+      h = (h ^ (x & 0xFF)) * 16777619u;
+      h = (h ^ (x >> 8)) * 16777619u;
+    }
+  } else {
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(v);
+    for (size_t i = 0; i < (size_t)dim_ * 4; i++) h = (h ^ b[i]) * 16777619u;
+  }
+  return h;
+}
+
+void HnswIndex::build_doc_map() {
+  if (maps_built_) return;
+  maps_built_ = true;
+  doc_node_.reserve(levels_.size());
+  fp_nodes_.reserve(levels_.size());
+  for (uint32_t n = 0; n < levels_.size(); n++) {
+    fp_nodes_.emplace(fp_[n], n);
+    if (refs_[n]) doc_node_[node_doc_[n]] = n;
+  }
+  for (auto& [n, d] : more_docs_) doc_node_[d] = n;
+}
+
+void HnswIndex::put(int64_t doc, const float* v) {
+  build_doc_map();
+  uint32_t fp = fingerprint(v);
+  std::vector<float> tmp(f16_ ? dim_ : 0);
+  auto same = [&](uint32_t n) {
+    if (fp_[n] != fp) return false;
+    const float* s = vec(n, tmp.data());
+    return memcmp(s, v, (size_t)dim_ * 4) == 0;
+  };
+  auto it = doc_node_.find(doc);
+  if (it != doc_node_.end()) {
+    if (same(it->second)) return;
+    remove(doc);
+  }
+  doc_count_++;
+  auto range = fp_nodes_.equal_range(fp);
+  for (auto r = range.first; r != range.second; ++r) {
+    uint32_t n = r->second;
+    if (!same(n)) continue;
+    if (refs_[n]++ == 0) node_doc_[n] = doc;
+    else more_docs_.emplace(n, doc);
+    doc_node_[doc] = n;
+    return;
+  }
+  uint32_t n = (uint32_t)levels_.size();
+  size_t off = extra_.size();
+  extra_.resize(off + vbytes_);
+  if (f16_) {
+    uint16_t* h = reinterpret_cast<uint16_t*>(extra_.data() + off);
+    for (uint32_t i = 0; i < dim_; i++) h[i] = float_to_half(v[i]);
+  } else {
+    memcpy(extra_.data() + off, v, vbytes_);
+  }
+  int level = random_level(n);
+  levels_.push_back((uint8_t)level);
+  fp_.push_back(fp);
+  node_doc_.push_back(doc);
+  refs_.push_back(1);
+  links0_.resize(links0_.size() + 1 + 2 * p_.m, 0);
+  upper_off_.push_back((uint32_t)upper_.size());
+  if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
+  fp_nodes_.emplace(fp, n);
+  doc_node_[doc] = n;
+}
+
+void HnswIndex::remove(int64_t doc) {
+  build_doc_map();
+  auto it = doc_node_.find(doc);
+  if (it == doc_node_.end()) return;
+  uint32_t n = it->second;
+  doc_node_.erase(it);
+  doc_count_--;
+  refs_[n]--;
+  if (node_doc_[n] == doc) {
+    auto m = more_docs_.find(n);
+    if (m != more_docs_.end()) {
+      node_doc_[n] = m->second;
+      more_docs_.erase(m);
+    }
+  } else {
+    auto range = more_docs_.equal_range(n);
+    for (auto r = range.first; r != range.second; ++r)
+      if (r->second == doc) {
+        more_docs_.erase(r);
+        break;
+      }
+  }
+}
+
+void HnswIndex::docs_of(uint32_t node, std::vector<int64_t>* out) const {
+  if (!refs_[node]) return;
+  out->push_back(node_doc_[node]);
+  if (refs_[node] > 1) {
+    size_t start = out->size();
+    auto range = more_docs_.equal_range(node);
+    for (auto r = range.first; r != range.second; ++r) out->push_back(r->second);
+    std::sort(out->begin() + start - 1, out->end());
+  }
+}
+
+void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size_t ef, int level,
+                             const std::function<bool(uint32_t)>* accept, std::vector<Hit>* out) const {
+  Scratch& s = scratch();
+  s.visit_reset(levels_.size());
+  if (f16_ && s.b.size() < dim_) s.b.resize(dim_);
+  std::vector<Hit>& cand = s.cand;  // min-heap
+  std::vector<Hit>& res = *out;     // max-heap of accepted
+  res.clear();
+  res.reserve(ef + 1);
+  cand.clear();
+  float lower = std::numeric_limits<float>::infinity();
+  for (const Hit& e : entry) {
+    if (!s.visit(e.node)) continue;
+    cand.push_back(e);
+    std::push_heap(cand.begin(), cand.end(), HitGreater());
+    if (!accept || (*accept)(e.node)) {
+      res.push_back(e);
+      std::push_heap(res.begin(), res.end(), HitLessF());
+      if (res.size() > ef) {
+        std::pop_heap(res.begin(), res.end(), HitLessF());
+        res.pop_back();
+      }
+    }
+  }
+  if (res.size() >= ef) lower = res.front().distance;
+  while (!cand.empty()) {
+    Hit c = cand.front();
+    if (c.distance > lower && res.size() >= ef) break;
+    std::pop_heap(cand.begin(), cand.end(), HitGreater());
+    cand.pop_back();
+    const uint32_t* ls = links(c.node, level);
+    uint32_t cnt = ls[0];
+    for (uint32_t i = 1; i <= cnt; i++) {
+      uint32_t n = ls[i];
+      if (!s.visit(n)) continue;
+      Hit h{dist(q, n, s.b.data()), n};
+      if (res.size() < ef || hit_less(h, res.front())) {
+        cand.push_back(h);
+        std::push_heap(cand.begin(), cand.end(), HitGreater());
+        if (!accept || (*accept)(n)) {
+          res.push_back(h);
+          std::push_heap(res.begin(), res.end(), HitLessF());
+          if (res.size() > ef) {
+            std::pop_heap(res.begin(), res.end(), HitLessF());
+            res.pop_back();
+          }
+          if (res.size() >= ef) lower = res.front().distance;
+        }
+      }
+    }
+  }
+  std::sort(res.begin(), res.end(), HitLessF());
+}
+
+void HnswIndex::search(const float* q, size_t k, size_t ef, const std::function<bool(uint32_t)>& accept,
+                       std::vector<Hit>* out) const {
+  out->clear();
+  if (entry_ < 0 || k == 0) return;
+  std::vector<float> tmp(f16_ ? dim_ : 0);
+  std::vector<Hit> ep{{dist(q, (uint32_t)entry_, tmp.data()), (uint32_t)entry_}}, next;
+  for (int l = max_level_; l >= 1; l--) {
+    search_layer(q, ep, kUpperBeam, l, nullptr, &next);
+    ep.swap(next);
+  }
+  std::function<bool(uint32_t)> live = [&](uint32_t n) { return refs_[n] > 0 && (!accept || accept(n)); };
+  search_layer(q, ep, std::max(ef, k), 0, &live, out);
+  if (out->size() > k) out->resize(k);
+}
+
+void HnswIndex::exact(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out) const {
+  out->clear();
+  if (k == 0) return;
+  std::vector<float> tmp(f16_ ? dim_ : 0);
+  std::vector<Hit> heap;
+  heap.reserve(k + 1);
+  for (uint32_t n = 0; n < levels_.size(); n++) {
+    if (!refs_[n]) continue;
+    if (accept && !accept(n)) continue;
+    Hit h{dist(q, n, tmp.data()), n};
+    if (heap.size() < k) {
+      heap.push_back(h);
+      std::push_heap(heap.begin(), heap.end(), HitLessF());
+    } else if (hit_less(h, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), HitLessF());
+      heap.back() = h;
+      std::push_heap(heap.begin(), heap.end(), HitLessF());
+    }
+  }
+  std::sort(heap.begin(), heap.end(), HitLessF());
+  *out = std::move(heap);
+}
+
+// hnsw's heuristic: keep a candidate only when it is nearer to the new node
+// than to every neighbour already kept, so links spread in all directions.
+void HnswIndex::select_neighbors(std::vector<Hit>& cand, uint32_t m, std::vector<uint32_t>* out) const {
+  out->clear();
+  Scratch& s = scratch();
+  if (s.a.size() < dim_) s.a.resize(dim_), s.b.resize(dim_);
+  for (const Hit& c : cand) {
+    if (out->size() >= m) break;
+    const float* cv = vec(c.node, s.a.data());
+    bool keep = true;
+    for (uint32_t kept : *out)
+      if (distance(p_.metric, cv, vec(kept, s.b.data()), dim_) < c.distance) {
+        keep = false;
+        break;
+      }
+    if (keep) out->push_back(c.node);
+  }
+}
+
+void HnswIndex::find_candidates(uint32_t node, int top, std::vector<std::vector<Hit>>* per_level) const {
+  std::vector<float> qbuf(dim_), tmp(f16_ ? dim_ : 0);
+  const float* q = vec(node, qbuf.data());
+  if (!f16_) {
+    memcpy(qbuf.data(), q, (size_t)dim_ * 4);
+    q = qbuf.data();
+  }
+  per_level->resize(top + 1);
+  std::vector<Hit> ep{{dist(q, (uint32_t)entry_, tmp.data()), (uint32_t)entry_}}, next;
+  for (int l = max_level_; l > top; l--) {
+    search_layer(q, ep, 1, l, nullptr, &next);
+    ep.swap(next);
+  }
+  for (int l = top; l >= 0; l--) {
+    search_layer(q, ep, p_.ef_construction, l, nullptr, &(*per_level)[l]);
+    ep = (*per_level)[l];
+  }
+}
+
+void HnswIndex::add_link(uint32_t from, uint32_t to, int level) {
+  uint32_t* ls = links(from, level);
+  uint32_t cap = max_links(level);
+  if (ls[0] < cap) {
+    ls[++ls[0]] = to;
+    return;
+  }
+  Scratch& s = scratch();
+  if (s.a.size() < dim_) s.a.resize(dim_), s.b.resize(dim_);
+  std::vector<float> fv(dim_);
+  const float* f = vec(from, s.a.data());
+  memcpy(fv.data(), f, (size_t)dim_ * 4);
+  std::vector<Hit> cand;
+  cand.reserve(cap + 1);
+  for (uint32_t i = 1; i <= ls[0]; i++) cand.push_back({dist(fv.data(), ls[i], s.b.data()), ls[i]});
+  cand.push_back({dist(fv.data(), to, s.b.data()), to});
+  std::sort(cand.begin(), cand.end(), HitLessF());
+  std::vector<uint32_t> kept;
+  select_neighbors(cand, cap, &kept);
+  ls[0] = (uint32_t)kept.size();
+  for (size_t i = 0; i < kept.size(); i++) ls[1 + i] = kept[i];
+}
+
+void HnswIndex::link_node(uint32_t node, std::vector<std::vector<Hit>>& per_level, uint32_t chunk_start) {
+  int level = levels_[node];
+  std::vector<float> qv(dim_), tmp(f16_ ? dim_ : 0);
+  const float* q = vec(node, qv.data());
+  if (!f16_) memcpy(qv.data(), q, (size_t)dim_ * 4);
+  q = qv.data();
+  std::vector<uint32_t> chosen;
+  for (int l = level; l >= 0; l--) {
+    std::vector<Hit> cand = l < (int)per_level.size() ? per_level[l] : std::vector<Hit>();
+    for (uint32_t y = chunk_start; y < node; y++)
+      if (levels_[y] >= l) cand.push_back({dist(q, y, tmp.data()), y});
+    std::sort(cand.begin(), cand.end(), HitLessF());
+    select_neighbors(cand, p_.m, &chosen);
+    uint32_t* ls = links(node, l);
+    ls[0] = (uint32_t)chosen.size();
+    for (size_t i = 0; i < chosen.size(); i++) ls[1 + i] = chosen[i];
+    for (uint32_t c : chosen) add_link(c, node, l);
+  }
+  if (entry_ < 0 || level > max_level_) {
+    entry_ = node;
+    max_level_ = level;
+  }
+}
+
+void HnswIndex::link_pending(int threads) {
+  std::vector<std::vector<std::vector<Hit>>> found(kChunk);
+  while (linked_ < levels_.size()) {
+    uint32_t s = linked_, e = (uint32_t)std::min<size_t>(levels_.size(), s + kChunk);
+    for (auto& f : found) f.clear();
+    if (entry_ >= 0) {
+      auto work = [&](uint32_t i) { find_candidates(i, std::min<int>(levels_[i], max_level_), &found[i - s]); };
+#if !defined(__EMSCRIPTEN__)
+      if (threads > 1 && e - s > 1) {
+        std::atomic<uint32_t> next{s};
+        auto run = [&] {
+          for (uint32_t i; (i = next.fetch_add(1)) < e;) work(i);
+        };
+        std::vector<std::thread> ts;
+        for (int t = 1; t < threads; t++) ts.emplace_back(run);
+        run();
+        for (auto& t : ts) t.join();
+      } else
+#endif
+      {
+        (void)threads;
+        for (uint32_t i = s; i < e; i++) work(i);
+      }
+    }
+    for (uint32_t i = s; i < e; i++) link_node(i, found[i - s], s);
+    linked_ = e;
+  }
+}
+
+// ---------------------------------------------------------------- persistence
+
+namespace {
+template <typename T>
+void put_array(std::string& out, const std::vector<T>& v) {
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+template <typename T>
+bool get_array(Reader& r, std::vector<T>* v, size_t n) {
+  std::string_view b = r.bytes(n * sizeof(T));
+  if (!r.ok()) return false;
+  v->resize(n);
+  if (n) memcpy(v->data(), b.data(), b.size());
+  return true;
+}
+}  // namespace
+
+void HnswIndex::serialize(std::string& vectors, std::string& graph) const {
+  size_t n = levels_.size();
+  vectors.reserve(vectors.size() + n * vbytes_);
+  if (base_n_) vectors.append(base_, (size_t)base_n_ * vbytes_);
+  vectors.append(extra_.data(), extra_.size());
+  put_u32(graph, 1);  // graph layout version
+  put_u32(graph, dim_);
+  put_u32(graph, f16_);
+  put_u32(graph, (uint32_t)p_.metric);
+  put_u32(graph, p_.m);
+  put_u32(graph, p_.ef_construction);
+  put_u64(graph, n);
+  put_u64(graph, (uint64_t)entry_);
+  put_u32(graph, (uint32_t)max_level_);
+  put_u64(graph, doc_count_);
+  put_array(graph, levels_);
+  put_array(graph, fp_);
+  put_array(graph, node_doc_);
+  put_array(graph, refs_);
+  put_array(graph, links0_);
+  put_array(graph, upper_off_);
+  put_u64(graph, upper_.size());
+  put_array(graph, upper_);
+  std::vector<std::pair<uint32_t, int64_t>> more(more_docs_.begin(), more_docs_.end());
+  std::sort(more.begin(), more.end());
+  put_u64(graph, more.size());
+  for (auto& [node, doc] : more) {
+    put_u32(graph, node);
+    put_u64(graph, (uint64_t)doc);
+  }
+}
+
+bool HnswIndex::load(std::string_view vectors, std::string_view graph, uint64_t docs_expected) {
+  Reader r(graph);
+  if (r.u32() != 1 || r.u32() != dim_ || r.u32() != (uint32_t)f16_ || r.u32() != (uint32_t)p_.metric ||
+      r.u32() != p_.m || r.u32() != p_.ef_construction)
+    return false;
+  uint64_t n = r.u64();
+  int64_t entry = (int64_t)r.u64();
+  int max_level = (int)r.u32();
+  uint64_t docs = r.u64();
+  if (!r.ok() || n > (1ull << 32) - 2 || vectors.size() != n * vbytes_) return false;
+  if (docs_expected != UINT64_MAX && docs != docs_expected) return false;
+  if (!get_array(r, &levels_, n) || !get_array(r, &fp_, n) || !get_array(r, &node_doc_, n) ||
+      !get_array(r, &refs_, n) || !get_array(r, &links0_, n * (1 + 2 * p_.m)) || !get_array(r, &upper_off_, n))
+    return false;
+  uint64_t nu = r.u64();
+  if (!get_array(r, &upper_, nu)) return false;
+  uint64_t nm = r.u64();
+  more_docs_.clear();
+  for (uint64_t i = 0; i < nm && r.ok(); i++) {
+    uint32_t node = r.u32();
+    int64_t doc = (int64_t)r.u64();
+    if (node >= n) return false;
+    more_docs_.emplace(node, doc);
+  }
+  if (!r.ok() || !r.done()) return false;
+  // The graph must be self-consistent: links in range, levels and offsets sane.
+  if (n && (entry < 0 || (uint64_t)entry >= n || max_level != levels_[entry])) return false;
+  if (!n && entry != -1) return false;
+  uint64_t refsum = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (levels_[i] > kMaxLevel) return false;
+    refsum += refs_[i];
+    if (levels_[i] && (uint64_t)upper_off_[i] + (uint64_t)levels_[i] * (1 + p_.m) > nu) return false;
+  }
+  if (refsum != docs) return false;
+  uint32_t bad = 0;
+  const uint32_t stride = 1 + 2 * p_.m;
+  for (uint64_t i = 0; i < n; i++) {
+    const uint32_t* ls = &links0_[i * stride];
+    bad |= ls[0] > 2 * p_.m;
+    for (uint32_t j = 1; j < stride; j++) bad |= (uint32_t)(ls[j] >= n);
+  }
+  for (uint64_t i = 0; i < n && !bad; i++)
+    for (int l = 1; l <= levels_[i]; l++) {
+      const uint32_t* ls = &upper_[upper_off_[i] + (size_t)(l - 1) * (1 + p_.m)];
+      if (ls[0] > p_.m) bad = 1;
+      for (uint32_t j = 1; j <= ls[0] && j <= p_.m; j++) bad |= (uint32_t)(ls[j] >= n);
+    }
+  if (bad) return false;
+  base_ = vectors.data();
+  base_n_ = (uint32_t)n;
+  extra_.clear();
+  entry_ = entry;
+  max_level_ = n ? max_level : -1;
+  linked_ = (uint32_t)n;
+  doc_count_ = docs;
+  maps_built_ = false;
+  doc_node_.clear();
+  fp_nodes_.clear();
+  return true;
+}
+
+size_t HnswIndex::memory_bytes() const {
+  return extra_.capacity() + levels_.capacity() + fp_.capacity() * 4 + node_doc_.capacity() * 8 +
+         refs_.capacity() * 4 + links0_.capacity() * 4 + upper_off_.capacity() * 4 + upper_.capacity() * 4 +
+         doc_node_.size() * 32 + fp_nodes_.size() * 32;
+}
+
+std::string HnswIndex::graph_bytes() const {
+  std::string v, g;
+  serialize(v, g);
+  return g;
+}
+
+}  // namespace kitfox

@@ -1,0 +1,135 @@
+// The HNSW vector index of one vector field.
+//
+// Nodes are numbered in insertion order. Each node has a vector in the vector
+// table (normalised for cosine, in storage precision: f32 or f16), a 4-byte
+// fingerprint of it (to find a vector written again: identical vectors share
+// a node), a level, fixed-width neighbour lists (2m slots at level 0, m
+// above), and the documents that hold its vector (a node with none is a
+// tombstone: still traversed, never returned, dropped by the next rebuild).
+//
+// Determinism: levels come from an integer hash of the node number, ties
+// between equal distances break by node number, and the distance kernels sum
+// in one canonical order. New nodes are linked in chunks of kChunk: the graph
+// search of every node of a chunk runs against the graph as it stood before
+// the chunk (in parallel natively, serially in WASM), then the nodes are
+// linked one by one in order, each also considering the chunk's earlier
+// nodes. The result does not depend on the thread count, so native and WASM
+// build the same graph from the same writes.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../status.h"
+#include "distance.h"
+
+namespace kitfox {
+
+struct HnswParams {
+  Metric metric = Metric::Cosine;
+  uint32_t m = 16;
+  uint32_t ef_construction = 200;
+  uint32_t ef_search = 100;
+};
+
+const char* metric_name(Metric m);
+
+struct Hit {
+  float distance;
+  uint32_t node;
+};
+
+class HnswIndex {
+ public:
+  static constexpr uint32_t kChunk = 32;
+  static constexpr int kMaxLevel = 15;
+
+  HnswIndex(uint32_t dim, bool f16, HnswParams p);
+
+  uint32_t dim() const { return dim_; }
+  bool f16() const { return f16_; }
+  const HnswParams& params() const { return p_; }
+  size_t nodes() const { return levels_.size(); }
+  size_t documents() const { return doc_count_; }
+
+  // Validates a vector for this index and makes the stored form (normalised
+  // for cosine). Errors name `what`.
+  Status prepare(const float* v, std::vector<float>* out, const std::string& what) const;
+
+  // Gives document `doc` the (prepared) vector v; replaces its previous one.
+  // The new node is linked by link_pending().
+  void put(int64_t doc, const float* v);
+  void remove(int64_t doc);
+  bool has(int64_t doc) { build_doc_map(); return doc_node_.count(doc) > 0; }
+  void link_pending(int threads);
+  size_t pending() const { return levels_.size() - linked_; }
+
+  // Approximate k nearest live nodes; `accept` (may be empty) filters them.
+  // Returns hits sorted by (distance, node).
+  void search(const float* q, size_t k, size_t ef, const std::function<bool(uint32_t)>& accept,
+              std::vector<Hit>* out) const;
+  // Exact k nearest live nodes over the whole table (or those accepted).
+  void exact(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out) const;
+  // The documents on a node (usually one).
+  void docs_of(uint32_t node, std::vector<int64_t>* out) const;
+  float distance_to(const float* q, uint32_t node) const;
+
+  // Persistence: the vector table and the graph as flat little-endian arrays.
+  void serialize(std::string& vectors, std::string& graph) const;
+  // Loads what serialize wrote; `vectors` must stay alive and unchanged (the
+  // table is used in place). Returns false when anything disagrees.
+  bool load(std::string_view vectors, std::string_view graph, uint64_t docs_expected);
+
+  size_t memory_bytes() const;
+  // The graph's bytes, for the native/WASM identity test.
+  std::string graph_bytes() const;
+
+ private:
+  const float* vec(uint32_t node, float* scratch) const;
+  float dist(const float* q, uint32_t node, float* scratch) const;
+  uint32_t* links(uint32_t node, int level);
+  const uint32_t* links(uint32_t node, int level) const;
+  uint32_t max_links(int level) const { return level == 0 ? 2 * p_.m : p_.m; }
+  int random_level(uint32_t node) const;
+  uint32_t fingerprint(const float* v) const;
+  void build_doc_map();
+  struct Candidates;
+  void search_layer(const float* q, const std::vector<Hit>& entry, size_t ef, int level,
+                    const std::function<bool(uint32_t)>* accept, std::vector<Hit>* out) const;
+  void select_neighbors(std::vector<Hit>& cand, uint32_t m, std::vector<uint32_t>* out) const;
+  void find_candidates(uint32_t node, int top, std::vector<std::vector<Hit>>* per_level) const;
+  void link_node(uint32_t node, std::vector<std::vector<Hit>>& per_level, uint32_t chunk_start);
+  void add_link(uint32_t from, uint32_t to, int level);
+
+  uint32_t dim_;
+  bool f16_;
+  HnswParams p_;
+  size_t vbytes_;  // bytes per stored vector
+
+  // Vector table: nodes below base_n_ in a loaded image, the rest here.
+  const char* base_ = nullptr;
+  uint32_t base_n_ = 0;
+  std::vector<char> extra_;
+
+  std::vector<uint8_t> levels_;
+  std::vector<uint32_t> fp_;
+  std::vector<int64_t> node_doc_;   // the first document on the node
+  std::vector<uint32_t> refs_;      // documents on the node; 0 = tombstone
+  std::vector<uint32_t> links0_;    // per node: count, 2m slots
+  std::vector<uint32_t> upper_off_; // per node: offset in upper_ (levels 1..L, each count + m slots)
+  std::vector<uint32_t> upper_;
+  std::unordered_multimap<uint32_t, int64_t> more_docs_;  // further documents on shared nodes
+  int64_t entry_ = -1;
+  int max_level_ = -1;
+  uint32_t linked_ = 0;
+  size_t doc_count_ = 0;
+
+  // Built on first need after a load: document -> node, fingerprint -> nodes.
+  bool maps_built_ = false;
+  std::unordered_map<int64_t, uint32_t> doc_node_;
+  std::unordered_multimap<uint32_t, uint32_t> fp_nodes_;
+};
+
+}  // namespace kitfox

@@ -1,0 +1,172 @@
+// The HNSW index on its own: recall on held-out queries, exact search,
+// determinism, sharing of identical vectors, tombstones, persistence.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include "clustered.h"
+#include "codec.h"
+#include "index/hnsw.h"
+
+using namespace kitfox;
+
+namespace {
+
+std::unique_ptr<HnswIndex> build(const std::vector<float>& pts, uint32_t dim, HnswParams p, int threads, bool f16 = false) {
+  auto idx = std::make_unique<HnswIndex>(dim, f16, p);
+  std::vector<float> v;
+  size_t n = pts.size() / dim;
+  for (size_t i = 0; i < n; i++) {
+    REQUIRE(idx->prepare(&pts[i * dim], &v, "v").is_ok());
+    idx->put((int64_t)i + 1, v.data());
+    if (i % 500 == 499) idx->link_pending(threads);  // batches, like statements
+  }
+  idx->link_pending(threads);
+  return idx;
+}
+
+double recall(const HnswIndex& idx, const std::vector<float>& queries, uint32_t dim, size_t ef) {
+  size_t nq = queries.size() / dim, hit = 0;
+  std::vector<Hit> a, e;
+  std::vector<float> q;
+  for (size_t i = 0; i < nq; i++) {
+    REQUIRE(idx.prepare(&queries[i * dim], &q, "q").is_ok());
+    idx.search(q.data(), 10, ef, nullptr, &a);
+    idx.exact(q.data(), 10, nullptr, &e);
+    std::set<uint32_t> truth;
+    for (auto& h : e) truth.insert(h.node);
+    for (auto& h : a) hit += truth.count(h.node);
+  }
+  return double(hit) / double(nq * 10);
+}
+
+}  // namespace
+
+TEST_CASE("distance kernels agree with a plain double-precision sum") {
+  bench::Clustered gen(100, 4);
+  auto p = gen.points(2, 7);
+  double d = 0, l = 0;
+  for (int i = 0; i < 100; i++) {
+    d += (double)p[i] * p[100 + i];
+    l += ((double)p[i] - p[100 + i]) * ((double)p[i] - p[100 + i]);
+  }
+  CHECK(dot_f32(p.data(), p.data() + 100, 100) == doctest::Approx(d).epsilon(1e-5));
+  CHECK(l2sq_f32(p.data(), p.data() + 100, 100) == doctest::Approx(l).epsilon(1e-5));
+  MESSAGE("kernel: " << kernel_name());
+}
+
+TEST_CASE("f16 decoding is exact for every half value") {
+  for (uint32_t h = 0; h < 65536; h++) {
+    uint16_t x = (uint16_t)h;
+    float f;
+    f16_to_f32(&x, &f, 1);
+    float g = half_to_float(x);
+    if (std::isnan(g)) CHECK(std::isnan(f));
+    else CHECK(memcmp(&f, &g, 4) == 0);
+  }
+}
+
+TEST_CASE("recall@10 on clustered data with held-out queries, every metric") {
+  const uint32_t dim = 48;
+  bench::Clustered gen(dim, 50);
+  auto pts = gen.points(6000, 1);
+  auto qs = gen.points(200, 999);  // a different stream: not dataset members
+  for (Metric m : {Metric::Cosine, Metric::L2, Metric::Dot}) {
+    HnswParams p;
+    p.metric = m;
+    auto idx = build(pts, dim, p, 2);
+    double r = recall(*idx, qs, dim, 100);
+    MESSAGE(std::string(metric_name(m)) << " recall@10 at ef=100: " << r);
+    CHECK(r >= 0.95);
+  }
+}
+
+TEST_CASE("f16 storage keeps recall") {
+  const uint32_t dim = 64;
+  bench::Clustered gen(dim, 40);
+  auto pts = gen.points(4000, 3);
+  auto qs = gen.points(100, 4);
+  auto idx = build(pts, dim, HnswParams{}, 2, true);
+  CHECK(recall(*idx, qs, dim, 100) >= 0.95);
+}
+
+TEST_CASE("the graph does not depend on the thread count") {
+  const uint32_t dim = 32;
+  bench::Clustered gen(dim, 20);
+  auto pts = gen.points(3000, 5);
+  auto one = build(pts, dim, HnswParams{}, 1);
+  auto two = build(pts, dim, HnswParams{}, 2);
+  auto four = build(pts, dim, HnswParams{}, 4);
+  CHECK(one->graph_bytes() == two->graph_bytes());
+  CHECK(one->graph_bytes() == four->graph_bytes());
+}
+
+TEST_CASE("identical vectors share a node; deletes leave tombstones that are never returned") {
+  HnswIndex idx(4, false, HnswParams{Metric::L2, 4, 20, 20});
+  float a[4] = {1, 0, 0, 0}, b[4] = {0, 1, 0, 0}, c[4] = {0, 0, 1, 0};
+  idx.put(1, a);
+  idx.put(2, a);
+  idx.put(3, b);
+  idx.put(4, c);
+  idx.link_pending(1);
+  CHECK(idx.nodes() == 3);
+  CHECK(idx.documents() == 4);
+  std::vector<int64_t> docs;
+  idx.docs_of(0, &docs);
+  CHECK(docs == std::vector<int64_t>{1, 2});
+  idx.remove(1);
+  idx.remove(2);
+  std::vector<Hit> out;
+  idx.search(a, 3, 10, nullptr, &out);
+  CHECK(out.size() == 2);
+  for (auto& h : out) CHECK(h.node != 0);
+  // Writing the vector again revives the node.
+  idx.put(5, a);
+  CHECK(idx.nodes() == 3);
+  idx.search(a, 1, 10, nullptr, &out);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].node == 0);
+  CHECK(out[0].distance == 0);
+}
+
+TEST_CASE("serialize and load: the same answers, the vector table used in place") {
+  const uint32_t dim = 32;
+  bench::Clustered gen(dim, 10);
+  auto pts = gen.points(2000, 8);
+  auto idx = build(pts, dim, HnswParams{}, 2);
+  idx->remove(7);
+  std::string vecs, graph;
+  idx->serialize(vecs, graph);
+  HnswIndex back(dim, false, HnswParams{});
+  REQUIRE(back.load(vecs, graph, idx->documents()));
+  CHECK(back.graph_bytes() == idx->graph_bytes());
+  auto qs = gen.points(20, 77);
+  std::vector<Hit> a, b;
+  for (size_t i = 0; i < 20; i++) {
+    std::vector<float> q;
+    REQUIRE(idx->prepare(&qs[i * dim], &q, "q").is_ok());
+    idx->search(q.data(), 10, 50, nullptr, &a);
+    back.search(q.data(), 10, 50, nullptr, &b);
+    REQUIRE(a.size() == b.size());
+    for (size_t k = 0; k < a.size(); k++) CHECK(a[k].node == b[k].node);
+  }
+  // A damaged graph is refused, never used.
+  std::string bad = graph;
+  bad[bad.size() / 2] ^= 0x7f;
+  HnswIndex no(dim, false, HnswParams{});
+  bool loaded = no.load(vecs, bad, idx->documents());
+  if (loaded) CHECK(no.graph_bytes() == bad);  // a flip in a payload that still validates
+  CHECK_FALSE(no.load(vecs, graph, idx->documents() + 1));
+  CHECK_FALSE(no.load(vecs.substr(1), graph, idx->documents()));
+}
+
+TEST_CASE("cosine refuses a zero vector; non-finite values are refused") {
+  HnswIndex idx(3, false, HnswParams{});
+  std::vector<float> out;
+  float z[3] = {0, 0, 0}, n[3] = {1, NAN, 0};
+  CHECK(idx.prepare(z, &out, "v").code() == Code::Type);
+  CHECK(idx.prepare(n, &out, "v").code() == Code::Type);
+}
