@@ -24,6 +24,15 @@ constexpr size_t kDocsChunkBytes = 4 << 20;
 
 }  // namespace
 
+int build_threads() {
+#ifdef KITFOX_THREADS
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? (int)std::min(n, 64u) : 1;
+#else
+  return 1;
+#endif
+}
+
 // ---------------------------------------------------------------- Arena
 
 void Arena::reset(std::string seg0) {
@@ -72,6 +81,13 @@ void encode_def(const CollectionDef& d, int64_t next_id, std::string& out) {
     put_u8(out, (uint8_t)f.type.elem);
     put_varint(out, f.type.dim);
     put_u8(out, (f.type.f16 ? 1 : 0) | (f.required ? 2 : 0));
+    put_u8(out, (uint8_t)f.index.kind);
+    if (f.index.kind == IndexKind::Hnsw) {
+      put_u8(out, (uint8_t)f.index.hnsw.metric);
+      put_varint(out, f.index.hnsw.m);
+      put_varint(out, f.index.hnsw.ef_construction);
+      put_varint(out, f.index.hnsw.ef_search);
+    }
   }
 }
 
@@ -93,6 +109,18 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
     uint8_t flags = r.u8();
     f.type.f16 = flags & 1;
     f.required = flags & 2;
+    f.index.kind = (IndexKind)r.u8();
+    if (f.index.kind == IndexKind::Hnsw) {
+      f.index.hnsw.metric = (Metric)r.u8();
+      f.index.hnsw.m = (uint32_t)r.varint();
+      f.index.hnsw.ef_construction = (uint32_t)r.varint();
+      f.index.hnsw.ef_search = (uint32_t)r.varint();
+      if (f.index.hnsw.metric < Metric::Cosine || f.index.hnsw.metric > Metric::Dot || f.index.hnsw.m < 2 ||
+          f.index.hnsw.m > 256 || f.type.kind != TypeKind::Vector)
+        return Status(Code::Corrupt, "bad index definition");
+    } else if (f.index.kind != IndexKind::None) {
+      return Status(Code::Corrupt, "unknown index kind");
+    }
     if (f.type.kind < TypeKind::Bool || f.type.kind > TypeKind::Vector) return Status(Code::Corrupt, "unknown field type");
     d->fields.push_back(std::move(f));
   }
@@ -158,7 +186,8 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   if (bytes.empty()) {
     // A new database: an empty image, flushed, so the file is whole from the start.
     std::vector<std::vector<IdEntry>> ids;
-    bytes = e->build_image(&ids);
+    std::vector<TableAt> tables;
+    bytes = e->build_image(&ids, &tables);
     KF_TRY(e->file_->write(0, bytes.data(), bytes.size()));
     KF_TRY(e->file_->sync());
   }
@@ -172,6 +201,21 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
 
 Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
                                   std::map<uint32_t, std::vector<IdEntry>>* idx) {
+  if (r.kind == format::kVectors || r.kind == format::kGraph) {
+    Reader rd(r.body);
+    uint64_t key = rd.varint() << 32;
+    key |= rd.varint();
+    if (r.kind == format::kVectors) {
+      uint8_t pad = rd.u8();
+      rd.bytes(pad);
+      vector_records_[key] = std::string_view(rd.pos(), rd.left());
+    } else {
+      graph_seq_[key] = rd.u64();
+      graph_records_[key] = std::string_view(rd.pos(), rd.left());
+    }
+    if (!rd.ok()) return Status(Code::Corrupt, "vector index record cut short " + at(r.offset));
+    return Status::ok();
+  }
   Reader rd(r.body);
   switch (r.kind) {
     case format::kCatalog: {
@@ -339,7 +383,28 @@ Status Engine::load(std::string bytes) {
     for (const IdEntry& en : it->second) bytes_total += arena_.body(en.loc).size();
     coll->bytes = bytes_total;
     coll->ids.assign(std::move(it->second));
+
+    // Vector indexes: the persisted table and graph, or a rebuild.
+    for (const Field& f : coll->def.fields) {
+      if (f.index.kind != IndexKind::Hnsw) continue;
+      uint64_t key = (uint64_t)cid << 32 | f.id;
+      auto v = vector_records_.find(key);
+      auto g = graph_records_.find(key);
+      auto index = std::make_unique<HnswIndex>(f.type.dim, f.type.f16, f.index.hnsw);
+      bool ok = v != vector_records_.end() && g != graph_records_.end() && graph_seq_[key] == seq_ &&
+                index->load(v->second, g->second, UINT64_MAX) && index->documents() <= coll->ids.size();
+      if (!ok) {
+        KF_TRY(build_index(coll, f, &index));
+        report_.index_rebuilt = true;
+        report_.warnings.push_back("the vector index of '" + coll->def.name + "." + f.name +
+                                   "' was missing or did not validate and was rebuilt from the documents");
+      }
+      coll->vindex[f.id] = std::move(index);
+    }
   }
+  vector_records_.clear();
+  graph_records_.clear();
+  graph_seq_.clear();
 
   // Replay the tail over the image.
   for (const RecordView& w : writes) {
@@ -387,6 +452,17 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         c->bytes += b.size();
         if (id >= c->next_id) c->next_id = id == INT64_MAX ? id : id + 1;
+        for (auto& [fid, index] : c->vindex) {
+          Value v;
+          KF_TRY(decode_field(b, fid, &v));
+          if (v.kind() == Kind::Vector && v.vec().size() == index->dim()) {
+            KF_TRY(index->prepare(v.vec().data(), &prepared_, "vector"));
+            index->put(id, prepared_.data());
+          } else {
+            index->remove(id);
+          }
+          touched_.push_back(index.get());
+        }
         break;
       }
       case format::kOpDel: {
@@ -395,6 +471,7 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
         if (!c) return Status(Code::Corrupt, "a delete for an unknown collection");
         uint64_t old = c->ids.erase(id);
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
+        for (auto& [fid, index] : c->vindex) index->remove(id);
         break;
       }
       case format::kOpDefine: {
@@ -409,6 +486,7 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
           c->next_id = next_id;
           by_id_[c->def.id] = c.get();
           next_coll_id_ = std::max(next_coll_id_, c->def.id + 1);
+          KF_TRY(sync_indexes(c.get()));
           colls_[c->def.name] = std::move(c);
         } else {
           Collection* c = it->second;
@@ -419,6 +497,7 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
             node.key() = c->def.name;
             colls_.insert(std::move(node));
           }
+          KF_TRY(sync_indexes(c));
         }
         break;
       }
@@ -435,7 +514,48 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
   }
   if (!r.ok()) return Status(Code::Corrupt, "write record cut short");
   (void)replay;
+  // New vectors are linked once per record: the same writes give the same graph.
+  std::sort(touched_.begin(), touched_.end());
+  touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+  for (HnswIndex* index : touched_) index->link_pending(build_threads());
+  touched_.clear();
   seq_ = seq;
+  return Status::ok();
+}
+
+Status Engine::build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out) {
+  auto index = std::make_unique<HnswIndex>(f.type.dim, f.type.f16, f.index.hnsw);
+  Status st;
+  Value v;
+  c->ids.scan([&](const IdEntry& e) {
+    st = decode_field(arena_.body(e.loc), f.id, &v);
+    if (st.is_ok() && v.kind() == Kind::Vector && v.vec().size() == f.type.dim) {
+      st = index->prepare(v.vec().data(), &prepared_, f.name);
+      if (st.is_ok()) index->put(e.id, prepared_.data());
+    }
+    return st.is_ok();
+  });
+  KF_TRY(st);
+  index->link_pending(build_threads());
+  *out = std::move(index);
+  return Status::ok();
+}
+
+Status Engine::sync_indexes(Collection* c) {
+  for (auto it = c->vindex.begin(); it != c->vindex.end();) {
+    const Field* f = c->def.field_by_id(it->first);
+    if (!f || f->index.kind != IndexKind::Hnsw || !(f->index.hnsw == it->second->params()))
+      it = c->vindex.erase(it);
+    else
+      ++it;
+  }
+  for (const Field& f : c->def.fields) {
+    if (f.index.kind != IndexKind::Hnsw || c->vindex.count(f.id)) continue;
+    std::unique_ptr<HnswIndex> index;
+    KF_TRY(build_index(c, f, &index));
+    if (index->nodes()) checkpoint_soon_ = true;
+    c->vindex[f.id] = std::move(index);
+  }
   return Status::ok();
 }
 
@@ -452,7 +572,7 @@ Result<uint64_t> Engine::commit(std::string_view ops, uint32_t nops) {
   put_u64(body, seq_ + 1);
   put_varint(body, nops);
   body.append(ops);
-  if (body.size() > kMaxRecordBytes) return Status(Code::Limit, "one write is larger than the 1 GiB record limit");
+  if (body.size() > kMaxWriteBytes) return Status(Code::Limit, "one write is larger than the 1 GiB record limit");
   std::string frame;
   frame.reserve(body.size() + format::kFrameOverhead);
   append_record(frame, format::kWrite, body);
@@ -473,7 +593,8 @@ Result<uint64_t> Engine::commit(std::string_view ops, uint32_t nops) {
     std::lock_guard g(sync_mu_);
     written_seq_ = seq_;
   }
-  if (opts_.auto_checkpoint && checkpoint_worthwhile(false)) {
+  if (opts_.auto_checkpoint && (checkpoint_worthwhile(false) || checkpoint_soon_)) {
+    checkpoint_soon_ = false;
     Status cs = checkpoint_locked();
     if (!cs.is_ok() && !failed_) {
       // The write itself is in the file; a failed automatic checkpoint leaves it there.
@@ -547,10 +668,14 @@ void Engine::flusher_loop() {
 
 // ---------------------------------------------------------------- checkpoint
 
-std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids) {
+std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables) {
   std::string out;
   uint64_t total = format::kHeaderSize + 64;
-  for (auto& [name, c] : colls_) total += c->bytes + c->ids.size() * 28 + 64;
+  for (auto& [name, c] : colls_) {
+    total += c->bytes + c->ids.size() * 28 + 64;
+    for (auto& [fid, index] : c->vindex) total += index->memory_bytes() + index->nodes() * index->dim() * 4;
+  }
+  tables->clear();
   out.reserve(total);
   append_header(out);
   uint64_t records = 0, docs = 0;
@@ -599,6 +724,29 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids) {
     append_record(out, format::kIdIndex, ib);
     records++;
     new_ids->push_back(std::move(ids));
+
+    for (auto& [fid, index] : c->vindex) {
+      std::string vec, graph;
+      std::string head;
+      put_varint(head, c->def.id);
+      put_varint(head, fid);
+      // Pad so the table starts 16-byte aligned in the file (and in memory).
+      uint64_t start = out.size() + 5 + head.size() + 1;
+      uint8_t pad = (uint8_t)((16 - start % 16) % 16);
+      put_u8(head, pad);
+      head.append(pad, '\0');
+      index->serialize(vec, graph);
+      tables->push_back({index.get(), out.size() + 5 + head.size()});
+      head += vec;
+      append_record(out, format::kVectors, head);
+      std::string gb;
+      put_varint(gb, c->def.id);
+      put_varint(gb, fid);
+      put_u64(gb, seq_);
+      gb += graph;
+      append_record(out, format::kGraph, gb);
+      records += 2;
+    }
   }
   std::string end;
   put_u64(end, seq_);
@@ -611,7 +759,8 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids) {
 Status Engine::checkpoint_locked() {
   KF_TRY(check_writable());
   std::vector<std::vector<IdEntry>> new_ids;
-  std::string image = build_image(&new_ids);
+  std::vector<TableAt> tables;
+  std::string image = build_image(&new_ids, &tables);
   const std::string side = name_ + "~";
   {
     KF_ASSIGN(auto f, fs_.open(side, OpenFlags{true, true}));
@@ -636,6 +785,7 @@ Status Engine::checkpoint_locked() {
   arena_.reset(std::move(image));
   size_t i = 0;
   for (auto& [name, c] : colls_) c->ids.assign(std::move(new_ids[i++]));
+  for (const TableAt& t : tables) t.index->rebase(arena_.segment(0).data() + t.offset);
   return Status::ok();
 }
 
@@ -677,6 +827,7 @@ Stats Engine::stats() {
   s.memory_bytes = arena_.memory_bytes();
   for (auto& [name, c] : colls_) {
     s.memory_bytes += c->ids.memory_bytes();
+    for (auto& [fid, index] : c->vindex) s.memory_bytes += index->memory_bytes();
     s.collections.push_back({name, c->ids.size(), c->bytes});
   }
   return s;

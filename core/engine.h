@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "db.h"
+#include "index/hnsw.h"
 #include "query/ast.h"
 #include "schema.h"
 #include "storage/id_index.h"
@@ -45,6 +46,7 @@ struct Collection {
   int64_t next_id = 1;
   IdIndex ids;
   uint64_t bytes = 0;  // live encoded bytes
+  std::map<uint32_t, std::unique_ptr<HnswIndex>> vindex;  // by field id
 };
 
 class Engine {
@@ -69,6 +71,8 @@ class Engine {
   Result<uint64_t> commit(std::string_view ops, uint32_t nops);
   Result<QueryResult> execute_read(const Statement& st, const std::vector<Value>& params);
   Result<QueryResult> execute_write(const Statement& st, const std::vector<Value>& params);
+  Result<QueryResult> near_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
+                                 int64_t offset);
 
  private:
   Engine(FileSystem& fs, std::string name, OpenOptions o);
@@ -76,8 +80,15 @@ class Engine {
   Status apply_image_record(const struct RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
                             std::map<uint32_t, std::vector<IdEntry>>* idx);
   Status apply_write(std::string_view body, uint32_t seg, uint64_t body_off, bool replay);
+  // Makes the vector indexes match the definition: drops stale ones, builds new ones.
+  Status sync_indexes(Collection* c);
+  Status build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out);
   Status checkpoint_locked();
-  std::string build_image(std::vector<std::vector<IdEntry>>* new_ids);
+  struct TableAt {
+    HnswIndex* index;
+    uint64_t offset;  // of the vector table in the image
+  };
+  std::string build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables);
   Status sync_to(uint64_t seq);
   Status check_writable() const;
   bool checkpoint_worthwhile(bool closing) const;
@@ -100,6 +111,12 @@ class Engine {
   uint64_t write_pos_ = 0;    // end of the file
   uint64_t image_bytes_ = 0;
   uint64_t tail_records_ = 0;
+  bool checkpoint_soon_ = false;  // an index was built: persist it
+  std::vector<HnswIndex*> touched_;  // indexes with nodes to link after a record
+  std::vector<float> prepared_;
+  // Vector index records seen while loading the image, by collection << 32 | field.
+  std::map<uint64_t, std::string_view> vector_records_, graph_records_;
+  std::map<uint64_t, uint64_t> graph_seq_;
 
   // Durability: flushes happen outside mu_, shared by concurrent writers.
   std::mutex sync_mu_;
@@ -116,6 +133,9 @@ class Engine {
   bool stop_flusher_ = false;
 #endif
 };
+
+// Threads for parallel index builds (1 in WASM).
+int build_threads();
 
 // Collection definitions in records.
 void encode_def(const CollectionDef& d, int64_t next_id, std::string& out);

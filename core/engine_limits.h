@@ -6,7 +6,8 @@ namespace kitfox {
 
 constexpr int kMaxDepth = 64;                       // nesting of lists/objects in values
 constexpr uint64_t kMaxDocumentBytes = 16u << 20;   // one encoded document
-constexpr uint64_t kMaxRecordBytes = 1u << 30;      // one record in the file
+constexpr uint64_t kMaxRecordBytes = 0xFFFFFF00u;    // one record in the file (a vector table may be large)
+constexpr uint64_t kMaxWriteBytes = 1u << 30;       // one write statement's record
 constexpr uint64_t kMaxStatementBytes = 256u << 20; // one statement's text
 constexpr uint32_t kMaxVectorDim = 65536;
 constexpr uint32_t kMaxFields = 4096;               // fields per collection

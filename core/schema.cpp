@@ -30,6 +30,13 @@ std::string type_name(const Type& t) {
   return scalar_name(t.kind);
 }
 
+std::string index_name(const IndexSpec& s) {
+  if (s.kind != IndexKind::Hnsw) return "";
+  const char* m = s.hnsw.metric == Metric::L2 ? "l2" : s.hnsw.metric == Metric::Dot ? "dot" : "cosine";
+  return std::string("hnsw(") + m + ", m=" + std::to_string(s.hnsw.m) + ", ef_construction=" +
+         std::to_string(s.hnsw.ef_construction) + ", ef_search=" + std::to_string(s.hnsw.ef_search) + ")";
+}
+
 const Field* CollectionDef::field(std::string_view n) const {
   for (const Field& f : fields)
     if (f.name == n) return &f;

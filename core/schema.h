@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "index/params.h"
 #include "status.h"
 #include "value.h"
 
@@ -27,7 +28,10 @@ struct Field {
   std::string name;
   Type type;
   bool required = false;
+  IndexSpec index;
 };
+
+std::string index_name(const IndexSpec& s);
 
 struct CollectionDef {
   uint32_t id = 0;

@@ -12,9 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace kitfox {
+#include "params.h"
 
-enum class Metric : uint8_t { Cosine = 1, L2 = 2, Dot = 3 };
+namespace kitfox {
 
 // sum a[i]*b[i]
 float dot_f32(const float* a, const float* b, size_t n);

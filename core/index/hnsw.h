@@ -27,13 +27,6 @@
 
 namespace kitfox {
 
-struct HnswParams {
-  Metric metric = Metric::Cosine;
-  uint32_t m = 16;
-  uint32_t ef_construction = 200;
-  uint32_t ef_search = 100;
-};
-
 const char* metric_name(Metric m);
 
 struct Hit {
@@ -62,7 +55,19 @@ class HnswIndex {
   // The new node is linked by link_pending().
   void put(int64_t doc, const float* v);
   void remove(int64_t doc);
-  bool has(int64_t doc) { build_doc_map(); return doc_node_.count(doc) > 0; }
+  // The node holding document `doc`'s vector, or -1.
+  int64_t node_of(int64_t doc) {
+    build_doc_map();
+    auto it = doc_node_.find(doc);
+    return it == doc_node_.end() ? -1 : (int64_t)it->second;
+  }
+  // After a checkpoint: the table now lives at `base` (same contents).
+  void rebase(const char* base) {
+    base_ = base;
+    base_n_ = (uint32_t)levels_.size();
+    extra_.clear();
+    extra_.shrink_to_fit();
+  }
   void link_pending(int threads);
   size_t pending() const { return levels_.size() - linked_; }
 

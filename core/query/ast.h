@@ -44,13 +44,14 @@ struct Expr {
 
 enum class StmtKind : uint8_t {
   CreateCollection, DropCollection, AlterAdd, AlterDrop, AlterRename, Collections, Describe,
-  Put, Insert, Set, Del, Get, Checkpoint, Compact,
+  Put, Insert, Set, Del, Get, Checkpoint, Compact, CreateIndex, DropIndex,
 };
 
 struct FieldDecl {
   std::string name;
   Type type;
   bool required = false;
+  IndexSpec index;
   int64_t pos = 0;
 };
 
@@ -88,6 +89,13 @@ struct Statement {
   std::vector<OrderKey> order;
   ExprPtr limit, offset;
   bool count = false;
+  // near FIELD VALUE [ef N] [exact]
+  std::string near_field;
+  int64_t near_pos = -1;
+  ExprPtr near_value, near_ef;
+  bool near_exact = false;
+  IndexSpec index;  // create index
+  int64_t index_pos = 0;
 
   bool is_write() const {
     return kind != StmtKind::Get && kind != StmtKind::Collections && kind != StmtKind::Describe &&

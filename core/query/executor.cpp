@@ -2,6 +2,7 @@
 // writes under the exclusive one; a write builds every op first and commits
 // them as one record, so a failed statement changes nothing.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "../codec.h"
@@ -48,6 +49,8 @@ Status check_expr(const CollectionDef& def, const Expr& e) {
   for (const ExprPtr& k : e.kids) KF_TRY(check_expr(def, *k));
   return Status::ok();
 }
+
+}  // namespace
 
 class Evaluator {
  public:
@@ -219,6 +222,8 @@ class Evaluator {
   const std::vector<Value>& params_;
 };
 
+namespace {
+
 Result<int64_t> count_arg(const Evaluator& ev, const ExprPtr& e, const char* what) {
   if (!e) return (int64_t)-1;
   Value v;
@@ -289,6 +294,26 @@ Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* w
   return st;
 }
 
+}  // namespace
+
+Value project_row(const Statement& st, Value doc) {
+  if (st.select.empty()) return doc;
+  Value r = Value::object();
+  r.append("id", *doc.get("id"));
+  for (const SelectItem& s : st.select) {
+    if (s.path.size() == 1 && s.path[0] == "id") continue;
+    const Value* v = &doc;
+    for (const std::string& k : s.path) {
+      v = v->kind() == Kind::Object ? v->get(k) : nullptr;
+      if (!v) break;
+    }
+    r.append(join(s.path), v ? *v : Value());
+  }
+  return r;
+}
+
+namespace {
+
 Value row1(const char* k, Value v) {
   Value r = Value::object();
   r.append(k, std::move(v));
@@ -323,6 +348,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
       r.append("field", Value::text(f.name));
       r.append("type", Value::text(type_name(f.type)));
       r.append("required", Value::boolean(f.required));
+      if (f.index.kind != IndexKind::None) r.append("index", Value::text(index_name(f.index)));
       res.rows.push_back(std::move(r));
     }
     return res;
@@ -337,6 +363,8 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
   KF_ASSIGN(int64_t offset, count_arg(ev, st.offset, "offset"));
   if (offset < 0) offset = 0;
 
+  if (st.near_pos >= 0) return near_query(*c, st, ev, limit, offset);
+
   if (st.count) {
     int64_t n = 0;
     if (!st.where) n = (int64_t)c->ids.size();
@@ -345,21 +373,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     return res;
   }
 
-  auto project = [&](Value doc) -> Value {
-    if (st.select.empty()) return doc;
-    Value r = Value::object();
-    r.append("id", *doc.get("id"));
-    for (const SelectItem& s : st.select) {
-      if (s.path.size() == 1 && s.path[0] == "id") continue;
-      const Value* v = &doc;
-      for (const std::string& k : s.path) {
-        v = v->kind() == Kind::Object ? v->get(k) : nullptr;
-        if (!v) break;
-      }
-      r.append(join(s.path), v ? *v : Value());
-    }
-    return r;
-  };
+  auto project = [&](Value doc) -> Value { return project_row(st, std::move(doc)); };
 
   if (st.order.empty()) {
     int64_t skipped = 0;
@@ -413,6 +427,164 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     std::stable_sort(items.begin(), items.end(), less);
   }
   for (size_t i = (size_t)offset; i < want; i++) res.rows.push_back(project(std::move(items[i].doc)));
+  return res;
+}
+
+
+// ---------------------------------------------------------------- near
+
+namespace {
+
+// The distance shown to users: cosine 1 - cos, l2 Euclidean, dot -a.b. It is
+// a float; shown as the double with the float's shortest decimal form (0.1,
+// not 0.10000000149011612).
+double shown_distance(Metric m, float d) {
+  float f = m == Metric::L2 ? std::sqrt(d) : d;
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  double out = 0;
+  std::from_chars(buf, r.ptr, out);
+  return out;
+}
+
+struct DocHit {
+  float distance;
+  int64_t id;
+  bool operator<(const DocHit& o) const { return distance < o.distance || (distance == o.distance && id < o.id); }
+};
+
+void keep_best(std::vector<DocHit>& heap, size_t k, DocHit h) {
+  if (heap.size() < k) {
+    heap.push_back(h);
+    std::push_heap(heap.begin(), heap.end());
+  } else if (k && h < heap.front()) {
+    std::pop_heap(heap.begin(), heap.end());
+    heap.back() = h;
+    std::push_heap(heap.begin(), heap.end());
+  }
+}
+
+}  // namespace
+
+Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const Evaluator& ev, int64_t limit,
+                                       int64_t offset) {
+  if (st.count) return Status(Code::Syntax, "'count' cannot be combined with 'near'", st.near_pos);
+  if (!st.order.empty()) return Status(Code::Syntax, "'near' orders rows by distance; it cannot be combined with 'order'", st.order[0].pos);
+  const Field* f = c.def.field(st.near_field);
+  if (!f) return not_found_field(st.near_field, c.def, st.near_pos);
+  if (f->type.kind != TypeKind::Vector)
+    return Status(Code::Type, "'near' needs a vector field; '" + f->name + "' is " + type_name(f->type), st.near_pos);
+  Value raw, qv;
+  KF_TRY(ev.constant(*st.near_value, &raw));
+  Type qt = f->type;
+  qt.f16 = false;
+  Status cs = coerce(raw, qt, "near " + f->name, &qv);
+  if (!cs.is_ok()) return Status(cs.code(), cs.message(), st.near_value->pos);
+  KF_ASSIGN(int64_t ef, count_arg(ev, st.near_ef, "ef"));
+  if (st.near_ef && (ef < 1 || ef > 100000)) return Status(Code::Invalid, "ef must be between 1 and 100000", st.near_ef->pos);
+  size_t k = limit < 0 ? 10 : (size_t)limit;
+  size_t need = (size_t)offset + k;
+
+  auto it = c.vindex.find(f->id);
+  HnswIndex* index = it == c.vindex.end() ? nullptr : it->second.get();
+  HnswParams params = index ? index->params() : HnswParams{};
+  HnswIndex shape(f->type.dim, false, params);  // prepares queries (and documents, without an index)
+  std::vector<float> q;
+  Status ps = (index ? index : &shape)->prepare(qv.vec().data(), &q, "near " + f->name);
+  if (!ps.is_ok()) return Status(ps.code(), ps.message(), st.near_value->pos);
+  if (ef < 0) ef = params.ef_search;
+
+  // Filter test of one document.
+  Value doc, t;
+  Status inner;
+  auto passes = [&](int64_t id) {
+    if (!st.where) return true;
+    const uint64_t* loc = c.ids.find(id);
+    if (!loc) return false;
+    inner = decode_document(c.def, id, body(*loc), &doc);
+    if (inner.is_ok()) inner = ev.eval(*st.where, doc, &t);
+    return inner.is_ok() && Evaluator::truthy(t);
+  };
+
+  std::vector<DocHit> heap;  // max-heap of the best `need`
+  std::vector<int64_t> ids;
+  auto exact_filtered = [&]() -> Status {
+    heap.clear();
+    std::vector<float> v;
+    return scan_where(*this, c, ev, st.where.get(), [&](const Value& d) {
+      int64_t id = d.items()[0].as_int();
+      if (index) {
+        int64_t node = index->node_of(id);
+        if (node >= 0) keep_best(heap, need, {index->distance_to(q.data(), (uint32_t)node), id});
+      } else {
+        const Value* fv = d.get(f->name);
+        if (fv && fv->kind() == Kind::Vector && shape.prepare(fv->vec().data(), &v, f->name).is_ok())
+          keep_best(heap, need, {distance(params.metric, q.data(), v.data(), f->type.dim), id});
+      }
+      return true;
+    });
+  };
+  auto expand = [&](const std::vector<Hit>& hits) {
+    heap.clear();
+    for (const Hit& h : hits) {
+      ids.clear();
+      index->docs_of(h.node, &ids);
+      for (int64_t id : ids)
+        if (passes(id)) keep_best(heap, need, {h.distance, id});
+    }
+  };
+
+  if (!index) {
+    KF_TRY(exact_filtered());
+  } else if (!st.where) {
+    std::vector<Hit> hits;
+    if (st.near_exact) index->exact(q.data(), need, nullptr, &hits);
+    else index->search(q.data(), need, (size_t)ef, nullptr, &hits);
+    expand(hits);
+  } else if (st.near_exact) {
+    KF_TRY(exact_filtered());
+  } else {
+    // Plan: estimate how many documents pass from a sample of the graph's nodes.
+    size_t nodes = index->nodes(), sample = std::min<size_t>(nodes, 256), pass = 0, seen = 0;
+    for (size_t i = 0; i < sample; i++) {
+      ids.clear();
+      index->docs_of((uint32_t)(i * nodes / sample), &ids);
+      if (ids.empty()) continue;
+      seen++;
+      pass += passes(ids[0]);
+      KF_TRY(inner);
+    }
+    double est = seen ? (double)pass / (double)seen * (double)index->documents() : 0;
+    if (est < std::max<double>(4.0 * (double)need, 1000.0)) {
+      KF_TRY(exact_filtered());  // few match: searching them all is cheap and exact
+    } else {
+      std::vector<int64_t> tmp;
+      std::function<bool(uint32_t)> accept = [&](uint32_t node) {
+        tmp.clear();
+        index->docs_of(node, &tmp);
+        for (int64_t id : tmp)
+          if (passes(id)) return true;
+        return false;
+      };
+      std::vector<Hit> hits;
+      index->search(q.data(), need, (size_t)ef, accept, &hits);
+      KF_TRY(inner);
+      expand(hits);
+      if (heap.size() < need) KF_TRY(exact_filtered());  // the graph gave too few
+    }
+  }
+  KF_TRY(inner);
+  std::sort(heap.begin(), heap.end());
+  QueryResult res;
+  for (size_t i = (size_t)offset; i < heap.size(); i++) {
+    const uint64_t* loc = c.ids.find(heap[i].id);
+    if (!loc) continue;
+    Value d;
+    KF_TRY(decode_document(c.def, heap[i].id, body(*loc), &d));
+    Value row = project_row(st, std::move(d));
+    row.append("_distance", Value::real(shown_distance(params.metric, heap[i].distance)));
+    res.rows.push_back(std::move(row));
+  }
   return res;
 }
 
@@ -513,7 +685,7 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
       CollectionDef d;
       d.id = next_coll_id_;
       d.name = st.collection;
-      for (const FieldDecl& fd : st.fields) d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required});
+      for (const FieldDecl& fd : st.fields) d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required, fd.index});
       put_u8(ops, format::kOpDefine);
       encode_def(d, 1, ops);
       nops = 1;
@@ -534,7 +706,7 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
         if (fd.required && c->ids.size())
           return Status(Code::Constraint, "cannot add required field '" + fd.name + "': '" + d.name + "' has documents without it", fd.pos);
         if (d.fields.size() >= kMaxFields) return Status(Code::Limit, "too many fields", fd.pos);
-        d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required});
+        d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required, fd.index});
       } else {
         auto it = std::find_if(d.fields.begin(), d.fields.end(), [&](const Field& f) { return f.name == st.field; });
         if (it == d.fields.end()) return not_found_field(st.field, d, st.field_pos);
@@ -544,6 +716,45 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
           if (d.field(st.new_name)) return Status(Code::Exists, "field '" + st.new_name + "' already exists in '" + d.name + "'", st.field_pos);
           it->name = st.new_name;
         }
+      }
+      put_u8(ops, format::kOpDefine);
+      encode_def(d, c->next_id, ops);
+      nops = 1;
+      break;
+    }
+    case StmtKind::CreateIndex:
+    case StmtKind::DropIndex: {
+      CollectionDef d = c->def;
+      Field* f = nullptr;
+      for (Field& x : d.fields)
+        if (x.name == st.field) f = &x;
+      if (!f) return not_found_field(st.field, d, st.field_pos);
+      if (st.kind == StmtKind::DropIndex) {
+        if (f->index.kind == IndexKind::None) {
+          if (st.if_exists) return res;
+          return Status(Code::NotFound, "field '" + f->name + "' has no index", st.field_pos);
+        }
+        f->index = IndexSpec{};
+      } else {
+        if (f->type.kind != TypeKind::Vector)
+          return Status(Code::Type, "@hnsw indexes vector fields; '" + f->name + "' is " + type_name(f->type), st.index_pos);
+        if (f->index.kind != IndexKind::None) {
+          if (st.if_not_exists) return res;
+          return Status(Code::Exists, "field '" + f->name + "' already has an index: " + index_name(f->index), st.field_pos);
+        }
+        // Every stored vector must suit the index (cosine needs a direction).
+        HnswIndex shape(f->type.dim, f->type.f16, st.index.hnsw);
+        std::vector<float> tmp;
+        Status bad;
+        Value v;
+        c->ids.scan([&](const IdEntry& e) {
+          bad = decode_field(body(e.loc), f->id, &v);
+          if (bad.is_ok() && v.kind() == Kind::Vector) bad = shape.prepare(v.vec().data(), &tmp, f->name);
+          if (!bad.is_ok()) bad = Status(bad.code(), "document " + std::to_string(e.id) + ": " + bad.message(), st.index_pos);
+          return bad.is_ok();
+        });
+        KF_TRY(bad);
+        f->index = st.index;
       }
       put_u8(ops, format::kOpDefine);
       encode_def(d, c->next_id, ops);
@@ -572,6 +783,14 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
         if (!s.is_ok()) {
           if (is_list && !lit) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
           return s;
+        }
+        for (auto& [fid, index] : c->vindex) {
+          const Field* vf = c->def.field_by_id(fid);
+          const Value* vv = vf ? fields.get(vf->name) : nullptr;
+          if (vv && vv->kind() == Kind::Vector) {
+            Status ps = index->prepare(vv->vec().data(), &prepared_, vf->name);
+            if (!ps.is_ok()) return Status(ps.code(), ps.message(), pos);
+          }
         }
         if (!has_id) {
           if (next_id == INT64_MAX) return Status(Code::Limit, "no ids left in '" + c->def.name + "'", pos);
@@ -619,6 +838,11 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
         if (!s.is_ok()) return Status(s.code(), s.message(), a.pos);
         if (a.path.size() == 1 && f->required && typed.is_null())
           return Status(Code::Constraint, "required field '" + f->name + "' cannot be set to null", a.pos);
+        auto vi = c->vindex.find(f->id);
+        if (a.path.size() == 1 && vi != c->vindex.end() && typed.kind() == Kind::Vector) {
+          Status ps = vi->second->prepare(typed.vec().data(), &prepared_, f->name);
+          if (!ps.is_ok()) return Status(ps.code(), ps.message(), a.pos);
+        }
         as.push_back({f, &a.path, std::move(typed), a.pos});
       }
       int64_t n = 0;

@@ -35,6 +35,7 @@ const char* tok_name(Tok t) {
     case Tok::Tilde: return "'~'";
     case Tok::Minus: return "'-'";
     case Tok::Star: return "'*'";
+    case Tok::At: return "'@'";
   }
   return "?";
 }
@@ -217,6 +218,7 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
       case '~': single(Tok::Tilde, 1); break;
       case '-': single(Tok::Minus, 1); break;
       case '*': single(Tok::Star, 1); break;
+      case '@': single(Tok::At, 1); break;
       case '=': single(Tok::Eq, n2 == '=' ? 2 : 1); break;
       case '!':
         if (n2 != '=') return Status(Code::Syntax, "unexpected '!' (did you mean '!=' or 'not'?)", p);

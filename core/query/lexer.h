@@ -12,7 +12,7 @@ namespace kitfox {
 enum class Tok : uint8_t {
   End, Ident, Int, Float, String, Param,
   LParen, RParen, LBracket, RBracket, LBrace, RBrace, Comma, Colon, Dot, Semicolon,
-  Eq, Ne, Lt, Le, Gt, Ge, Tilde, Minus, Star,
+  Eq, Ne, Lt, Le, Gt, Ge, Tilde, Minus, Star, At,
 };
 
 struct Token {

@@ -57,6 +57,7 @@ class Parser {
   Status path(std::vector<std::string>* out, int64_t* pos);
   Status type(Type* out);
   Status field_decl(FieldDecl* out);
+  Status index_spec(IndexSpec* out);
   Status value_expr(ExprPtr* out, int depth);  // literal, param, list, object
   Status expr(ExprPtr* out, int depth);
   Status and_expr(ExprPtr* out, int depth);
@@ -151,7 +152,52 @@ Status Parser::field_decl(FieldDecl* out) {
   if (out->name == "id") return Status(Code::Invalid, "'id' is every document's id and cannot be declared", out->pos);
   KF_TRY(type(&out->type));
   out->required = accept_kw("required");
+  if (peek().kind == Tok::At) {
+    int64_t at = peek().pos;
+    KF_TRY(index_spec(&out->index));
+    if (out->index.kind == IndexKind::Hnsw && out->type.kind != TypeKind::Vector)
+      return Status(Code::Type, "@hnsw indexes vector fields; '" + out->name + "' is " + type_name(out->type), at);
+  }
   return Status::ok();
+}
+
+// @hnsw [( [metric] [, m=N] [, ef_construction=N] [, ef_search=N] )]
+Status Parser::index_spec(IndexSpec* out) {
+  KF_TRY(expect(Tok::At));
+  if (!accept_kw("hnsw")) return expected("an index kind (@hnsw)");
+  out->kind = IndexKind::Hnsw;
+  if (!accept(Tok::LParen)) return Status::ok();
+  if (accept(Tok::RParen)) return Status::ok();
+  for (;;) {
+    const Token& t = peek();
+    if (accept_kw("cosine")) out->hnsw.metric = Metric::Cosine;
+    else if (accept_kw("l2")) out->hnsw.metric = Metric::L2;
+    else if (accept_kw("dot")) out->hnsw.metric = Metric::Dot;
+    else if (t.kind == Tok::Ident && (is_kw("m") || is_kw("ef_construction") || is_kw("ef_search") || is_kw("metric"))) {
+      std::string key(next().text);
+      KF_TRY(expect(Tok::Eq));
+      if (key == "metric") {
+        if (accept_kw("cosine")) out->hnsw.metric = Metric::Cosine;
+        else if (accept_kw("l2")) out->hnsw.metric = Metric::L2;
+        else if (accept_kw("dot")) out->hnsw.metric = Metric::Dot;
+        else return expected("cosine, l2 or dot");
+      } else {
+        if (peek().kind != Tok::Int) return expected("a number");
+        const Token& v = next();
+        if (key == "m") {
+          if (v.i < 2 || v.i > 256) return Status(Code::Invalid, "m must be between 2 and 256", v.pos);
+          out->hnsw.m = (uint32_t)v.i;
+        } else {
+          if (v.i < 1 || v.i > 100000) return Status(Code::Invalid, key + " must be between 1 and 100000", v.pos);
+          (key == "ef_construction" ? out->hnsw.ef_construction : out->hnsw.ef_search) = (uint32_t)v.i;
+        }
+      }
+    } else {
+      return expected("cosine, l2, dot, m=, ef_construction= or ef_search=");
+    }
+    if (accept(Tok::Comma)) continue;
+    return expect(Tok::RParen);
+  }
 }
 
 Status Parser::value_expr(ExprPtr* out, int depth) {
@@ -384,6 +430,20 @@ Status Parser::get_clauses(Statement* st) {
       KF_TRY(value_expr(&st->offset, 0));
     } else if (accept_kw("count")) {
       st->count = true;
+    } else if (accept_kw("near")) {
+      if (st->near_pos >= 0) return Status(Code::Syntax, "'near' given twice", t.pos);
+      KF_TRY(name(&st->near_field, &st->near_pos, "a vector field"));
+      KF_TRY(value_expr(&st->near_value, 0));
+      for (;;) {
+        if (accept_kw("ef")) {
+          if (st->near_ef) return Status(Code::Syntax, "'ef' given twice", t.pos);
+          KF_TRY(value_expr(&st->near_ef, 0));
+        } else if (accept_kw("exact")) {
+          st->near_exact = true;
+        } else {
+          break;
+        }
+      }
     } else {
       return Status::ok();
     }
@@ -393,7 +453,36 @@ Status Parser::get_clauses(Statement* st) {
 Status Parser::statement(Statement* st) {
   const Token& first = peek();
   st->pos = first.pos;
-  if (accept_kw("create")) {
+  if (is_kw("create") && is_kw("index", 1)) {
+    next();
+    next();
+    st->kind = StmtKind::CreateIndex;
+    if (accept_kw("if")) {
+      KF_TRY(expect_kw("not"));
+      KF_TRY(expect_kw("exists"));
+      st->if_not_exists = true;
+    }
+    KF_TRY(expect_kw("on"));
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+    KF_TRY(expect(Tok::LParen));
+    KF_TRY(name(&st->field, &st->field_pos, "a field name"));
+    KF_TRY(expect(Tok::RParen));
+    st->index_pos = peek().pos;
+    KF_TRY(index_spec(&st->index));
+  } else if (is_kw("drop") && is_kw("index", 1)) {
+    next();
+    next();
+    st->kind = StmtKind::DropIndex;
+    if (accept_kw("if")) {
+      KF_TRY(expect_kw("exists"));
+      st->if_exists = true;
+    }
+    KF_TRY(expect_kw("on"));
+    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+    KF_TRY(expect(Tok::LParen));
+    KF_TRY(name(&st->field, &st->field_pos, "a field name"));
+    KF_TRY(expect(Tok::RParen));
+  } else if (accept_kw("create")) {
     KF_TRY(expect_kw("collection"));
     st->kind = StmtKind::CreateCollection;
     if (accept_kw("if")) {
@@ -500,7 +589,7 @@ Status Parser::statement(Statement* st) {
   }
   accept(Tok::Semicolon);
   if (peek().kind != Tok::End) {
-    if (st->kind == StmtKind::Get) return expected("select, where, order, limit, offset, count or the end");
+    if (st->kind == StmtKind::Get) return expected("select, where, near, order, limit, offset, count or the end");
     return expected("the end of the statement");
   }
   return Status::ok();

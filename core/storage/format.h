@@ -8,7 +8,8 @@
 //
 //   image  Catalog, then per collection Docs records (chunks of entries
 //          `zigzag varint id | varint len | body`) and one IdIndex record (the
-//          derived id -> file offset table), then ImageEnd. Written whole by a
+//          derived id -> file offset table), per vector index a Vectors and a
+//          Graph record (derived: the table used in place, the links), then ImageEnd. Written whole by a
 //          checkpoint into `NAME~`, flushed, then put in place of NAME.
 //   tail   one Write record per write statement, batch or transaction, each
 //          `u64 sequence | ops...`, appended after ImageEnd.
@@ -44,6 +45,9 @@ enum Kind : uint8_t {
   kDocs = 2,      // varint collection id, varint count, entries
   kIdIndex = 3,   // varint collection id, u64 count, count x {i64 id, u64 file offset of entry's len}
   kImageEnd = 4,  // u64 last sequence, u64 image records before this one, u64 documents
+  kVectors = 5,   // varint collection, varint field, u8 pad, pad bytes (so the table starts
+                  // 16-byte aligned in the file), the vector table: nodes x dim x (4 or 2)
+  kGraph = 6,     // varint collection, varint field, u64 sequence, the HNSW graph (index/hnsw.cpp)
   kWrite = 16,    // u64 sequence, varint op count, ops
 };
 

@@ -97,8 +97,8 @@ TEST_CASE("f16 conversion rounds to nearest and keeps exact values") {
 TEST_CASE("document codec round trip, including after a schema change") {
   CollectionDef def;
   def.name = "t";
-  def.fields = {{1, "a", {TypeKind::Text}}, {2, "b", {TypeKind::Vector, TypeKind::Json, 2, true}},
-                {3, "c", {TypeKind::Json}}};
+  def.fields = {{1, "a", {TypeKind::Text}, false, {}}, {2, "b", {TypeKind::Vector, TypeKind::Json, 2, true}, false, {}},
+                {3, "c", {TypeKind::Json}, false, {}}};
   Value doc = Value::object();
   doc.append("a", Value::text("hello"));
   doc.append("b", Value::vector({0.5f, -1.0f}));

@@ -1,0 +1,25 @@
+// Index declarations, as the schema stores them.
+#pragma once
+#include <cstdint>
+
+namespace kitfox {
+
+enum class Metric : uint8_t { Cosine = 1, L2 = 2, Dot = 3 };
+
+struct HnswParams {
+  Metric metric = Metric::Cosine;
+  uint32_t m = 16;                 // links per node per layer (2m on layer 0)
+  uint32_t ef_construction = 200;  // candidates while linking
+  uint32_t ef_search = 100;        // default candidates while searching
+  bool operator==(const HnswParams&) const = default;
+};
+
+enum class IndexKind : uint8_t { None = 0, Hnsw = 1 };
+
+struct IndexSpec {
+  IndexKind kind = IndexKind::None;
+  HnswParams hnsw;
+  bool operator==(const IndexSpec&) const = default;
+};
+
+}  // namespace kitfox
