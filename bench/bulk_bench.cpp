@@ -46,8 +46,15 @@ namespace {
 
 // ---------------------------------------------------------------- helpers
 
+// The data directory this run made, removed by die() too (unless --keep).
+std::string g_data_dir;
+
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "kitfox_bench: %s\n", what.c_str());
+  if (!g_data_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(g_data_dir, ec);
+  }
   std::exit(1);
 }
 
@@ -496,6 +503,7 @@ int main(int argc, char** argv) {
   tbuf.push_back('\0');
   if (!::mkdtemp(tbuf.data())) die("cannot make a directory under " + opt.dir + ": " + std::strerror(errno));
   const std::string dir = tbuf.data();
+  if (!opt.keep) g_data_dir = dir;
   const std::string kf_lit = dir + "/literal.kfdb", kf_par = dir + "/param.kfdb";
   const std::string kf_warm = dir + "/warm.kfdb", sq_path = dir + "/sqlite.db", sq_warm = dir + "/warm.db";
   auto fs = kitfox::make_posix_file_system();
