@@ -56,7 +56,7 @@ __attribute__((target("avx2"))) float avx2_kernel(const float* a, const float* b
     s2 = _mm256_add_ps(s2, _mm256_mul_ps(a2, b2));
     s3 = _mm256_add_ps(s3, _mm256_mul_ps(a3, b3));
   }
-  __m256 f = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+  __m256 f = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));  // s0+s1 = s[k]+s[k+8]
   float fa[8];
   _mm256_storeu_ps(fa, f);
   float r = reduce8(fa);
@@ -70,6 +70,41 @@ __attribute__((target("avx2"))) float avx2_kernel(const float* a, const float* b
 
 bool has_avx2() {
   static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+// Two 16-lane accumulators hold the same 32 partial sums; folding each one's
+// 256-bit halves first keeps the canonical association
+// (s[k] + s[k+8]) + (s[k+16] + s[k+24]).
+template <bool L2>
+__attribute__((target("avx512f,avx512dq,avx2"))) float avx512_kernel(const float* a, const float* b, size_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+  size_t main = n / 32 * 32;
+  for (size_t i = 0; i < main; i += 32) {
+    __m512 a0 = _mm512_loadu_ps(a + i), a1 = _mm512_loadu_ps(a + i + 16);
+    __m512 b0 = _mm512_loadu_ps(b + i), b1 = _mm512_loadu_ps(b + i + 16);
+    if (L2) {
+      a0 = _mm512_sub_ps(a0, b0), a1 = _mm512_sub_ps(a1, b1);
+      b0 = a0, b1 = a1;
+    }
+    s0 = _mm512_add_ps(s0, _mm512_mul_ps(a0, b0));
+    s1 = _mm512_add_ps(s1, _mm512_mul_ps(a1, b1));
+  }
+  __m256 lo = _mm256_add_ps(_mm512_castps512_ps256(s0), _mm512_extractf32x8_ps(s0, 1));
+  __m256 hi = _mm256_add_ps(_mm512_castps512_ps256(s1), _mm512_extractf32x8_ps(s1, 1));
+  float fa[8];
+  _mm256_storeu_ps(fa, _mm256_add_ps(lo, hi));
+  float r = reduce8(fa);
+  for (size_t i = main; i < n; i++) {
+    float d = L2 ? a[i] - b[i] : a[i];
+    float p = L2 ? d * d : d * b[i];
+    r = r + p;
+  }
+  return r;
+}
+
+bool has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
   return yes;
 }
 #endif
@@ -109,6 +144,7 @@ float simd128_kernel(const float* a, const float* b, size_t n) {
 
 float dot_f32(const float* a, const float* b, size_t n) {
 #ifdef KITFOX_X86
+  if (has_avx512()) return avx512_kernel<false>(a, b, n);
   if (has_avx2()) return avx2_kernel<false>(a, b, n);
 #endif
 #if defined(__wasm_simd128__)
@@ -120,6 +156,7 @@ float dot_f32(const float* a, const float* b, size_t n) {
 
 float l2sq_f32(const float* a, const float* b, size_t n) {
 #ifdef KITFOX_X86
+  if (has_avx512()) return avx512_kernel<true>(a, b, n);
   if (has_avx2()) return avx2_kernel<true>(a, b, n);
 #endif
 #if defined(__wasm_simd128__)
@@ -151,8 +188,33 @@ void f16_to_f32(const uint16_t* in, float* out, size_t n) {
   }
 }
 
+DistanceKernel dot_kernel() {
+#ifdef KITFOX_X86
+  if (has_avx512()) return avx512_kernel<false>;
+  if (has_avx2()) return avx2_kernel<false>;
+#endif
+#if defined(__wasm_simd128__)
+  return simd128_kernel<false>;
+#else
+  return scalar_kernel<false>;
+#endif
+}
+
+DistanceKernel l2sq_kernel() {
+#ifdef KITFOX_X86
+  if (has_avx512()) return avx512_kernel<true>;
+  if (has_avx2()) return avx2_kernel<true>;
+#endif
+#if defined(__wasm_simd128__)
+  return simd128_kernel<true>;
+#else
+  return scalar_kernel<true>;
+#endif
+}
+
 const char* kernel_name() {
 #ifdef KITFOX_X86
+  if (has_avx512()) return "avx512";
   if (has_avx2()) return "avx2";
 #endif
 #if defined(__wasm_simd128__)

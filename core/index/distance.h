@@ -7,7 +7,8 @@
 //   a[k] = (s[k] + s[k+8]) + (s[k+16] + s[k+24]); reduced as
 //   ((a0+a1)+(a2+a3)) + ((a4+a5)+(a6+a7)); then the remaining dimensions are
 //   added one by one. Products and sums are separate roundings (no FMA):
-//   the build uses -ffp-contract=off.
+//   the build uses -ffp-contract=off. AVX-512 (16 lanes) and AVX2 (8 lanes)
+//   are chosen at run time natively, SIMD128 in WASM; all keep that order.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,11 @@ namespace kitfox {
 float dot_f32(const float* a, const float* b, size_t n);
 // sum (a[i]-b[i])^2
 float l2sq_f32(const float* a, const float* b, size_t n);
+
+// The kernel functions themselves, resolved for this CPU once.
+using DistanceKernel = float (*)(const float*, const float*, size_t);
+DistanceKernel dot_kernel();
+DistanceKernel l2sq_kernel();
 
 // Half-precision storage: decoded branch-free to f32 first.
 void f16_to_f32(const uint16_t* in, float* out, size_t n);
@@ -34,7 +40,7 @@ inline float distance(Metric m, const float* a, const float* b, size_t n) {
   }
 }
 
-// The kernel in use: "avx2", "simd128" or "scalar".
+// The kernel in use: "avx512", "avx2", "simd128" or "scalar".
 const char* kernel_name();
 
 }  // namespace kitfox

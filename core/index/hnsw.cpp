@@ -73,6 +73,9 @@ Scratch& scratch() {
 
 HnswIndex::HnswIndex(uint32_t dim, bool f16, HnswParams p) : dim_(dim), f16_(f16), p_(p) {
   vbytes_ = (size_t)dim * (f16 ? 2 : 4);
+  kernel_ = p.metric == Metric::L2 ? l2sq_kernel() : dot_kernel();
+  sign_ = p.metric == Metric::L2 ? 1.0f : -1.0f;
+  bias_ = p.metric == Metric::Cosine ? 1.0f : 0.0f;
 }
 
 Status HnswIndex::prepare(const float* v, std::vector<float>* out, const std::string& what) const {
@@ -97,14 +100,15 @@ Status HnswIndex::prepare(const float* v, std::vector<float>* out, const std::st
 }
 
 const float* HnswIndex::vec(uint32_t node, float* tmp) const {
-  const char* p = node < base_n_ ? base_ + (size_t)node * vbytes_ : extra_.data() + (size_t)(node - base_n_) * vbytes_;
+  const char* p = raw(node);
   if (!f16_) return reinterpret_cast<const float*>(p);
   f16_to_f32(reinterpret_cast<const uint16_t*>(p), tmp, dim_);
   return tmp;
 }
 
 float HnswIndex::dist(const float* q, uint32_t node, float* tmp) const {
-  return distance(p_.metric, q, vec(node, tmp), dim_);
+  // Same values as distance(): 1 - dot, l2sq, -dot.
+  return bias_ + sign_ * kernel_(q, vec(node, tmp), dim_);
 }
 
 float HnswIndex::distance_to(const float* q, uint32_t node) const {
@@ -239,8 +243,9 @@ void HnswIndex::docs_of(uint32_t node, std::vector<int64_t>* out) const {
   }
 }
 
-void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size_t ef, int level,
-                             const std::function<bool(uint32_t)>* accept, std::vector<Hit>* out) const {
+template <typename Accept>
+void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size_t ef, int level, const Accept& accept,
+                             std::vector<Hit>* out) const {
   Scratch& s = scratch();
   s.visit_reset(levels_.size());
   if (f16_ && s.b.size() < dim_) s.b.resize(dim_);
@@ -254,7 +259,7 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
     if (!s.visit(e.node)) continue;
     cand.push_back(e);
     std::push_heap(cand.begin(), cand.end(), HitGreater());
-    if (!accept || (*accept)(e.node)) {
+    if (accept(e.node)) {
       res.push_back(e);
       std::push_heap(res.begin(), res.end(), HitLessF());
       if (res.size() > ef) {
@@ -271,14 +276,26 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
     cand.pop_back();
     const uint32_t* ls = links(c.node, level);
     uint32_t cnt = ls[0];
+    // First the unvisited neighbours, with their vectors prefetched, then the
+    // distances: the loads overlap instead of stalling one by one.
+    uint32_t fresh[512];
+    uint32_t nf = 0;
     for (uint32_t i = 1; i <= cnt; i++) {
       uint32_t n = ls[i];
       if (!s.visit(n)) continue;
+      fresh[nf++] = n;
+      const char* p = raw(n);
+      __builtin_prefetch(p);
+      __builtin_prefetch(p + 64);
+    }
+    if (!cand.empty()) __builtin_prefetch(links(cand.front().node, level));
+    for (uint32_t j = 0; j < nf; j++) {
+      uint32_t n = fresh[j];
       Hit h{dist(q, n, s.b.data()), n};
       if (res.size() < ef || hit_less(h, res.front())) {
         cand.push_back(h);
         std::push_heap(cand.begin(), cand.end(), HitGreater());
-        if (!accept || (*accept)(n)) {
+        if (accept(n)) {
           res.push_back(h);
           std::push_heap(res.begin(), res.end(), HitLessF());
           if (res.size() > ef) {
@@ -299,12 +316,18 @@ void HnswIndex::search(const float* q, size_t k, size_t ef, const std::function<
   if (entry_ < 0 || k == 0) return;
   std::vector<float> tmp(f16_ ? dim_ : 0);
   std::vector<Hit> ep{{dist(q, (uint32_t)entry_, tmp.data()), (uint32_t)entry_}}, next;
+  auto all = [](uint32_t) { return true; };
   for (int l = max_level_; l >= 1; l--) {
-    search_layer(q, ep, kUpperBeam, l, nullptr, &next);
+    search_layer(q, ep, kUpperBeam, l, all, &next);
     ep.swap(next);
   }
-  std::function<bool(uint32_t)> live = [&](uint32_t n) { return refs_[n] > 0 && (!accept || accept(n)); };
-  search_layer(q, ep, std::max(ef, k), 0, &live, out);
+  if (accept) {
+    auto live = [&](uint32_t n) { return refs_[n] > 0 && accept(n); };
+    search_layer(q, ep, std::max(ef, k), 0, live, out);
+  } else {
+    auto live = [&](uint32_t n) { return refs_[n] > 0; };
+    search_layer(q, ep, std::max(ef, k), 0, live, out);
+  }
   if (out->size() > k) out->resize(k);
 }
 
@@ -342,7 +365,7 @@ void HnswIndex::select_neighbors(std::vector<Hit>& cand, uint32_t m, std::vector
     const float* cv = vec(c.node, s.a.data());
     bool keep = true;
     for (uint32_t kept : *out)
-      if (distance(p_.metric, cv, vec(kept, s.b.data()), dim_) < c.distance) {
+      if (bias_ + sign_ * kernel_(cv, vec(kept, s.b.data()), dim_) < c.distance) {
         keep = false;
         break;
       }
@@ -359,12 +382,13 @@ void HnswIndex::find_candidates(uint32_t node, int top, std::vector<std::vector<
   }
   per_level->resize(top + 1);
   std::vector<Hit> ep{{dist(q, (uint32_t)entry_, tmp.data()), (uint32_t)entry_}}, next;
+  auto all = [](uint32_t) { return true; };
   for (int l = max_level_; l > top; l--) {
-    search_layer(q, ep, 1, l, nullptr, &next);
+    search_layer(q, ep, 1, l, all, &next);
     ep.swap(next);
   }
   for (int l = top; l >= 0; l--) {
-    search_layer(q, ep, p_.ef_construction, l, nullptr, &(*per_level)[l]);
+    search_layer(q, ep, p_.ef_construction, l, all, &(*per_level)[l]);
     ep = (*per_level)[l];
   }
 }
@@ -392,15 +416,21 @@ void HnswIndex::add_link(uint32_t from, uint32_t to, int level) {
   for (size_t i = 0; i < kept.size(); i++) ls[1 + i] = kept[i];
 }
 
-void HnswIndex::link_node(uint32_t node, std::vector<std::vector<Hit>>& per_level, uint32_t chunk_start) {
+// Phase B of a chunk (serial, in node order): the node's links from its
+// pre-selected neighbours plus the chunk's earlier nodes. Reverse links are
+// queued for phase C.
+void HnswIndex::link_node(uint32_t node, std::vector<std::vector<Hit>>& per_level, uint32_t chunk_start,
+                          std::vector<LinkRequest>* reverse) {
   int level = levels_[node];
   std::vector<float> qv(dim_), tmp(f16_ ? dim_ : 0);
   const float* q = vec(node, qv.data());
   if (!f16_) memcpy(qv.data(), q, (size_t)dim_ * 4);
   q = qv.data();
   std::vector<uint32_t> chosen;
+  std::vector<Hit> cand;
   for (int l = level; l >= 0; l--) {
-    std::vector<Hit> cand = l < (int)per_level.size() ? per_level[l] : std::vector<Hit>();
+    cand.clear();
+    if (l < (int)per_level.size()) cand = per_level[l];
     for (uint32_t y = chunk_start; y < node; y++)
       if (levels_[y] >= l) cand.push_back({dist(q, y, tmp.data()), y});
     std::sort(cand.begin(), cand.end(), HitLessF());
@@ -408,7 +438,7 @@ void HnswIndex::link_node(uint32_t node, std::vector<std::vector<Hit>>& per_leve
     uint32_t* ls = links(node, l);
     ls[0] = (uint32_t)chosen.size();
     for (size_t i = 0; i < chosen.size(); i++) ls[1 + i] = chosen[i];
-    for (uint32_t c : chosen) add_link(c, node, l);
+    for (uint32_t c : chosen) reverse->push_back({c, (uint8_t)l, node});
   }
   if (entry_ < 0 || level > max_level_) {
     entry_ = node;
@@ -416,31 +446,70 @@ void HnswIndex::link_node(uint32_t node, std::vector<std::vector<Hit>>& per_leve
   }
 }
 
+// Runs f(i) for i in [begin, end): on `threads` threads natively, in order in WASM.
+template <typename F>
+static void parallel_for(uint32_t begin, uint32_t end, int threads, const F& f) {
+#if !defined(__EMSCRIPTEN__)
+  if (threads > 1 && end - begin > 1) {
+    std::atomic<uint32_t> next{begin};
+    auto run = [&] {
+      for (uint32_t i; (i = next.fetch_add(1)) < end;) f(i);
+    };
+    std::vector<std::thread> ts;
+    for (int t = 1; t < threads && t < (int)(end - begin); t++) ts.emplace_back(run);
+    run();
+    for (auto& t : ts) t.join();
+    return;
+  }
+#endif
+  (void)threads;
+  for (uint32_t i = begin; i < end; i++) f(i);
+}
+
 void HnswIndex::link_pending(int threads) {
   std::vector<std::vector<std::vector<Hit>>> found(kChunk);
+  std::vector<LinkRequest> reverse;
+  std::vector<uint32_t> group_start;
   while (linked_ < levels_.size()) {
     uint32_t s = linked_, e = (uint32_t)std::min<size_t>(levels_.size(), s + kChunk);
     for (auto& f : found) f.clear();
+    // A: search the graph as it stood before the chunk and pre-select
+    // neighbours, each node on its own (parallel).
     if (entry_ >= 0) {
-      auto work = [&](uint32_t i) { find_candidates(i, std::min<int>(levels_[i], max_level_), &found[i - s]); };
-#if !defined(__EMSCRIPTEN__)
-      if (threads > 1 && e - s > 1) {
-        std::atomic<uint32_t> next{s};
-        auto run = [&] {
-          for (uint32_t i; (i = next.fetch_add(1)) < e;) work(i);
-        };
-        std::vector<std::thread> ts;
-        for (int t = 1; t < threads; t++) ts.emplace_back(run);
-        run();
-        for (auto& t : ts) t.join();
-      } else
-#endif
-      {
-        (void)threads;
-        for (uint32_t i = s; i < e; i++) work(i);
-      }
+      parallel_for(s, e, threads, [&](uint32_t i) {
+        auto& per = found[i - s];
+        find_candidates(i, std::min<int>(levels_[i], max_level_), &per);
+        std::vector<uint32_t> kept;
+        for (auto& w : per) {
+          select_neighbors(w, p_.m, &kept);
+          std::vector<Hit> sel;
+          for (uint32_t k : kept)
+            for (const Hit& h : w)
+              if (h.node == k) {
+                sel.push_back(h);
+                break;
+              }
+          w.swap(sel);
+        }
+      });
     }
-    for (uint32_t i = s; i < e; i++) link_node(i, found[i - s], s);
+    // B: forward links, in node order.
+    reverse.clear();
+    for (uint32_t i = s; i < e; i++) link_node(i, found[i - s], s, &reverse);
+    // C: reverse links, grouped by the node they change; groups in parallel,
+    // each group in (level, node) order, so the result is the same on any
+    // number of threads.
+    std::sort(reverse.begin(), reverse.end(), [](const LinkRequest& a, const LinkRequest& b) {
+      return a.target != b.target ? a.target < b.target : a.level != b.level ? a.level < b.level : a.from < b.from;
+    });
+    group_start.clear();
+    for (uint32_t i = 0; i < reverse.size(); i++)
+      if (i == 0 || reverse[i].target != reverse[i - 1].target) group_start.push_back(i);
+    group_start.push_back((uint32_t)reverse.size());
+    parallel_for(0, (uint32_t)group_start.size() - 1, threads, [&](uint32_t g) {
+      for (uint32_t i = group_start[g]; i < group_start[g + 1]; i++)
+        add_link(reverse[i].target, reverse[i].from, reverse[i].level);
+    });
     linked_ = e;
   }
 }

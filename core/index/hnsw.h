@@ -92,6 +92,9 @@ class HnswIndex {
   std::string graph_bytes() const;
 
  private:
+  const char* raw(uint32_t node) const {
+    return node < base_n_ ? base_ + (size_t)node * vbytes_ : extra_.data() + (size_t)(node - base_n_) * vbytes_;
+  }
   const float* vec(uint32_t node, float* scratch) const;
   float dist(const float* q, uint32_t node, float* scratch) const;
   uint32_t* links(uint32_t node, int level);
@@ -101,15 +104,27 @@ class HnswIndex {
   uint32_t fingerprint(const float* v) const;
   void build_doc_map();
   struct Candidates;
-  void search_layer(const float* q, const std::vector<Hit>& entry, size_t ef, int level,
-                    const std::function<bool(uint32_t)>* accept, std::vector<Hit>* out) const;
+  // accept(node) decides which visited nodes may be results (all are walked).
+  template <typename Accept>
+  void search_layer(const float* q, const std::vector<Hit>& entry, size_t ef, int level, const Accept& accept,
+                    std::vector<Hit>* out) const;
   void select_neighbors(std::vector<Hit>& cand, uint32_t m, std::vector<uint32_t>* out) const;
   void find_candidates(uint32_t node, int top, std::vector<std::vector<Hit>>* per_level) const;
-  void link_node(uint32_t node, std::vector<std::vector<Hit>>& per_level, uint32_t chunk_start);
+  struct LinkRequest {
+    uint32_t target;
+    uint8_t level;
+    uint32_t from;
+  };
+  void link_node(uint32_t node, std::vector<std::vector<Hit>>& per_level, uint32_t chunk_start,
+                 std::vector<LinkRequest>* reverse);
   void add_link(uint32_t from, uint32_t to, int level);
 
+  using Kernel = float (*)(const float*, const float*, size_t);
   uint32_t dim_;
   bool f16_;
+  Kernel kernel_;  // dot or l2sq, chosen once
+  float sign_;     // distance = bias_ + sign_ * kernel
+  float bias_;
   HnswParams p_;
   size_t vbytes_;  // bytes per stored vector
 
