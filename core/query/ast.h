@@ -23,6 +23,7 @@ enum class ExprKind : uint8_t {
   In,       // kids[0] in kids[1]; negate for `not in`
   Has,      // kids[0] has kids[1]
   IsNull,   // kids[0] is null; negate for `is not null`
+  Call,     // name(kids...): cosine, l2, dot, norm
 };
 
 enum class CmpOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Contains };
@@ -37,7 +38,7 @@ struct Expr {
   int param = 0;
   CmpOp op = CmpOp::Eq;
   bool negate = false;
-  std::vector<std::string> path;
+  std::vector<std::string> path;  // Path; Call: path[0] is the function name
   std::vector<std::string> keys;
   std::vector<ExprPtr> kids;
 };
@@ -55,8 +56,12 @@ struct FieldDecl {
   int64_t pos = 0;
 };
 
+// A select item or an order key: a field path, or an expression (then `expr`
+// is set and `label`, its source text, names the output column).
 struct OrderKey {
   std::vector<std::string> path;
+  ExprPtr expr;
+  std::string label;
   bool desc = false;
   int64_t pos = 0;
 };
@@ -69,6 +74,8 @@ struct Assignment {
 
 struct SelectItem {
   std::vector<std::string> path;
+  ExprPtr expr;
+  std::string label;
   int64_t pos = 0;
 };
 

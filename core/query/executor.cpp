@@ -150,6 +150,7 @@ class Evaluator {
         *out = Value::boolean(a.is_null() != e.negate);
         return Status::ok();
       }
+      case ExprKind::Call: return call(e, doc, out);
       default: return constant(e, out);
     }
   }
@@ -157,6 +158,44 @@ class Evaluator {
   static bool truthy(const Value& v) { return v.kind() == Kind::Bool ? v.as_bool() : !v.is_null(); }
 
  private:
+  // Vector functions, in double precision: cosine(a, b) similarity, l2(a, b)
+  // Euclidean distance, dot(a, b), norm(v). Null in, null out.
+  Status call(const Expr& e, const Value& doc, Value* out) const {
+    const std::string& fn = e.path[0];
+    std::vector<double> v[2];
+    for (size_t i = 0; i < e.kids.size(); i++) {
+      Value a;
+      KF_TRY(eval(*e.kids[i], doc, &a));
+      if (a.is_null()) { *out = Value(); return Status::ok(); }
+      if (a.kind() == Kind::Vector) {
+        v[i].assign(a.vec().begin(), a.vec().end());
+      } else if (a.kind() == Kind::List) {
+        for (const Value& x : a.items()) {
+          if (!x.is_number()) return Status(Code::Type, fn + "() needs vectors or lists of numbers", e.kids[i]->pos);
+          v[i].push_back(x.as_number());
+        }
+      } else {
+        return Status(Code::Type, fn + "() needs vectors, got " + kind_name(a.kind()), e.kids[i]->pos);
+      }
+    }
+    if (e.kids.size() == 2 && v[0].size() != v[1].size())
+      return Status(Code::Type, fn + "(): vectors of " + std::to_string(v[0].size()) + " and " + std::to_string(v[1].size()) + " dimensions", e.pos);
+    double dot = 0, n0 = 0, n1 = 0, l2 = 0;
+    for (size_t i = 0; i < v[0].size(); i++) {
+      n0 += v[0][i] * v[0][i];
+      if (e.kids.size() == 2) {
+        dot += v[0][i] * v[1][i];
+        n1 += v[1][i] * v[1][i];
+        l2 += (v[0][i] - v[1][i]) * (v[0][i] - v[1][i]);
+      }
+    }
+    if (fn == "norm") *out = Value::real(std::sqrt(n0));
+    else if (fn == "dot") *out = Value::real(dot);
+    else if (fn == "l2") *out = Value::real(std::sqrt(l2));
+    else *out = n0 > 0 && n1 > 0 ? Value::real(dot / (std::sqrt(n0) * std::sqrt(n1))) : Value();
+    return Status::ok();
+  }
+
   // Timestamps compare with ISO text and with ints (ms).
   static bool align(const Value& a, const Value& b, Value* a2, Value* b2) {
     *a2 = a;
@@ -296,11 +335,18 @@ Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* w
 
 }  // namespace
 
-Value project_row(const Statement& st, Value doc) {
+Value project_row(const Statement& st, Value doc, const Evaluator& ev, Status* err) {
   if (st.select.empty()) return doc;
   Value r = Value::object();
   r.append("id", *doc.get("id"));
   for (const SelectItem& s : st.select) {
+    if (s.expr) {
+      Value v;
+      Status e = ev.eval(*s.expr, doc, &v);
+      if (!e.is_ok() && err->is_ok()) *err = e;
+      r.append(s.label, std::move(v));
+      continue;
+    }
     if (s.path.size() == 1 && s.path[0] == "id") continue;
     const Value* v = &doc;
     for (const std::string& k : s.path) {
@@ -357,8 +403,8 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
   // get
   Evaluator ev(params);
   if (st.where) KF_TRY(check_expr(c->def, *st.where));
-  for (const SelectItem& s : st.select) KF_TRY(check_path(c->def, s.path, s.pos));
-  for (const OrderKey& k : st.order) KF_TRY(check_path(c->def, k.path, k.pos));
+  for (const SelectItem& s : st.select) KF_TRY(s.expr ? check_expr(c->def, *s.expr) : check_path(c->def, s.path, s.pos));
+  for (const OrderKey& k : st.order) KF_TRY(k.expr ? check_expr(c->def, *k.expr) : check_path(c->def, k.path, k.pos));
   KF_ASSIGN(int64_t limit, count_arg(ev, st.limit, "limit"));
   KF_ASSIGN(int64_t offset, count_arg(ev, st.offset, "offset"));
   if (offset < 0) offset = 0;
@@ -373,7 +419,8 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     return res;
   }
 
-  auto project = [&](Value doc) -> Value { return project_row(st, std::move(doc)); };
+  Status perr;
+  auto project = [&](Value doc) -> Value { return project_row(st, std::move(doc), ev, &perr); };
 
   if (st.order.empty()) {
     int64_t skipped = 0;
@@ -381,8 +428,9 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
       if (skipped < offset) { skipped++; return true; }
       if (limit >= 0 && (int64_t)res.rows.size() >= limit) return false;
       res.rows.push_back(project(doc));
-      return limit < 0 || (int64_t)res.rows.size() < limit;
+      return perr.is_ok() && (limit < 0 || (int64_t)res.rows.size() < limit);
     }));
+    KF_TRY(perr);
     return res;
   }
 
@@ -396,6 +444,13 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
   KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value& doc) {
     Item it;
     for (const OrderKey& k : st.order) {
+      if (k.expr) {
+        Value kv;
+        perr = ev.eval(*k.expr, doc, &kv);
+        if (!perr.is_ok()) return false;
+        it.keys.push_back(std::move(kv));
+        continue;
+      }
       const Value* v = &doc;
       for (const std::string& p : k.path) {
         v = v->kind() == Kind::Object ? v->get(p) : nullptr;
@@ -407,6 +462,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     items.push_back(std::move(it));
     return true;
   }));
+  KF_TRY(perr);
   auto less = [&](const Item& a, const Item& b) {
     for (size_t i = 0; i < st.order.size(); i++) {
       int c2 = compare(a.keys[i], b.keys[i]);
@@ -427,6 +483,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     std::stable_sort(items.begin(), items.end(), less);
   }
   for (size_t i = (size_t)offset; i < want; i++) res.rows.push_back(project(std::move(items[i].doc)));
+  KF_TRY(perr);
   return res;
 }
 
@@ -581,7 +638,9 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
     if (!loc) continue;
     Value d;
     KF_TRY(decode_document(c.def, heap[i].id, body(*loc), &d));
-    Value row = project_row(st, std::move(d));
+    Status perr;
+    Value row = project_row(st, std::move(d), ev, &perr);
+    KF_TRY(perr);
     row.append("_distance", Value::real(shown_distance(params.metric, heap[i].distance)));
     res.rows.push_back(std::move(row));
   }

@@ -13,7 +13,7 @@ bool iequals(std::string_view a, const char* b);
 
 class Parser {
  public:
-  explicit Parser(std::vector<Token>& toks) : t_(toks) {}
+  Parser(std::vector<Token>& toks, std::string_view text) : t_(toks), text_(text) {}
 
   Status statement(Statement* st);
 
@@ -70,7 +70,12 @@ class Parser {
     return Status::ok();
   }
 
+  // A select item or order key: a path, or any expression labelled by its text.
+  template <typename Item>
+  Status item(Item* out);
+
   std::vector<Token>& t_;
+  std::string_view text_;
   size_t i_ = 0;
 };
 
@@ -298,6 +303,32 @@ Status Parser::operand(ExprPtr* out, int depth) {
     KF_TRY(expr(out, depth + 1));
     return expect(Tok::RParen);
   }
+  if (t.kind == Tok::Ident && peek(1).kind == Tok::LParen) {
+    static const char* kFunctions[] = {"cosine", "l2", "dot", "norm"};
+    std::string fname(t.text);
+    bool known = false;
+    for (const char* f : kFunctions) known |= iequals(t.text, f);
+    if (!known) return Status(Code::Syntax, "unknown function '" + fname + "' (functions: cosine, l2, dot, norm)", t.pos);
+    *out = make(ExprKind::Call, t.pos);
+    for (char& ch : fname) ch = (ch >= 'A' && ch <= 'Z') ? char(ch + 32) : ch;
+    (*out)->path.push_back(fname);
+    next();
+    next();
+    if (!accept(Tok::RParen)) {
+      for (;;) {
+        ExprPtr a;
+        KF_TRY(expr(&a, depth + 1));
+        (*out)->kids.push_back(std::move(a));
+        if (accept(Tok::Comma)) continue;
+        KF_TRY(expect(Tok::RParen));
+        break;
+      }
+    }
+    size_t want = fname == "norm" ? 1 : 2;
+    if ((*out)->kids.size() != want)
+      return Status(Code::Syntax, fname + "() takes " + std::to_string(want) + (want == 1 ? " argument" : " arguments"), t.pos);
+    return Status::ok();
+  }
   if (t.kind == Tok::Ident && !is_kw("true") && !is_kw("false") && !is_kw("null")) {
     *out = make(ExprKind::Path, t.pos);
     int64_t p;
@@ -396,6 +427,19 @@ Status Parser::expr(ExprPtr* out, int depth) {
   return Status::ok();
 }
 
+template <typename Item>
+Status Parser::item(Item* out) {
+  out->pos = peek().pos;
+  if (peek().kind == Tok::End) return expected("a field name");
+  if (peek().kind == Tok::Ident && peek(1).kind != Tok::LParen) return path(&out->path, &out->pos);
+  size_t first = i_;
+  KF_TRY(operand(&out->expr, 0));
+  const Token& last = t_[i_ - 1];
+  size_t end = last.pos + last.text.size();
+  out->label = std::string(text_.substr(t_[first].pos, end - t_[first].pos));
+  return Status::ok();
+}
+
 Status Parser::get_clauses(Statement* st) {
   bool seen_select = false, seen_order = false;
   for (;;) {
@@ -405,7 +449,7 @@ Status Parser::get_clauses(Statement* st) {
       seen_select = true;
       do {
         SelectItem s;
-        KF_TRY(path(&s.path, &s.pos));
+        KF_TRY(item(&s));
         st->select.push_back(std::move(s));
       } while (accept(Tok::Comma));
     } else if (accept_kw("where")) {
@@ -417,7 +461,7 @@ Status Parser::get_clauses(Statement* st) {
       accept_kw("by");
       do {
         OrderKey k;
-        KF_TRY(path(&k.path, &k.pos));
+        KF_TRY(item(&k));
         if (accept_kw("desc")) k.desc = true;
         else accept_kw("asc");
         st->order.push_back(std::move(k));
@@ -601,7 +645,7 @@ Status parse_statement(std::string_view text, Statement* out) {
   if (text.size() > kMaxStatementBytes) return Status(Code::Limit, "statement longer than 256 MiB", 0);
   std::vector<Token> toks;
   KF_TRY(tokenize(text, &toks));
-  Parser p(toks);
+  Parser p(toks, text);
   return p.statement(out);
 }
 
