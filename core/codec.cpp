@@ -4,7 +4,12 @@
 
 namespace kitfox {
 
-enum Tag : uint8_t { kFalse = 1, kTrue, kInt, kFloat, kText, kBytes, kTimestamp, kList, kObject, kVecF32, kVecF16 };
+enum Tag : uint8_t { kFalse = 1, kTrue, kInt, kFloat, kText, kBytes, kTimestamp, kList, kObject, kVecF32, kVecF16, kVecRef };
+
+void encode_vector_ref(std::string& out, uint64_t node) {
+  put_u8(out, kVecRef);
+  put_varint(out, node);
+}
 
 uint16_t float_to_half(float f) {
   uint32_t x;
@@ -177,24 +182,10 @@ void encode_document(const CollectionDef& def, const Value& fields, std::string&
   }
 }
 
-Status decode_document(const CollectionDef& def, int64_t id, std::string_view body, Value* out) {
-  Reader r(body);
-  *out = Value::object();
-  out->append("id", Value::integer(id));
-  uint64_t n = r.varint();
-  for (uint64_t i = 0; i < n && r.ok(); i++) {
-    uint32_t fid = (uint32_t)r.varint();
-    Value v;
-    KF_TRY(decode_value(r, &v, 0));
-    if (const Field* f = def.field_by_id(fid)) out->append(f->name, std::move(v));
-  }
-  if (!r.ok()) return Status(Code::Corrupt, "document " + std::to_string(id) + " is cut short");
-  return Status::ok();
-}
-
 static void skip_value(Reader& r) {
   uint8_t tag = r.u8();
   switch (tag) {
+    case kVecRef: r.varint(); return;
     case kInt: case kTimestamp: r.varint(); return;
     case kFloat: r.u64(); return;
     case kText: case kBytes: r.str(); return;
@@ -207,12 +198,45 @@ static void skip_value(Reader& r) {
   }
 }
 
-Status decode_field(std::string_view body, uint32_t field_id, Value* out) {
+// A field value: a tag-12 reference is resolved through `vs`.
+static Status decode_field_value(Reader& r, uint32_t fid, Value* out, const VectorSource* vs) {
+  if (r.left() && (uint8_t)*r.pos() == kVecRef) {
+    r.u8();
+    uint64_t node = r.varint();
+    if (!r.ok() || !vs || !vs->vector(fid, node, out))
+      return Status(Code::Corrupt, "a vector reference to node " + std::to_string(node) + " that its table does not hold");
+    return Status::ok();
+  }
+  return decode_value(r, out, 0);
+}
+
+Status decode_document(const CollectionDef& def, int64_t id, std::string_view body, Value* out,
+                       const VectorSource* vs) {
+  Reader r(body);
+  *out = Value::object();
+  out->append("id", Value::integer(id));
+  uint64_t n = r.varint();
+  for (uint64_t i = 0; i < n && r.ok(); i++) {
+    uint32_t fid = (uint32_t)r.varint();
+    const Field* f = def.field_by_id(fid);
+    if (!f) {  // a dropped field: skipped unread
+      skip_value(r);
+      continue;
+    }
+    Value v;
+    KF_TRY(decode_field_value(r, fid, &v, vs));
+    out->append(f->name, std::move(v));
+  }
+  if (!r.ok()) return Status(Code::Corrupt, "document " + std::to_string(id) + " is cut short");
+  return Status::ok();
+}
+
+Status decode_field(std::string_view body, uint32_t field_id, Value* out, const VectorSource* vs) {
   Reader r(body);
   uint64_t n = r.varint();
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     uint32_t fid = (uint32_t)r.varint();
-    if (fid == field_id) return decode_value(r, out, 0);
+    if (fid == field_id) return decode_field_value(r, fid, out, vs);
     skip_value(r);
   }
   if (!r.ok()) return Status(Code::Corrupt, "document cut short");

@@ -9,6 +9,7 @@
 //   7 timestamp: zigzag varint ms | 8 list: varint n, n values
 //   9 object: varint n, n x (varint len, key, value)
 //   10 vector f32: varint dim, dim x 4 bytes | 11 vector f16: varint dim, dim x 2 bytes
+//   12 vector in the field's vector table: varint node (image documents only)
 // Null fields are not stored. The document id is kept outside the body.
 #pragma once
 #include <cstdint>
@@ -85,17 +86,26 @@ class Reader {
 uint16_t float_to_half(float f);
 float half_to_float(uint16_t h);
 
+// Resolves tag-12 references: the vector of `node` in field `field_id`'s table.
+class VectorSource {
+ public:
+  virtual ~VectorSource() = default;
+  virtual bool vector(uint32_t field_id, uint64_t node, Value* out) const = 0;
+};
+
 // Encodes one typed value (already coerced to its field's type).
 void encode_value(std::string& out, const Value& v, bool f16);
 Status decode_value(Reader& r, Value* out, int depth = 0);
+void encode_vector_ref(std::string& out, uint64_t node);
 
 // `fields` holds the document's typed values by field name (no id); the body
 // is appended to `out`.
 void encode_document(const CollectionDef& def, const Value& fields, std::string& out);
 // Decodes a body into an Object {id, fields in schema order}; null fields are
 // left out.
-Status decode_document(const CollectionDef& def, int64_t id, std::string_view body, Value* out);
+Status decode_document(const CollectionDef& def, int64_t id, std::string_view body, Value* out,
+                       const VectorSource* vs = nullptr);
 // Decodes just one field (Null when absent).
-Status decode_field(std::string_view body, uint32_t field_id, Value* out);
+Status decode_field(std::string_view body, uint32_t field_id, Value* out, const VectorSource* vs = nullptr);
 
 }  // namespace kitfox

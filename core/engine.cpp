@@ -66,6 +66,19 @@ size_t Arena::memory_bytes() const {
   return n;
 }
 
+bool Collection::vector(uint32_t field_id, uint64_t node, Value* out) const {
+  for (auto* m : {&vindex, &retired}) {
+    auto it = m->find(field_id);
+    if (it == m->end()) continue;
+    if (node >= it->second->nodes()) return false;
+    std::vector<float> v;
+    it->second->vector_of((uint32_t)node, &v);
+    *out = Value::vector(std::move(v));
+    return true;
+  }
+  return false;
+}
+
 // ---------------------------------------------------------------- definitions
 
 void encode_def(const CollectionDef& d, int64_t next_id, std::string& out) {
@@ -206,6 +219,7 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
     uint64_t key = rd.varint() << 32;
     key |= rd.varint();
     if (r.kind == format::kVectors) {
+      meta_records_[key] = rd.str();
       uint8_t pad = rd.u8();
       rd.bytes(pad);
       vector_records_[key] = std::string_view(rd.pos(), rd.left());
@@ -391,18 +405,29 @@ Status Engine::load(std::string bytes) {
       auto v = vector_records_.find(key);
       auto g = graph_records_.find(key);
       auto index = std::make_unique<HnswIndex>(f.type.dim, f.type.f16, f.index.hnsw);
-      bool ok = v != vector_records_.end() && g != graph_records_.end() && graph_seq_[key] == seq_ &&
-                index->load(v->second, g->second, UINT64_MAX) && index->documents() <= coll->ids.size();
-      if (!ok) {
+      if (v == vector_records_.end()) {
+        // No table: the documents hold their vectors; index them.
         KF_TRY(build_index(coll, f, &index));
         report_.index_rebuilt = true;
-        report_.warnings.push_back("the vector index of '" + coll->def.name + "." + f.name +
-                                   "' was missing or did not validate and was rebuilt from the documents");
+        report_.warnings.push_back("the vector index of '" + coll->def.name + "." + f.name + "' was built from the documents");
+      } else {
+        // The table is data (image documents refer to it): it must load.
+        if (!index->load_table(meta_records_[key], v->second) || index->documents() > coll->ids.size())
+          return Status(Code::Corrupt, "'" + name_ + "': the vector table of '" + coll->def.name + "." + f.name +
+                                           "' does not match its documents");
+        // The graph is derived: rebuilt when it does not validate.
+        if (g == graph_records_.end() || graph_seq_[key] != seq_ || !index->load_graph(g->second)) {
+          index->rebuild_graph(build_threads());
+          report_.index_rebuilt = true;
+          report_.warnings.push_back("the HNSW graph of '" + coll->def.name + "." + f.name +
+                                     "' was missing or did not validate and was rebuilt from its vector table");
+        }
       }
       coll->vindex[f.id] = std::move(index);
     }
   }
   vector_records_.clear();
+  meta_records_.clear();
   graph_records_.clear();
   graph_seq_.clear();
 
@@ -454,7 +479,7 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
         if (id >= c->next_id) c->next_id = id == INT64_MAX ? id : id + 1;
         for (auto& [fid, index] : c->vindex) {
           Value v;
-          KF_TRY(decode_field(b, fid, &v));
+          KF_TRY(decode_field(b, fid, &v, c));
           if (v.kind() == Kind::Vector && v.vec().size() == index->dim()) {
             KF_TRY(index->prepare(v.vec().data(), &prepared_, "vector"));
             index->put(id, prepared_.data());
@@ -528,7 +553,7 @@ Status Engine::build_index(Collection* c, const Field& f, std::unique_ptr<HnswIn
   Status st;
   Value v;
   c->ids.scan([&](const IdEntry& e) {
-    st = decode_field(arena_.body(e.loc), f.id, &v);
+    st = decode_field(arena_.body(e.loc), f.id, &v, c);
     if (st.is_ok() && v.kind() == Kind::Vector && v.vec().size() == f.type.dim) {
       st = index->prepare(v.vec().data(), &prepared_, f.name);
       if (st.is_ok()) index->put(e.id, prepared_.data());
@@ -544,10 +569,12 @@ Status Engine::build_index(Collection* c, const Field& f, std::unique_ptr<HnswIn
 Status Engine::sync_indexes(Collection* c) {
   for (auto it = c->vindex.begin(); it != c->vindex.end();) {
     const Field* f = c->def.field_by_id(it->first);
-    if (!f || f->index.kind != IndexKind::Hnsw || !(f->index.hnsw == it->second->params()))
+    if (!f || f->index.kind != IndexKind::Hnsw || !(f->index.hnsw == it->second->params())) {
+      c->retired[it->first] = std::move(it->second);  // image documents may still refer to its table
       it = c->vindex.erase(it);
-    else
+    } else {
       ++it;
+    }
   }
   for (const Field& f : c->def.fields) {
     if (f.index.kind != IndexKind::Hnsw || c->vindex.count(f.id)) continue;
@@ -707,8 +734,34 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
       chunk.clear();
       pending.clear();
     };
+    // Documents with indexed vectors refer to the vector table instead of
+    // repeating the vector; other documents are copied as they are.
+    bool rewrite = !c->vindex.empty() || !c->retired.empty();
+    std::string nb;
+    Value doc;
     c->ids.scan([&](const IdEntry& e) {
       std::string_view b = arena_.body(e.loc);
+      if (rewrite) {
+        Status ds = decode_document(c->def, e.id, b, &doc, c.get());
+        if (!ds.is_ok()) std::abort();  // documents in memory always decode
+        nb.clear();
+        size_t count = 0;
+        for (const Field& f : c->def.fields) {
+          const Value* v = doc.get(f.name);
+          if (v && !v->is_null()) count++;
+        }
+        put_varint(nb, count);
+        for (const Field& f : c->def.fields) {
+          const Value* v = doc.get(f.name);
+          if (!v || v->is_null()) continue;
+          put_varint(nb, f.id);
+          auto vi = c->vindex.find(f.id);
+          int64_t node = vi != c->vindex.end() && v->kind() == Kind::Vector ? vi->second->node_of(e.id) : -1;
+          if (node >= 0) encode_vector_ref(nb, (uint64_t)node);
+          else encode_value(nb, *v, f.type.kind == TypeKind::Vector && f.type.f16);
+        }
+        b = nb;
+      }
       pending.push_back({e.id, chunk.size()});
       put_varint(chunk, zigzag(e.id));
       put_str(chunk, b);
@@ -726,16 +779,17 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
     new_ids->push_back(std::move(ids));
 
     for (auto& [fid, index] : c->vindex) {
-      std::string vec, graph;
+      std::string meta, vec, graph;
+      index->serialize(meta, vec, graph);
       std::string head;
       put_varint(head, c->def.id);
       put_varint(head, fid);
+      put_str(head, meta);
       // Pad so the table starts 16-byte aligned in the file (and in memory).
       uint64_t start = out.size() + 5 + head.size() + 1;
       uint8_t pad = (uint8_t)((16 - start % 16) % 16);
       put_u8(head, pad);
       head.append(pad, '\0');
-      index->serialize(vec, graph);
       tables->push_back({index.get(), out.size() + 5 + head.size()});
       head += vec;
       append_record(out, format::kVectors, head);
@@ -786,6 +840,7 @@ Status Engine::checkpoint_locked() {
   size_t i = 0;
   for (auto& [name, c] : colls_) c->ids.assign(std::move(new_ids[i++]));
   for (const TableAt& t : tables) t.index->rebase(arena_.segment(0).data() + t.offset);
+  for (auto& [name, c] : colls_) c->retired.clear();
   return Status::ok();
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codec.h"
 #include "db.h"
 #include "index/hnsw.h"
 #include "query/ast.h"
@@ -41,12 +42,17 @@ class Arena {
   std::vector<std::unique_ptr<std::string>> segs_;
 };
 
-struct Collection {
+struct Collection : VectorSource {
   CollectionDef def;
   int64_t next_id = 1;
   IdIndex ids;
   uint64_t bytes = 0;  // live encoded bytes
   std::map<uint32_t, std::unique_ptr<HnswIndex>> vindex;  // by field id
+  // Dropped or replaced indexes whose tables image documents still refer to,
+  // until the next checkpoint rewrites them.
+  std::map<uint32_t, std::unique_ptr<HnswIndex>> retired;
+
+  bool vector(uint32_t field_id, uint64_t node, Value* out) const override;
 };
 
 class Engine {
@@ -115,7 +121,7 @@ class Engine {
   std::vector<HnswIndex*> touched_;  // indexes with nodes to link after a record
   std::vector<float> prepared_;
   // Vector index records seen while loading the image, by collection << 32 | field.
-  std::map<uint64_t, std::string_view> vector_records_, graph_records_;
+  std::map<uint64_t, std::string_view> vector_records_, meta_records_, graph_records_;
   std::map<uint64_t, uint64_t> graph_seq_;
 
   // Durability: flushes happen outside mu_, shared by concurrent writers.

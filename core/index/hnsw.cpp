@@ -82,21 +82,56 @@ Status HnswIndex::prepare(const float* v, std::vector<float>* out, const std::st
   out->assign(v, v + dim_);
   for (uint32_t i = 0; i < dim_; i++)
     if (!std::isfinite(v[i])) return Status(Code::Type, "vector '" + what + "' has a non-finite value at " + std::to_string(i));
-  if (p_.metric == Metric::Cosine) {
-    float n2 = dot_f32(v, v, dim_);
-    if (!(n2 > 0) || !std::isfinite(n2))
-      return Status(Code::Type, "vector '" + what + "' has no direction (zero norm) for cosine distance");
-    float inv = 1.0f / std::sqrt(n2);
-    for (uint32_t i = 0; i < dim_; i++) (*out)[i] = v[i] * inv;
-  }
   if (f16_) {
-    // Store what the table holds, so that equality and distances agree.
     for (uint32_t i = 0; i < dim_; i++) {
-      if (std::fabs((*out)[i]) > 65504.0f) return Status(Code::Type, "vector '" + what + "' overflows f16 at " + std::to_string(i));
-      (*out)[i] = half_to_float(float_to_half((*out)[i]));
+      if (std::fabs(v[i]) > 65504.0f) return Status(Code::Type, "vector '" + what + "' overflows f16 at " + std::to_string(i));
+      (*out)[i] = half_to_float(float_to_half(v[i]));
     }
   }
+  if (p_.metric == Metric::Cosine && !(inv_norm(out->data()) > 0))
+    return Status(Code::Type, "vector '" + what + "' has no direction (zero norm) for cosine distance");
   return Status::ok();
+}
+
+Status HnswIndex::prepare_query(const float* v, std::vector<float>* out, const std::string& what) const {
+  out->assign(v, v + dim_);
+  for (uint32_t i = 0; i < dim_; i++)
+    if (!std::isfinite(v[i])) return Status(Code::Type, "vector '" + what + "' has a non-finite value at " + std::to_string(i));
+  if (p_.metric == Metric::Cosine) {
+    float inv = inv_norm(v);
+    if (!(inv > 0)) return Status(Code::Type, "vector '" + what + "' has no direction (zero norm) for cosine distance");
+    for (uint32_t i = 0; i < dim_; i++) (*out)[i] = v[i] * inv;
+  }
+  return Status::ok();
+}
+
+// 1/|v| in the canonical kernel order: the same bits in every build. Zero or
+// not finite: 0.
+float HnswIndex::inv_norm(const float* v) const {
+  float n2 = dot_kernel()(v, v, dim_);
+  if (!(n2 > 0) || !std::isfinite(n2)) return 0;
+  float inv = 1.0f / std::sqrt(n2);
+  return std::isfinite(inv) ? inv : 0;
+}
+
+void HnswIndex::normalized(uint32_t node, float* out) const {
+  const float* v = vec(node, out);
+  if (p_.metric == Metric::Cosine) {
+    float inv = inv_[node];
+    for (uint32_t i = 0; i < dim_; i++) out[i] = v[i] * inv;
+  } else if (v != out) {
+    memcpy(out, v, (size_t)dim_ * 4);
+  }
+}
+
+void HnswIndex::vector_of(uint32_t node, std::vector<float>* out) const {
+  if (node >= node_doc_.size()) {
+    out->clear();
+    return;
+  }
+  out->resize(dim_);
+  const float* v = vec(node, out->data());
+  if (v != out->data()) memcpy(out->data(), v, (size_t)dim_ * 4);
 }
 
 const float* HnswIndex::vec(uint32_t node, float* tmp) const {
@@ -107,8 +142,10 @@ const float* HnswIndex::vec(uint32_t node, float* tmp) const {
 }
 
 float HnswIndex::dist(const float* q, uint32_t node, float* tmp) const {
-  // Same values as distance(): 1 - dot, l2sq, -dot.
-  return bias_ + sign_ * kernel_(q, vec(node, tmp), dim_);
+  // q is a prepared query: 1 - inv * q.v (cosine), l2sq, -q.v (dot).
+  float k = kernel_(q, vec(node, tmp), dim_);
+  if (p_.metric == Metric::Cosine) return 1.0f - inv_[node] * k;
+  return sign_ * k;
 }
 
 float HnswIndex::distance_to(const float* q, uint32_t node) const {
@@ -199,6 +236,7 @@ void HnswIndex::put(int64_t doc, const float* v) {
   int level = random_level(n);
   levels_.push_back((uint8_t)level);
   fp_.push_back(fp);
+  if (p_.metric == Metric::Cosine) inv_.push_back(inv_norm(v));
   node_doc_.push_back(doc);
   refs_.push_back(1);
   links0_.resize(links0_.size() + 1 + 2 * p_.m, 0);
@@ -362,10 +400,11 @@ void HnswIndex::select_neighbors(std::vector<Hit>& cand, uint32_t m, std::vector
   if (s.a.size() < dim_) s.a.resize(dim_), s.b.resize(dim_);
   for (const Hit& c : cand) {
     if (out->size() >= m) break;
-    const float* cv = vec(c.node, s.a.data());
+    normalized(c.node, s.a.data());
+    const float* cv = s.a.data();
     bool keep = true;
     for (uint32_t kept : *out)
-      if (bias_ + sign_ * kernel_(cv, vec(kept, s.b.data()), dim_) < c.distance) {
+      if (dist(cv, kept, s.b.data()) < c.distance) {
         keep = false;
         break;
       }
@@ -375,11 +414,8 @@ void HnswIndex::select_neighbors(std::vector<Hit>& cand, uint32_t m, std::vector
 
 void HnswIndex::find_candidates(uint32_t node, int top, std::vector<std::vector<Hit>>* per_level) const {
   std::vector<float> qbuf(dim_), tmp(f16_ ? dim_ : 0);
-  const float* q = vec(node, qbuf.data());
-  if (!f16_) {
-    memcpy(qbuf.data(), q, (size_t)dim_ * 4);
-    q = qbuf.data();
-  }
+  normalized(node, qbuf.data());
+  const float* q = qbuf.data();
   per_level->resize(top + 1);
   std::vector<Hit> ep{{dist(q, (uint32_t)entry_, tmp.data()), (uint32_t)entry_}}, next;
   auto all = [](uint32_t) { return true; };
@@ -403,8 +439,7 @@ void HnswIndex::add_link(uint32_t from, uint32_t to, int level) {
   Scratch& s = scratch();
   if (s.a.size() < dim_) s.a.resize(dim_), s.b.resize(dim_);
   std::vector<float> fv(dim_);
-  const float* f = vec(from, s.a.data());
-  memcpy(fv.data(), f, (size_t)dim_ * 4);
+  normalized(from, fv.data());
   std::vector<Hit> cand;
   cand.reserve(cap + 1);
   for (uint32_t i = 1; i <= ls[0]; i++) cand.push_back({dist(fv.data(), ls[i], s.b.data()), ls[i]});
@@ -423,9 +458,8 @@ void HnswIndex::link_node(uint32_t node, std::vector<std::vector<Hit>>& per_leve
                           std::vector<LinkRequest>* reverse) {
   int level = levels_[node];
   std::vector<float> qv(dim_), tmp(f16_ ? dim_ : 0);
-  const float* q = vec(node, qv.data());
-  if (!f16_) memcpy(qv.data(), q, (size_t)dim_ * 4);
-  q = qv.data();
+  normalized(node, qv.data());
+  const float* q = qv.data();
   std::vector<uint32_t> chosen;
   std::vector<Hit> cand;
   for (int l = level; l >= 0; l--) {
@@ -531,54 +565,49 @@ bool get_array(Reader& r, std::vector<T>* v, size_t n) {
 }
 }  // namespace
 
-void HnswIndex::serialize(std::string& vectors, std::string& graph) const {
+void HnswIndex::serialize(std::string& meta, std::string& table, std::string& graph) const {
   size_t n = levels_.size();
-  vectors.reserve(vectors.size() + n * vbytes_);
-  if (base_n_) vectors.append(base_, (size_t)base_n_ * vbytes_);
-  vectors.append(extra_.data(), extra_.size());
-  put_u32(graph, 1);  // graph layout version
-  put_u32(graph, dim_);
-  put_u32(graph, f16_);
+  put_u32(meta, 2);  // layout version
+  put_u32(meta, dim_);
+  put_u32(meta, f16_);
+  put_u64(meta, n);
+  put_u64(meta, doc_count_);
+  put_array(meta, node_doc_);
+  put_array(meta, refs_);
+  std::vector<std::pair<uint32_t, int64_t>> more(more_docs_.begin(), more_docs_.end());
+  std::sort(more.begin(), more.end());
+  put_u64(meta, more.size());
+  for (auto& [node, doc] : more) {
+    put_u32(meta, node);
+    put_u64(meta, (uint64_t)doc);
+  }
+  table.reserve(table.size() + n * vbytes_);
+  if (base_n_) table.append(base_, (size_t)base_n_ * vbytes_);
+  table.append(extra_.data(), extra_.size());
+
+  put_u32(graph, 2);  // layout version
   put_u32(graph, (uint32_t)p_.metric);
   put_u32(graph, p_.m);
   put_u32(graph, p_.ef_construction);
   put_u64(graph, n);
   put_u64(graph, (uint64_t)entry_);
   put_u32(graph, (uint32_t)max_level_);
-  put_u64(graph, doc_count_);
   put_array(graph, levels_);
   put_array(graph, fp_);
-  put_array(graph, node_doc_);
-  put_array(graph, refs_);
+  put_array(graph, inv_);
   put_array(graph, links0_);
   put_array(graph, upper_off_);
   put_u64(graph, upper_.size());
   put_array(graph, upper_);
-  std::vector<std::pair<uint32_t, int64_t>> more(more_docs_.begin(), more_docs_.end());
-  std::sort(more.begin(), more.end());
-  put_u64(graph, more.size());
-  for (auto& [node, doc] : more) {
-    put_u32(graph, node);
-    put_u64(graph, (uint64_t)doc);
-  }
 }
 
-bool HnswIndex::load(std::string_view vectors, std::string_view graph, uint64_t docs_expected) {
-  Reader r(graph);
-  if (r.u32() != 1 || r.u32() != dim_ || r.u32() != (uint32_t)f16_ || r.u32() != (uint32_t)p_.metric ||
-      r.u32() != p_.m || r.u32() != p_.ef_construction)
-    return false;
+bool HnswIndex::load_table(std::string_view meta, std::string_view table) {
+  Reader r(meta);
+  if (r.u32() != 2 || r.u32() != dim_ || r.u32() != (uint32_t)f16_) return false;
   uint64_t n = r.u64();
-  int64_t entry = (int64_t)r.u64();
-  int max_level = (int)r.u32();
   uint64_t docs = r.u64();
-  if (!r.ok() || n > (1ull << 32) - 2 || vectors.size() != n * vbytes_) return false;
-  if (docs_expected != UINT64_MAX && docs != docs_expected) return false;
-  if (!get_array(r, &levels_, n) || !get_array(r, &fp_, n) || !get_array(r, &node_doc_, n) ||
-      !get_array(r, &refs_, n) || !get_array(r, &links0_, n * (1 + 2 * p_.m)) || !get_array(r, &upper_off_, n))
-    return false;
-  uint64_t nu = r.u64();
-  if (!get_array(r, &upper_, nu)) return false;
+  if (!r.ok() || n > (1ull << 32) - 2 || table.size() != n * vbytes_) return false;
+  if (!get_array(r, &node_doc_, n) || !get_array(r, &refs_, n)) return false;
   uint64_t nm = r.u64();
   more_docs_.clear();
   for (uint64_t i = 0; i < nm && r.ok(); i++) {
@@ -588,19 +617,54 @@ bool HnswIndex::load(std::string_view vectors, std::string_view graph, uint64_t 
     more_docs_.emplace(node, doc);
   }
   if (!r.ok() || !r.done()) return false;
-  // The graph must be self-consistent: links in range, levels and offsets sane.
-  if (n && (entry < 0 || (uint64_t)entry >= n || max_level != levels_[entry])) return false;
-  if (!n && entry != -1) return false;
   uint64_t refsum = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    if (levels_[i] > kMaxLevel) return false;
-    refsum += refs_[i];
-    if (levels_[i] && (uint64_t)upper_off_[i] + (uint64_t)levels_[i] * (1 + p_.m) > nu) return false;
+  for (uint32_t x : refs_) refsum += x;
+  if (refsum != docs || nm > refsum) return false;
+  base_ = table.data();
+  base_n_ = (uint32_t)n;
+  extra_.clear();
+  doc_count_ = docs;
+  maps_built_ = false;
+  doc_node_.clear();
+  fp_nodes_.clear();
+  clear_graph();
+  return true;
+}
+
+void HnswIndex::clear_graph() {
+  levels_.clear();
+  fp_.clear();
+  inv_.clear();
+  links0_.clear();
+  upper_off_.clear();
+  upper_.clear();
+  entry_ = -1;
+  max_level_ = -1;
+  linked_ = 0;
+}
+
+bool HnswIndex::load_graph(std::string_view graph) {
+  uint64_t n = node_doc_.size();
+  Reader r(graph);
+  if (r.u32() != 2 || r.u32() != (uint32_t)p_.metric || r.u32() != p_.m || r.u32() != p_.ef_construction) return false;
+  if (r.u64() != n) return false;
+  int64_t entry = (int64_t)r.u64();
+  int max_level = (int)r.u32();
+  bool ok = get_array(r, &levels_, n) && get_array(r, &fp_, n) &&
+            get_array(r, &inv_, p_.metric == Metric::Cosine ? n : 0) && get_array(r, &links0_, n * (1 + 2 * p_.m)) &&
+            get_array(r, &upper_off_, n);
+  uint64_t nu = ok ? r.u64() : 0;
+  ok = ok && get_array(r, &upper_, nu) && r.ok() && r.done();
+  // The graph must be self-consistent: links in range, levels and offsets sane.
+  if (ok && n && (entry < 0 || (uint64_t)entry >= n || max_level != levels_[entry])) ok = false;
+  if (ok && !n && entry != -1) ok = false;
+  uint32_t bad = !ok;
+  for (uint64_t i = 0; i < n && !bad; i++) {
+    if (levels_[i] > kMaxLevel) bad = 1;
+    else if (levels_[i] && (uint64_t)upper_off_[i] + (uint64_t)levels_[i] * (1 + p_.m) > nu) bad = 1;
   }
-  if (refsum != docs) return false;
-  uint32_t bad = 0;
   const uint32_t stride = 1 + 2 * p_.m;
-  for (uint64_t i = 0; i < n; i++) {
+  for (uint64_t i = 0; i < n && !bad; i++) {
     const uint32_t* ls = &links0_[i * stride];
     bad |= ls[0] > 2 * p_.m;
     for (uint32_t j = 1; j < stride; j++) bad |= (uint32_t)(ls[j] >= n);
@@ -611,29 +675,45 @@ bool HnswIndex::load(std::string_view vectors, std::string_view graph, uint64_t 
       if (ls[0] > p_.m) bad = 1;
       for (uint32_t j = 1; j <= ls[0] && j <= p_.m; j++) bad |= (uint32_t)(ls[j] >= n);
     }
-  if (bad) return false;
-  base_ = vectors.data();
-  base_n_ = (uint32_t)n;
-  extra_.clear();
+  if (bad) {
+    clear_graph();
+    return false;
+  }
   entry_ = entry;
   max_level_ = n ? max_level : -1;
   linked_ = (uint32_t)n;
-  doc_count_ = docs;
-  maps_built_ = false;
-  doc_node_.clear();
-  fp_nodes_.clear();
   return true;
 }
 
+void HnswIndex::rebuild_graph(int threads) {
+  clear_graph();
+  size_t n = node_doc_.size();
+  std::vector<float> tmp(dim_);
+  for (uint32_t node = 0; node < n; node++) {
+    const float* v = vec(node, tmp.data());
+    int level = random_level(node);
+    levels_.push_back((uint8_t)level);
+    fp_.push_back(fingerprint(v));
+    if (p_.metric == Metric::Cosine) inv_.push_back(inv_norm(v));
+    links0_.resize(links0_.size() + 1 + 2 * p_.m, 0);
+    upper_off_.push_back((uint32_t)upper_.size());
+    if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
+  }
+  maps_built_ = false;
+  doc_node_.clear();
+  fp_nodes_.clear();
+  link_pending(threads);
+}
+
 size_t HnswIndex::memory_bytes() const {
-  return extra_.capacity() + levels_.capacity() + fp_.capacity() * 4 + node_doc_.capacity() * 8 +
+  return extra_.capacity() + levels_.capacity() + fp_.capacity() * 4 + inv_.capacity() * 4 + node_doc_.capacity() * 8 +
          refs_.capacity() * 4 + links0_.capacity() * 4 + upper_off_.capacity() * 4 + upper_.capacity() * 4 +
          doc_node_.size() * 32 + fp_nodes_.size() * 32;
 }
 
 std::string HnswIndex::graph_bytes() const {
-  std::string v, g;
-  serialize(v, g);
+  std::string m, v, g;
+  serialize(m, v, g);
   return g;
 }
 

@@ -1,11 +1,18 @@
 // The HNSW vector index of one vector field.
 //
 // Nodes are numbered in insertion order. Each node has a vector in the vector
-// table (normalised for cosine, in storage precision: f32 or f16), a 4-byte
+// table (as written, in storage precision: f32 or f16 — documents in the image
+// refer to it instead of repeating it, so it is data, not derived), a 4-byte
 // fingerprint of it (to find a vector written again: identical vectors share
-// a node), a level, fixed-width neighbour lists (2m slots at level 0, m
-// above), and the documents that hold its vector (a node with none is a
-// tombstone: still traversed, never returned, dropped by the next rebuild).
+// a node), for cosine its inverse norm (cosine distance is 1 - inv * q.v with
+// q normalised, so a document reads back exactly the floats it was given), a
+// level, fixed-width neighbour lists (2m slots at level 0, m above), and the
+// documents that hold its vector (a node with none is a tombstone: still
+// traversed, never returned).
+//
+// Persisted as two records: the table (node -> documents, vectors) and the
+// graph (levels, inverse norms, links), which is derived: if it does not
+// validate it is rebuilt from the table with the same node numbers.
 //
 // Determinism: levels come from an integer hash of the node number, ties
 // between equal distances break by node number, and the distance kernels sum
@@ -44,16 +51,21 @@ class HnswIndex {
   uint32_t dim() const { return dim_; }
   bool f16() const { return f16_; }
   const HnswParams& params() const { return p_; }
-  size_t nodes() const { return levels_.size(); }
+  size_t nodes() const { return node_doc_.size(); }
   size_t documents() const { return doc_count_; }
 
-  // Validates a vector for this index and makes the stored form (normalised
-  // for cosine). Errors name `what`.
+  // Validates a vector to store (finite; a direction for cosine; within f16)
+  // and makes its stored form (rounded to f16 for f16 fields).
   Status prepare(const float* v, std::vector<float>* out, const std::string& what) const;
+  // Validates a query vector and makes the form distances take (normalised
+  // for cosine).
+  Status prepare_query(const float* v, std::vector<float>* out, const std::string& what) const;
 
   // Gives document `doc` the (prepared) vector v; replaces its previous one.
   // The new node is linked by link_pending().
   void put(int64_t doc, const float* v);
+  // The stored vector of a node.
+  void vector_of(uint32_t node, std::vector<float>* out) const;
   void remove(int64_t doc);
   // The node holding document `doc`'s vector, or -1.
   int64_t node_of(int64_t doc) {
@@ -64,7 +76,7 @@ class HnswIndex {
   // After a checkpoint: the table now lives at `base` (same contents).
   void rebase(const char* base) {
     base_ = base;
-    base_n_ = (uint32_t)levels_.size();
+    base_n_ = (uint32_t)node_doc_.size();
     extra_.clear();
     extra_.shrink_to_fit();
   }
@@ -81,11 +93,16 @@ class HnswIndex {
   void docs_of(uint32_t node, std::vector<int64_t>* out) const;
   float distance_to(const float* q, uint32_t node) const;
 
-  // Persistence: the vector table and the graph as flat little-endian arrays.
-  void serialize(std::string& vectors, std::string& graph) const;
-  // Loads what serialize wrote; `vectors` must stay alive and unchanged (the
-  // table is used in place). Returns false when anything disagrees.
-  bool load(std::string_view vectors, std::string_view graph, uint64_t docs_expected);
+  // Persistence: `meta` (node -> documents), `table` (the vectors, kept
+  // 16-byte aligned by the caller) and `graph`, as flat little-endian arrays.
+  void serialize(std::string& meta, std::string& table, std::string& graph) const;
+  // Loads the table and its meta; `table` must stay alive and unchanged (it is
+  // used in place). False when they disagree.
+  bool load_table(std::string_view meta, std::string_view table);
+  // Loads the graph over a loaded table; false when it does not validate.
+  bool load_graph(std::string_view graph);
+  // Rebuilds the graph over the table (same node numbers).
+  void rebuild_graph(int threads);
 
   size_t memory_bytes() const;
   // The graph's bytes, for the native/WASM identity test.
@@ -95,8 +112,11 @@ class HnswIndex {
   const char* raw(uint32_t node) const {
     return node < base_n_ ? base_ + (size_t)node * vbytes_ : extra_.data() + (size_t)(node - base_n_) * vbytes_;
   }
-  const float* vec(uint32_t node, float* scratch) const;
+  const float* vec(uint32_t node, float* scratch) const;  // the stored vector as f32
+  void normalized(uint32_t node, float* out) const;       // as a query: normalised for cosine
   float dist(const float* q, uint32_t node, float* scratch) const;
+  float inv_norm(const float* v) const;
+  void clear_graph();
   uint32_t* links(uint32_t node, int level);
   const uint32_t* links(uint32_t node, int level) const;
   uint32_t max_links(int level) const { return level == 0 ? 2 * p_.m : p_.m; }
@@ -135,6 +155,7 @@ class HnswIndex {
 
   std::vector<uint8_t> levels_;
   std::vector<uint32_t> fp_;
+  std::vector<float> inv_;          // cosine: inverse norm per node
   std::vector<int64_t> node_doc_;   // the first document on the node
   std::vector<uint32_t> refs_;      // documents on the node; 0 = tombstone
   std::vector<uint32_t> links0_;    // per node: count, 2m slots

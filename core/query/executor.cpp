@@ -306,7 +306,7 @@ template <typename F>
 Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, F&& f) {
   Value doc, t;
   auto visit = [&](int64_t id, uint64_t loc, bool* more) -> Status {
-    KF_TRY(decode_document(c.def, id, eng.body(loc), &doc));
+    KF_TRY(decode_document(c.def, id, eng.body(loc), &doc, &c));
     if (where) {
       KF_TRY(ev.eval(*where, doc, &t));
       if (!Evaluator::truthy(t)) return Status::ok();
@@ -547,7 +547,7 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
   HnswParams params = index ? index->params() : HnswParams{};
   HnswIndex shape(f->type.dim, false, params);  // prepares queries (and documents, without an index)
   std::vector<float> q;
-  Status ps = (index ? index : &shape)->prepare(qv.vec().data(), &q, "near " + f->name);
+  Status ps = (index ? index : &shape)->prepare_query(qv.vec().data(), &q, "near " + f->name);
   if (!ps.is_ok()) return Status(ps.code(), ps.message(), st.near_value->pos);
   if (ef < 0) ef = params.ef_search;
 
@@ -558,7 +558,7 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
     if (!st.where) return true;
     const uint64_t* loc = c.ids.find(id);
     if (!loc) return false;
-    inner = decode_document(c.def, id, body(*loc), &doc);
+    inner = decode_document(c.def, id, body(*loc), &doc, &c);
     if (inner.is_ok()) inner = ev.eval(*st.where, doc, &t);
     return inner.is_ok() && Evaluator::truthy(t);
   };
@@ -575,7 +575,7 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
         if (node >= 0) keep_best(heap, need, {index->distance_to(q.data(), (uint32_t)node), id});
       } else {
         const Value* fv = d.get(f->name);
-        if (fv && fv->kind() == Kind::Vector && shape.prepare(fv->vec().data(), &v, f->name).is_ok())
+        if (fv && fv->kind() == Kind::Vector && shape.prepare_query(fv->vec().data(), &v, f->name).is_ok())
           keep_best(heap, need, {distance(params.metric, q.data(), v.data(), f->type.dim), id});
       }
       return true;
@@ -637,7 +637,7 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
     const uint64_t* loc = c.ids.find(heap[i].id);
     if (!loc) continue;
     Value d;
-    KF_TRY(decode_document(c.def, heap[i].id, body(*loc), &d));
+    KF_TRY(decode_document(c.def, heap[i].id, body(*loc), &d, &c));
     Status perr;
     Value row = project_row(st, std::move(d), ev, &perr);
     KF_TRY(perr);
@@ -807,7 +807,7 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
         Status bad;
         Value v;
         c->ids.scan([&](const IdEntry& e) {
-          bad = decode_field(body(e.loc), f->id, &v);
+          bad = decode_field(body(e.loc), f->id, &v, c);
           if (bad.is_ok() && v.kind() == Kind::Vector) bad = shape.prepare(v.vec().data(), &tmp, f->name);
           if (!bad.is_ok()) bad = Status(bad.code(), "document " + std::to_string(e.id) + ": " + bad.message(), st.index_pos);
           return bad.is_ok();

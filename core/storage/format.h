@@ -22,8 +22,9 @@
 // which keeps everything before the damage and saves the damaged original as
 // NAME.damaged.
 //
-// Derived records (IdIndex) are checked against the documents on open: a
-// count or range that disagrees rebuilds them from the Docs records and warns.
+// Derived records (IdIndex, Graph) are checked on open: a count, range or
+// version that disagrees rebuilds them (from the Docs records, from the vector
+// table) and warns.
 //
 // Replacing the image: on a file system with atomic rename, NAME~ is renamed
 // over NAME. Where there is none (OPFS), the host copies NAME~ over NAME. On
@@ -45,9 +46,12 @@ enum Kind : uint8_t {
   kDocs = 2,      // varint collection id, varint count, entries
   kIdIndex = 3,   // varint collection id, u64 count, count x {i64 id, u64 file offset of entry's len}
   kImageEnd = 4,  // u64 last sequence, u64 image records before this one, u64 documents
-  kVectors = 5,   // varint collection, varint field, u8 pad, pad bytes (so the table starts
-                  // 16-byte aligned in the file), the vector table: nodes x dim x (4 or 2)
-  kGraph = 6,     // varint collection, varint field, u64 sequence, the HNSW graph (index/hnsw.cpp)
+  kVectors = 5,   // varint collection, varint field, varint len + meta (node -> documents),
+                  // u8 pad, pad bytes (so the table starts 16-byte aligned in the file),
+                  // the vector table: nodes x dim x (4 or 2). Data: image documents
+                  // refer to it (value tag 12, codec.h) instead of repeating vectors.
+  kGraph = 6,     // varint collection, varint field, u64 sequence, the HNSW graph (index/hnsw.cpp);
+                  // derived: rebuilt from the table when it does not validate
   kWrite = 16,    // u64 sequence, varint op count, ops
 };
 

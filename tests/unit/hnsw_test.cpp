@@ -33,7 +33,7 @@ double recall(const HnswIndex& idx, const std::vector<float>& queries, uint32_t 
   std::vector<Hit> a, e;
   std::vector<float> q;
   for (size_t i = 0; i < nq; i++) {
-    REQUIRE(idx.prepare(&queries[i * dim], &q, "q").is_ok());
+    REQUIRE(idx.prepare_query(&queries[i * dim], &q, "q").is_ok());
     idx.search(q.data(), 10, ef, nullptr, &a);
     idx.exact(q.data(), 10, nullptr, &e);
     std::set<uint32_t> truth;
@@ -138,29 +138,39 @@ TEST_CASE("serialize and load: the same answers, the vector table used in place"
   auto pts = gen.points(2000, 8);
   auto idx = build(pts, dim, HnswParams{}, 2);
   idx->remove(7);
-  std::string vecs, graph;
-  idx->serialize(vecs, graph);
+  std::string meta, vecs, graph;
+  idx->serialize(meta, vecs, graph);
   HnswIndex back(dim, false, HnswParams{});
-  REQUIRE(back.load(vecs, graph, idx->documents()));
+  REQUIRE(back.load_table(meta, vecs));
+  REQUIRE(back.load_graph(graph));
   CHECK(back.graph_bytes() == idx->graph_bytes());
   auto qs = gen.points(20, 77);
   std::vector<Hit> a, b;
   for (size_t i = 0; i < 20; i++) {
     std::vector<float> q;
-    REQUIRE(idx->prepare(&qs[i * dim], &q, "q").is_ok());
+    REQUIRE(idx->prepare_query(&qs[i * dim], &q, "q").is_ok());
     idx->search(q.data(), 10, 50, nullptr, &a);
     back.search(q.data(), 10, 50, nullptr, &b);
     REQUIRE(a.size() == b.size());
     for (size_t k = 0; k < a.size(); k++) CHECK(a[k].node == b[k].node);
   }
-  // A damaged graph is refused, never used.
+  // A graph with a link beyond the table is refused; rebuilt from the table,
+  // it answers with the same node numbers.
   std::string bad = graph;
-  bad[bad.size() / 2] ^= 0x7f;
+  for (size_t k = 0; k < 8; k++) bad[bad.size() / 2 + k] = (char)0xFF;
   HnswIndex no(dim, false, HnswParams{});
-  bool loaded = no.load(vecs, bad, idx->documents());
-  if (loaded) CHECK(no.graph_bytes() == bad);  // a flip in a payload that still validates
-  CHECK_FALSE(no.load(vecs, graph, idx->documents() + 1));
-  CHECK_FALSE(no.load(vecs.substr(1), graph, idx->documents()));
+  REQUIRE(no.load_table(meta, vecs));
+  CHECK_FALSE(no.load_graph(bad));
+  no.rebuild_graph(2);
+  std::vector<float> q;
+  REQUIRE(no.prepare_query(&qs[0], &q, "q").is_ok());
+  idx->exact(q.data(), 10, nullptr, &a);
+  no.search(q.data(), 10, 100, nullptr, &b);
+  CHECK(a.size() == b.size());
+  CHECK(a[0].node == b[0].node);
+  // A table that does not match its size is refused.
+  HnswIndex no2(dim, false, HnswParams{});
+  CHECK_FALSE(no2.load_table(meta, vecs.substr(1)));
 }
 
 TEST_CASE("cosine refuses a zero vector; non-finite values are refused") {
@@ -169,4 +179,11 @@ TEST_CASE("cosine refuses a zero vector; non-finite values are refused") {
   float z[3] = {0, 0, 0}, n[3] = {1, NAN, 0};
   CHECK(idx.prepare(z, &out, "v").code() == Code::Type);
   CHECK(idx.prepare(n, &out, "v").code() == Code::Type);
+  CHECK(idx.prepare_query(z, &out, "v").code() == Code::Type);
+  // Stored vectors keep their floats exactly; queries are normalised.
+  float v[3] = {3, 4, 0};
+  REQUIRE(idx.prepare(v, &out, "v").is_ok());
+  CHECK(out == std::vector<float>{3, 4, 0});
+  REQUIRE(idx.prepare_query(v, &out, "v").is_ok());
+  CHECK(out[0] == doctest::Approx(0.6));
 }
