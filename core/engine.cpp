@@ -37,32 +37,48 @@ int build_threads() {
 
 void Arena::reset(std::string seg0) {
   segs_.clear();
-  segs_.push_back(std::make_unique<std::string>(std::move(seg0)));
+  auto s = std::make_unique<Seg>();
+  s->str = std::move(seg0);
+  s->data = s->str.data();
+  s->size = s->str.size();
+  segs_.push_back(std::move(s));
+}
+
+void Arena::reset(std::unique_ptr<Mapping> seg0) {
+  segs_.clear();
+  auto s = std::make_unique<Seg>();
+  s->data = seg0->data();
+  s->size = seg0->size();
+  s->map = std::move(seg0);
+  segs_.push_back(std::move(s));
 }
 
 uint64_t Arena::append(std::string_view bytes, const char** where) {
-  std::string* cur = segs_.size() > 1 ? segs_.back().get() : nullptr;
-  if (!cur || cur->capacity() - cur->size() < bytes.size()) {
-    segs_.push_back(std::make_unique<std::string>());
+  Seg* cur = segs_.size() > 1 ? segs_.back().get() : nullptr;
+  if (!cur || cur->str.capacity() - cur->str.size() < bytes.size()) {
+    segs_.push_back(std::make_unique<Seg>());
     cur = segs_.back().get();
-    cur->reserve(std::max(kSegmentBytes, bytes.size()));
+    cur->str.reserve(std::max(kSegmentBytes, bytes.size()));
   }
-  uint64_t off = cur->size();
-  cur->append(bytes);  // within capacity: never moves
-  *where = cur->data() + off;
+  uint64_t off = cur->str.size();
+  cur->str.append(bytes);  // within capacity: never moves
+  cur->data = cur->str.data();
+  cur->size = cur->str.size();
+  *where = cur->data + off;
   return loc((uint32_t)(segs_.size() - 1), off);
 }
 
 std::string_view Arena::body(uint64_t l) const {
-  const std::string& s = *segs_[l >> 40];
-  Reader r(s.data() + (l & ((1ull << 40) - 1)), s.size() - (l & ((1ull << 40) - 1)));
+  const Seg& s = *segs_[l >> 40];
+  uint64_t off = l & ((1ull << 40) - 1);
+  Reader r(s.data + off, s.size - off);
   r.varint();  // id
   return r.str();
 }
 
 size_t Arena::memory_bytes() const {
   size_t n = 0;
-  for (auto& s : segs_) n += s->capacity();
+  for (auto& s : segs_) n += s->map ? s->size : s->str.capacity();  // mapped pages count as held
   return n;
 }
 
@@ -195,8 +211,11 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   if (!exists && !o.create) return Status(Code::NotFound, "database file '" + name + "' does not exist");
   KF_ASSIGN(e->file_, fs.open(name, OpenFlags{o.create, true}));
   std::string bytes;
-  KF_TRY(read_all(*e->file_, &bytes));
-  if (bytes.empty()) {
+  std::unique_ptr<Mapping> map;
+  KF_ASSIGN(uint64_t fsize, e->file_->size());
+  if (fsize) map = e->file_->map(fsize);
+  if (!map) KF_TRY(read_all(*e->file_, &bytes));
+  if (!map && bytes.empty()) {
     // A new database: an empty image, flushed, so the file is whole from the start.
     std::vector<std::vector<IdEntry>> ids;
     std::vector<TableAt> tables;
@@ -204,7 +223,7 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
     KF_TRY(e->file_->write(0, bytes.data(), bytes.size()));
     KF_TRY(e->file_->sync());
   }
-  KF_TRY(e->load(std::move(bytes)));
+  KF_TRY(e->load(std::move(bytes), std::move(map)));
   e->last_sync_ms_ = now_ms();
 #ifdef KITFOX_THREADS
   if (o.sync == SyncMode::Period) e->flusher_ = std::thread([p = e.get()] { p->flusher_loop(); });
@@ -225,6 +244,8 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
       vector_records_[key] = std::string_view(rd.pos(), rd.left());
     } else {
       graph_seq_[key] = rd.u64();
+      uint8_t pad = rd.u8();
+      rd.bytes(pad);
       graph_records_[key] = std::string_view(rd.pos(), rd.left());
     }
     if (!rd.ok()) return Status(Code::Corrupt, "vector index record cut short " + at(r.offset));
@@ -268,10 +289,10 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
   return Status::ok();
 }
 
-Status Engine::load(std::string bytes) {
-  std::string err = check_header(bytes);
+Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
+  std::string_view file = map ? std::string_view(map->data(), map->size()) : std::string_view(bytes);
+  std::string err = check_header(file);
   if (!err.empty()) return Status(Code::Corrupt, "'" + name_ + "': " + err);
-  std::string_view file(bytes);
   uint64_t off = format::kHeaderSize;
   std::vector<std::pair<uint32_t, uint64_t>> doc_counts;
   std::map<uint32_t, std::vector<IdEntry>> idx;
@@ -340,7 +361,7 @@ Status Engine::load(std::string bytes) {
     // Keep the damaged original beside the file, then keep what came before.
     KF_ASSIGN(auto copy, fs_.open(name_ + ".damaged", OpenFlags{true, false}));
     KF_TRY(copy->truncate(0));
-    KF_TRY(copy->write(0, bytes.data(), bytes.size()));
+    KF_TRY(copy->write(0, file.data(), file.size()));
     KF_TRY(copy->sync());
     report_.recovered_offset = damage;
     report_.recovered_bytes = file.size() - damage;
@@ -352,7 +373,9 @@ Status Engine::load(std::string bytes) {
 
   // Documents: the derived id index is checked against the Docs records and
   // rebuilt from them when anything disagrees.
-  arena_.reset(std::move(bytes));
+  // The documents stay where the file was read (or mapped).
+  if (map) arena_.reset(std::move(map));
+  else arena_.reset(std::move(bytes));
   file = arena_.segment(0);
   for (auto& [cid, coll] : by_id_) {
     uint64_t expected = 0;
@@ -797,6 +820,11 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
       put_varint(gb, c->def.id);
       put_varint(gb, fid);
       put_u64(gb, seq_);
+      // Pad so the level-0 lists (read in place on open) start 16-byte aligned.
+      uint64_t links_at = out.size() + 5 + gb.size() + 1 + HnswIndex::kGraphLinksAt;
+      uint8_t gpad = (uint8_t)((16 - links_at % 16) % 16);
+      put_u8(gb, gpad);
+      gb.append(gpad, '\0');
       gb += graph;
       append_record(out, format::kGraph, gb);
       records += 2;

@@ -32,14 +32,21 @@ class Arena {
  public:
   static uint64_t loc(uint32_t seg, uint64_t off) { return (uint64_t)seg << 40 | off; }
   void reset(std::string seg0);
-  // Appends bytes that never move; returns the offset base of the copy.
+  void reset(std::unique_ptr<Mapping> seg0);
+  // Appends bytes that never move; returns their location.
   uint64_t append(std::string_view bytes, const char** where);
   std::string_view body(uint64_t loc) const;
-  const std::string& segment(uint32_t i) const { return *segs_[i]; }
+  std::string_view segment(uint32_t i) const { return {segs_[i]->data, segs_[i]->size}; }
   size_t memory_bytes() const;
 
  private:
-  std::vector<std::unique_ptr<std::string>> segs_;
+  struct Seg {
+    std::string str;               // owned bytes (never reallocated once written to)
+    std::unique_ptr<Mapping> map;  // or a mapped file
+    const char* data = nullptr;
+    size_t size = 0;
+  };
+  std::vector<std::unique_ptr<Seg>> segs_;
 };
 
 struct Collection : VectorSource {
@@ -82,7 +89,7 @@ class Engine {
 
  private:
   Engine(FileSystem& fs, std::string name, OpenOptions o);
-  Status load(std::string file);
+  Status load(std::string bytes, std::unique_ptr<Mapping> map);
   Status apply_image_record(const struct RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
                             std::map<uint32_t, std::vector<IdEntry>>* idx);
   Status apply_write(std::string_view body, uint32_t seg, uint64_t body_off, bool replay);

@@ -10,9 +10,25 @@
 
 namespace kitfox {
 
+// A read-only view of a file's first bytes, valid until destroyed (even after
+// the file is closed, renamed or replaced).
+class Mapping {
+ public:
+  virtual ~Mapping() = default;
+  virtual const char* data() const = 0;
+  virtual size_t size() const = 0;
+};
+
 class File {
  public:
   virtual ~File() = default;
+  // Maps the first `size` bytes read-only, where the platform can (mmap
+  // natively); nullptr where it cannot, and the caller reads instead. The
+  // engine never reads a mapping past a point it later truncates.
+  virtual std::unique_ptr<Mapping> map(uint64_t size) {
+    (void)size;
+    return nullptr;
+  }
   // Reads up to n bytes at offset; *got is less than n only at end of file.
   virtual Status read(uint64_t offset, void* buf, size_t n, size_t* got) = 0;
   virtual Status write(uint64_t offset, const void* buf, size_t n) = 0;

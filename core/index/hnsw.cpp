@@ -154,11 +154,19 @@ float HnswIndex::distance_to(const float* q, uint32_t node) const {
 }
 
 uint32_t* HnswIndex::links(uint32_t node, int level) {
-  if (level == 0) return &links0_[(size_t)node * (1 + 2 * p_.m)];
+  if (level == 0) return &links0_[(size_t)node * (1 + 2 * p_.m)];  // writers own the lists
   return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];
 }
 const uint32_t* HnswIndex::links(uint32_t node, int level) const {
-  return const_cast<HnswIndex*>(this)->links(node, level);
+  if (level == 0) return l0_ + (size_t)node * (1 + 2 * p_.m);
+  return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];
+}
+
+void HnswIndex::own_links() {
+  if (l0_owned_) return;
+  links0_.assign(l0_, l0_ + levels_.size() * (1 + 2 * p_.m));
+  l0_ = links0_.data();
+  l0_owned_ = true;
 }
 
 int HnswIndex::random_level(uint32_t node) const {
@@ -234,12 +242,14 @@ void HnswIndex::put(int64_t doc, const float* v) {
     memcpy(extra_.data() + off, v, vbytes_);
   }
   int level = random_level(n);
+  own_links();
   levels_.push_back((uint8_t)level);
   fp_.push_back(fp);
   if (p_.metric == Metric::Cosine) inv_.push_back(inv_norm(v));
   node_doc_.push_back(doc);
   refs_.push_back(1);
   links0_.resize(links0_.size() + 1 + 2 * p_.m, 0);
+  l0_ = links0_.data();
   upper_off_.push_back((uint32_t)upper_.size());
   if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
   fp_nodes_.emplace(fp, n);
@@ -501,6 +511,8 @@ static void parallel_for(uint32_t begin, uint32_t end, int threads, const F& f) 
 }
 
 void HnswIndex::link_pending(int threads) {
+  if (linked_ >= levels_.size()) return;
+  own_links();
   std::vector<std::vector<std::vector<Hit>>> found(kChunk);
   std::vector<LinkRequest> reverse;
   std::vector<uint32_t> group_start;
@@ -585,17 +597,18 @@ void HnswIndex::serialize(std::string& meta, std::string& table, std::string& gr
   if (base_n_) table.append(base_, (size_t)base_n_ * vbytes_);
   table.append(extra_.data(), extra_.size());
 
-  put_u32(graph, 2);  // layout version
+  put_u32(graph, 3);  // layout version
   put_u32(graph, (uint32_t)p_.metric);
   put_u32(graph, p_.m);
   put_u32(graph, p_.ef_construction);
   put_u64(graph, n);
   put_u64(graph, (uint64_t)entry_);
   put_u32(graph, (uint32_t)max_level_);
+  // kGraphLinksAt (36) bytes so far: the level-0 lists come first.
+  graph.append(reinterpret_cast<const char*>(l0_), n * (1 + 2 * p_.m) * 4);
   put_array(graph, levels_);
   put_array(graph, fp_);
   put_array(graph, inv_);
-  put_array(graph, links0_);
   put_array(graph, upper_off_);
   put_u64(graph, upper_.size());
   put_array(graph, upper_);
@@ -636,6 +649,8 @@ void HnswIndex::clear_graph() {
   fp_.clear();
   inv_.clear();
   links0_.clear();
+  l0_ = links0_.data();
+  l0_owned_ = true;
   upper_off_.clear();
   upper_.clear();
   entry_ = -1;
@@ -646,13 +661,16 @@ void HnswIndex::clear_graph() {
 bool HnswIndex::load_graph(std::string_view graph) {
   uint64_t n = node_doc_.size();
   Reader r(graph);
-  if (r.u32() != 2 || r.u32() != (uint32_t)p_.metric || r.u32() != p_.m || r.u32() != p_.ef_construction) return false;
+  if (r.u32() != 3 || r.u32() != (uint32_t)p_.metric || r.u32() != p_.m || r.u32() != p_.ef_construction) return false;
   if (r.u64() != n) return false;
   int64_t entry = (int64_t)r.u64();
   int max_level = (int)r.u32();
-  bool ok = get_array(r, &levels_, n) && get_array(r, &fp_, n) &&
-            get_array(r, &inv_, p_.metric == Metric::Cosine ? n : 0) && get_array(r, &links0_, n * (1 + 2 * p_.m)) &&
-            get_array(r, &upper_off_, n);
+  const size_t stride = 1 + 2 * p_.m;
+  std::string_view l0 = r.bytes(n * stride * 4);
+  if (r.ok() && (reinterpret_cast<uintptr_t>(l0.data()) % alignof(uint32_t)) != 0) return false;
+  const uint32_t* view = reinterpret_cast<const uint32_t*>(l0.data());
+  bool ok = r.ok() && get_array(r, &levels_, n) && get_array(r, &fp_, n) &&
+            get_array(r, &inv_, p_.metric == Metric::Cosine ? n : 0) && get_array(r, &upper_off_, n);
   uint64_t nu = ok ? r.u64() : 0;
   ok = ok && get_array(r, &upper_, nu) && r.ok() && r.done();
   // The graph must be self-consistent: links in range, levels and offsets sane.
@@ -663,9 +681,8 @@ bool HnswIndex::load_graph(std::string_view graph) {
     if (levels_[i] > kMaxLevel) bad = 1;
     else if (levels_[i] && (uint64_t)upper_off_[i] + (uint64_t)levels_[i] * (1 + p_.m) > nu) bad = 1;
   }
-  const uint32_t stride = 1 + 2 * p_.m;
   for (uint64_t i = 0; i < n && !bad; i++) {
-    const uint32_t* ls = &links0_[i * stride];
+    const uint32_t* ls = view + i * stride;
     bad |= ls[0] > 2 * p_.m;
     for (uint32_t j = 1; j < stride; j++) bad |= (uint32_t)(ls[j] >= n);
   }
@@ -679,6 +696,9 @@ bool HnswIndex::load_graph(std::string_view graph) {
     clear_graph();
     return false;
   }
+  links0_.clear();
+  l0_ = view;
+  l0_owned_ = false;
   entry_ = entry;
   max_level_ = n ? max_level : -1;
   linked_ = (uint32_t)n;
@@ -699,6 +719,7 @@ void HnswIndex::rebuild_graph(int threads) {
     upper_off_.push_back((uint32_t)upper_.size());
     if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
   }
+  l0_ = links0_.data();
   maps_built_ = false;
   doc_node_.clear();
   fp_nodes_.clear();

@@ -100,6 +100,10 @@ class HnswIndex {
   // used in place). False when they disagree.
   bool load_table(std::string_view meta, std::string_view table);
   // Loads the graph over a loaded table; false when it does not validate.
+  // `graph` must stay alive and unchanged (the level-0 lists are used in
+  // place); they start kGraphLinksAt bytes in, which the caller keeps
+  // 16-byte aligned.
+  static constexpr size_t kGraphLinksAt = 36;
   bool load_graph(std::string_view graph);
   // Rebuilds the graph over the table (same node numbers).
   void rebuild_graph(int threads);
@@ -158,7 +162,12 @@ class HnswIndex {
   std::vector<float> inv_;          // cosine: inverse norm per node
   std::vector<int64_t> node_doc_;   // the first document on the node
   std::vector<uint32_t> refs_;      // documents on the node; 0 = tombstone
-  std::vector<uint32_t> links0_;    // per node: count, 2m slots
+  // Level-0 lists, per node: count, 2m slots. After a load they are read in
+  // place from the file (l0_ points there) until the first change copies them.
+  std::vector<uint32_t> links0_;
+  const uint32_t* l0_ = nullptr;
+  bool l0_owned_ = true;
+  void own_links();
   std::vector<uint32_t> upper_off_; // per node: offset in upper_ (levels 1..L, each count + m slots)
   std::vector<uint32_t> upper_;
   std::unordered_multimap<uint32_t, int64_t> more_docs_;  // further documents on shared nodes
