@@ -44,6 +44,11 @@ struct QueryResult {
   std::vector<Value> rows;  // each row is an Object value
 };
 
+struct BatchItem {
+  std::string text;
+  std::vector<Value> params;
+};
+
 // What open found and did: shown by `kitfox stats` and the CLI on open.
 struct OpenReport {
   uint64_t torn_bytes = 0;        // bytes of a torn tail that were cut off
@@ -79,7 +84,12 @@ class Database {
   ~Database();
 
   // Runs one statement. Write statements are atomic: on error nothing changed.
+  // `begin` starts queueing this handle's statements; `commit` runs them as
+  // one batch and returns their rows in order; `rollback` drops the queue.
   Result<QueryResult> query(std::string_view text, const std::vector<Value>& params = {});
+  // Runs statements (put, insert, set, del and reads) as one atomic write:
+  // each sees the ones before it, and all land as one record or none does.
+  Result<std::vector<QueryResult>> batch(const std::vector<BatchItem>& items);
 
   Status checkpoint();  // writes a new image, drops the tail
   Status compact();     // checkpoint, and rebuilds the in-memory store
@@ -92,6 +102,8 @@ class Database {
  private:
   Database();
   std::unique_ptr<Engine> engine_;
+  bool queueing_ = false;  // between begin and commit
+  std::vector<BatchItem> queue_;
 };
 
 // JSON text of a value: objects and lists as JSON, timestamps as ISO-8601

@@ -479,9 +479,28 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
 // ---------------------------------------------------------------- writes
 
 Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_off, bool replay) {
+  Reader head(body);
+  uint64_t seq = head.u64();
+  uint64_t nops = head.varint();
+  if (!head.ok()) return Status(Code::Corrupt, "write record cut short");
+  size_t skip = head.pos() - body.data();
+  KF_TRY(apply_ops(body.substr(skip), nops, seg, body_off + skip, nullptr));
+  (void)replay;
+  link_touched();
+  seq_ = seq;
+  return Status::ok();
+}
+
+void Engine::link_touched() {
+  // New vectors are linked once per record: the same writes give the same graph.
+  std::sort(touched_.begin(), touched_.end());
+  touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+  for (HnswIndex* index : touched_) index->link_pending(build_threads());
+  touched_.clear();
+}
+
+Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uint64_t body_off, std::vector<Undo>* undo) {
   Reader r(body);
-  uint64_t seq = r.u64();
-  uint64_t nops = r.varint();
   auto coll_of = [&](uint32_t cid) -> Collection* {
     auto it = by_id_.find(cid);
     return it == by_id_.end() ? nullptr : it->second;
@@ -496,6 +515,7 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
         std::string_view b = r.str();
         if (!c) return Status(Code::Corrupt, "a document for an unknown collection");
         if (!r.ok()) break;
+        if (undo) remember(c, id, undo);
         uint64_t old = c->ids.put(id, loc);
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         c->bytes += b.size();
@@ -517,12 +537,14 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
         Collection* c = coll_of((uint32_t)r.varint());
         int64_t id = unzigzag(r.varint());
         if (!c) return Status(Code::Corrupt, "a delete for an unknown collection");
+        if (undo) remember(c, id, undo);
         uint64_t old = c->ids.erase(id);
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         for (auto& [fid, index] : c->vindex) index->remove(id);
         break;
       }
       case format::kOpDefine: {
+        if (undo) return Status(Code::Invalid, "collection and index changes cannot be part of a batch");
         CollectionDef d;
         int64_t next_id;
         KF_TRY(decode_def(r, &d, &next_id));
@@ -550,6 +572,7 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
         break;
       }
       case format::kOpDrop: {
+        if (undo) return Status(Code::Invalid, "collection and index changes cannot be part of a batch");
         uint32_t cid = (uint32_t)r.varint();
         Collection* c = coll_of(cid);
         if (!c) return Status(Code::Corrupt, "a drop of an unknown collection");
@@ -561,14 +584,44 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
     }
   }
   if (!r.ok()) return Status(Code::Corrupt, "write record cut short");
-  (void)replay;
-  // New vectors are linked once per record: the same writes give the same graph.
-  std::sort(touched_.begin(), touched_.end());
-  touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
-  for (HnswIndex* index : touched_) index->link_pending(build_threads());
-  touched_.clear();
-  seq_ = seq;
   return Status::ok();
+}
+
+// What a document was before a write in a transaction, to put it back.
+void Engine::remember(Collection* c, int64_t id, std::vector<Undo>* undo) {
+  Undo u;
+  u.coll = c->def.id;
+  u.id = id;
+  u.next_id = c->next_id;
+  const uint64_t* loc = c->ids.find(id);
+  u.loc = loc ? *loc : IdIndex::kDead;
+  for (auto& [fid, index] : c->vindex) {
+    int64_t node = index->node_of(id);
+    if (node < 0) continue;
+    std::vector<float> v;
+    index->vector_of((uint32_t)node, &v);
+    u.vectors.push_back({fid, std::move(v)});
+  }
+  undo->push_back(std::move(u));
+}
+
+void Engine::rollback(std::vector<Undo>& undo) {
+  for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+    Collection* c = by_id_[it->coll];
+    uint64_t cur = c->ids.erase(it->id);
+    if (cur != IdIndex::kDead) c->bytes -= arena_.body(cur).size();
+    if (it->loc != IdIndex::kDead) {
+      c->ids.put(it->id, it->loc);
+      c->bytes += arena_.body(it->loc).size();
+    }
+    c->next_id = it->next_id;
+    for (auto& [fid, index] : c->vindex) index->remove(it->id);
+    for (auto& [fid, v] : it->vectors) c->vindex[fid]->put(it->id, v.data());  // revives its node
+  }
+  for (auto& [name, c] : colls_)
+    for (auto& [fid, index] : c->vindex) index->drop_pending();
+  touched_.clear();
+  undo.clear();
 }
 
 Status Engine::build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out) {
@@ -617,6 +670,19 @@ Status Engine::check_writable() const {
 
 Result<uint64_t> Engine::commit(std::string_view ops, uint32_t nops) {
   KF_TRY(check_writable());
+  if (in_txn_) {
+    // Inside a batch: applied now (later statements see it), written at the end.
+    const char* where;
+    uint64_t l = arena_.append(ops, &where);
+    KF_TRY(apply_ops(std::string_view(where, ops.size()), nops, (uint32_t)(l >> 40), l & ((1ull << 40) - 1), &undo_));
+    txn_ops_.append(ops);
+    txn_nops_ += nops;
+    return seq_;
+  }
+  return write_record(ops, nops, true);
+}
+
+Result<uint64_t> Engine::write_record(std::string_view ops, uint32_t nops, bool apply) {
   std::string body;
   body.reserve(ops.size() + 16);
   put_u64(body, seq_ + 1);
@@ -634,10 +700,15 @@ Result<uint64_t> Engine::commit(std::string_view ops, uint32_t nops) {
     return st;
   }
   write_pos_ += frame.size();
-  const char* where;
-  uint64_t l = arena_.append(body, &where);
-  Status ap = apply_write(std::string_view(where, body.size()), (uint32_t)(l >> 40), l & ((1ull << 40) - 1), false);
-  if (!ap.is_ok()) std::abort();  // ops built by the executor always apply
+  if (apply) {
+    const char* where;
+    uint64_t l = arena_.append(body, &where);
+    Status ap = apply_write(std::string_view(where, body.size()), (uint32_t)(l >> 40), l & ((1ull << 40) - 1), false);
+    if (!ap.is_ok()) std::abort();  // ops built by the executor always apply
+  } else {
+    link_touched();
+    seq_++;
+  }
   tail_records_++;
   {
     std::lock_guard g(sync_mu_);
@@ -952,6 +1023,56 @@ Result<QueryResult> Engine::query(std::string_view text, const std::vector<Value
   return r;
 }
 
+Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& items) {
+  std::vector<Statement> parsed(items.size());
+  for (size_t i = 0; i < items.size(); i++) {
+    Status ps = parse_statement(items[i].text, &parsed[i]);
+    if (!ps.is_ok()) return Status(ps.code(), "statement " + std::to_string(i + 1) + ": " + ps.message(), ps.position());
+    StmtKind k = parsed[i].kind;
+    if (k != StmtKind::Put && k != StmtKind::Insert && k != StmtKind::Set && k != StmtKind::Del && k != StmtKind::Get &&
+        k != StmtKind::Collections && k != StmtKind::Describe)
+      return Status(Code::Invalid, "statement " + std::to_string(i + 1) +
+                                       ": only put, insert, set, del and reads can be part of a batch", parsed[i].pos);
+  }
+  if (closed_) return Status(Code::Invalid, "the database is closed");
+  std::vector<QueryResult> out;
+  uint64_t wait_seq = 0;
+  bool wrote = false;
+  {
+    std::unique_lock lk(mu_);
+    KF_TRY(check_writable());
+    in_txn_ = true;
+    txn_ops_.clear();
+    txn_nops_ = 0;
+    undo_.clear();
+    for (size_t i = 0; i < items.size(); i++) {
+      const Statement& st = parsed[i];
+      auto r = st.is_write() ? execute_write(st, items[i].params) : execute_read(st, items[i].params);
+      if (!r.is_ok()) {
+        rollback(undo_);
+        in_txn_ = false;
+        return Status(r.status().code(), "statement " + std::to_string(i + 1) + ": " + r.status().message(),
+                      r.status().position());
+      }
+      out.push_back(std::move(r.value()));
+    }
+    in_txn_ = false;
+    if (txn_nops_) {
+      auto w = write_record(txn_ops_, txn_nops_, false);
+      if (!w.is_ok()) {
+        rollback(undo_);
+        return w.status();
+      }
+      wait_seq = seq_;
+      wrote = true;
+    }
+    undo_.clear();
+    txn_ops_.clear();
+  }
+  if (wrote && opts_.sync == SyncMode::Always) KF_TRY(sync_to(wait_seq));
+  return out;
+}
+
 // ---------------------------------------------------------------- Database
 
 Database::Database() = default;
@@ -964,9 +1085,59 @@ Result<std::unique_ptr<Database>> Database::open(FileSystem& fs, const std::stri
   return db;
 }
 
+// begin / commit / rollback: a bare keyword, any case, optional ';'.
+static bool is_word(std::string_view text, const char* word) {
+  size_t a = 0, b = text.size();
+  while (a < b && (text[a] == ' ' || text[a] == '\t' || text[a] == '\n' || text[a] == '\r')) a++;
+  while (b > a && (text[b - 1] == ' ' || text[b - 1] == '\t' || text[b - 1] == '\n' || text[b - 1] == '\r' || text[b - 1] == ';')) b--;
+  size_t n = strlen(word);
+  if (b - a != n) return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = text[a + i];
+    if (c >= 'A' && c <= 'Z') c += 32;
+    if (c != word[i]) return false;
+  }
+  return true;
+}
+
 Result<QueryResult> Database::query(std::string_view text, const std::vector<Value>& params) {
+  if (is_word(text, "begin")) {
+    if (queueing_) return Status(Code::Invalid, "a transaction is already open (begin was given twice)");
+    queueing_ = true;
+    queue_.clear();
+    return QueryResult{};
+  }
+  if (is_word(text, "rollback")) {
+    if (!queueing_) return Status(Code::Invalid, "no transaction is open (rollback without begin)");
+    queueing_ = false;
+    queue_.clear();
+    return QueryResult{};
+  }
+  if (is_word(text, "commit")) {
+    if (!queueing_) return Status(Code::Invalid, "no transaction is open (commit without begin)");
+    queueing_ = false;
+    std::vector<BatchItem> items = std::move(queue_);
+    queue_.clear();
+    KF_ASSIGN(auto results, engine_->batch(items));
+    QueryResult all;
+    for (auto& r : results)
+      for (auto& row : r.rows) all.rows.push_back(std::move(row));
+    return all;
+  }
+  if (queueing_) {
+    Statement st;
+    KF_TRY(parse_statement(text, &st));  // a syntax error is reported now, not at commit
+    queue_.push_back({std::string(text), params});
+    Value row = Value::object();
+    row.append("queued", Value::integer((int64_t)queue_.size()));
+    QueryResult r;
+    r.rows.push_back(std::move(row));
+    return r;
+  }
   return engine_->query(text, params);
 }
+
+Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items) { return engine_->batch(items); }
 Status Database::checkpoint() { return engine_->checkpoint(); }
 Status Database::compact() { return engine_->checkpoint(); }
 Status Database::sync() { return engine_->sync(); }

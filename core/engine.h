@@ -68,6 +68,7 @@ class Engine {
   ~Engine();
 
   Result<QueryResult> query(std::string_view text, const std::vector<Value>& params);
+  Result<std::vector<QueryResult>> batch(const std::vector<BatchItem>& items);
   Status checkpoint();
   Status sync();
   Status close();
@@ -93,6 +94,19 @@ class Engine {
   Status apply_image_record(const struct RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
                             std::map<uint32_t, std::vector<IdEntry>>* idx);
   Status apply_write(std::string_view body, uint32_t seg, uint64_t body_off, bool replay);
+  // A transaction's undo log: each document as it was before its first change.
+  struct Undo {
+    uint32_t coll;
+    int64_t id;
+    int64_t next_id;
+    uint64_t loc;
+    std::vector<std::pair<uint32_t, std::vector<float>>> vectors;
+  };
+  Status apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint64_t ops_off, std::vector<Undo>* undo);
+  void remember(Collection* c, int64_t id, std::vector<Undo>* undo);
+  void rollback(std::vector<Undo>& undo);
+  void link_touched();
+  Result<uint64_t> write_record(std::string_view ops, uint32_t nops, bool apply);
   // Makes the vector indexes match the definition: drops stale ones, builds new ones.
   Status sync_indexes(Collection* c);
   Status build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out);
@@ -125,6 +139,10 @@ class Engine {
   uint64_t image_bytes_ = 0;
   uint64_t tail_records_ = 0;
   bool checkpoint_soon_ = false;  // an index was built: persist it
+  bool in_txn_ = false;           // inside batch(): ops apply now, land at the end
+  std::string txn_ops_;
+  uint32_t txn_nops_ = 0;
+  std::vector<Undo> undo_;
   std::vector<HnswIndex*> touched_;  // indexes with nodes to link after a record
   std::vector<float> prepared_;
   // Vector index records seen while loading the image, by collection << 32 | field.

@@ -256,6 +256,28 @@ void HnswIndex::put(int64_t doc, const float* v) {
   doc_node_[doc] = n;
 }
 
+void HnswIndex::drop_pending() {
+  while (levels_.size() > linked_ && refs_.back() == 0) {
+    uint32_t n = (uint32_t)levels_.size() - 1;
+    auto range = fp_nodes_.equal_range(fp_[n]);
+    for (auto r = range.first; r != range.second; ++r)
+      if (r->second == n) {
+        fp_nodes_.erase(r);
+        break;
+      }
+    extra_.resize(extra_.size() - vbytes_);
+    upper_.resize(upper_off_[n]);
+    upper_off_.pop_back();
+    levels_.pop_back();
+    fp_.pop_back();
+    if (!inv_.empty()) inv_.pop_back();
+    node_doc_.pop_back();
+    refs_.pop_back();
+    links0_.resize(links0_.size() - (1 + 2 * p_.m));
+    l0_ = links0_.data();
+  }
+}
+
 void HnswIndex::remove(int64_t doc) {
   build_doc_map();
   auto it = doc_node_.find(doc);

@@ -82,6 +82,8 @@ class HnswIndex {
   }
   void link_pending(int threads);
   size_t pending() const { return levels_.size() - linked_; }
+  // Forgets unlinked nodes that no document holds (a rolled-back batch's).
+  void drop_pending();
 
   // Approximate k nearest live nodes; `accept` (may be empty) filters them.
   // Returns hits sorted by (distance, node).

@@ -380,3 +380,30 @@ TEST_CASE("always mode: concurrent writers share flushes (group commit) and ever
   auto db2 = open_db(fs);
   CHECK(count(*db2) == kThreads * kEach);
 }
+
+TEST_CASE("a batch lands as one record; a failed write of it changes nothing in memory") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  auto db = open_db(fs);
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  REQUIRE(db->query("put t [{n: 1}, {n: 2}]").is_ok());
+  uint64_t before = db->stats().tail_records;
+  auto r = db->batch({{"put t {n: 3}", {}}, {"set t {n: 10} where n = 1", {}}, {"get t where n >= 3 count", {}},
+                      {"del t where n = 2", {}}});
+  REQUIRE(r.is_ok());
+  CHECK(to_json(r->at(2).rows[0]) == "{\"count\":2}");  // saw the put and the set before it
+  CHECK(db->stats().tail_records == before + 1);
+  CHECK(count(*db) == 2);
+  faults.fail_write = true;
+  auto bad = db->batch({{"put t {n: 4}", {}}, {"del t", {}}});
+  CHECK_FALSE(bad.is_ok());
+  faults.fail_write = false;
+  CHECK(count(*db) == 2);
+  auto rows = db->query("get t select n");
+  REQUIRE(rows.is_ok());
+  CHECK(to_json(Value::list(rows->rows)) == "[{\"id\":1,\"n\":10},{\"id\":3,\"n\":3}]");
+  db->close();
+  auto db2 = open_db(fs);
+  CHECK(count(*db2) == 2);
+}
