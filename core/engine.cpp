@@ -95,6 +95,35 @@ bool Collection::vector(uint32_t field_id, uint64_t node, Value* out) const {
   return false;
 }
 
+void text_tokens(const Value& v, std::vector<std::string>* out) {
+  out->clear();
+  if (v.kind() == Kind::Text) tokenize_text(v.as_string(), out);
+  else if (v.kind() == Kind::List)
+    for (const Value& e : v.items())
+      if (e.kind() == Kind::Text) tokenize_text(e.as_string(), out);
+}
+
+Result<TextIndex*> Engine::text_index(Collection& c, const Field& f) {
+  std::lock_guard g(c.text_mu);
+  auto it = c.tindex.find(f.id);
+  if (it != c.tindex.end()) return it->second.get();
+  auto ti = std::make_unique<TextIndex>(f.index.text.k1, f.index.text.b);
+  Status st;
+  Value v;
+  std::vector<std::string> tokens;
+  c.ids.scan([&](const IdEntry& e) {
+    st = decode_field(arena_.body(e.loc), f.id, &v, &c);
+    if (!st.is_ok()) return false;
+    text_tokens(v, &tokens);
+    if (!tokens.empty()) ti->put(e.id, tokens);
+    return true;
+  });
+  KF_TRY(st);
+  TextIndex* p = ti.get();
+  c.tindex[f.id] = std::move(ti);
+  return p;
+}
+
 // ---------------------------------------------------------------- definitions
 
 void encode_def(const CollectionDef& d, int64_t next_id, std::string& out) {
@@ -116,6 +145,9 @@ void encode_def(const CollectionDef& d, int64_t next_id, std::string& out) {
       put_varint(out, f.index.hnsw.m);
       put_varint(out, f.index.hnsw.ef_construction);
       put_varint(out, f.index.hnsw.ef_search);
+    } else if (f.index.kind == IndexKind::Text) {
+      out.append((const char*)&f.index.text.k1, 8);
+      out.append((const char*)&f.index.text.b, 8);
     }
   }
 }
@@ -146,6 +178,12 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
       f.index.hnsw.ef_search = (uint32_t)r.varint();
       if (f.index.hnsw.metric < Metric::Cosine || f.index.hnsw.metric > Metric::Dot || f.index.hnsw.m < 2 ||
           f.index.hnsw.m > 256 || f.type.kind != TypeKind::Vector)
+        return Status(Code::Corrupt, "bad index definition");
+    } else if (f.index.kind == IndexKind::Text) {
+      uint64_t a = r.u64(), b = r.u64();
+      memcpy(&f.index.text.k1, &a, 8);
+      memcpy(&f.index.text.b, &b, 8);
+      if (f.type.kind != TypeKind::Text && !(f.type.kind == TypeKind::List && f.type.elem == TypeKind::Text))
         return Status(Code::Corrupt, "bad index definition");
     } else if (f.index.kind != IndexKind::None) {
       return Status(Code::Corrupt, "unknown index kind");
@@ -531,6 +569,12 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
           }
           touched_.push_back(index.get());
         }
+        for (auto& [fid, ti] : c->tindex) {
+          Value v;
+          KF_TRY(decode_field(b, fid, &v, c));
+          text_tokens(v, &tokens_);
+          ti->put(id, tokens_);
+        }
         break;
       }
       case format::kOpDel: {
@@ -541,6 +585,7 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
         uint64_t old = c->ids.erase(id);
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         for (auto& [fid, index] : c->vindex) index->remove(id);
+        for (auto& [fid, ti] : c->tindex) ti->remove(id);
         break;
       }
       case format::kOpDefine: {
@@ -618,8 +663,10 @@ void Engine::rollback(std::vector<Undo>& undo) {
     for (auto& [fid, index] : c->vindex) index->remove(it->id);
     for (auto& [fid, v] : it->vectors) c->vindex[fid]->put(it->id, v.data());  // revives its node
   }
-  for (auto& [name, c] : colls_)
+  for (auto& [name, c] : colls_) {
     for (auto& [fid, index] : c->vindex) index->drop_pending();
+    c->tindex.clear();  // rebuilt on first use
+  }
   touched_.clear();
   undo.clear();
 }
@@ -643,6 +690,7 @@ Status Engine::build_index(Collection* c, const Field& f, std::unique_ptr<HnswIn
 }
 
 Status Engine::sync_indexes(Collection* c) {
+  c->tindex.clear();  // rebuilt on first use against the new definition
   for (auto it = c->vindex.begin(); it != c->vindex.end();) {
     const Field* f = c->def.field_by_id(it->first);
     if (!f || f->index.kind != IndexKind::Hnsw || !(f->index.hnsw == it->second->params())) {
@@ -982,6 +1030,7 @@ Stats Engine::stats() {
   for (auto& [name, c] : colls_) {
     s.memory_bytes += c->ids.memory_bytes();
     for (auto& [fid, index] : c->vindex) s.memory_bytes += index->memory_bytes();
+    for (auto& [fid, ti] : c->tindex) s.memory_bytes += ti->memory_bytes();
     s.collections.push_back({name, c->ids.size(), c->bytes});
   }
   return s;

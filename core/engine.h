@@ -14,6 +14,7 @@
 #include "codec.h"
 #include "db.h"
 #include "index/hnsw.h"
+#include "index/text.h"
 #include "query/ast.h"
 #include "schema.h"
 #include "storage/id_index.h"
@@ -58,6 +59,10 @@ struct Collection : VectorSource {
   // Dropped or replaced indexes whose tables image documents still refer to,
   // until the next checkpoint rewrites them.
   std::map<uint32_t, std::unique_ptr<HnswIndex>> retired;
+  // Full-text indexes, built on first use (so opening stays fast), then kept
+  // up to date by writes.
+  std::map<uint32_t, std::unique_ptr<TextIndex>> tindex;
+  std::mutex text_mu;
 
   bool vector(uint32_t field_id, uint64_t node, Value* out) const override;
 };
@@ -87,6 +92,12 @@ class Engine {
   Result<QueryResult> execute_write(const Statement& st, const std::vector<Value>& params);
   Result<QueryResult> near_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
                                  int64_t offset);
+  Result<QueryResult> match_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
+                                  int64_t offset);
+  Status near_hits(Collection& c, const Statement& st, const class Evaluator& ev, size_t need,
+                   std::vector<struct DocHit>* out, Metric* metric);
+  // The text index of a @text field, built now if it was not yet.
+  Result<TextIndex*> text_index(Collection& c, const Field& f);
 
  private:
   Engine(FileSystem& fs, std::string name, OpenOptions o);
@@ -145,6 +156,7 @@ class Engine {
   std::vector<Undo> undo_;
   std::vector<HnswIndex*> touched_;  // indexes with nodes to link after a record
   std::vector<float> prepared_;
+  std::vector<std::string> tokens_;
   // Vector index records seen while loading the image, by collection << 32 | field.
   std::map<uint64_t, std::string_view> vector_records_, meta_records_, graph_records_;
   std::map<uint64_t, uint64_t> graph_seq_;
@@ -164,6 +176,9 @@ class Engine {
   bool stop_flusher_ = false;
 #endif
 };
+
+// The tokens of a text or [text] value (none for others).
+void text_tokens(const Value& v, std::vector<std::string>* out);
 
 // Threads for parallel index builds (1 in WASM).
 int build_threads();

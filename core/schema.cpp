@@ -1,6 +1,7 @@
 #include "schema.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "engine_limits.h"
 
@@ -30,7 +31,14 @@ std::string type_name(const Type& t) {
   return scalar_name(t.kind);
 }
 
+static std::string short_double(double d) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%g", d);
+  return buf;
+}
+
 std::string index_name(const IndexSpec& s) {
+  if (s.kind == IndexKind::Text) return "text(k1=" + short_double(s.text.k1) + ", b=" + short_double(s.text.b) + ")";
   if (s.kind != IndexKind::Hnsw) return "";
   const char* m = s.hnsw.metric == Metric::L2 ? "l2" : s.hnsw.metric == Metric::Dot ? "dot" : "cosine";
   return std::string("hnsw(") + m + ", m=" + std::to_string(s.hnsw.m) + ", ef_construction=" +

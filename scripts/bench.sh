@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Builds the benchmarks (Release, in build-bench/) and runs them; arguments go
-# to the benchmark program.
+# Builds the benchmarks (Release, in build-bench/) and runs them.
+#
+#   bash scripts/bench.sh [--quick] [--dir PATH] [--out PATH] [--svg DIR]
+#       runs kitfox_bench (vs SQLite), then kitfox_vector_bench (vs hnswlib);
+#       --quick and --dir go to both, --svg to the vector benchmark, and --out
+#       writes both Markdown reports into one file;
+#   bash scripts/bench.sh bulk ARGS...     runs kitfox_bench alone with ARGS;
+#   bash scripts/bench.sh vector ARGS...   runs kitfox_vector_bench alone with ARGS.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
@@ -8,4 +14,41 @@ source scripts/lib.sh
 
 configure_once build-bench -DCMAKE_BUILD_TYPE=Release -DKITFOX_BENCH=ON -DKITFOX_TESTS=OFF
 cmake --build build-bench -j2
-exec build-bench/bench/kitfox_bench "$@"
+
+case "${1:-}" in
+  bulk) shift; exec build-bench/bench/kitfox_bench "$@" ;;
+  vector) shift; exec build-bench/bench/kitfox_vector_bench "$@" ;;
+esac
+
+common=()
+svg=()
+out=""
+while (($# > 0)); do
+  case $1 in
+    --quick) common+=(--quick) ;;
+    --dir | --out | --svg)
+      (($# >= 2)) || { echo "bench.sh: $1 needs a value" >&2; exit 2; }
+      case $1 in
+        --dir) common+=(--dir "$2") ;;
+        --out) out=$2 ;;
+        --svg) svg=(--svg "$2") ;;
+      esac
+      shift ;;
+    *)
+      echo "bench.sh: '$1' is not an option of the combined run (--quick, --dir, --out, --svg);" \
+        "give it to one program: bash scripts/bench.sh bulk|vector $*" >&2
+      exit 2 ;;
+  esac
+  shift
+done
+
+# One benchmark process at a time: the second starts when the first is done.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+build-bench/bench/kitfox_bench "${common[@]}" ${out:+--out "$tmp/bulk.md"}
+echo
+build-bench/bench/kitfox_vector_bench "${common[@]}" "${svg[@]}" ${out:+--out "$tmp/vector.md"}
+if [[ -n $out ]]; then
+  { cat "$tmp/bulk.md"; echo; cat "$tmp/vector.md"; } >"$out"
+  echo "bench.sh: both reports written to $out" >&2
+fi

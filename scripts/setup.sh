@@ -15,6 +15,7 @@ REQUIREMENTS=(
   "cmd:pkg-config                 pkg-config"
   "/usr/include/doctest/doctest.h doctest-dev"
   "/usr/include/sqlite3.h         libsqlite3-dev"
+  "/usr/include/hnswlib/hnswlib.h libhnswlib-dev"
 )
 
 log() { echo "setup: $*"; }

@@ -14,11 +14,18 @@ struct HnswParams {
   bool operator==(const HnswParams&) const = default;
 };
 
-enum class IndexKind : uint8_t { None = 0, Hnsw = 1 };
+struct TextParams {
+  double k1 = 1.2;  // term-frequency saturation
+  double b = 0.75;  // length normalisation
+  bool operator==(const TextParams&) const = default;
+};
+
+enum class IndexKind : uint8_t { None = 0, Hnsw = 1, Text = 2 };
 
 struct IndexSpec {
   IndexKind kind = IndexKind::None;
   HnswParams hnsw;
+  TextParams text;
   bool operator==(const IndexSpec&) const = default;
 };
 

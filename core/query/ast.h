@@ -101,6 +101,11 @@ struct Statement {
   int64_t near_pos = -1;
   ExprPtr near_value, near_ef;
   bool near_exact = false;
+  // match FIELD VALUE; fuse [k N] [candidates N]; rerank FIELD VALUE [candidates N]
+  std::string match_field, rerank_field;
+  int64_t match_pos = -1, rerank_pos = -1, fuse_pos = -1;
+  ExprPtr match_value, rerank_value, fuse_k, candidates;
+  bool fuse = false;
   IndexSpec index;  // create index
   int64_t index_pos = 0;
 

@@ -9,6 +9,9 @@
 #include "../engine.h"
 #include "../engine_limits.h"
 #include "../storage/format.h"
+#include "../index/text.h"
+#include <functional>
+#include <unordered_map>
 
 namespace kitfox {
 
@@ -409,6 +412,9 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
   KF_ASSIGN(int64_t offset, count_arg(ev, st.offset, "offset"));
   if (offset < 0) offset = 0;
 
+  if (st.match_pos < 0 && (st.fuse || st.rerank_pos >= 0))
+    return Status(Code::Syntax, std::string(st.fuse ? "'fuse'" : "'rerank'") + " needs 'match'", st.fuse ? st.fuse_pos : st.rerank_pos);
+  if (st.match_pos >= 0) return match_query(*c, st, ev, limit, offset);
   if (st.near_pos >= 0) return near_query(*c, st, ev, limit, offset);
 
   if (st.count) {
@@ -490,6 +496,13 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
 
 // ---------------------------------------------------------------- near
 
+struct DocHit {
+  float distance;
+  int64_t id;
+  bool operator<(const DocHit& o) const { return distance < o.distance || (distance == o.distance && id < o.id); }
+};
+
+
 namespace {
 
 // The distance shown to users: cosine 1 - cos, l2 Euclidean, dot -a.b. It is
@@ -504,11 +517,7 @@ double shown_distance(Metric m, float d) {
   return out;
 }
 
-struct DocHit {
-  float distance;
-  int64_t id;
-  bool operator<(const DocHit& o) const { return distance < o.distance || (distance == o.distance && id < o.id); }
-};
+
 
 void keep_best(std::vector<DocHit>& heap, size_t k, DocHit h) {
   if (heap.size() < k) {
@@ -527,6 +536,28 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
                                        int64_t offset) {
   if (st.count) return Status(Code::Syntax, "'count' cannot be combined with 'near'", st.near_pos);
   if (!st.order.empty()) return Status(Code::Syntax, "'near' orders rows by distance; it cannot be combined with 'order'", st.order[0].pos);
+  size_t need = (size_t)offset + (limit < 0 ? 10 : (size_t)limit);
+  std::vector<DocHit> heap;
+  Metric metric;
+  KF_TRY(near_hits(c, st, ev, need, &heap, &metric));
+  QueryResult res;
+  for (size_t i = (size_t)offset; i < heap.size(); i++) {
+    const uint64_t* loc = c.ids.find(heap[i].id);
+    if (!loc) continue;
+    Value d;
+    KF_TRY(decode_document(c.def, heap[i].id, body(*loc), &d, &c));
+    Status perr;
+    Value row = project_row(st, std::move(d), ev, &perr);
+    KF_TRY(perr);
+    row.append("_distance", Value::real(shown_distance(metric, heap[i].distance)));
+    res.rows.push_back(std::move(row));
+  }
+  return res;
+}
+
+// The `need` nearest documents passing the filter, nearest first.
+Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev, size_t need,
+                         std::vector<DocHit>* out, Metric* metric_out) {
   const Field* f = c.def.field(st.near_field);
   if (!f) return not_found_field(st.near_field, c.def, st.near_pos);
   if (f->type.kind != TypeKind::Vector)
@@ -539,12 +570,11 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
   if (!cs.is_ok()) return Status(cs.code(), cs.message(), st.near_value->pos);
   KF_ASSIGN(int64_t ef, count_arg(ev, st.near_ef, "ef"));
   if (st.near_ef && (ef < 1 || ef > 100000)) return Status(Code::Invalid, "ef must be between 1 and 100000", st.near_ef->pos);
-  size_t k = limit < 0 ? 10 : (size_t)limit;
-  size_t need = (size_t)offset + k;
 
   auto it = c.vindex.find(f->id);
   HnswIndex* index = it == c.vindex.end() ? nullptr : it->second.get();
   HnswParams params = index ? index->params() : HnswParams{};
+  *metric_out = params.metric;
   HnswIndex shape(f->type.dim, false, params);  // prepares queries (and documents, without an index)
   std::vector<float> q;
   Status ps = (index ? index : &shape)->prepare_query(qv.vec().data(), &q, "near " + f->name);
@@ -563,7 +593,8 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
     return inner.is_ok() && Evaluator::truthy(t);
   };
 
-  std::vector<DocHit> heap;  // max-heap of the best `need`
+  std::vector<DocHit>& heap = *out;  // max-heap of the best `need`
+  heap.clear();
   std::vector<int64_t> ids;
   auto exact_filtered = [&]() -> Status {
     heap.clear();
@@ -632,16 +663,115 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
   }
   KF_TRY(inner);
   std::sort(heap.begin(), heap.end());
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- match
+
+Result<QueryResult> Engine::match_query(Collection& c, const Statement& st, const Evaluator& ev, int64_t limit,
+                                        int64_t offset) {
+  if (st.count) return Status(Code::Syntax, "'count' cannot be combined with 'match'", st.match_pos);
+  if (!st.order.empty())
+    return Status(Code::Syntax, "'match' orders rows by score; it cannot be combined with 'order'", st.order[0].pos);
+  if (st.near_pos >= 0 && !st.fuse)
+    return Status(Code::Syntax, "'match' and 'near' together need 'fuse' (reciprocal rank fusion)", st.near_pos);
+  if (st.fuse && st.near_pos < 0) return Status(Code::Syntax, "'fuse' needs both 'match' and 'near'", st.fuse_pos);
+  if (st.fuse && st.rerank_pos >= 0) return Status(Code::Syntax, "'rerank' cannot be combined with 'fuse'", st.rerank_pos);
+  const Field* f = c.def.field(st.match_field);
+  if (!f) return not_found_field(st.match_field, c.def, st.match_pos);
+  if (f->index.kind != IndexKind::Text)
+    return Status(Code::Invalid, "'match' needs a @text index on '" + f->name + "' (create index on " + c.def.name + " (" +
+                                     f->name + ") @text)", st.match_pos);
+  Value qv;
+  KF_TRY(ev.constant(*st.match_value, &qv));
+  if (qv.kind() != Kind::Text)
+    return Status(Code::Type, std::string("'match' takes text, got ") + kind_name(qv.kind()), st.match_value->pos);
+  std::vector<std::string> tokens;
+  tokenize_text(qv.as_string(), &tokens);
+  size_t need = (size_t)offset + (limit < 0 ? 10 : (size_t)limit);
+  KF_ASSIGN(int64_t cand, count_arg(ev, st.candidates, "candidates"));
+  KF_ASSIGN(TextIndex * ti, text_index(c, *f));
+
+  Value doc, t;
+  Status inner;
+  std::function<bool(int64_t)> accept;
+  if (st.where)
+    accept = [&](int64_t id) {
+      const uint64_t* loc = c.ids.find(id);
+      if (!loc) return false;
+      inner = decode_document(c.def, id, body(*loc), &doc, &c);
+      if (inner.is_ok()) inner = ev.eval(*st.where, doc, &t);
+      return inner.is_ok() && Evaluator::truthy(t);
+    };
+
+  struct Out {
+    int64_t id;
+    double score;
+    double distance;  // rerank
+  };
+  std::vector<Out> rows;
+  std::vector<TextHit> hits;
+  Metric metric = Metric::Cosine;
+  if (st.fuse) {
+    KF_ASSIGN(int64_t k, count_arg(ev, st.fuse_k, "k"));
+    double kk = k < 0 ? 60.0 : (double)k;
+    size_t n = cand < 0 ? std::max<size_t>(100, need) : std::max<size_t>((size_t)cand, need);
+    ti->search(tokens, n, accept, &hits);
+    KF_TRY(inner);
+    std::vector<DocHit> near;
+    KF_TRY(near_hits(c, st, ev, n, &near, &metric));
+    std::unordered_map<int64_t, double> fused;
+    for (size_t i = 0; i < hits.size(); i++) fused[hits[i].id] += 1.0 / (kk + (double)(i + 1));
+    for (size_t i = 0; i < near.size(); i++) fused[near[i].id] += 1.0 / (kk + (double)(i + 1));
+    for (auto& [id, sc] : fused) rows.push_back({id, sc, 0});
+    std::sort(rows.begin(), rows.end(), [](const Out& a, const Out& b) { return a.score > b.score || (a.score == b.score && a.id < b.id); });
+  } else if (st.rerank_pos >= 0) {
+    const Field* vf = c.def.field(st.rerank_field);
+    if (!vf) return not_found_field(st.rerank_field, c.def, st.rerank_pos);
+    if (vf->type.kind != TypeKind::Vector)
+      return Status(Code::Type, "'rerank' needs a vector field; '" + vf->name + "' is " + type_name(vf->type), st.rerank_pos);
+    Value raw, rv;
+    KF_TRY(ev.constant(*st.rerank_value, &raw));
+    Type qt = vf->type;
+    qt.f16 = false;
+    Status cs = coerce(raw, qt, "rerank " + vf->name, &rv);
+    if (!cs.is_ok()) return Status(cs.code(), cs.message(), st.rerank_value->pos);
+    auto vi = c.vindex.find(vf->id);
+    HnswParams params = vi != c.vindex.end() ? vi->second->params() : HnswParams{};
+    metric = params.metric;
+    HnswIndex shape(vf->type.dim, false, params);
+    std::vector<float> q, v;
+    Status ps = shape.prepare_query(rv.vec().data(), &q, "rerank " + vf->name);
+    if (!ps.is_ok()) return Status(ps.code(), ps.message(), st.rerank_value->pos);
+    size_t n = cand < 0 ? std::max<size_t>(100, need) : (size_t)cand;
+    ti->search(tokens, n, accept, &hits);
+    KF_TRY(inner);
+    for (const TextHit& h : hits) {
+      const uint64_t* loc = c.ids.find(h.id);
+      if (!loc) continue;
+      Value fvv;
+      KF_TRY(decode_field(body(*loc), vf->id, &fvv, &c));
+      if (fvv.kind() != Kind::Vector || !shape.prepare_query(fvv.vec().data(), &v, vf->name).is_ok()) continue;
+      rows.push_back({h.id, h.score, (double)distance(metric, q.data(), v.data(), vf->type.dim)});
+    }
+    std::sort(rows.begin(), rows.end(), [](const Out& a, const Out& b) { return a.distance < b.distance || (a.distance == b.distance && a.id < b.id); });
+  } else {
+    ti->search(tokens, need, accept, &hits);
+    KF_TRY(inner);
+    for (const TextHit& h : hits) rows.push_back({h.id, h.score, 0});
+  }
+
   QueryResult res;
-  for (size_t i = (size_t)offset; i < heap.size(); i++) {
-    const uint64_t* loc = c.ids.find(heap[i].id);
+  for (size_t i = (size_t)offset; i < rows.size() && i < need; i++) {
+    const uint64_t* loc = c.ids.find(rows[i].id);
     if (!loc) continue;
     Value d;
-    KF_TRY(decode_document(c.def, heap[i].id, body(*loc), &d, &c));
+    KF_TRY(decode_document(c.def, rows[i].id, body(*loc), &d, &c));
     Status perr;
     Value row = project_row(st, std::move(d), ev, &perr);
     KF_TRY(perr);
-    row.append("_distance", Value::real(shown_distance(params.metric, heap[i].distance)));
+    row.append("_score", Value::real(rows[i].score));
+    if (st.rerank_pos >= 0) row.append("_distance", Value::real(shown_distance(metric, (float)rows[i].distance)));
     res.rows.push_back(std::move(row));
   }
   return res;
@@ -794,6 +924,14 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
           return Status(Code::NotFound, "field '" + f->name + "' has no index", st.field_pos);
         }
         f->index = IndexSpec{};
+      } else if (st.index.kind == IndexKind::Text) {
+        if (f->type.kind != TypeKind::Text && !(f->type.kind == TypeKind::List && f->type.elem == TypeKind::Text))
+          return Status(Code::Type, "@text indexes text fields; '" + f->name + "' is " + type_name(f->type), st.index_pos);
+        if (f->index.kind != IndexKind::None) {
+          if (st.if_not_exists) return res;
+          return Status(Code::Exists, "field '" + f->name + "' already has an index: " + index_name(f->index), st.field_pos);
+        }
+        f->index = st.index;
       } else {
         if (f->type.kind != TypeKind::Vector)
           return Status(Code::Type, "@hnsw indexes vector fields; '" + f->name + "' is " + type_name(f->type), st.index_pos);

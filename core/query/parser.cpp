@@ -162,6 +162,9 @@ Status Parser::field_decl(FieldDecl* out) {
     KF_TRY(index_spec(&out->index));
     if (out->index.kind == IndexKind::Hnsw && out->type.kind != TypeKind::Vector)
       return Status(Code::Type, "@hnsw indexes vector fields; '" + out->name + "' is " + type_name(out->type), at);
+    if (out->index.kind == IndexKind::Text && out->type.kind != TypeKind::Text &&
+        !(out->type.kind == TypeKind::List && out->type.elem == TypeKind::Text))
+      return Status(Code::Type, "@text indexes text fields; '" + out->name + "' is " + type_name(out->type), at);
   }
   return Status::ok();
 }
@@ -169,7 +172,27 @@ Status Parser::field_decl(FieldDecl* out) {
 // @hnsw [( [metric] [, m=N] [, ef_construction=N] [, ef_search=N] )]
 Status Parser::index_spec(IndexSpec* out) {
   KF_TRY(expect(Tok::At));
-  if (!accept_kw("hnsw")) return expected("an index kind (@hnsw)");
+  if (accept_kw("text")) {
+    out->kind = IndexKind::Text;
+    if (!accept(Tok::LParen)) return Status::ok();
+    if (accept(Tok::RParen)) return Status::ok();
+    for (;;) {
+      if (!is_kw("k1") && !is_kw("b")) return expected("k1= or b=");
+      bool k1 = is_kw("k1");
+      next();
+      KF_TRY(expect(Tok::Eq));
+      const Token& v = peek();
+      if (v.kind != Tok::Int && v.kind != Tok::Float) return expected("a number");
+      double x = v.kind == Tok::Int ? (double)v.i : v.f;
+      next();
+      if (k1 && (x < 0 || x > 100)) return Status(Code::Invalid, "k1 must be between 0 and 100", v.pos);
+      if (!k1 && (x < 0 || x > 1)) return Status(Code::Invalid, "b must be between 0 and 1", v.pos);
+      (k1 ? out->text.k1 : out->text.b) = x;
+      if (accept(Tok::Comma)) continue;
+      return expect(Tok::RParen);
+    }
+  }
+  if (!accept_kw("hnsw")) return expected("an index kind (@hnsw, @text)");
   out->kind = IndexKind::Hnsw;
   if (!accept(Tok::LParen)) return Status::ok();
   if (accept(Tok::RParen)) return Status::ok();
@@ -474,6 +497,24 @@ Status Parser::get_clauses(Statement* st) {
       KF_TRY(value_expr(&st->offset, 0));
     } else if (accept_kw("count")) {
       st->count = true;
+    } else if (accept_kw("match")) {
+      if (st->match_pos >= 0) return Status(Code::Syntax, "'match' given twice", t.pos);
+      KF_TRY(name(&st->match_field, &st->match_pos, "a text field"));
+      KF_TRY(value_expr(&st->match_value, 0));
+    } else if (accept_kw("fuse")) {
+      if (st->fuse) return Status(Code::Syntax, "'fuse' given twice", t.pos);
+      st->fuse = true;
+      st->fuse_pos = t.pos;
+      for (;;) {
+        if (accept_kw("k")) KF_TRY(value_expr(&st->fuse_k, 0));
+        else if (accept_kw("candidates")) KF_TRY(value_expr(&st->candidates, 0));
+        else break;
+      }
+    } else if (accept_kw("rerank")) {
+      if (st->rerank_pos >= 0) return Status(Code::Syntax, "'rerank' given twice", t.pos);
+      KF_TRY(name(&st->rerank_field, &st->rerank_pos, "a vector field"));
+      KF_TRY(value_expr(&st->rerank_value, 0));
+      if (accept_kw("candidates")) KF_TRY(value_expr(&st->candidates, 0));
     } else if (accept_kw("near")) {
       if (st->near_pos >= 0) return Status(Code::Syntax, "'near' given twice", t.pos);
       KF_TRY(name(&st->near_field, &st->near_pos, "a vector field"));
@@ -633,7 +674,7 @@ Status Parser::statement(Statement* st) {
   }
   accept(Tok::Semicolon);
   if (peek().kind != Tok::End) {
-    if (st->kind == StmtKind::Get) return expected("select, where, near, order, limit, offset, count or the end");
+    if (st->kind == StmtKind::Get) return expected("select, where, near, match, order, limit, offset, count or the end");
     return expected("the end of the statement");
   }
   return Status::ok();

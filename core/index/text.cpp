@@ -1,0 +1,262 @@
+#include "text.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kitfox {
+
+namespace {
+
+// Decodes one UTF-8 code point (input is valid UTF-8: text is validated on write).
+uint32_t next_cp(std::string_view s, size_t* i) {
+  unsigned char c = s[*i];
+  if (c < 0x80) { (*i)++; return c; }
+  int n = (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : 3;
+  uint32_t cp = c & (0x3F >> n);
+  for (int k = 1; k <= n && *i + k < s.size(); k++) cp = (cp << 6) | (s[*i + k] & 0x3F);
+  *i += n + 1;
+  return cp;
+}
+
+void put_cp(std::string& o, uint32_t cp) {
+  if (cp < 0x80) o += (char)cp;
+  else if (cp < 0x800) { o += (char)(0xC0 | cp >> 6); o += (char)(0x80 | (cp & 63)); }
+  else if (cp < 0x10000) { o += (char)(0xE0 | cp >> 12); o += (char)(0x80 | (cp >> 6 & 63)); o += (char)(0x80 | (cp & 63)); }
+  else { o += (char)(0xF0 | cp >> 18); o += (char)(0x80 | (cp >> 12 & 63)); o += (char)(0x80 | (cp >> 6 & 63)); o += (char)(0x80 | (cp & 63)); }
+}
+
+bool is_cjk(uint32_t cp) {
+  return (cp >= 0x3040 && cp <= 0x30FF) ||   // Hiragana, Katakana
+         (cp >= 0x3400 && cp <= 0x4DBF) ||   // CJK Extension A
+         (cp >= 0x4E00 && cp <= 0x9FFF) ||   // CJK Unified Ideographs
+         (cp >= 0xAC00 && cp <= 0xD7AF) ||   // Hangul syllables
+         (cp >= 0x1100 && cp <= 0x11FF) ||   // Hangul Jamo
+         (cp >= 0xF900 && cp <= 0xFAFF) ||   // CJK compatibility ideographs
+         (cp >= 0x20000 && cp <= 0x2FA1F);   // CJK extensions B..
+}
+
+// Letters and digits: ASCII alphanumerics, and above ASCII everything but
+// the common punctuation, symbol and space blocks.
+bool is_word(uint32_t cp) {
+  if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
+  if (cp <= 0xBF) return cp == 0xAA || cp == 0xB5 || cp == 0xBA;   // Latin-1 punctuation and symbols
+  if (cp == 0xD7 || cp == 0xF7) return false;                      // multiplication, division
+  if (cp >= 0x2000 && cp <= 0x2BFF) return false;                  // punctuation, symbols, arrows, math
+  if (cp >= 0x3000 && cp <= 0x303F) return false;                  // CJK symbols and punctuation
+  if (cp >= 0xFE30 && cp <= 0xFE4F) return false;                  // CJK compatibility forms
+  if (cp >= 0xFF00 && cp <= 0xFF0F) return false;                  // fullwidth punctuation
+  if (cp >= 0xFF1A && cp <= 0xFF20) return false;
+  if (cp >= 0xFF3B && cp <= 0xFF40) return false;
+  if (cp >= 0xFF5B && cp <= 0xFF65) return false;
+  if (cp >= 0x1F000 && cp <= 0x1FAFF) return false;                // emoji and pictographs
+  if (cp >= 0xE000 && cp <= 0xF8FF) return false;                  // private use
+  return true;
+}
+
+uint32_t lower(uint32_t cp) {
+  if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+  if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)) return cp + 32;   // Latin-1
+  if (cp >= 0x100 && cp <= 0x17F) {                                 // Latin Extended-A: pairs
+    if ((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) return cp % 2 ? cp + 1 : cp;
+    if (cp == 0x130 || cp == 0x131 || cp == 0x138 || cp == 0x149 || cp == 0x17F) return cp;
+    return cp % 2 == 0 ? cp + 1 : cp;
+  }
+  if (cp >= 0x391 && cp <= 0x3AB && cp != 0x3A2) return cp + 32;   // Greek
+  if (cp >= 0x410 && cp <= 0x42F) return cp + 32;                  // Cyrillic
+  if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
+  return cp;
+}
+
+}  // namespace
+
+void tokenize_text(std::string_view text, std::vector<std::string>* out) {
+  std::string word;
+  std::vector<uint32_t> cjk;
+  auto flush_word = [&] {
+    if (!word.empty()) out->push_back(std::move(word));
+    word.clear();
+  };
+  auto flush_cjk = [&] {
+    if (cjk.size() == 1) {
+      std::string t;
+      put_cp(t, cjk[0]);
+      out->push_back(std::move(t));
+    }
+    for (size_t i = 0; i + 1 < cjk.size(); i++) {
+      std::string t;
+      put_cp(t, cjk[i]);
+      put_cp(t, cjk[i + 1]);
+      out->push_back(std::move(t));
+    }
+    cjk.clear();
+  };
+  for (size_t i = 0; i < text.size();) {
+    uint32_t cp = next_cp(text, &i);
+    if (is_cjk(cp)) {
+      flush_word();
+      cjk.push_back(cp);
+    } else if (is_word(cp)) {
+      flush_cjk();
+      put_cp(word, lower(cp));
+    } else {
+      flush_word();
+      flush_cjk();
+    }
+  }
+  flush_word();
+  flush_cjk();
+}
+
+void TextIndex::put(int64_t doc, const std::vector<std::string>& tokens) {
+  remove(doc);
+  std::unordered_map<std::string_view, uint32_t> tf;
+  for (const std::string& t : tokens) tf[t]++;
+  std::vector<std::string> distinct;
+  distinct.reserve(tf.size());
+  uint32_t len = (uint32_t)tokens.size();
+  for (auto& [t, n] : tf) {
+    Term& term = terms_[std::string(t)];
+    auto& p = term.postings;
+    if (p.empty() || p.back().doc < doc) p.push_back({doc, n});
+    else p.insert(std::lower_bound(p.begin(), p.end(), doc, [](const Posting& a, int64_t d) { return a.doc < d; }), {doc, n});
+    term.max_tf = std::max(term.max_tf, n);
+    term.min_len = std::min(term.min_len, len);
+    distinct.emplace_back(t);
+  }
+  total_len_ += len;
+  lengths_[doc] = {len, std::move(distinct)};
+}
+
+void TextIndex::remove(int64_t doc) {
+  auto it = lengths_.find(doc);
+  if (it == lengths_.end()) return;
+  for (const std::string& t : it->second.second) {
+    auto term = terms_.find(t);
+    if (term == terms_.end()) continue;
+    auto& p = term->second.postings;
+    auto pos = std::lower_bound(p.begin(), p.end(), doc, [](const Posting& a, int64_t d) { return a.doc < d; });
+    if (pos != p.end() && pos->doc == doc) p.erase(pos);
+    if (p.empty()) terms_.erase(term);
+  }
+  total_len_ -= it->second.first;
+  lengths_.erase(it);
+}
+
+double TextIndex::idf(size_t df) const {
+  double n = (double)lengths_.size();
+  return std::log(1.0 + (n - (double)df + 0.5) / ((double)df + 0.5));
+}
+
+double TextIndex::bound(const Term& t) const {
+  double avg = lengths_.empty() ? 1 : (double)total_len_ / (double)lengths_.size();
+  double tf = t.max_tf, len = t.min_len == UINT32_MAX ? 0 : t.min_len;
+  return idf(t.postings.size()) * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * len / avg));
+}
+
+double TextIndex::score(const std::vector<std::string>& query, int64_t doc) const {
+  auto d = lengths_.find(doc);
+  if (d == lengths_.end()) return 0;
+  double avg = (double)total_len_ / (double)lengths_.size();
+  std::vector<std::string> q = query;
+  std::sort(q.begin(), q.end());
+  q.erase(std::unique(q.begin(), q.end()), q.end());
+  double s = 0;
+  for (const std::string& t : q) {
+    auto term = terms_.find(t);
+    if (term == terms_.end()) continue;
+    auto& p = term->second.postings;
+    auto pos = std::lower_bound(p.begin(), p.end(), doc, [](const Posting& a, int64_t x) { return a.doc < x; });
+    if (pos == p.end() || pos->doc != doc) continue;
+    double tf = pos->tf;
+    s += idf(p.size()) * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * d->second.first / avg));
+  }
+  return s;
+}
+
+// WAND: cursors over the query terms' postings, ordered by their current
+// document; a document is scored only when the bounds of the terms up to it
+// could beat the k-th best score so far.
+void TextIndex::search(const std::vector<std::string>& query, size_t k, const std::function<bool(int64_t)>& accept,
+                       std::vector<TextHit>* out) const {
+  out->clear();
+  if (k == 0 || lengths_.empty()) return;
+  std::vector<std::string> q = query;
+  std::sort(q.begin(), q.end());
+  q.erase(std::unique(q.begin(), q.end()), q.end());
+  struct Cursor {
+    const Posting* p;
+    const Posting* end;
+    double idf, bound;
+  };
+  std::vector<Cursor> cur;
+  for (const std::string& t : q) {
+    auto it = terms_.find(t);
+    if (it == terms_.end()) continue;
+    const auto& ps = it->second.postings;
+    cur.push_back({ps.data(), ps.data() + ps.size(), idf(ps.size()), bound(it->second)});
+  }
+  double avg = (double)total_len_ / (double)lengths_.size();
+  // `before`: ranks first (higher score, then smaller id). As the heap's
+  // order it keeps the worst of the best k on top.
+  auto before = [](const TextHit& a, const TextHit& b) { return a.score > b.score || (a.score == b.score && a.id < b.id); };
+  std::vector<TextHit>& heap = *out;
+  auto threshold = [&] { return heap.size() < k ? -1.0 : heap.front().score; };
+  for (;;) {
+    cur.erase(std::remove_if(cur.begin(), cur.end(), [](const Cursor& c) { return c.p == c.end; }), cur.end());
+    if (cur.empty()) break;
+    std::sort(cur.begin(), cur.end(), [](const Cursor& a, const Cursor& b) { return a.p->doc < b.p->doc; });
+    // The pivot: the first cursor where the summed bounds pass the threshold.
+    double acc = 0, th = threshold();
+    size_t pivot = cur.size();
+    for (size_t i = 0; i < cur.size(); i++) {
+      acc += cur[i].bound;
+      if (acc >= th || heap.size() < k) {
+        pivot = i;
+        break;
+      }
+    }
+    if (pivot == cur.size()) break;  // nothing left can enter the top k
+    int64_t pd = cur[pivot].p->doc;
+    if (cur[0].p->doc == pd) {
+      // Every cursor before the pivot is on pd: score it.
+      double s = 0;
+      auto len = lengths_.find(pd);
+      double dl = len == lengths_.end() ? 0 : len->second.first;
+      for (Cursor& c : cur) {
+        if (c.p->doc != pd) break;
+        double tf = c.p->tf;
+        s += c.idf * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * dl / avg));
+      }
+      TextHit h{s, pd};
+      bool better = heap.size() < k || before(h, heap.front());
+      if (better && (!accept || accept(pd))) {
+        if (heap.size() == k) {
+          std::pop_heap(heap.begin(), heap.end(), before);
+          heap.pop_back();
+        }
+        heap.push_back(h);
+        std::push_heap(heap.begin(), heap.end(), before);
+      }
+      for (Cursor& c : cur)
+        if (c.p != c.end && c.p->doc == pd) c.p++;
+    } else {
+      // Skip the cursors before the pivot up to pd.
+      for (size_t i = 0; i < pivot; i++) {
+        Cursor& c = cur[i];
+        c.p = std::lower_bound(c.p, c.end, pd, [](const Posting& a, int64_t d) { return a.doc < d; });
+      }
+    }
+  }
+  std::sort(heap.begin(), heap.end(), [](const TextHit& a, const TextHit& b) {
+    return a.score > b.score || (a.score == b.score && a.id < b.id);
+  });
+}
+
+size_t TextIndex::memory_bytes() const {
+  size_t n = 0;
+  for (auto& [t, term] : terms_) n += t.size() + 48 + term.postings.capacity() * sizeof(Posting);
+  for (auto& [d, l] : lengths_) n += 48 + l.second.size() * 32;
+  return n;
+}
+
+}  // namespace kitfox
