@@ -92,6 +92,8 @@ class Engine {
   Result<QueryResult> execute_write(const Statement& st, const std::vector<Value>& params);
   Result<QueryResult> near_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
                                  int64_t offset);
+  Result<QueryResult> aggregate_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
+                                      int64_t offset);
   Result<QueryResult> match_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
                                   int64_t offset);
   Status near_hits(Collection& c, const Statement& st, const class Evaluator& ev, size_t need,

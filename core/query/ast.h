@@ -24,6 +24,7 @@ enum class ExprKind : uint8_t {
   Has,      // kids[0] has kids[1]
   IsNull,   // kids[0] is null; negate for `is not null`
   Call,     // name(kids...): cosine, l2, dot, norm
+  Aggregate,  // count(*) (no kids), count/sum/avg/min/max(kids[0]): path[0] is the name
 };
 
 enum class CmpOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Contains };
@@ -94,6 +95,7 @@ struct Statement {
   std::vector<SelectItem> select;   // get
   ExprPtr where;
   std::vector<OrderKey> order;
+  std::vector<SelectItem> group;    // group keys (paths)
   ExprPtr limit, offset;
   bool count = false;
   // near FIELD VALUE [ef N] [exact]

@@ -11,6 +11,7 @@
 #include "../storage/format.h"
 #include "../index/text.h"
 #include <functional>
+#include <map>
 #include <unordered_map>
 
 namespace kitfox {
@@ -154,6 +155,8 @@ class Evaluator {
         return Status::ok();
       }
       case ExprKind::Call: return call(e, doc, out);
+      case ExprKind::Aggregate:
+        return Status(Code::Syntax, e.path[0] + "() is an aggregate: it belongs in select or order, over a whole result or a group", e.pos);
       default: return constant(e, out);
     }
   }
@@ -412,6 +415,15 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
   KF_ASSIGN(int64_t offset, count_arg(ev, st.offset, "offset"));
   if (offset < 0) offset = 0;
 
+  bool aggregate = !st.group.empty();
+  for (const SelectItem& si : st.select) aggregate |= si.expr && si.expr->kind == ExprKind::Aggregate;
+  for (const OrderKey& k : st.order) aggregate |= k.expr && k.expr->kind == ExprKind::Aggregate;
+  if (aggregate) {
+    if (st.near_pos >= 0 || st.match_pos >= 0 || st.count)
+      return Status(Code::Syntax, "aggregates and group cannot be combined with near, match or count", st.pos);
+    for (const SelectItem& g : st.group) KF_TRY(check_path(c->def, g.path, g.pos));
+    return aggregate_query(*c, st, ev, limit, offset);
+  }
   if (st.match_pos < 0 && (st.fuse || st.rerank_pos >= 0))
     return Status(Code::Syntax, std::string(st.fuse ? "'fuse'" : "'rerank'") + " needs 'match'", st.fuse ? st.fuse_pos : st.rerank_pos);
   if (st.match_pos >= 0) return match_query(*c, st, ev, limit, offset);
@@ -773,6 +785,191 @@ Result<QueryResult> Engine::match_query(Collection& c, const Statement& st, cons
     row.append("_score", Value::real(rows[i].score));
     if (st.rerank_pos >= 0) row.append("_distance", Value::real(shown_distance(metric, (float)rows[i].distance)));
     res.rows.push_back(std::move(row));
+  }
+  return res;
+}
+
+
+// ---------------------------------------------------------------- aggregates
+
+namespace {
+
+std::string normalize_label(const std::string& s) {
+  std::string o;
+  for (char c : s)
+    if (c != ' ' && c != '\t' && c != '\n') o += (c >= 'A' && c <= 'Z') ? char(c + 32) : c;
+  return o;
+}
+
+struct Acc {
+  int64_t count = 0;
+  bool any = false, is_float = false;
+  int64_t isum = 0;
+  double fsum = 0;
+  Value best;
+};
+
+struct GroupLess {
+  bool operator()(const std::vector<Value>& a, const std::vector<Value>& b) const {
+    for (size_t i = 0; i < a.size(); i++)
+      if (int c = compare(a[i], b[i])) return c < 0;
+    return false;
+  }
+};
+
+}  // namespace
+
+Result<QueryResult> Engine::aggregate_query(Collection& c, const Statement& st, const Evaluator& ev, int64_t limit,
+                                            int64_t offset) {
+  std::vector<std::string> group_labels;
+  for (const SelectItem& g : st.group) group_labels.push_back(join(g.path));
+  // The aggregates computed: those selected, then those only ordered by.
+  std::vector<const Expr*> aggs;
+  std::vector<std::string> agg_labels;
+  auto agg_index = [&](const Expr* e, const std::string& label) -> int {
+    std::string n = normalize_label(label);
+    for (size_t i = 0; i < agg_labels.size(); i++)
+      if (agg_labels[i] == n) return (int)i;
+    aggs.push_back(e);
+    agg_labels.push_back(n);
+    return (int)aggs.size() - 1;
+  };
+  struct Column {
+    std::string label;
+    int group = -1;  // a group key
+    int agg = -1;    // or an aggregate
+  };
+  auto resolve = [&](const std::vector<std::string>& path, const ExprPtr& expr, const std::string& label, int64_t pos,
+                     Column* col) -> Status {
+    if (expr) {
+      if (expr->kind != ExprKind::Aggregate)
+        return Status(Code::Syntax, "with aggregates, select and order take group keys and aggregates only", pos);
+      if (expr->path[0] != "count" || !expr->kids.empty()) KF_TRY(check_expr(c.def, *expr->kids[0]));
+      col->label = label;
+      col->agg = agg_index(expr.get(), label);
+      return Status::ok();
+    }
+    std::string j = join(path);
+    for (size_t i = 0; i < group_labels.size(); i++)
+      if (group_labels[i] == j) {
+        col->label = j;
+        col->group = (int)i;
+        return Status::ok();
+      }
+    return Status(Code::Syntax, "'" + j + "' is neither a group key nor an aggregate", pos);
+  };
+  std::vector<Column> cols, order_cols;
+  if (st.select.empty()) {
+    for (size_t i = 0; i < group_labels.size(); i++) cols.push_back({group_labels[i], (int)i, -1});
+  }
+  for (const SelectItem& si : st.select) {
+    Column col;
+    KF_TRY(resolve(si.path, si.expr, si.label, si.pos, &col));
+    cols.push_back(col);
+  }
+  for (const OrderKey& k : st.order) {
+    Column col;
+    KF_TRY(resolve(k.path, k.expr, k.label, k.pos, &col));
+    order_cols.push_back(col);
+  }
+
+  std::map<std::vector<Value>, std::vector<Acc>, GroupLess> groups;
+  if (st.group.empty()) groups[{}].resize(aggs.size());  // a whole-result aggregate has one row, even over nothing
+  Status inner;
+  std::vector<Value> key;
+  KF_TRY(scan_where(*this, c, ev, st.where.get(), [&](const Value& doc) {
+    key.clear();
+    for (const SelectItem& g : st.group) {
+      const Value* v = &doc;
+      for (const std::string& p : g.path) {
+        v = v->kind() == Kind::Object ? v->get(p) : nullptr;
+        if (!v) break;
+      }
+      key.push_back(v ? *v : Value());
+    }
+    auto& accs = groups[key];
+    if (accs.empty()) accs.resize(aggs.size());
+    for (size_t i = 0; i < aggs.size(); i++) {
+      const Expr& e = *aggs[i];
+      const std::string& fn = e.path[0];
+      Acc& a = accs[i];
+      if (e.kids.empty()) {  // count(*)
+        a.count++;
+        continue;
+      }
+      Value v;
+      inner = ev.eval(*e.kids[0], doc, &v);
+      if (!inner.is_ok()) return false;
+      if (v.is_null()) continue;
+      a.count++;
+      if (fn == "sum" || fn == "avg") {
+        if (!v.is_number()) {
+          inner = Status(Code::Type, fn + "() needs numbers, got " + kind_name(v.kind()), e.pos);
+          return false;
+        }
+        if (v.kind() == Kind::Float && !a.is_float) {
+          a.is_float = true;
+          a.fsum = (double)a.isum;
+        }
+        if (a.is_float) {
+          a.fsum += v.as_number();
+        } else {
+          int64_t sum;
+          if (!__builtin_add_overflow(a.isum, v.as_int(), &sum)) {
+            a.isum = sum;
+          } else if (fn == "avg") {  // an average continues in floating point
+            a.is_float = true;
+            a.fsum = (double)a.isum + (double)v.as_int();
+          } else {
+            inner = Status(Code::Limit, agg_labels[i] + " overflows int64", e.pos);
+            return false;
+          }
+        }
+      } else if (fn == "min" || fn == "max") {
+        if (!a.any || (fn == "min" ? compare(v, a.best) < 0 : compare(v, a.best) > 0)) a.best = v;
+      }
+      a.any = true;
+    }
+    return true;
+  }));
+  KF_TRY(inner);
+
+  struct Row {
+    const std::vector<Value>* key;
+    std::vector<Value> aggs;
+  };
+  std::vector<Row> rows;
+  for (auto& [k, accs] : groups) {
+    Row r{&k, {}};
+    for (size_t i = 0; i < aggs.size(); i++) {
+      const std::string& fn = aggs[i]->path[0];
+      const Acc& a = accs[i];
+      if (fn == "count") r.aggs.push_back(Value::integer(a.count));
+      else if (!a.any) r.aggs.push_back(Value());
+      else if (fn == "sum") r.aggs.push_back(a.is_float ? Value::real(a.fsum) : Value::integer(a.isum));
+      else if (fn == "avg") r.aggs.push_back(Value::real((a.is_float ? a.fsum : (double)a.isum) / (double)a.count));
+      else r.aggs.push_back(a.best);
+    }
+    rows.push_back(std::move(r));
+  }
+  auto value_of = [&](const Row& r, const Column& col) -> const Value& {
+    return col.group >= 0 ? (*r.key)[col.group] : r.aggs[col.agg];
+  };
+  if (!order_cols.empty()) {
+    std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+      for (size_t i = 0; i < order_cols.size(); i++) {
+        int c2 = compare(value_of(a, order_cols[i]), value_of(b, order_cols[i]));
+        if (c2) return st.order[i].desc ? c2 > 0 : c2 < 0;
+      }
+      return false;  // ties keep group-key order
+    });
+  }
+  QueryResult res;
+  size_t end = limit < 0 ? rows.size() : std::min(rows.size(), (size_t)(offset + limit));
+  for (size_t i = (size_t)offset; i < end; i++) {
+    Value out = Value::object();
+    for (const Column& col : cols) out.append(col.label, value_of(rows[i], col));
+    res.rows.push_back(std::move(out));
   }
   return res;
 }

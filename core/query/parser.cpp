@@ -327,16 +327,23 @@ Status Parser::operand(ExprPtr* out, int depth) {
     return expect(Tok::RParen);
   }
   if (t.kind == Tok::Ident && peek(1).kind == Tok::LParen) {
-    static const char* kFunctions[] = {"cosine", "l2", "dot", "norm"};
+    static const char* kFunctions[] = {"cosine", "l2", "dot", "norm", "count", "sum", "avg", "min", "max"};
     std::string fname(t.text);
     bool known = false;
     for (const char* f : kFunctions) known |= iequals(t.text, f);
-    if (!known) return Status(Code::Syntax, "unknown function '" + fname + "' (functions: cosine, l2, dot, norm)", t.pos);
-    *out = make(ExprKind::Call, t.pos);
+    if (!known)
+      return Status(Code::Syntax, "unknown function '" + fname + "' (functions: cosine, l2, dot, norm, count, sum, avg, min, max)", t.pos);
     for (char& ch : fname) ch = (ch >= 'A' && ch <= 'Z') ? char(ch + 32) : ch;
+    bool aggregate = fname == "count" || fname == "sum" || fname == "avg" || fname == "min" || fname == "max";
+    *out = make(aggregate ? ExprKind::Aggregate : ExprKind::Call, t.pos);
     (*out)->path.push_back(fname);
     next();
     next();
+    if (fname == "count" && peek().kind == Tok::Star) {  // count(*)
+      next();
+      return expect(Tok::RParen);
+    }
+    if (aggregate && fname == "count" && peek().kind == Tok::RParen) return expected("'*' or a field");
     if (!accept(Tok::RParen)) {
       for (;;) {
         ExprPtr a;
@@ -347,7 +354,7 @@ Status Parser::operand(ExprPtr* out, int depth) {
         break;
       }
     }
-    size_t want = fname == "norm" ? 1 : 2;
+    size_t want = fname == "norm" || aggregate ? 1 : 2;
     if ((*out)->kids.size() != want)
       return Status(Code::Syntax, fname + "() takes " + std::to_string(want) + (want == 1 ? " argument" : " arguments"), t.pos);
     return Status::ok();
@@ -497,6 +504,14 @@ Status Parser::get_clauses(Statement* st) {
       KF_TRY(value_expr(&st->offset, 0));
     } else if (accept_kw("count")) {
       st->count = true;
+    } else if (accept_kw("group")) {
+      if (!st->group.empty()) return Status(Code::Syntax, "'group' given twice", t.pos);
+      accept_kw("by");
+      do {
+        SelectItem g;
+        KF_TRY(path(&g.path, &g.pos));
+        st->group.push_back(std::move(g));
+      } while (accept(Tok::Comma));
     } else if (accept_kw("match")) {
       if (st->match_pos >= 0) return Status(Code::Syntax, "'match' given twice", t.pos);
       KF_TRY(name(&st->match_field, &st->match_pos, "a text field"));
@@ -674,7 +689,7 @@ Status Parser::statement(Statement* st) {
   }
   accept(Tok::Semicolon);
   if (peek().kind != Tok::End) {
-    if (st->kind == StmtKind::Get) return expected("select, where, near, match, order, limit, offset, count or the end");
+    if (st->kind == StmtKind::Get) return expected("select, where, group, near, match, order, limit, offset, count or the end");
     return expected("the end of the statement");
   }
   return Status::ok();
