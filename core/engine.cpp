@@ -103,6 +103,34 @@ void text_tokens(const Value& v, std::vector<std::string>* out) {
       if (e.kind() == Kind::Text) tokenize_text(e.as_string(), out);
 }
 
+Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_view body, Value* out) {
+  KF_TRY(decode_field(body, d.field_id, out, &c));
+  for (const std::string& k : d.subpath) {
+    const Value* v = out->kind() == Kind::Object ? out->get(k) : nullptr;
+    Value next = v ? *v : Value();
+    *out = std::move(next);
+  }
+  return Status::ok();
+}
+
+Result<SecondaryIndex*> Engine::secondary(Collection& c, size_t i) {
+  std::lock_guard g(c.sec_mu);
+  if (c.sindex.size() < c.def.secondary.size()) c.sindex.resize(c.def.secondary.size());
+  if (c.sindex[i]) return c.sindex[i].get();
+  auto si = std::make_unique<SecondaryIndex>(c.def.secondary[i].kind);
+  Status st;
+  Value key;
+  c.ids.scan([&](const IdEntry& e) {
+    st = secondary_key(c, c.def.secondary[i], arena_.body(e.loc), &key);
+    if (!st.is_ok()) return false;
+    si->put(e.id, key);
+    return true;
+  });
+  KF_TRY(st);
+  c.sindex[i] = std::move(si);
+  return c.sindex[i].get();
+}
+
 Result<TextIndex*> Engine::text_index(Collection& c, const Field& f) {
   std::lock_guard g(c.text_mu);
   auto it = c.tindex.find(f.id);
@@ -150,6 +178,13 @@ void encode_def(const CollectionDef& d, int64_t next_id, std::string& out) {
       out.append((const char*)&f.index.text.b, 8);
     }
   }
+  put_varint(out, d.secondary.size());
+  for (const SecondaryDef& s : d.secondary) {
+    put_varint(out, s.field_id);
+    put_u8(out, (uint8_t)s.kind);
+    put_varint(out, s.subpath.size());
+    for (const std::string& k : s.subpath) put_str(out, k);
+  }
 }
 
 Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
@@ -190,6 +225,20 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
     }
     if (f.type.kind < TypeKind::Bool || f.type.kind > TypeKind::Vector) return Status(Code::Corrupt, "unknown field type");
     d->fields.push_back(std::move(f));
+  }
+  uint64_t ns = r.varint();
+  if (ns > kMaxFields) return Status(Code::Corrupt, "collection definition with too many indexes");
+  d->secondary.clear();
+  for (uint64_t i = 0; i < ns && r.ok(); i++) {
+    SecondaryDef sd;
+    sd.field_id = (uint32_t)r.varint();
+    sd.kind = (IndexKind)r.u8();
+    uint64_t np = r.varint();
+    if (np > kMaxDepth) return Status(Code::Corrupt, "index path too deep");
+    for (uint64_t k = 0; k < np && r.ok(); k++) sd.subpath.emplace_back(r.str());
+    if (sd.kind != IndexKind::Hash && sd.kind != IndexKind::Unique && sd.kind != IndexKind::Sorted)
+      return Status(Code::Corrupt, "unknown index kind");
+    d->secondary.push_back(std::move(sd));
   }
   if (!r.ok()) return Status(Code::Corrupt, "collection definition cut short");
   return Status::ok();
@@ -575,6 +624,12 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
           text_tokens(v, &tokens_);
           ti->put(id, tokens_);
         }
+        for (size_t i = 0; i < c->sindex.size(); i++) {
+          if (!c->sindex[i]) continue;
+          Value key;
+          KF_TRY(secondary_key(*c, c->def.secondary[i], b, &key));
+          c->sindex[i]->put(id, key);
+        }
         break;
       }
       case format::kOpDel: {
@@ -586,6 +641,8 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         for (auto& [fid, index] : c->vindex) index->remove(id);
         for (auto& [fid, ti] : c->tindex) ti->remove(id);
+        for (auto& si : c->sindex)
+          if (si) si->remove(id);
         break;
       }
       case format::kOpDefine: {
@@ -666,6 +723,7 @@ void Engine::rollback(std::vector<Undo>& undo) {
   for (auto& [name, c] : colls_) {
     for (auto& [fid, index] : c->vindex) index->drop_pending();
     c->tindex.clear();  // rebuilt on first use
+    c->sindex.clear();
   }
   touched_.clear();
   undo.clear();
@@ -691,6 +749,7 @@ Status Engine::build_index(Collection* c, const Field& f, std::unique_ptr<HnswIn
 
 Status Engine::sync_indexes(Collection* c) {
   c->tindex.clear();  // rebuilt on first use against the new definition
+  c->sindex.clear();
   for (auto it = c->vindex.begin(); it != c->vindex.end();) {
     const Field* f = c->def.field_by_id(it->first);
     if (!f || f->index.kind != IndexKind::Hnsw || !(f->index.hnsw == it->second->params())) {
@@ -1031,6 +1090,8 @@ Stats Engine::stats() {
     s.memory_bytes += c->ids.memory_bytes();
     for (auto& [fid, index] : c->vindex) s.memory_bytes += index->memory_bytes();
     for (auto& [fid, ti] : c->tindex) s.memory_bytes += ti->memory_bytes();
+    for (auto& si : c->sindex)
+      if (si) s.memory_bytes += si->memory_bytes();
     s.collections.push_back({name, c->ids.size(), c->bytes});
   }
   return s;

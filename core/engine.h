@@ -14,6 +14,7 @@
 #include "codec.h"
 #include "db.h"
 #include "index/hnsw.h"
+#include "index/secondary.h"
 #include "index/text.h"
 #include "query/ast.h"
 #include "schema.h"
@@ -63,6 +64,9 @@ struct Collection : VectorSource {
   // up to date by writes.
   std::map<uint32_t, std::unique_ptr<TextIndex>> tindex;
   std::mutex text_mu;
+  // @hash/@unique/@sorted, parallel to def.secondary; built on first use.
+  std::vector<std::unique_ptr<SecondaryIndex>> sindex;
+  std::mutex sec_mu;
 
   bool vector(uint32_t field_id, uint64_t node, Value* out) const override;
 };
@@ -98,6 +102,8 @@ class Engine {
                                   int64_t offset);
   Status near_hits(Collection& c, const Statement& st, const class Evaluator& ev, size_t need,
                    std::vector<struct DocHit>* out, Metric* metric);
+  // Secondary index i of a collection, built now if it was not yet.
+  Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.
   Result<TextIndex*> text_index(Collection& c, const Field& f);
 
@@ -178,6 +184,9 @@ class Engine {
   bool stop_flusher_ = false;
 #endif
 };
+
+// The key a secondary index takes from a document body.
+Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_view body, Value* out);
 
 // The tokens of a text or [text] value (none for others).
 void text_tokens(const Value& v, std::vector<std::string>* out);

@@ -45,6 +45,10 @@ std::string index_name(const IndexSpec& s) {
          std::to_string(s.hnsw.ef_construction) + ", ef_search=" + std::to_string(s.hnsw.ef_search) + ")";
 }
 
+const char* secondary_name(IndexKind k) {
+  return k == IndexKind::Unique ? "unique" : k == IndexKind::Sorted ? "sorted" : "hash";
+}
+
 const Field* CollectionDef::field(std::string_view n) const {
   for (const Field& f : fields)
     if (f.name == n) return &f;

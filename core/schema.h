@@ -33,11 +33,22 @@ struct Field {
 
 std::string index_name(const IndexSpec& s);
 
+// A @hash, @unique or @sorted index on a field, or on a path inside a json field.
+struct SecondaryDef {
+  uint32_t field_id = 0;
+  std::vector<std::string> subpath;  // keys below the field (json fields only)
+  IndexKind kind = IndexKind::Hash;
+  bool operator==(const SecondaryDef&) const = default;
+};
+
+const char* secondary_name(IndexKind k);
+
 struct CollectionDef {
   uint32_t id = 0;
   std::string name;
   std::vector<Field> fields;
   uint32_t next_field_id = 1;
+  std::vector<SecondaryDef> secondary;
 
   const Field* field(std::string_view name) const;
   const Field* field_by_id(uint32_t id) const;

@@ -20,7 +20,7 @@ struct TextParams {
   bool operator==(const TextParams&) const = default;
 };
 
-enum class IndexKind : uint8_t { None = 0, Hnsw = 1, Text = 2 };
+enum class IndexKind : uint8_t { None = 0, Hnsw = 1, Text = 2, Hash = 3, Unique = 4, Sorted = 5 };
 
 struct IndexSpec {
   IndexKind kind = IndexKind::None;

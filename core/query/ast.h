@@ -53,7 +53,8 @@ struct FieldDecl {
   std::string name;
   Type type;
   bool required = false;
-  IndexSpec index;
+  IndexSpec index;                  // @hnsw, @text
+  std::vector<IndexKind> secondary;  // @hash, @unique, @sorted
   int64_t pos = 0;
 };
 
@@ -108,8 +109,10 @@ struct Statement {
   int64_t match_pos = -1, rerank_pos = -1, fuse_pos = -1;
   ExprPtr match_value, rerank_value, fuse_k, candidates;
   bool fuse = false;
-  IndexSpec index;  // create index
+  IndexSpec index;  // create index / drop index (kind None: every index on the path)
+  std::vector<std::string> index_path;
   int64_t index_pos = 0;
+  bool explain = false;
 
   bool is_write() const {
     return kind != StmtKind::Get && kind != StmtKind::Collections && kind != StmtKind::Describe &&

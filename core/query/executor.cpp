@@ -9,9 +9,11 @@
 #include "../engine.h"
 #include "../engine_limits.h"
 #include "../storage/format.h"
+#include "../engine.h"
 #include "../index/text.h"
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace kitfox {
@@ -306,6 +308,127 @@ bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
   return false;
 }
 
+// explain: the steps a query took, when asked for.
+thread_local std::vector<std::string>* t_plan = nullptr;
+void note(const std::string& step) {
+  if (t_plan) t_plan->push_back(step);
+}
+
+std::string expr_text(const Expr& e);
+
+// The secondary index of collection c on `path` (field plus json keys), of
+// an acceptable kind, or -1.
+int find_secondary(const Collection& c, const std::vector<std::string>& path, bool need_sorted) {
+  const Field* f = c.def.field(path[0]);
+  if (!f) return -1;
+  int best = -1;
+  for (size_t i = 0; i < c.def.secondary.size(); i++) {
+    const SecondaryDef& d = c.def.secondary[i];
+    if (d.field_id != f->id || d.subpath.size() + 1 != path.size()) continue;
+    if (!std::equal(d.subpath.begin(), d.subpath.end(), path.begin() + 1)) continue;
+    if (need_sorted && d.kind != IndexKind::Sorted) continue;
+    if (best < 0 || d.kind == IndexKind::Unique) best = (int)i;
+  }
+  return best;
+}
+
+// A constant as the index holds the field's values: ISO text and ints become
+// timestamps for a timestamp field (as comparisons align them). False when it
+// cannot match anything.
+bool index_constant(const Collection& c, const std::vector<std::string>& path, Value v, Value* out) {
+  const Field* f = c.def.field(path[0]);
+  if (path.size() == 1 && f && f->type.kind == TypeKind::Timestamp) {
+    if (v.kind() == Kind::Text) {
+      int64_t ms;
+      if (!parse_timestamp(v.as_string(), &ms)) return false;
+      v = Value::timestamp(ms);
+    } else if (v.kind() == Kind::Int) {
+      v = Value::timestamp(v.as_int());
+    }
+  }
+  *out = std::move(v);
+  return true;
+}
+
+// Candidate ids from a secondary index for one of the where clause's
+// conjuncts: a superset of the matches (the whole clause is still evaluated
+// on each), so the answer is exactly the scan's.
+bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids) {
+  if (!where || c.def.secondary.empty()) return false;
+  std::vector<const Expr*> conj, stack{where};
+  while (!stack.empty()) {
+    const Expr* e = stack.back();
+    stack.pop_back();
+    if (e->kind == ExprKind::And) {
+      stack.push_back(e->kids[1].get());
+      stack.push_back(e->kids[0].get());
+    } else {
+      conj.push_back(e);
+    }
+  }
+  auto is_const = [](const Expr& x) { return x.kind == ExprKind::Literal || x.kind == ExprKind::Param || x.kind == ExprKind::ListLit; };
+  // Pass 1: equality and in (any kind; unique first). Pass 2: ranges (sorted).
+  for (int pass = 0; pass < 2; pass++)
+    for (const Expr* e : conj) {
+      const Expr* path = nullptr;
+      const Expr* konst = nullptr;
+      CmpOp op = CmpOp::Eq;
+      if (e->kind == ExprKind::Compare && e->op != CmpOp::Ne && e->op != CmpOp::Contains) {
+        bool left = e->kids[0]->kind == ExprKind::Path && is_const(*e->kids[1]);
+        bool right = e->kids[1]->kind == ExprKind::Path && is_const(*e->kids[0]);
+        if (!left && !right) continue;
+        path = left ? e->kids[0].get() : e->kids[1].get();
+        konst = left ? e->kids[1].get() : e->kids[0].get();
+        op = e->op;
+        if (right) {  // 5 < x is x > 5
+          if (op == CmpOp::Lt) op = CmpOp::Gt;
+          else if (op == CmpOp::Gt) op = CmpOp::Lt;
+          else if (op == CmpOp::Le) op = CmpOp::Ge;
+          else if (op == CmpOp::Ge) op = CmpOp::Le;
+        }
+      } else if (e->kind == ExprKind::In && !e->negate && e->kids[0]->kind == ExprKind::Path && is_const(*e->kids[1])) {
+        path = e->kids[0].get();
+        konst = e->kids[1].get();
+      } else {
+        continue;
+      }
+      if (path->path[0] == "id") continue;
+      bool range = e->kind == ExprKind::Compare && op != CmpOp::Eq;
+      if ((pass == 0) == range) continue;
+      int i = find_secondary(c, path->path, range);
+      if (i < 0) continue;
+      Value kv;
+      if (!ev.constant(*konst, &kv).is_ok()) return false;  // the scan reports the error
+      auto si = eng.secondary(c, (size_t)i);
+      if (!si.is_ok()) return false;
+      std::string name = c.def.name + "." + expr_text(*path) + " (@" + secondary_name(c.def.secondary[i].kind) + ")";
+      ids->clear();
+      if (e->kind == ExprKind::In) {
+        if (kv.kind() != Kind::List) return false;
+        std::vector<int64_t> part;
+        for (const Value& x : kv.items()) {
+          Value k;
+          if (!index_constant(c, path->path, x, &k)) continue;
+          (*si)->equal(k, &part);
+          ids->insert(ids->end(), part.begin(), part.end());
+        }
+        std::sort(ids->begin(), ids->end());
+        ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+        note("index " + name + ": in, " + std::to_string(ids->size()) + " candidates");
+      } else {
+        Value k;
+        if (index_constant(c, path->path, kv, &k)) {
+          if (op == CmpOp::Eq) (*si)->equal(k, ids);
+          else if (op == CmpOp::Lt || op == CmpOp::Le) (*si)->range(nullptr, false, &k, op == CmpOp::Le, ids);
+          else (*si)->range(&k, op == CmpOp::Ge, nullptr, false, ids);
+        }
+        note("index " + name + (op == CmpOp::Eq ? ": equality, " : ": range, ") + std::to_string(ids->size()) + " candidates");
+      }
+      return true;
+    }
+  return false;
+}
+
 // Visits the documents a where clause selects, in ascending id order, until
 // f returns false. Each is decoded into `doc`.
 template <typename F>
@@ -322,7 +445,10 @@ Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* w
   };
   std::vector<int64_t> ids;
   bool more = true;
-  if (id_lookup(ev, where, &ids)) {
+  bool by_id = id_lookup(ev, where, &ids);
+  if (by_id) note("id lookup: " + std::to_string(ids.size()) + (ids.size() == 1 ? " id" : " ids"));
+  if (by_id || index_candidates(eng, c, ev, where, &ids)) {
+    if (where) note("filter: where " + expr_text(*where));
     for (int64_t id : ids) {
       const uint64_t* loc = c.ids.find(id);
       if (!loc) continue;
@@ -331,12 +457,49 @@ Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* w
     }
     return Status::ok();
   }
+  note("scan " + c.def.name + " in id order (" + std::to_string(c.ids.size()) + " documents)");
+  if (where) note("filter: where " + expr_text(*where));
   Status st;
   c.ids.scan([&](const IdEntry& e) {
     st = visit(e.id, e.loc, &more);
     return st.is_ok() && more;
   });
   return st;
+}
+
+// The source-like text of an expression, for explain.
+std::string expr_text(const Expr& e) {
+  static const char* ops[] = {"=", "!=", "<", "<=", ">", ">=", "~"};
+  switch (e.kind) {
+    case ExprKind::Literal: return to_json(e.value);
+    case ExprKind::Param: return "$" + std::to_string(e.param);
+    case ExprKind::Path: return join(e.path);
+    case ExprKind::ListLit:
+    case ExprKind::ObjectLit: {
+      std::string s = e.kind == ExprKind::ListLit ? "[" : "{";
+      for (size_t i = 0; i < e.kids.size(); i++) {
+        if (i) s += ", ";
+        if (e.kind == ExprKind::ObjectLit) s += e.keys[i] + ": ";
+        s += expr_text(*e.kids[i]);
+      }
+      return s + (e.kind == ExprKind::ListLit ? "]" : "}");
+    }
+    case ExprKind::Not: return "not " + expr_text(*e.kids[0]);
+    case ExprKind::And: return "(" + expr_text(*e.kids[0]) + " and " + expr_text(*e.kids[1]) + ")";
+    case ExprKind::Or: return "(" + expr_text(*e.kids[0]) + " or " + expr_text(*e.kids[1]) + ")";
+    case ExprKind::Compare: return expr_text(*e.kids[0]) + " " + ops[(int)e.op] + " " + expr_text(*e.kids[1]);
+    case ExprKind::In: return expr_text(*e.kids[0]) + (e.negate ? " not in " : " in ") + expr_text(*e.kids[1]);
+    case ExprKind::Has: return expr_text(*e.kids[0]) + " has " + expr_text(*e.kids[1]);
+    case ExprKind::IsNull: return expr_text(*e.kids[0]) + (e.negate ? " is not null" : " is null");
+    case ExprKind::Call:
+    case ExprKind::Aggregate: {
+      std::string s = e.path[0] + "(";
+      if (e.kind == ExprKind::Aggregate && e.kids.empty()) s += "*";
+      for (size_t i = 0; i < e.kids.size(); i++) s += (i ? ", " : "") + expr_text(*e.kids[i]);
+      return s + ")";
+    }
+  }
+  return "?";
 }
 
 }  // namespace
@@ -377,6 +540,28 @@ Value row1(const char* k, Value v) {
 // ---------------------------------------------------------------- reads
 
 Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<Value>& params) {
+  if (st.explain) {
+    // Runs the query, then returns one row per step and the row count.
+    std::vector<std::string> plan;
+    t_plan = &plan;
+    Statement& plain = const_cast<Statement&>(st);
+    plain.explain = false;
+    auto r = execute_read(st, params);
+    plain.explain = true;
+    t_plan = nullptr;
+    KF_TRY(r.status());
+    QueryResult out;
+    for (size_t i = 0; i < plan.size(); i++) {
+      Value row = Value::object();
+      row.append("step", Value::integer((int64_t)i + 1));
+      row.append("plan", Value::text(plan[i]));
+      out.rows.push_back(std::move(row));
+    }
+    Value last = Value::object();
+    last.append("rows", Value::integer((int64_t)r->rows.size()));
+    out.rows.push_back(std::move(last));
+    return out;
+  }
   QueryResult res;
   if (st.kind == StmtKind::Collections) {
     for (auto& [name, c] : colls_) {
@@ -400,7 +585,21 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
       r.append("field", Value::text(f.name));
       r.append("type", Value::text(type_name(f.type)));
       r.append("required", Value::boolean(f.required));
-      if (f.index.kind != IndexKind::None) r.append("index", Value::text(index_name(f.index)));
+      std::string idx = f.index.kind != IndexKind::None ? index_name(f.index) : "";
+      for (const SecondaryDef& d : c->def.secondary)
+        if (d.field_id == f.id && d.subpath.empty()) idx += std::string(idx.empty() ? "" : ", ") + secondary_name(d.kind);
+      if (!idx.empty()) r.append("index", Value::text(idx));
+      res.rows.push_back(std::move(r));
+    }
+    for (const SecondaryDef& d : c->def.secondary) {
+      if (d.subpath.empty()) continue;
+      std::vector<std::string> p{c->def.field_by_id(d.field_id)->name};
+      p.insert(p.end(), d.subpath.begin(), d.subpath.end());
+      Value r = Value::object();
+      r.append("field", Value::text(join(p)));
+      r.append("type", Value::text("json path"));
+      r.append("required", Value::boolean(false));
+      r.append("index", Value::text(secondary_name(d.kind)));
       res.rows.push_back(std::move(r));
     }
     return res;
@@ -451,6 +650,41 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     KF_TRY(perr);
     return res;
   }
+
+  // Ordered by one field with a @sorted index: walk the index in order (equal
+  // keys by ascending id, as the sort gives), filter, stop at the limit.
+  if (st.order.size() == 1 && !st.order[0].expr) {
+    int si = find_secondary(*c, st.order[0].path, true);
+    if (si >= 0) {
+      KF_ASSIGN(SecondaryIndex * idx, secondary(*c, (size_t)si));
+      note("index " + c->def.name + "." + join(st.order[0].path) + " (@sorted) gives the order" +
+           (st.order[0].desc ? " (descending)" : ""));
+      if (st.where) note("filter: where " + expr_text(*st.where));
+      int64_t skipped = 0;
+      Value doc, t;
+      Status inner;
+      idx->ordered(st.order[0].desc, [&](const Value&, int64_t id) {
+        if (limit >= 0 && (int64_t)res.rows.size() >= limit) return false;
+        const uint64_t* loc = c->ids.find(id);
+        if (!loc) return true;
+        inner = decode_document(c->def, id, body(*loc), &doc, c);
+        if (inner.is_ok() && st.where) inner = ev.eval(*st.where, doc, &t);
+        if (!inner.is_ok()) return false;
+        if (st.where && !Evaluator::truthy(t)) return true;
+        if (skipped < offset) {
+          skipped++;
+          return true;
+        }
+        res.rows.push_back(project(doc));
+        return perr.is_ok();
+      });
+      KF_TRY(inner);
+      KF_TRY(perr);
+      return res;
+    }
+  }
+  note(std::string("sort by ") + (st.order[0].expr ? st.order[0].label : join(st.order[0].path)) +
+       (st.order.size() > 1 ? " and more" : "") + (limit >= 0 ? " (top " + std::to_string(offset + limit) + ")" : ""));
 
   // Ordered: collect keys, sort (ties by id: the scan is in id order and the
   // sort is stable), page.
@@ -1048,6 +1282,71 @@ Status assign_path(Value* root, const std::vector<std::string>& path, size_t fro
 
 }  // namespace
 
+
+// @unique: the documents a statement writes, checked together against each
+// other and against the index (a document the statement rewrites no longer
+// holds its old value).
+class UniqueCheck {
+ public:
+  UniqueCheck(Engine& eng, Collection& c) : eng_(eng), c_(c) {
+    for (size_t i = 0; i < c.def.secondary.size(); i++)
+      if (c.def.secondary[i].kind == IndexKind::Unique) uniq_.push_back(i);
+  }
+  bool active() const { return !uniq_.empty(); }
+  // `doc` holds the new field values by name.
+  void add(int64_t id, const Value& doc, int64_t pos) {
+    if (uniq_.empty()) return;
+    Entry e{id, pos, {}};
+    for (size_t i : uniq_) {
+      const SecondaryDef& d = c_.def.secondary[i];
+      const Field* f = c_.def.field_by_id(d.field_id);
+      const Value* v = f ? doc.get(f->name) : nullptr;
+      for (const std::string& k : d.subpath) v = v && v->kind() == Kind::Object ? v->get(k) : nullptr;
+      e.keys.push_back(v ? SecondaryIndex::normalize(*v) : Value());
+    }
+    written_.insert(id);
+    entries_.push_back(std::move(e));
+  }
+  Status check() {
+    for (size_t u = 0; u < uniq_.size(); u++) {
+      const SecondaryDef& d = c_.def.secondary[uniq_[u]];
+      std::string label = c_.def.field_by_id(d.field_id)->name;
+      for (const std::string& k : d.subpath) label += "." + k;
+      KF_ASSIGN(SecondaryIndex * idx, eng_.secondary(c_, uniq_[u]));
+      std::map<std::string, int64_t> seen;
+      for (const Entry& e : entries_) {
+        const Value& key = e.keys[u];
+        if (key.is_null()) continue;
+        std::string kb = to_json(key);
+        auto it = seen.find(kb);
+        if (it != seen.end() && it->second != e.id)
+          return Status(Code::Constraint, "unique '" + label + "': " + kb + " is given to documents " +
+                                              std::to_string(it->second) + " and " + std::to_string(e.id) + "; nothing was written", e.pos);
+        seen[kb] = e.id;
+        std::vector<int64_t> holders;
+        idx->equal(key, &holders);
+        for (int64_t h : holders)
+          if (h != e.id && !written_.count(h))
+            return Status(Code::Constraint, "unique '" + label + "': " + kb + " is already held by document " +
+                                                std::to_string(h) + "; nothing was written", e.pos);
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  struct Entry {
+    int64_t id;
+    int64_t pos;
+    std::vector<Value> keys;
+  };
+  Engine& eng_;
+  Collection& c_;
+  std::vector<size_t> uniq_;
+  std::vector<Entry> entries_;
+  std::set<int64_t> written_;
+};
+
 Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector<Value>& params) {
   QueryResult res;
   Evaluator ev(params);
@@ -1071,7 +1370,14 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
       CollectionDef d;
       d.id = next_coll_id_;
       d.name = st.collection;
-      for (const FieldDecl& fd : st.fields) d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required, fd.index});
+      for (const FieldDecl& fd : st.fields) {
+        d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required, fd.index});
+        for (IndexKind k : fd.secondary) {
+          if (fd.type.kind == TypeKind::Vector || fd.type.kind == TypeKind::Bytes)
+            return Status(Code::Type, std::string("@") + secondary_name(k) + " does not index " + type_name(fd.type) + " fields", fd.pos);
+          d.secondary.push_back(SecondaryDef{d.fields.back().id, {}, k});
+        }
+      }
       put_u8(ops, format::kOpDefine);
       encode_def(d, 1, ops);
       nops = 1;
@@ -1093,11 +1399,16 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
           return Status(Code::Constraint, "cannot add required field '" + fd.name + "': '" + d.name + "' has documents without it", fd.pos);
         if (d.fields.size() >= kMaxFields) return Status(Code::Limit, "too many fields", fd.pos);
         d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required, fd.index});
+        for (IndexKind k : fd.secondary) d.secondary.push_back(SecondaryDef{d.fields.back().id, {}, k});
       } else {
         auto it = std::find_if(d.fields.begin(), d.fields.end(), [&](const Field& f) { return f.name == st.field; });
         if (it == d.fields.end()) return not_found_field(st.field, d, st.field_pos);
         if (st.kind == StmtKind::AlterDrop) {
+          uint32_t gone = it->id;
           d.fields.erase(it);
+          d.secondary.erase(std::remove_if(d.secondary.begin(), d.secondary.end(),
+                                           [&](const SecondaryDef& x) { return x.field_id == gone; }),
+                            d.secondary.end());
         } else {
           if (d.field(st.new_name)) return Status(Code::Exists, "field '" + st.new_name + "' already exists in '" + d.name + "'", st.field_pos);
           it->name = st.new_name;
@@ -1115,12 +1426,56 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
       for (Field& x : d.fields)
         if (x.name == st.field) f = &x;
       if (!f) return not_found_field(st.field, d, st.field_pos);
+      std::vector<std::string> sub(st.index_path.begin() + 1, st.index_path.end());
+      if (!sub.empty() && f->type.kind != TypeKind::Json)
+        return Status(Code::Type, "field '" + f->name + "' is " + type_name(f->type) + "; only json fields have keys", st.field_pos);
+      bool secondary = st.index.kind == IndexKind::Hash || st.index.kind == IndexKind::Unique || st.index.kind == IndexKind::Sorted;
       if (st.kind == StmtKind::DropIndex) {
-        if (f->index.kind == IndexKind::None) {
-          if (st.if_exists) return res;
-          return Status(Code::NotFound, "field '" + f->name + "' has no index", st.field_pos);
+        size_t before = d.secondary.size();
+        d.secondary.erase(std::remove_if(d.secondary.begin(), d.secondary.end(), [&](const SecondaryDef& x) {
+          return x.field_id == f->id && x.subpath == sub && (st.index.kind == IndexKind::None || x.kind == st.index.kind);
+        }), d.secondary.end());
+        bool dropped = d.secondary.size() != before;
+        if (sub.empty() && f->index.kind != IndexKind::None &&
+            (st.index.kind == IndexKind::None || st.index.kind == f->index.kind)) {
+          f->index = IndexSpec{};
+          dropped = true;
         }
-        f->index = IndexSpec{};
+        if (!dropped) {
+          if (st.if_exists) return res;
+          return Status(Code::NotFound, "'" + join(st.index_path) + "' has no such index", st.field_pos);
+        }
+      } else if (secondary) {
+        for (const SecondaryDef& x : d.secondary)
+          if (x.field_id == f->id && x.subpath == sub && x.kind == st.index.kind) {
+            if (st.if_not_exists) return res;
+            return Status(Code::Exists, "'" + join(st.index_path) + "' already has a @" + secondary_name(x.kind) + " index", st.field_pos);
+          }
+        if (f->type.kind == TypeKind::Vector || f->type.kind == TypeKind::Bytes)
+          return Status(Code::Type, std::string("@") + secondary_name(st.index.kind) + " does not index " + type_name(f->type) + " fields", st.index_pos);
+        SecondaryDef sd{f->id, sub, st.index.kind};
+        if (sd.kind == IndexKind::Unique) {
+          // Refused over existing duplicates, naming the value and the documents.
+          SecondaryIndex tmp(IndexKind::Unique);
+          Status dup;
+          Value key;
+          c->ids.scan([&](const IdEntry& e) {
+            dup = secondary_key(*c, sd, body(e.loc), &key);
+            if (!dup.is_ok()) return false;
+            int64_t other = tmp.holder(key, e.id);
+            if (other >= 0) {
+              dup = Status(Code::Constraint, "cannot create @unique on '" + join(st.index_path) + "': documents " +
+                                                 std::to_string(other) + " and " + std::to_string(e.id) + " both hold " + to_json(key), st.index_pos);
+              return false;
+            }
+            tmp.put(e.id, key);
+            return true;
+          });
+          KF_TRY(dup);
+        }
+        d.secondary.push_back(std::move(sd));
+      } else if (!sub.empty()) {
+        return Status(Code::Syntax, "@text and @hnsw index whole fields, not json paths", st.index_pos);
       } else if (st.index.kind == IndexKind::Text) {
         if (f->type.kind != TypeKind::Text && !(f->type.kind == TypeKind::List && f->type.elem == TypeKind::Text))
           return Status(Code::Type, "@text indexes text fields; '" + f->name + "' is " + type_name(f->type), st.index_pos);
@@ -1162,6 +1517,7 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
       const bool is_list = body.kind() == Kind::List;
       size_t n = is_list ? body.items().size() : 1;
       int64_t next_id = c->next_id;
+      UniqueCheck unique(*this, *c);
       std::vector<int64_t> seen;  // insert: ids given in this statement
       std::string enc;
       Value fields;
@@ -1201,8 +1557,10 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
         KF_TRY(check_doc_size(enc.size(), pos));
         op_put(ops, c->def.id, id, enc);
         nops++;
+        unique.add(id, fields, pos);
         res.rows.push_back(row1("id", Value::integer(id)));
       }
+      KF_TRY(unique.check());
       if (seen.size() > 1) {
         std::vector<int64_t> s2 = seen;
         std::sort(s2.begin(), s2.end());
@@ -1242,6 +1600,7 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
       int64_t n = 0;
       std::string enc;
       Status inner;
+      UniqueCheck unique(*this, *c);
       KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value& doc) {
         Value d = doc;
         for (Assign& a : as) {
@@ -1265,9 +1624,11 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
         op_put(ops, c->def.id, doc.items()[0].as_int(), enc);
         nops++;
         n++;
+        unique.add(doc.items()[0].as_int(), d, st.pos);
         return true;
       }));
       KF_TRY(inner);
+      KF_TRY(unique.check());
       res.rows.push_back(row1("updated", Value::integer(n)));
       break;
     }

@@ -157,9 +157,16 @@ Status Parser::field_decl(FieldDecl* out) {
   if (out->name == "id") return Status(Code::Invalid, "'id' is every document's id and cannot be declared", out->pos);
   KF_TRY(type(&out->type));
   out->required = accept_kw("required");
-  if (peek().kind == Tok::At) {
+  while (peek().kind == Tok::At) {
     int64_t at = peek().pos;
-    KF_TRY(index_spec(&out->index));
+    IndexSpec spec;
+    KF_TRY(index_spec(&spec));
+    if (spec.kind == IndexKind::Hash || spec.kind == IndexKind::Unique || spec.kind == IndexKind::Sorted) {
+      out->secondary.push_back(spec.kind);
+      continue;
+    }
+    if (out->index.kind != IndexKind::None) return Status(Code::Syntax, "a field takes one @hnsw or @text index", at);
+    out->index = spec;
     if (out->index.kind == IndexKind::Hnsw && out->type.kind != TypeKind::Vector)
       return Status(Code::Type, "@hnsw indexes vector fields; '" + out->name + "' is " + type_name(out->type), at);
     if (out->index.kind == IndexKind::Text && out->type.kind != TypeKind::Text &&
@@ -172,6 +179,9 @@ Status Parser::field_decl(FieldDecl* out) {
 // @hnsw [( [metric] [, m=N] [, ef_construction=N] [, ef_search=N] )]
 Status Parser::index_spec(IndexSpec* out) {
   KF_TRY(expect(Tok::At));
+  if (accept_kw("hash")) { out->kind = IndexKind::Hash; return Status::ok(); }
+  if (accept_kw("unique")) { out->kind = IndexKind::Unique; return Status::ok(); }
+  if (accept_kw("sorted")) { out->kind = IndexKind::Sorted; return Status::ok(); }
   if (accept_kw("text")) {
     out->kind = IndexKind::Text;
     if (!accept(Tok::LParen)) return Status::ok();
@@ -192,7 +202,7 @@ Status Parser::index_spec(IndexSpec* out) {
       return expect(Tok::RParen);
     }
   }
-  if (!accept_kw("hnsw")) return expected("an index kind (@hnsw, @text)");
+  if (!accept_kw("hnsw")) return expected("an index kind (@hash, @unique, @sorted, @text, @hnsw)");
   out->kind = IndexKind::Hnsw;
   if (!accept(Tok::LParen)) return Status::ok();
   if (accept(Tok::RParen)) return Status::ok();
@@ -553,6 +563,10 @@ Status Parser::get_clauses(Statement* st) {
 Status Parser::statement(Statement* st) {
   const Token& first = peek();
   st->pos = first.pos;
+  if (accept_kw("explain")) {
+    st->explain = true;
+    if (!is_kw("get")) return expected("'get' after 'explain'");
+  }
   if (is_kw("create") && is_kw("index", 1)) {
     next();
     next();
@@ -565,7 +579,8 @@ Status Parser::statement(Statement* st) {
     KF_TRY(expect_kw("on"));
     KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
     KF_TRY(expect(Tok::LParen));
-    KF_TRY(name(&st->field, &st->field_pos, "a field name"));
+    KF_TRY(path(&st->index_path, &st->field_pos));
+    st->field = st->index_path[0];
     KF_TRY(expect(Tok::RParen));
     st->index_pos = peek().pos;
     KF_TRY(index_spec(&st->index));
@@ -580,8 +595,10 @@ Status Parser::statement(Statement* st) {
     KF_TRY(expect_kw("on"));
     KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
     KF_TRY(expect(Tok::LParen));
-    KF_TRY(name(&st->field, &st->field_pos, "a field name"));
+    KF_TRY(path(&st->index_path, &st->field_pos));
+    st->field = st->index_path[0];
     KF_TRY(expect(Tok::RParen));
+    if (peek().kind == Tok::At) KF_TRY(index_spec(&st->index));
   } else if (accept_kw("create")) {
     KF_TRY(expect_kw("collection"));
     st->kind = StmtKind::CreateCollection;

@@ -1,0 +1,94 @@
+#include "secondary.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "../codec.h"
+
+namespace kitfox {
+
+Value SecondaryIndex::normalize(const Value& v) {
+  if (v.kind() == Kind::Float) {
+    double d = v.as_float();
+    if (d == std::floor(d) && std::fabs(d) < 9.2e18) return Value::integer((int64_t)d);
+  }
+  return v;
+}
+
+std::string SecondaryIndex::hash_key(const Value& v) {
+  std::string k;
+  encode_value(k, normalize(v), false);
+  return k;
+}
+
+void SecondaryIndex::put(int64_t id, const Value& key) {
+  remove(id);
+  Value k = normalize(key);
+  if (kind_ == IndexKind::Sorted) {
+    sorted_.insert({k, id});
+  } else {
+    if (k.is_null()) return;
+    auto& ids = hash_[hash_key(k)];
+    ids.insert(std::lower_bound(ids.begin(), ids.end(), id), id);
+  }
+  key_of_[id] = std::move(k);
+}
+
+void SecondaryIndex::remove(int64_t id) {
+  auto it = key_of_.find(id);
+  if (it == key_of_.end()) return;
+  if (kind_ == IndexKind::Sorted) {
+    sorted_.erase({it->second, id});
+  } else {
+    auto h = hash_.find(hash_key(it->second));
+    if (h != hash_.end()) {
+      auto pos = std::lower_bound(h->second.begin(), h->second.end(), id);
+      if (pos != h->second.end() && *pos == id) h->second.erase(pos);
+      if (h->second.empty()) hash_.erase(h);
+    }
+  }
+  key_of_.erase(it);
+}
+
+void SecondaryIndex::equal(const Value& v, std::vector<int64_t>* out) const {
+  out->clear();
+  if (v.is_null()) return;
+  Value k = normalize(v);
+  if (kind_ == IndexKind::Sorted) {
+    for (auto it = sorted_.lower_bound({k, INT64_MIN}); it != sorted_.end() && compare(it->first, k) == 0; ++it)
+      if (it->first.kind() == k.kind() || (it->first.is_number() && k.is_number())) out->push_back(it->second);
+    return;
+  }
+  auto h = hash_.find(hash_key(k));
+  if (h != hash_.end()) *out = h->second;
+}
+
+void SecondaryIndex::range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, std::vector<int64_t>* out) const {
+  out->clear();
+  Value l = lo ? normalize(*lo) : Value(), h = hi ? normalize(*hi) : Value();
+  auto it = lo ? sorted_.lower_bound({l, INT64_MIN}) : sorted_.begin();
+  for (; it != sorted_.end(); ++it) {
+    const Value& k = it->first;
+    if (k.is_null()) continue;
+    if (lo) {
+      int c = compare(k, l);
+      if (c < 0 || (c == 0 && !lo_incl)) continue;
+    }
+    if (hi) {
+      int c = compare(k, h);
+      if (c > 0 || (c == 0 && !hi_incl)) break;
+    }
+    out->push_back(it->second);
+  }
+  std::sort(out->begin(), out->end());
+}
+
+int64_t SecondaryIndex::holder(const Value& v, int64_t except) const {
+  std::vector<int64_t> ids;
+  equal(v, &ids);
+  for (int64_t id : ids)
+    if (id != except) return id;
+  return -1;
+}
+
+}  // namespace kitfox

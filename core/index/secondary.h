@@ -1,0 +1,80 @@
+// Secondary indexes on a field or a json path: @hash and @unique (equality,
+// in) and @sorted (ranges, and order ... limit without a sort). Derived: built
+// from the documents on first use, then kept up to date by writes.
+//
+// Keys compare as the query language does: numbers by value (5 and 5.0 are
+// one key), other kinds never equal to each other. Null keys are not found by
+// equality or ranges; a sorted index keeps them, first, for ordering.
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../value.h"
+#include "params.h"
+
+namespace kitfox {
+
+class SecondaryIndex {
+ public:
+  explicit SecondaryIndex(IndexKind kind) : kind_(kind) {}
+  IndexKind kind() const { return kind_; }
+
+  void put(int64_t id, const Value& key);  // replaces the document's previous key
+  void remove(int64_t id);
+
+  // Documents whose key equals v, ascending.
+  void equal(const Value& v, std::vector<int64_t>* out) const;
+  // Sorted only: documents with lo <(=) key <(=) hi (either bound may be
+  // absent), ascending by id.
+  void range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, std::vector<int64_t>* out) const;
+  // The document holding key v other than `except`, or -1 (for @unique).
+  int64_t holder(const Value& v, int64_t except) const;
+  // Sorted only: visits (key, id) in key order (ascending or descending;
+  // equal keys always by ascending id) until f returns false.
+  template <typename F>
+  void ordered(bool desc, F&& f) const;
+  size_t size() const { return key_of_.size(); }
+  size_t memory_bytes() const { return key_of_.size() * 96; }
+
+  // The form keys are stored and compared in (integral floats become ints).
+  static Value normalize(const Value& v);
+
+ private:
+  struct Less {
+    bool operator()(const std::pair<Value, int64_t>& a, const std::pair<Value, int64_t>& b) const {
+      int c = compare(a.first, b.first);
+      return c ? c < 0 : a.second < b.second;
+    }
+  };
+  static std::string hash_key(const Value& v);
+
+  IndexKind kind_;
+  std::unordered_map<std::string, std::vector<int64_t>> hash_;  // hash, unique
+  std::set<std::pair<Value, int64_t>, Less> sorted_;            // sorted
+  std::unordered_map<int64_t, Value> key_of_;
+};
+
+template <typename F>
+void SecondaryIndex::ordered(bool desc, F&& f) const {
+  if (!desc) {
+    for (auto& [k, id] : sorted_)
+      if (!f(k, id)) return;
+    return;
+  }
+  // Descending by key, ascending by id within a key.
+  auto it = sorted_.end();
+  std::vector<int64_t> group;
+  while (it != sorted_.begin()) {
+    auto last = std::prev(it);
+    auto first = last;
+    while (first != sorted_.begin() && compare(std::prev(first)->first, last->first) == 0) --first;
+    for (auto g = first; g != it; ++g)
+      if (!f(g->first, g->second)) return;
+    it = first;
+  }
+}
+
+}  // namespace kitfox
