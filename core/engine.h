@@ -96,6 +96,7 @@ class Engine {
   Result<QueryResult> execute_write(const Statement& st, const std::vector<Value>& params);
   Result<QueryResult> near_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
                                  int64_t offset);
+  Status lookup_children(const struct Lookup& lk, const Value& parent, const class Evaluator& ev, Value* out);
   Result<QueryResult> aggregate_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
                                       int64_t offset);
   Result<QueryResult> match_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,

@@ -81,6 +81,19 @@ struct SelectItem {
   int64_t pos = 0;
 };
 
+struct Statement;
+
+// lookup C2 on child_field [= parent_field] [required] <child clauses>
+struct Lookup {
+  std::string collection;
+  int64_t pos = 0;
+  std::string child_field;
+  int64_t child_pos = 0;
+  std::vector<std::string> parent_path{"id"};
+  bool required = false;
+  std::unique_ptr<Statement> child;  // a get: select, where, order, limit, offset, lookup
+};
+
 struct Statement {
   StmtKind kind;
   int64_t pos = 0;
@@ -113,6 +126,7 @@ struct Statement {
   std::vector<std::string> index_path;
   int64_t index_pos = 0;
   bool explain = false;
+  std::unique_ptr<Lookup> lookup;
 
   bool is_write() const {
     return kind != StmtKind::Get && kind != StmtKind::Collections && kind != StmtKind::Describe &&

@@ -562,6 +562,49 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     out.rows.push_back(std::move(last));
     return out;
   }
+  if (st.lookup) {
+    // The base query first (unpaged when `required` may drop parents), then
+    // each parent's children.
+    Statement& base = const_cast<Statement&>(st);
+    std::unique_ptr<Lookup> lk = std::move(base.lookup);
+    ExprPtr lim, off;
+    if (lk->required) {
+      lim = std::move(base.limit);
+      off = std::move(base.offset);
+    }
+    auto r = execute_read(st, params);
+    base.lookup = std::move(lk);
+    if (lim) base.limit = std::move(lim);
+    if (off) base.offset = std::move(off);
+    KF_TRY(r.status());
+    Collection* c = find(st.collection);
+    Evaluator ev(params);
+    QueryResult out;
+    Value doc;
+    for (Value& row : r->rows) {
+      const Value* idv = row.get("id");
+      if (!idv || idv->kind() != Kind::Int)
+        return Status(Code::Syntax, "'lookup' needs rows with ids (not aggregates)", st.lookup->pos);
+      const uint64_t* loc = c->ids.find(idv->as_int());
+      if (!loc) continue;
+      KF_TRY(decode_document(c->def, idv->as_int(), body(*loc), &doc, c));
+      Value children;
+      KF_TRY(lookup_children(*st.lookup, doc, ev, &children));
+      if (st.lookup->required && children.items().empty()) continue;
+      row.append(st.lookup->collection, std::move(children));
+      out.rows.push_back(std::move(row));
+    }
+    if (st.lookup->required) {
+      KF_ASSIGN(int64_t limit, count_arg(ev, st.limit, "limit"));
+      KF_ASSIGN(int64_t offset, count_arg(ev, st.offset, "offset"));
+      if (offset < 0) offset = 0;
+      std::vector<Value> paged;
+      for (size_t i = (size_t)offset; i < out.rows.size() && (limit < 0 || paged.size() < (size_t)limit); i++)
+        paged.push_back(std::move(out.rows[i]));
+      out.rows = std::move(paged);
+    }
+    return out;
+  }
   QueryResult res;
   if (st.kind == StmtKind::Collections) {
     for (auto& [name, c] : colls_) {
@@ -1023,6 +1066,93 @@ Result<QueryResult> Engine::match_query(Collection& c, const Statement& st, cons
   return res;
 }
 
+
+
+// ---------------------------------------------------------------- lookup
+
+Status Engine::lookup_children(const Lookup& lk, const Value& parent, const Evaluator& ev, Value* out) {
+  Collection* c = find(lk.collection);
+  if (!c) return no_collection(lk.collection, lk.pos);
+  const Statement& cs = *lk.child;
+  *out = Value::list();
+  // The parent's key.
+  const Value* key = &parent;
+  for (const std::string& k : lk.parent_path) {
+    key = key->kind() == Kind::Object ? key->get(k) : nullptr;
+    if (!key) break;
+  }
+  std::vector<int64_t> ids;
+  if (lk.child_field == "id") {
+    if (key && key->kind() == Kind::Int) ids.push_back(key->as_int());
+  } else {
+    if (!c->def.field(lk.child_field)) return not_found_field(lk.child_field, c->def, lk.child_pos);
+    int i = find_secondary(*c, {lk.child_field}, false);
+    if (i < 0)
+      return Status(Code::Invalid, "lookup on '" + lk.collection + "." + lk.child_field +
+                                       "' needs it to be id or to carry @hash (create index on " + lk.collection + " (" +
+                                       lk.child_field + ") @hash)", lk.child_pos);
+    KF_ASSIGN(SecondaryIndex * si, secondary(*c, (size_t)i));
+    if (key) si->equal(*key, &ids);
+  }
+  if (cs.where) KF_TRY(check_expr(c->def, *cs.where));
+  for (const SelectItem& s : cs.select) KF_TRY(s.expr ? check_expr(c->def, *s.expr) : check_path(c->def, s.path, s.pos));
+  for (const OrderKey& k : cs.order) KF_TRY(k.expr ? check_expr(c->def, *k.expr) : check_path(c->def, k.path, k.pos));
+  KF_ASSIGN(int64_t limit, count_arg(ev, cs.limit, "limit"));
+  KF_ASSIGN(int64_t offset, count_arg(ev, cs.offset, "offset"));
+  if (offset < 0) offset = 0;
+  struct Child {
+    std::vector<Value> keys;
+    Value doc;
+  };
+  std::vector<Child> kids;
+  Value doc, t;
+  for (int64_t id : ids) {
+    const uint64_t* loc = c->ids.find(id);
+    if (!loc) continue;
+    KF_TRY(decode_document(c->def, id, body(*loc), &doc, c));
+    if (cs.where) {
+      KF_TRY(ev.eval(*cs.where, doc, &t));
+      if (!Evaluator::truthy(t)) continue;
+    }
+    Child ch;
+    for (const OrderKey& k : cs.order) {
+      Value kv;
+      if (k.expr) {
+        KF_TRY(ev.eval(*k.expr, doc, &kv));
+      } else {
+        const Value* v = &doc;
+        for (const std::string& p : k.path) {
+          v = v->kind() == Kind::Object ? v->get(p) : nullptr;
+          if (!v) break;
+        }
+        if (v) kv = *v;
+      }
+      ch.keys.push_back(std::move(kv));
+    }
+    ch.doc = doc;
+    kids.push_back(std::move(ch));
+  }
+  std::stable_sort(kids.begin(), kids.end(), [&](const Child& a, const Child& b) {
+    for (size_t i = 0; i < cs.order.size(); i++) {
+      int c2 = compare(a.keys[i], b.keys[i]);
+      if (c2) return cs.order[i].desc ? c2 > 0 : c2 < 0;
+    }
+    return false;
+  });
+  for (size_t i = (size_t)offset; i < kids.size() && (limit < 0 || out->items().size() < (size_t)limit); i++) {
+    Status perr;
+    Value row = project_row(cs, kids[i].doc, ev, &perr);
+    KF_TRY(perr);
+    if (cs.lookup) {
+      Value grand;
+      KF_TRY(lookup_children(*cs.lookup, kids[i].doc, ev, &grand));
+      if (cs.lookup->required && grand.items().empty()) continue;
+      row.append(cs.lookup->collection, std::move(grand));
+    }
+    out->push(std::move(row));
+  }
+  return Status::ok();
+}
 
 // ---------------------------------------------------------------- aggregates
 

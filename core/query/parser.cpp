@@ -77,6 +77,7 @@ class Parser {
   std::vector<Token>& t_;
   std::string_view text_;
   size_t i_ = 0;
+  int depth_ = 0;  // lookup nesting
 };
 
 bool iequals(std::string_view a, const char* b) {
@@ -514,6 +515,32 @@ Status Parser::get_clauses(Statement* st) {
       KF_TRY(value_expr(&st->offset, 0));
     } else if (accept_kw("count")) {
       st->count = true;
+    } else if (accept_kw("lookup")) {
+      // Everything after `lookup ... on ...` belongs to the looked-up
+      // collection: its clauses, and a nested lookup.
+      if (depth_ > 4) return Status(Code::Limit, "lookups nest at most 4 levels", t.pos);
+      auto lk = std::make_unique<Lookup>();
+      lk->pos = t.pos;
+      KF_TRY(name(&lk->collection, &lk->pos, "a collection name"));
+      KF_TRY(expect_kw("on"));
+      KF_TRY(name(&lk->child_field, &lk->child_pos, "the child's key field"));
+      if (accept(Tok::Eq)) {
+        lk->parent_path.clear();
+        int64_t p;
+        KF_TRY(path(&lk->parent_path, &p));
+      }
+      lk->required = accept_kw("required");
+      lk->child = std::make_unique<Statement>();
+      lk->child->kind = StmtKind::Get;
+      lk->child->collection = lk->collection;
+      lk->child->pos = t.pos;
+      depth_++;
+      Status cs = get_clauses(lk->child.get());
+      depth_--;
+      KF_TRY(cs);
+      if (lk->child->count || lk->child->near_pos >= 0 || lk->child->match_pos >= 0 || !lk->child->group.empty())
+        return Status(Code::Syntax, "a lookup takes select, where, order, limit, offset and lookup", t.pos);
+      st->lookup = std::move(lk);
     } else if (accept_kw("group")) {
       if (!st->group.empty()) return Status(Code::Syntax, "'group' given twice", t.pos);
       accept_kw("by");
@@ -706,7 +733,7 @@ Status Parser::statement(Statement* st) {
   }
   accept(Tok::Semicolon);
   if (peek().kind != Tok::End) {
-    if (st->kind == StmtKind::Get) return expected("select, where, group, near, match, order, limit, offset, count or the end");
+    if (st->kind == StmtKind::Get) return expected("select, where, group, near, match, lookup, order, limit, offset, count or the end");
     return expected("the end of the statement");
   }
   return Status::ok();
