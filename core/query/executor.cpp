@@ -911,14 +911,18 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
     }
   };
 
+  std::string fname = c.def.name + "." + f->name;
   if (!index) {
+    note("near " + fname + ": exact scan of the documents (no index), cosine");
     KF_TRY(exact_filtered());
   } else if (!st.where) {
     std::vector<Hit> hits;
     if (st.near_exact) index->exact(q.data(), need, nullptr, &hits);
     else index->search(q.data(), need, (size_t)ef, nullptr, &hits);
+    note("near " + fname + (st.near_exact ? ": exact scan of the vector table" : ": hnsw search, ef " + std::to_string(ef)));
     expand(hits);
   } else if (st.near_exact) {
+    note("near " + fname + ": exact over the documents passing the filter");
     KF_TRY(exact_filtered());
   } else {
     // Plan: estimate how many documents pass from a sample of the graph's nodes.
@@ -933,8 +937,11 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
     }
     double est = seen ? (double)pass / (double)seen * (double)index->documents() : 0;
     if (est < std::max<double>(4.0 * (double)need, 1000.0)) {
+      note("near " + fname + ": about " + std::to_string((int64_t)est) + " documents pass the filter: exact over them");
       KF_TRY(exact_filtered());  // few match: searching them all is cheap and exact
     } else {
+      note("near " + fname + ": about " + std::to_string((int64_t)est) + " documents pass the filter: hnsw search, ef " +
+           std::to_string(ef) + ", testing candidates");
       std::vector<int64_t> tmp;
       std::function<bool(uint32_t)> accept = [&](uint32_t node) {
         tmp.clear();
@@ -947,7 +954,10 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
       index->search(q.data(), need, (size_t)ef, accept, &hits);
       KF_TRY(inner);
       expand(hits);
-      if (heap.size() < need) KF_TRY(exact_filtered());  // the graph gave too few
+      if (heap.size() < need) {
+        note("near " + fname + ": the graph gave too few: exact over the filtered documents");
+        KF_TRY(exact_filtered());
+      }
     }
   }
   KF_TRY(inner);
@@ -980,6 +990,8 @@ Result<QueryResult> Engine::match_query(Collection& c, const Statement& st, cons
   size_t need = (size_t)offset + (limit < 0 ? 10 : (size_t)limit);
   KF_ASSIGN(int64_t cand, count_arg(ev, st.candidates, "candidates"));
   KF_ASSIGN(TextIndex * ti, text_index(c, *f));
+  note("match " + c.def.name + "." + f->name + ": bm25 top-k (wand) over " + std::to_string(tokens.size()) + " tokens" +
+       (st.where ? ", filtering while merging" : ""));
 
   Value doc, t;
   Status inner;
