@@ -700,7 +700,7 @@ struct ConfigResult {
 struct Options {
   size_t rows = 100000;
   size_t queries = 1000;
-  uint32_t clusters = 100;
+  uint32_t clusters = 40;
   size_t exact = 100;
   bool quick = false;
   bool no768 = false;
@@ -718,7 +718,7 @@ void usage(FILE* f) {
                "  --quick         20,000 rows, 128 dimensions only\n"
                "  --rows N        rows per data set (default 100,000; overrides --quick)\n"
                "  --queries N     held-out queries (default 1,000)\n"
-               "  --clusters N    clusters of the generator (default 100)\n"
+               "  --clusters N    clusters of the generator (default 40)\n"
                "  --exact N       queries timed for `near ... exact` (default 100)\n"
                "  --no-768        skip the 768-dimension data sets\n"
                "  --dir PATH      where the fresh data directory is made (default /tmp); removed at the end\n"

@@ -95,6 +95,30 @@ class Evaluator {
     }
   }
 
+  // As constant(), moving literal values out of the expression (which must
+  // not be evaluated again).
+  Status take(Expr& e, Value* out) const {
+    switch (e.kind) {
+      case ExprKind::Literal: *out = std::move(e.value); return Status::ok();
+      case ExprKind::ListLit: {
+        *out = Value::list();
+        out->mutable_items().resize(e.kids.size());
+        for (size_t i = 0; i < e.kids.size(); i++) KF_TRY(take(*e.kids[i], &out->mutable_items()[i]));
+        return Status::ok();
+      }
+      case ExprKind::ObjectLit: {
+        *out = Value::object();
+        for (size_t i = 0; i < e.kids.size(); i++) {
+          Value v;
+          KF_TRY(take(*e.kids[i], &v));
+          out->append(std::move(e.keys[i]), std::move(v));
+        }
+        return Status::ok();
+      }
+      default: return constant(e, out);
+    }
+  }
+
   // Evaluates against a decoded document. Predicates give Bool, or Null when
   // unknown (a comparison with null); `where` keeps rows that give true.
   Status eval(const Expr& e, const Value& doc, Value* out) const {
@@ -1355,7 +1379,20 @@ Result<QueryResult> Engine::aggregate_query(Collection& c, const Statement& st, 
 namespace {
 
 // Builds the typed field values of one document from its given value.
-Status build_document(const CollectionDef& def, const Value& in, const Expr* lit, int64_t pos, Value* fields,
+// A value that already has its field's type needs no conversion (and is moved).
+bool already_typed(const Value& v, const Type& t) {
+  switch (t.kind) {
+    case TypeKind::Bool: return v.kind() == Kind::Bool;
+    case TypeKind::Int: return v.kind() == Kind::Int;
+    case TypeKind::Text: return v.kind() == Kind::Text;
+    case TypeKind::Timestamp: return v.kind() == Kind::Timestamp;
+    case TypeKind::Float: return v.kind() == Kind::Float && std::isfinite(v.as_float());
+    default: return false;
+  }
+}
+
+// Builds a document's typed fields from `in`, whose values it may move from.
+Status build_document(const CollectionDef& def, Value& in, const Expr* lit, int64_t pos, Value* fields,
                       bool* has_id, int64_t* id) {
   if (in.kind() != Kind::Object)
     return Status(Code::Type, std::string("expected a document (an object), got ") + kind_name(in.kind()), pos);
@@ -1363,7 +1400,7 @@ Status build_document(const CollectionDef& def, const Value& in, const Expr* lit
   *has_id = false;
   for (size_t i = 0; i < in.keys().size(); i++) {
     const std::string& k = in.keys()[i];
-    const Value& v = in.items()[i];
+    Value& v = in.mutable_items()[i];
     int64_t kpos = lit && lit->kind == ExprKind::ObjectLit && i < lit->kids.size() ? lit->kids[i]->pos : pos;
     if (k == "id") {
       if (v.is_null()) continue;
@@ -1374,6 +1411,12 @@ Status build_document(const CollectionDef& def, const Value& in, const Expr* lit
     }
     const Field* f = def.field(k);
     if (!f) return not_found_field(k, def, kpos);
+    if (already_typed(v, f->type)) {
+      if (v.kind() == Kind::Text && !valid_utf8(v.as_string()))
+        return Status(Code::Type, "'" + k + "' is not valid UTF-8 text", kpos);
+      fields->append(k, std::move(v));
+      continue;
+    }
     Value t;
     Status st = coerce(v, f->type, k, &t);
     if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
@@ -1655,7 +1698,8 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
     case StmtKind::Put:
     case StmtKind::Insert: {
       Value body;
-      KF_TRY(ev.constant(*st.body, &body));
+      // The statement runs once: its literals can be moved out rather than copied.
+      KF_TRY(ev.take(const_cast<Expr&>(*st.body), &body));
       const bool is_list = body.kind() == Kind::List;
       size_t n = is_list ? body.items().size() : 1;
       int64_t next_id = c->next_id;
@@ -1665,7 +1709,7 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
       Value fields;
       res.rows.reserve(n);
       for (size_t i = 0; i < n; i++) {
-        const Value& dv = is_list ? body.items()[i] : body;
+        Value& dv = is_list ? body.mutable_items()[i] : body;
         const Expr* lit = st.body->kind == ExprKind::ListLit ? st.body->kids[i].get()
                           : st.body->kind == ExprKind::ObjectLit ? st.body.get() : nullptr;
         int64_t pos = lit ? lit->pos : st.body->pos;

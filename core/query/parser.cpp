@@ -743,10 +743,14 @@ Status Parser::statement(Statement* st) {
 
 Status parse_statement(std::string_view text, Statement* out) {
   if (text.size() > kMaxStatementBytes) return Status(Code::Limit, "statement longer than 256 MiB", 0);
-  std::vector<Token> toks;
+  // Reused per thread: a large statement's token array is not mapped afresh each time.
+  thread_local std::vector<Token> toks;
   KF_TRY(tokenize(text, &toks));
   Parser p(toks, text);
-  return p.statement(out);
+  Status st = p.statement(out);
+  if (toks.capacity() > (1u << 20)) std::vector<Token>().swap(toks);  // do not keep a huge one
+  else toks.clear();
+  return st;
 }
 
 }  // namespace kitfox

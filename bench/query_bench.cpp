@@ -1,0 +1,2 @@
+// kitfox_query_bench: work in progress.
+int main() { return 0; }
