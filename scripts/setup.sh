@@ -8,6 +8,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # What must be present, and the Debian package that provides it.
 # A check is either `cmd:NAME` (a command on PATH) or an absolute file path.
 # To add a dependency, add one line here.
+# emscripten (the WASM build) depends on the package `nodejs`: a machine with
+# NodeSource's nodejs 20 keeps it (it satisfies the dependency); on a machine
+# without Node, apt brings Debian's. Its optimizer finds acorn through
+# NODE_PATH=/usr/share/nodejs, which scripts/build-wasm.sh sets.
 REQUIREMENTS=(
   "cmd:cmake                      cmake"
   "cmd:g++                        g++"
@@ -15,6 +19,7 @@ REQUIREMENTS=(
   "cmd:pkg-config                 pkg-config"
   "/usr/include/doctest/doctest.h doctest-dev"
   "/usr/include/sqlite3.h         libsqlite3-dev"
+  "cmd:em++                       emscripten"
 )
 
 log() { echo "setup: $*"; }
