@@ -129,19 +129,22 @@ export class Encoder {
     this.pos += u8.length;
   }
 
-  value(v, depth, where) {
-    if (depth > MAX_DEPTH) throw kitfoxError('limit', `${where()}: nested deeper than ${MAX_DEPTH} levels`);
+  // Encodes one value. Errors name no path here (no closures on the hot
+  // path): encodeParams finds the path of the offending value afterwards.
+  value(v, depth) {
     switch (typeof v) {
       case 'string':
-        this.u8(TAG.text);
+        this.reserve(1);
+        this.buf[this.pos++] = TAG.text;
         this.text(v);
         return;
       case 'number':
+        this.reserve(10);
         if (Number.isInteger(v) && v < TWO63 && v >= -TWO63) {
-          this.u8(TAG.int);
+          this.buf[this.pos++] = TAG.int;
           this.int(v);
         } else {
-          this.u8(TAG.float);
+          this.buf[this.pos++] = TAG.float;
           this.reserve(8);
           this.view.setFloat64(this.pos, v, true);
           this.pos += 8;
@@ -151,7 +154,7 @@ export class Encoder {
         this.u8(v ? TAG.true : TAG.false);
         return;
       case 'bigint':
-        if (v < BIG_MIN || v > BIG_MAX) throw kitfoxError('type', `${where()}: ${v} is out of the 64-bit integer range`);
+        if (v < BIG_MIN || v > BIG_MAX) throw new BadValue('type', `${v} is out of the 64-bit integer range`);
         this.u8(TAG.int);
         this.int(v);
         return;
@@ -161,14 +164,15 @@ export class Encoder {
       case 'object':
         break;
       default:
-        throw kitfoxError('type', `${where()}: a ${typeof v} cannot be stored`);
+        throw new BadValue('type', `a ${typeof v} cannot be stored`);
     }
+    if (depth > MAX_DEPTH) throw new BadValue('limit', `nested deeper than ${MAX_DEPTH} levels`);
     if (v === null) {
       this.u8(TAG.null);
     } else if (Array.isArray(v)) {
       this.u8(TAG.list);
       this.varint(v.length);
-      for (let i = 0; i < v.length; i++) this.value(v[i], depth + 1, () => `${where()}[${i}]`);
+      for (let i = 0; i < v.length; i++) this.value(v[i], depth + 1);
     } else if (v instanceof Float32Array || v instanceof Float64Array) {
       const f = v instanceof Float32Array ? v : Float32Array.from(v);
       this.u8(TAG.f32);
@@ -181,24 +185,56 @@ export class Encoder {
       this.raw(u);
     } else if (v instanceof Date) {
       const ms = v.getTime();
-      if (Number.isNaN(ms)) throw kitfoxError('type', `${where()}: an invalid Date`);
+      if (Number.isNaN(ms)) throw new BadValue('type', 'an invalid Date');
       this.u8(TAG.timestamp);
       this.int(ms);
     } else {
       const proto = Object.getPrototypeOf(v);
       if (proto !== Object.prototype && proto !== null) {
-        const what = ArrayBuffer.isView(v) ? v.constructor.name : v.constructor?.name ?? 'object';
-        throw kitfoxError('type', `${where()}: a ${what} cannot be stored (use a plain object, an Array, a Float32Array, a Uint8Array or a Date)`);
+        const what = v.constructor?.name || 'object';
+        throw new BadValue('type', `a ${what} cannot be stored (use a plain object, an Array, a Float32Array, a Uint8Array or a Date)`);
       }
       const keys = Object.keys(v);
       this.u8(TAG.object);
       this.varint(keys.length);
-      for (const k of keys) {
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i];
         this.text(k);
-        this.value(v[k], depth + 1, () => `${where()}.${k}`);
+        this.value(v[k], depth + 1);
       }
     }
   }
+}
+
+class BadValue extends Error {
+  constructor(code, detail) {
+    super(detail);
+    this.code = code;
+  }
+}
+
+// The path to the first value the encoder refuses ('$2.tags[3]'), found
+// again after a failure; null when none is (the error was elsewhere).
+function badPath(v, where, depth) {
+  const probe = new Encoder(16);
+  try {
+    probe.value(v, depth);
+    return null;
+  } catch {}
+  if (v !== null && typeof v === 'object' && depth <= MAX_DEPTH) {
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const p = badPath(v[i], `${where}[${i}]`, depth + 1);
+        if (p) return p;
+      }
+    } else if (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null) {
+      for (const k of Object.keys(v)) {
+        const p = badPath(v[k], `${where}.${k}`, depth + 1);
+        if (p) return p;
+      }
+    }
+  }
+  return where;
 }
 
 const shared = new Encoder();
@@ -210,7 +246,15 @@ export function encodeParams(params) {
   e.reset();
   e.u8(TAG.list);
   e.varint(params.length);
-  for (let i = 0; i < params.length; i++) e.value(params[i], 1, () => `parameter $${i + 1}`);
+  for (let i = 0; i < params.length; i++) {
+    try {
+      e.value(params[i], 1);
+    } catch (err) {
+      if (!(err instanceof BadValue)) throw err;
+      const where = params[i] !== null && typeof params[i] === 'object' ? badPath(params[i], `$${i + 1}`, 1) : null;
+      throw kitfoxError(err.code, `parameter ${where ?? `$${i + 1}`}: ${err.message}`);
+    }
+  }
   return e.bytes();
 }
 

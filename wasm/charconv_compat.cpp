@@ -10,6 +10,8 @@
 
 namespace {
 
+int parse_digits(const char* buf, char* digits, int* ndigits);
+
 // The shortest decimal digits of `v` (finite, > 0) that read back to v:
 // fills `digits` (no point, no leading zeros) and returns the decimal
 // exponent of the first digit (v = 0.d1d2d3... x 10^(exp+1)).
@@ -17,12 +19,27 @@ template <typename T>
 int shortest_digits(T v, char* digits, int* ndigits) {
   constexpr int kMax = sizeof(T) == 8 ? 17 : 9;
   char buf[40];
-  for (int p = 1; p <= kMax; p++) {
+  // Reading back is monotonic in the precision (more correctly rounded
+  // digits are never farther from v), so the shortest is a binary search.
+  auto round_trips = [&](int p) {
     snprintf(buf, sizeof buf, "%.*e", p - 1, (double)v);
-    T back = sizeof(T) == 8 ? (T)strtod(buf, nullptr) : (T)strtof(buf, nullptr);
-    if (back == v || p == kMax) break;
+    return (sizeof(T) == 8 ? (T)strtod(buf, nullptr) : (T)strtof(buf, nullptr)) == v;
+  };
+  // Short forms (0.5, 12.25) are common: try them one by one first.
+  int lo = 1, hi = kMax;
+  for (; lo <= 4; lo++)
+    if (round_trips(lo)) return parse_digits(buf, digits, ndigits);
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (round_trips(mid)) hi = mid;
+    else lo = mid + 1;
   }
-  // buf is "d.ddde[+-]XX" or "de[+-]XX".
+  round_trips(lo);  // leaves the digits of the shortest in buf
+  return parse_digits(buf, digits, ndigits);
+}
+
+// buf is "d.ddde[+-]XX" or "de[+-]XX": its digits and exponent.
+int parse_digits(const char* buf, char* digits, int* ndigits) {
   int n = 0;
   const char* s = buf;
   for (; *s != 'e'; s++)
