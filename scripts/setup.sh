@@ -12,6 +12,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # NodeSource's nodejs 20 keeps it (it satisfies the dependency); on a machine
 # without Node, apt brings Debian's. Its optimizer finds acorn through
 # NODE_PATH=/usr/share/nodejs, which scripts/build-wasm.sh sets.
+# python3 is for node-gyp, which compiles better-sqlite3 (a benchmark peer,
+# an npm dev dependency) against Node's headers in /usr/include/node (.npmrc).
 REQUIREMENTS=(
   "cmd:cmake                      cmake"
   "cmd:g++                        g++"
@@ -20,6 +22,7 @@ REQUIREMENTS=(
   "/usr/include/doctest/doctest.h doctest-dev"
   "/usr/include/sqlite3.h         libsqlite3-dev"
   "cmd:em++                       emscripten"
+  "cmd:python3                    python3"
 )
 
 log() { echo "setup: $*"; }
