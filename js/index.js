@@ -116,6 +116,7 @@ export class Kitfox {
     const core = this._core;
     const maxText = text.length * 3;
     const plen = enc ? enc.length : 0;
+    if (maxText + plen > 0x7fffffff) throw kitfoxError('limit', 'a statement and its params must be under 2 GiB');
     const ptr = core.kfInput(maxText + plen) >>> 0;
     const heap = core.HEAPU8;
     const { written } = utf8.encodeInto(text, heap.subarray(ptr, ptr + maxText));

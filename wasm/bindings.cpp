@@ -75,6 +75,7 @@ int open_db(int host, bool atomic_replace, std::string name, std::string sync, b
 
 // A pointer to an input buffer of at least n bytes (valid until the next call).
 uint32_t input(uint32_t n) {
+  if (n < (1u << 20)) trim(g_in);  // a big statement's buffer goes at the next small one
   if (g_in.size() < n) g_in.resize(n);
   return (uint32_t)(uintptr_t)g_in.data();
 }
