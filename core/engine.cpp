@@ -916,7 +916,8 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
   records++;
 
   new_ids->clear();
-  for (auto& [name, c] : colls_) {
+  for (auto& entry : colls_) {
+    Collection* c = entry.second.get();  // not a structured binding: the lambdas below capture it (clang 14)
     std::vector<IdEntry> ids;
     ids.reserve(c->ids.size());
     // Chunks of documents; entry offsets are known once the chunk header is.

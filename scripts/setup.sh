@@ -8,6 +8,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # What must be present, and the Debian package that provides it.
 # A check is either `cmd:NAME` (a command on PATH) or an absolute file path.
 # To add a dependency, add one line here.
+# emscripten (the WASM build) depends on the package `nodejs`: a machine with
+# NodeSource's nodejs 20 keeps it (it satisfies the dependency); on a machine
+# without Node, apt brings Debian's. Its optimizer finds acorn through
+# NODE_PATH=/usr/share/nodejs, which scripts/build-wasm.sh sets.
+# python3 is for node-gyp, which compiles better-sqlite3 (a benchmark peer,
+# an npm dev dependency) against Node's headers in /usr/include/node (.npmrc).
 REQUIREMENTS=(
   "cmd:cmake                      cmake"
   "cmd:g++                        g++"
@@ -16,6 +22,8 @@ REQUIREMENTS=(
   "/usr/include/doctest/doctest.h doctest-dev"
   "/usr/include/sqlite3.h         libsqlite3-dev"
   "/usr/include/hnswlib/hnswlib.h libhnswlib-dev"
+  "cmd:em++                       emscripten"
+  "cmd:python3                    python3"
 )
 
 log() { echo "setup: $*"; }

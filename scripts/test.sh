@@ -6,14 +6,14 @@
 #   scripts/test.sh native          only the named stages
 #   KITFOX_SKIP_ASAN=1 scripts/test.sh    skip the sanitizer stage (local use; CI never sets it)
 #
-# A stage is a function `stage_<name>`; to add one (node, wasm, browser),
+# A stage is a function `stage_<name>`; to add one (wasm, browser),
 # write the function and append its name to STAGES.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-STAGES=(native asan)
+STAGES=(native asan node)
 
 header() {
   printf '\n==== %s ====\n' "$*"
@@ -48,6 +48,17 @@ stage_asan() {
   ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
     ctest --test-dir build-asan --output-on-failure
+}
+
+# The WASM build (dist/) and the npm package's tests under Node's test
+# runner: the API, the query scripts, files shared with the native CLI (so
+# the native build must come first), locking between processes.
+stage_node() {
+  header "node: build (WASM, dist/)"
+  bash scripts/build-wasm.sh
+  [[ -x build/kitfox ]] || bash scripts/build.sh  # the tests run the native CLI
+  header "node: node --test tests/js/"
+  node --test tests/js/
 }
 
 if (($# > 0)); then

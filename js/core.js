@@ -1,0 +1,51 @@
+// The WASM module: loaded once per process (or worker) and shared by every
+// open database. Holds the table of host objects the C++ file layer calls
+// into (wasm/host_file.cpp calls Module.kfHostCall).
+import createKitfoxCore from '../dist/kitfox-core.js';
+import { loadWasmBinary } from '#platform';
+import { KitfoxError } from './errors.js';
+
+// Host error codes as kitfox::Code values (core/status.h).
+const HOST_CODES = { not_found: 3, locked: 10, io: 8, invalid: 12 };
+
+let loading = null;
+
+export function loadCore() {
+  if (!loading) {
+    loading = init().catch((e) => {
+      loading = null; // let a later open try again
+      throw e;
+    });
+  }
+  return loading;
+}
+
+async function init() {
+  const wasmBinary = await loadWasmBinary();
+  const mod = await createKitfoxCore({ wasmBinary });
+  const hosts = new Map();
+  let nextHost = 1;
+
+  mod.kfHostCall = (id, method, args) => {
+    try {
+      const host = hosts.get(id);
+      const r = host[method](...args);
+      return r === true ? 1 : r === false || r === undefined ? 0 : r;
+    } catch (e) {
+      mod.kfHostError = {
+        code: HOST_CODES[e && e.code] ?? HOST_CODES.io,
+        message: e && e.message ? e.message : String(e),
+      };
+      return -1;
+    }
+  };
+  mod.kfAddHost = (host) => {
+    const id = nextHost++;
+    hosts.set(id, host);
+    return id;
+  };
+  mod.kfRemoveHost = (id) => hosts.delete(id);
+  // The error of the last failed call.
+  mod.kfLastError = () => new KitfoxError(mod.kfErrorCode(), mod.kfErrorText(), mod.kfErrorPosition());
+  return mod;
+}

@@ -1,0 +1,169 @@
+// The writer lock of the Node host. Node has no flock, so a database file is
+// locked by something the kernel releases when the process dies, taken before
+// the engine opens the file and dropped after it closed it:
+//
+//   'socket' (the default on Linux): a Unix socket bound in the abstract
+//       namespace under a name derived from the database's real path. Binding
+//       is atomic and the kernel unbinds it when the process exits or is
+//       killed, so there is never a stale lock to clean up. It excludes
+//       processes that share the network namespace (one host, or one
+//       container).
+//   'file' (elsewhere): a lock file NAME.lock created with O_CREAT|O_EXCL
+//       ('wx') holding {pid, host, start}. A lock whose process is gone (kill
+//       (pid, 0) fails with ESRCH, or on Linux the pid now belongs to a process
+//       with another start time) is stale and is taken over; one from another
+//       host is never taken over.
+//
+// Within one process, a second open of the same file is refused too (as with
+// flock natively). See docs/wasm.md for the choice.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+import { kitfoxError } from '../errors.js';
+
+const held = new Set(); // lock keys held by this process
+
+function lockedError(file, detail = 'another process') {
+  return kitfoxError('locked', `database '${file}' is locked by ${detail}`);
+}
+
+// The key of a database file: its directory's real path and its name, so
+// that two spellings of one path (symlinked directories, '..') agree.
+function lockKey(file) {
+  try {
+    return path.join(fs.realpathSync(path.dirname(file)), path.basename(file));
+  } catch {
+    return file;
+  }
+}
+
+export async function acquireLock(file, method = 'auto') {
+  const key = lockKey(file);
+  if (held.has(key)) throw lockedError(file, 'another connection in this process');
+  held.add(key); // before any await: two concurrent opens in one process
+  try {
+    const m = method === 'auto' || method === undefined ? (process.platform === 'linux' ? 'socket' : 'file') : method;
+    let inner;
+    if (m === 'socket') inner = await socketLock(file, key);
+    else if (m === 'file') inner = fileLock(file);
+    else throw kitfoxError('invalid', `lock must be 'auto', 'socket' or 'file', got '${m}'`);
+    let released = false;
+    return {
+      method: m,
+      release() {
+        if (released) return;
+        released = true;
+        inner.release();
+        held.delete(key);
+      },
+    };
+  } catch (e) {
+    held.delete(key);
+    throw e;
+  }
+}
+
+function socketLock(file, key) {
+  const name = '\0kitfox-lock:' + crypto.createHash('sha256').update(key).digest('hex');
+  return new Promise((resolve, reject) => {
+    const server = net.createServer((conn) => conn.destroy());
+    server.once('error', (e) => {
+      server.close();
+      if (e.code === 'EADDRINUSE') reject(lockedError(file));
+      else reject(kitfoxError('io', `taking the writer lock of '${file}': ${e.message}`));
+    });
+    // exclusive: a cluster worker binds its own socket instead of sharing the primary's.
+    server.listen({ path: name, exclusive: true }, () => {
+      server.unref(); // the lock does not keep the process alive
+      resolve({ release: () => server.close() });
+    });
+  });
+}
+
+// Linux: the start time of a process (clock ticks since boot), to tell a
+// reused pid from the lock's owner. Elsewhere null.
+function processStart(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function ownerAlive(raw, lockPath) {
+  let owner;
+  try {
+    owner = JSON.parse(raw);
+  } catch {
+    // Empty or partial: its creator may be writing it right now, or died
+    // doing so. Give a young one the benefit of the doubt.
+    try {
+      return Date.now() - fs.statSync(lockPath).mtimeMs < 10_000;
+    } catch {
+      return false;
+    }
+  }
+  if (owner.host !== os.hostname()) return true; // cannot check another host
+  try {
+    process.kill(owner.pid, 0);
+  } catch (e) {
+    if (e.code === 'ESRCH') return false;
+    // EPERM: alive, someone else's
+  }
+  if (owner.start != null) {
+    const start = processStart(owner.pid);
+    if (start !== null && start !== owner.start) return false; // the pid was reused
+  }
+  return true;
+}
+
+function fileLock(file) {
+  const lockPath = file + '.lock';
+  const me = JSON.stringify({ pid: process.pid, host: os.hostname(), start: processStart(process.pid) });
+  for (let attempt = 0; attempt < 5; attempt++) {
+    let fd;
+    try {
+      fd = fs.openSync(lockPath, 'wx', 0o644);
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw kitfoxError('io', `creating the lock file '${lockPath}': ${e.message}`);
+      let raw;
+      try {
+        raw = fs.readFileSync(lockPath, 'utf8');
+      } catch (e2) {
+        if (e2.code === 'ENOENT') continue; // released meanwhile
+        throw kitfoxError('io', `reading the lock file '${lockPath}': ${e2.message}`);
+      }
+      if (ownerAlive(raw, lockPath)) {
+        let who = 'another process';
+        try {
+          const o = JSON.parse(raw);
+          who = `process ${o.pid} on ${o.host} (lock file '${lockPath}')`;
+        } catch {}
+        throw lockedError(file, who);
+      }
+      try {
+        fs.unlinkSync(lockPath); // stale: its process is gone
+      } catch (e3) {
+        if (e3.code !== 'ENOENT') throw kitfoxError('io', `removing the stale lock file '${lockPath}': ${e3.message}`);
+      }
+      continue;
+    }
+    try {
+      fs.writeSync(fd, me);
+    } finally {
+      fs.closeSync(fd);
+    }
+    return {
+      release() {
+        try {
+          if (fs.readFileSync(lockPath, 'utf8') === me) fs.unlinkSync(lockPath);
+        } catch {}
+      },
+    };
+  }
+  throw lockedError(file, 'another process (its lock file keeps changing)');
+}

@@ -1,0 +1,172 @@
+// TypeScript declarations for the kitfox npm package (js/index.js).
+
+/** A value as it comes out of the engine (see docs/wasm.md for the mapping). */
+export type KitfoxValue =
+  | null
+  | boolean
+  | number
+  | bigint
+  | string
+  | Date
+  | Uint8Array
+  | Float32Array
+  | KitfoxValue[]
+  | { [key: string]: KitfoxValue };
+
+/** A value that can be passed as a parameter ($1, $2, ...). */
+export type KitfoxParam =
+  | null
+  | undefined
+  | boolean
+  | number
+  | bigint
+  | string
+  | Date
+  | Uint8Array
+  | ArrayBuffer
+  | Float32Array
+  | Float64Array
+  | KitfoxParam[]
+  | { [key: string]: KitfoxParam };
+
+/** A row: a plain object with `id` first, then the fields. */
+export type Row = { [key: string]: KitfoxValue };
+
+/** The engine's error codes. */
+export type KitfoxErrorCode =
+  | 'syntax'
+  | 'type'
+  | 'not_found'
+  | 'exists'
+  | 'constraint'
+  | 'limit'
+  | 'json'
+  | 'io'
+  | 'corrupt'
+  | 'locked'
+  | 'failed'
+  | 'invalid';
+
+/** Every error kitfox throws. */
+export class KitfoxError extends Error {
+  constructor(code: KitfoxErrorCode, message: string, position?: number);
+  readonly name: 'KitfoxError';
+  /** The engine's code name, e.g. 'syntax', 'type', 'locked'. */
+  readonly code: KitfoxErrorCode;
+  /** The full text, as the CLI prints it: "syntax error at 12: expected ...". */
+  readonly message: string;
+  /** Byte offset in the statement text, or -1. */
+  readonly position: number;
+}
+
+export interface OpenOptions {
+  /**
+   * Durability: 'always' (flushed before each write returns), 'off' (flushed
+   * on checkpoint and close), or a period in milliseconds (default 250).
+   */
+  sync?: 'always' | 'off' | number | `${number}` | `${number}ms`;
+  /** Create the file when it does not exist (default true). */
+  create?: boolean;
+  /**
+   * Node only: how the writer lock is taken. 'auto' (default) is 'socket' on
+   * Linux and 'file' elsewhere. See docs/wasm.md.
+   */
+  lock?: 'auto' | 'socket' | 'file';
+}
+
+export interface NearOptions {
+  /** How many neighbours (default 10). */
+  limit?: number;
+  /** Search breadth of the HNSW index. */
+  ef?: number;
+  /** Exact search (a scan) instead of the index. */
+  exact?: boolean;
+  /** A filter expression, e.g. 'year > $1', with its params. */
+  where?: string;
+  params?: KitfoxParam[];
+  /** Paths to return (id and _distance always come). */
+  select?: string | string[];
+}
+
+export interface CollectionStats {
+  name: string;
+  documents: number;
+  bytes: number;
+}
+
+export interface Stats {
+  fileBytes: number;
+  imageBytes: number;
+  tailBytes: number;
+  tailRecords: number;
+  memoryBytes: number;
+  collections: CollectionStats[];
+  /** What opening found and did. */
+  open: {
+    tornBytes: number;
+    recoveredBytes: number;
+    tailRecords: number;
+    sideFileRestored: boolean;
+    indexRebuilt: boolean;
+    warnings: string[];
+  };
+  /** The size of the WASM heap, shared by the databases of this process. */
+  wasmMemoryBytes: number;
+}
+
+export class Kitfox {
+  private constructor();
+
+  /**
+   * Opens or creates a database: a file path (Node), ':memory:', or the bytes
+   * of a database file (opened in memory; the array is copied).
+   */
+  static open(target?: string | Uint8Array | ArrayBuffer, options?: OpenOptions): Promise<Kitfox>;
+
+  /** The size of the WASM heap (all databases of this process share it). */
+  static wasmMemoryBytes(): Promise<number>;
+
+  /** 'node' or 'web': which host layer a database name opens with. */
+  static readonly platform: 'node' | 'web';
+
+  readonly closed: boolean;
+
+  /** Runs one statement and returns its rows. Write statements are atomic. */
+  query<R extends Row = Row>(text: string, params?: KitfoxParam[]): R[];
+
+  /**
+   * Runs one statement and returns each row as JSON text, exactly as the
+   * native build prints it. `params` may be an array or JSON text.
+   */
+  queryJSON(text: string, params?: KitfoxParam[] | string): string[];
+
+  /**
+   * Runs statements atomically. Not supported yet (it needs the engine's
+   * transactions): always throws a KitfoxError with code 'invalid'.
+   */
+  batch(statements: Array<[string, KitfoxParam[]?]>): never;
+
+  /** The nearest neighbours of `vector` in `collection`.`field` (rows carry `_distance`). */
+  near<R extends Row = Row>(
+    collection: string,
+    field: string,
+    vector: Float32Array | Float64Array | number[],
+    options?: NearOptions,
+  ): R[];
+
+  /** Writes a new image of the file and empties its write log. */
+  checkpoint(): void;
+
+  /** Flushes every write so far to durable storage. */
+  sync(): void;
+
+  /** The database file's bytes, after a checkpoint. */
+  export(): Uint8Array;
+
+  stats(): Stats;
+
+  /** Closes the database and frees its memory. Closing twice is allowed. */
+  close(): void;
+}
+
+export default Kitfox;

@@ -1,0 +1,275 @@
+// The JS API over an in-memory database: values both ways, errors, and every
+// method of a Kitfox object.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { Kitfox, KitfoxError } from '../../js/index.js';
+
+async function fresh() {
+  const db = await Kitfox.open(':memory:');
+  db.query('create collection t (name text, n int, f float, v vector<3>, ts timestamp, b bytes, j json, tags [text])');
+  return db;
+}
+
+function count(db, c = 't') {
+  return db.query(`get ${c} count`)[0].count;
+}
+
+describe('values', () => {
+  test('every type goes in and comes back', async () => {
+    const db = await fresh();
+    const doc = {
+      name: 'héllo wörld ✓ 𝄞',
+      n: -42,
+      f: 1.25,
+      v: new Float32Array([0.5, -1, 3.25]),
+      ts: new Date('2024-06-01T10:00:00.250Z'),
+      b: new Uint8Array([0, 1, 254, 255]),
+      j: { a: [1, null, { b: 'x' }], t: true, f: 2.5, s: 'str' },
+      tags: ['a', 'b'],
+    };
+    assert.deepEqual(db.query('put t $1', [doc]), [{ id: 1 }]);
+    const [row] = db.query('get t');
+    assert.deepEqual(row, { id: 1, ...doc });
+    assert.ok(row.v instanceof Float32Array);
+    assert.ok(row.ts instanceof Date);
+    assert.ok(row.b instanceof Uint8Array);
+    assert.deepEqual(Object.keys(row), ['id', 'name', 'n', 'f', 'v', 'ts', 'b', 'j', 'tags']);
+    db.close();
+  });
+
+  test('fields as separate params, number arrays as vectors, text as timestamps', async () => {
+    const db = await fresh();
+    db.query('put t {name: $1, v: $2, ts: $3, f: $4}', ['x', [1, 2, 3], '2024-01-02', 3]);
+    const [row] = db.query('get t');
+    assert.deepEqual(row.v, new Float32Array([1, 2, 3]));
+    assert.equal(row.ts.toISOString(), '2024-01-02T00:00:00.000Z');
+    assert.equal(row.f, 3);
+    db.close();
+  });
+
+  test('64-bit integers: numbers up to 2^53, BigInt beyond', async () => {
+    const db = await fresh();
+    const values = [0, 1, -1, 2 ** 53 - 1, -(2 ** 53 - 1), 2n ** 53n, 2n ** 63n - 1n, -(2n ** 63n), 123456789012345678n];
+    for (const n of values) db.query('put t {n: $1}', [n]);
+    const got = db.query('get t select n').map((r) => r.n);
+    assert.deepEqual(got, values.map((v) => (typeof v === 'bigint' && v >= -(2n ** 53n - 1n) && v <= 2n ** 53n - 1n ? Number(v) : v)));
+    assert.equal(typeof got[3], 'number');
+    assert.equal(typeof got[5], 'bigint');
+    // A json field keeps them too.
+    db.query('put t {j: $1}', [{ big: 2n ** 60n, small: 7n }]);
+    assert.deepEqual(db.query('get t select j order id desc limit 1')[0].j, { big: 2n ** 60n, small: 7 });
+    db.close();
+  });
+
+  test('ints compare with ints in where, floats stay floats', async () => {
+    const db = await fresh();
+    db.query('put t [{n: 1}, {n: 2}, {n: 3}]');
+    assert.deepEqual(db.query('get t select n where n > $1', [1]).map((r) => r.n), [2, 3]);
+    assert.deepEqual(db.query('get t select n where n > $1', [1.5]).map((r) => r.n), [2, 3]);
+    assert.deepEqual(db.query('get t select n where n in $1', [[1, 3n]]).map((r) => r.n), [1, 3]);
+    db.close();
+  });
+
+  test('__proto__ as a json key is data, not a prototype', async () => {
+    const db = await fresh();
+    db.query('put t {j: {"__proto__": {polluted: 1}}}');
+    const [row] = db.query('get t select j');
+    assert.equal(Object.getPrototypeOf(row.j), Object.prototype);
+    assert.deepEqual(Object.keys(row.j), ['__proto__']);
+    assert.equal(({}).polluted, undefined);
+    db.close();
+  });
+});
+
+describe('errors', () => {
+  test('KitfoxError carries code, message and position', async () => {
+    const db = await fresh();
+    assert.throws(
+      () => db.query('get t where'),
+      (err) => {
+        assert.ok(err instanceof KitfoxError);
+        assert.ok(err instanceof Error);
+        assert.equal(err.name, 'KitfoxError');
+        assert.equal(err.code, 'syntax');
+        assert.equal(err.position, 11);
+        assert.match(err.message, /^syntax error at 11: /);
+        return true;
+      },
+    );
+    assert.throws(() => db.query('get nope'), { name: 'KitfoxError', code: 'not_found' });
+    assert.throws(() => db.query('put t {n: "x"}'), { code: 'type' });
+    db.close();
+  });
+
+  test('bad parameters are refused and change nothing', async () => {
+    const db = await fresh();
+    db.query('put t {name: "keep"}');
+    const bad = [
+      [() => 1],
+      [Symbol('s')],
+      [new Map()],
+      [new (class Foo {})()],
+      [{ nested: new Set() }],
+      [new Date(NaN)],
+      [2n ** 63n],
+      [new Int32Array(3)],
+    ];
+    for (const params of bad) {
+      assert.throws(() => db.query('put t {j: $1}', params), (e) => e instanceof KitfoxError && e.code === 'type', String(params[0]));
+    }
+    let deep = 1;
+    for (let i = 0; i < 100; i++) deep = [deep];
+    assert.throws(() => db.query('put t {j: $1}', [deep]), { code: 'limit' });
+    assert.throws(() => db.query('put t {n: $1}', ['x']), { code: 'type' });
+    assert.throws(() => db.query('put t {n: $2}', [1]), KitfoxError);
+    assert.throws(() => db.query('put t $1', ['not a document']), KitfoxError);
+    assert.throws(() => db.query('put t $1', [[{ n: 1 }, { n: 'x' }]]), { code: 'type' });
+    assert.throws(() => db.query('put t', 'not an array'), { code: 'json' });
+    assert.throws(() => db.query('put t {n: 1}', { not: 'an array' }), { code: 'invalid' });
+    assert.throws(() => db.query(42), { code: 'invalid' });
+    assert.deepEqual(db.query('get t select name'), [{ id: 1, name: 'keep' }]);
+    db.close();
+  });
+
+  test('NaN and infinities are refused in vectors and floats', async () => {
+    const db = await fresh();
+    assert.throws(() => db.query('put t {v: $1}', [new Float32Array([1, NaN, 2])]), { code: 'type' });
+    assert.throws(() => db.query('put t {v: $1}', [new Float32Array([1, Infinity, 2])]), { code: 'type' });
+    assert.throws(() => db.query('put t {f: $1}', [NaN]), { code: 'type' });
+    assert.throws(() => db.query('put t {v: $1}', [new Float32Array([1, 2])]), { code: 'type' });
+    assert.equal(count(db), 0);
+    db.close();
+  });
+
+  test('a failed write statement writes nothing', async () => {
+    const db = await fresh();
+    db.query('put t {id: 5, name: "a"}');
+    assert.throws(() => db.query('insert t [{id: 6}, {id: 5}]'), { code: 'exists' });
+    assert.deepEqual(db.query('get t select name'), [{ id: 5, name: 'a' }]);
+    db.close();
+  });
+});
+
+describe('methods', () => {
+  test('queryJSON gives the native JSON text; params may be JSON text', async () => {
+    const db = await fresh();
+    db.query('put t {name: "a", f: 2, ts: 0, b: $1, v: [0.1, 2, 3]}', [new Uint8Array([104, 105])]);
+    assert.deepEqual(db.queryJSON('get t'), [
+      '{"id":1,"name":"a","f":2.0,"v":[0.1,2,3],"ts":"1970-01-01T00:00:00.000Z","b":"aGk="}',
+    ]);
+    assert.deepEqual(db.queryJSON('get t select name where f = $1', '[2.0]'), ['{"id":1,"name":"a"}']);
+    assert.deepEqual(db.queryJSON('get t where id = 7'), []);
+    db.close();
+  });
+
+  test('batch is refused until the engine has transactions', async () => {
+    const db = await fresh();
+    assert.throws(() => db.batch([['put t {n: 1}'], ['put t {n: 2}']]), { code: 'invalid', message: /transactions/ });
+    assert.equal(count(db), 0);
+    db.close();
+  });
+
+  test('near builds its statement and checks its arguments', async () => {
+    const db = await Kitfox.open(':memory:');
+    db.query('create collection docs (title text, year int, embed vector<3>)');
+    assert.throws(() => db.near('docs; drop', 'embed', [1, 0, 0]), { code: 'invalid' });
+    assert.throws(() => db.near('docs', 'embed', 'nope'), { code: 'type' });
+    assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { limit: -1 }), { code: 'invalid' });
+    assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { select: ['title) x'] }), { code: 'invalid' });
+    db.close();
+  });
+
+  test('near finds neighbours (when the engine supports it)', async (t) => {
+    const db = await Kitfox.open(':memory:');
+    db.query('create collection docs (title text, year int, embed vector<3>)');
+    db.query('put docs $1', [
+      [
+        { title: 'x', year: 2020, embed: [1, 0, 0] },
+        { title: 'y', year: 2024, embed: [0, 1, 0] },
+        { title: 'z', year: 2024, embed: [0.9, 0.1, 0] },
+      ],
+    ]);
+    try {
+      db.query('get docs near embed $1 limit 1', [new Float32Array([1, 0, 0])]);
+    } catch (e) {
+      if (e.code === 'syntax') {
+        t.skip('the engine has no `near` yet');
+        db.close();
+        return;
+      }
+      throw e;
+    }
+    const rows = db.near('docs', 'embed', new Float32Array([1, 0, 0]), { limit: 2, select: ['title'], exact: true });
+    assert.deepEqual(rows.map((r) => r.title), ['x', 'z']);
+    const filtered = db.near('docs', 'embed', [1, 0, 0], { limit: 1, where: 'year > $1', params: [2021] });
+    assert.equal(filtered[0].title, 'z');
+    db.close();
+  });
+
+  test('checkpoint, sync, stats', async () => {
+    const db = await fresh();
+    db.query('put t {name: "a"}');
+    const before = db.stats();
+    assert.equal(before.tailRecords, 2);
+    assert.deepEqual(before.collections, [{ name: 't', documents: 1, bytes: before.collections[0].bytes }]);
+    assert.ok(before.wasmMemoryBytes >= 16 << 20);
+    assert.equal(before.open.tornBytes, 0);
+    db.checkpoint();
+    db.sync();
+    const after = db.stats();
+    assert.equal(after.tailRecords, 0);
+    assert.equal(after.tailBytes, 0);
+    assert.equal(after.fileBytes, after.imageBytes);
+    db.query('checkpoint');
+    db.close();
+  });
+
+  test('export gives bytes that open again, and the source array is not touched', async () => {
+    const db = await fresh();
+    db.query('put t [{name: "a"}, {name: "b", v: [1, 2, 3]}]');
+    const bytes = db.export();
+    assert.ok(bytes instanceof Uint8Array);
+    assert.equal(new TextDecoder().decode(bytes.subarray(0, 8)), 'KITFOXDB');
+    db.close();
+    const copy = bytes.slice();
+    const again = await Kitfox.open(bytes);
+    assert.deepEqual(again.query('get t select name').map((r) => r.name), ['a', 'b']);
+    again.query('put t {name: "c"}');
+    again.checkpoint();
+    assert.deepEqual(bytes, copy);
+    const third = await Kitfox.open(again.export().buffer);
+    assert.equal(count(third), 3);
+    third.close();
+    again.close();
+  });
+
+  test('close: twice is fine, use after close is an error', async () => {
+    const db = await fresh();
+    assert.equal(db.closed, false);
+    db.close();
+    db.close();
+    assert.equal(db.closed, true);
+    assert.throws(() => db.query('get t'), { code: 'invalid', message: /closed/ });
+    assert.throws(() => db.stats(), { code: 'invalid' });
+    assert.throws(() => db.export(), { code: 'invalid' });
+  });
+
+  test('open options are checked', async () => {
+    await assert.rejects(Kitfox.open(':memory:', { sync: 'sometimes' }), { code: 'invalid' });
+    await assert.rejects(Kitfox.open(':memory:', { sync: -5 }), { code: 'invalid' });
+    await assert.rejects(Kitfox.open(42), { code: 'invalid' });
+    await assert.rejects(Kitfox.open(new Uint8Array([1, 2, 3])), { code: 'corrupt' });
+    for (const sync of ['always', 'off', 100, '250ms']) (await Kitfox.open(':memory:', { sync })).close();
+    assert.equal(Kitfox.platform, 'node');
+  });
+
+  test('databases are independent', async () => {
+    const a = await Kitfox.open(':memory:');
+    const b = await Kitfox.open(':memory:');
+    a.query('create collection t (n int)');
+    assert.throws(() => b.query('get t'), { code: 'not_found' });
+    a.close();
+    b.close();
+  });
+});

@@ -1,0 +1,96 @@
+// Only one process may write a database: a second opener gets a KitfoxError
+// with code 'locked', whether the holder is another process or this one.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+
+import { Kitfox } from '../../js/index.js';
+import { root, tempDir } from './helpers.js';
+
+const dir = tempDir();
+const hold = path.join(root, 'tests', 'js', 'fixtures', 'hold.js');
+
+// Starts a child that holds `file`; resolves once it has it.
+function holder(file, lock) {
+  const child = spawn(process.execPath, [hold, file, lock], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = [];
+  let waiters = [];
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d) => {
+    lines.push(...d.split('\n').filter(Boolean));
+    waiters = waiters.filter((w) => !w());
+  });
+  const waitFor = (word) =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        if (lines.includes(word)) return resolve(), true;
+        return false;
+      };
+      if (!check()) waiters.push(check);
+      child.once('exit', (code) => reject(new Error(`holder exited (${code}) before '${word}'`)));
+    });
+  const exited = new Promise((r) => child.once('exit', r));
+  return { child, waitFor, exited };
+}
+
+const methods = process.platform === 'linux' ? ['socket', 'file'] : ['file'];
+
+for (const lock of methods) {
+  describe(`writer lock (${lock})`, () => {
+    test('a second process gets locked; after the holder closes, it opens', async () => {
+      const file = path.join(dir, `closed-${lock}.kfdb`);
+      const h = holder(file, lock);
+      await h.waitFor('ready');
+      await assert.rejects(Kitfox.open(file, { lock }), (e) => {
+        assert.equal(e.name, 'KitfoxError');
+        assert.equal(e.code, 'locked');
+        assert.match(e.message, /^locked error: database '.*' is locked by /);
+        return true;
+      });
+      h.child.stdin.write('close\n');
+      await h.waitFor('closed');
+      h.child.stdin.end();
+      await h.exited;
+      const db = await Kitfox.open(file, { lock });
+      assert.equal(db.query('get t count')[0].count, 1);
+      db.close();
+    });
+
+    test('a killed holder leaves no lock behind', async () => {
+      const file = path.join(dir, `killed-${lock}.kfdb`);
+      const h = holder(file, lock);
+      await h.waitFor('ready');
+      await assert.rejects(Kitfox.open(file, { lock }), { code: 'locked' });
+      h.child.kill('SIGKILL');
+      await h.exited;
+      if (lock === 'file') assert.ok(fs.existsSync(file + '.lock'), 'the dead holder left its lock file');
+      const db = await Kitfox.open(file, { lock });
+      assert.equal(db.query('get t count')[0].count, 1);
+      db.close();
+      assert.ok(!fs.existsSync(file + '.lock'));
+    });
+
+    test('a second open in the same process is refused', async () => {
+      const file = path.join(dir, `same-${lock}.kfdb`);
+      const db = await Kitfox.open(file, { lock });
+      await assert.rejects(Kitfox.open(file, { lock }), { code: 'locked', message: /in this process/ });
+      await assert.rejects(Kitfox.open(path.join(dir, '.', `same-${lock}.kfdb`), { lock }), { code: 'locked' });
+      db.close();
+      (await Kitfox.open(file, { lock })).close();
+    });
+  });
+}
+
+test('a lock file of a live process on another host is respected', async () => {
+  const file = path.join(dir, 'foreign.kfdb');
+  fs.writeFileSync(file + '.lock', JSON.stringify({ pid: 1, host: 'some-other-host', start: null }));
+  await assert.rejects(Kitfox.open(file, { lock: 'file' }), { code: 'locked', message: /some-other-host/ });
+  fs.unlinkSync(file + '.lock');
+  (await Kitfox.open(file, { lock: 'file' })).close();
+});
+
+test('an unknown lock method is refused', async () => {
+  await assert.rejects(Kitfox.open(path.join(dir, 'x.kfdb'), { lock: 'flock' }), { code: 'invalid' });
+});

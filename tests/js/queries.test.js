@@ -1,0 +1,107 @@
+// Runs every tests/queries/*.test script through the WASM build, with the
+// semantics of tests/query_runner.cpp (the native runner): the same files,
+// the same answers. Rows are compared as the native to_json text
+// (db.queryJSON), and params as JSON text parsed by the engine itself.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { Kitfox } from '../../js/index.js';
+import { root, tempDir } from './helpers.js';
+
+const dir = path.join(root, 'tests', 'queries');
+const scripts = fs.readdirSync(dir).filter((f) => f.endsWith('.test')).sort();
+const work = tempDir();
+
+async function runScript(file) {
+  const lines = fs.readFileSync(path.join(dir, file), 'utf8').split('\n').map((l) => l.replace(/\r$/, ''));
+  if (lines.length && lines[lines.length - 1] === '') lines.pop();
+  const dbPath = path.join(work, file.replace(/\.test$/, '.kfdb'));
+  let db = await Kitfox.open(dbPath, { sync: 'off' });
+  let params = undefined;
+  let passed = 0;
+  const failures = [];
+  const fail = (line, msg) => failures.push(`${file}:${line + 1}: ${msg}`);
+  let i = 0;
+  try {
+    while (i < lines.length) {
+      const head = lines[i];
+      if (head === '' || head.startsWith('#')) {
+        i++;
+        continue;
+      }
+      const headLine = i++;
+      if (head === 'reopen') {
+        db.close();
+        db = await Kitfox.open(dbPath, { sync: 'off' });
+        passed++;
+        continue;
+      }
+      if (head.startsWith('params ')) {
+        const text = head.slice(7);
+        let ok = false;
+        try {
+          ok = Array.isArray(JSON.parse(text));
+        } catch {}
+        if (!ok) fail(headLine, 'params must be a JSON array');
+        else params = text;
+        continue;
+      }
+      const stmt = [];
+      while (i < lines.length && lines[i] !== '' && lines[i] !== '----') stmt.push(lines[i++]);
+      const text = stmt.join('\n');
+      let expected = [];
+      let hasExpected = false;
+      if (i < lines.length && lines[i] === '----') {
+        hasExpected = true;
+        i++;
+        while (i < lines.length && lines[i] !== '') expected.push(lines[i++]);
+      }
+      let rows = null;
+      let error = null;
+      try {
+        rows = db.queryJSON(text, params);
+      } catch (e) {
+        if (e.name !== 'KitfoxError') throw e;
+        error = e;
+      }
+      if (head === 'statement ok') {
+        if (error) fail(headLine, `expected success, got ${error.message}\n  in: ${text}`);
+        else passed++;
+      } else if (head === 'statement error') {
+        const want = expected.join('\n');
+        if (!error) fail(headLine, `expected an error, the statement succeeded\n  in: ${text}`);
+        else if (hasExpected && !error.message.includes(want))
+          fail(headLine, `error text differs\n  want (substring): ${want}\n  got: ${error.message}`);
+        else passed++;
+      } else if (head === 'query' || head === 'query rowsort') {
+        if (error) {
+          fail(headLine, `query failed: ${error.message}\n  in: ${text}`);
+          continue;
+        }
+        let got = rows;
+        if (head === 'query rowsort') {
+          got = [...got].sort();
+          expected = [...expected].sort();
+        }
+        if (JSON.stringify(got) !== JSON.stringify(expected))
+          fail(headLine, `rows differ\n  in: ${text}\n  want:\n    ${expected.join('\n    ')}\n  got:\n    ${got.join('\n    ')}`);
+        else passed++;
+      } else {
+        fail(headLine, `unknown directive '${head}'`);
+      }
+    }
+  } finally {
+    db.close();
+  }
+  return { passed, failures };
+}
+
+for (const file of scripts) {
+  test(`query script ${file}`, async () => {
+    const { passed, failures } = await runScript(file);
+    assert.deepEqual(failures, [], failures.join('\n'));
+    assert.ok(passed > 0, 'no checks ran');
+  });
+}

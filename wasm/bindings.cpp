@@ -1,0 +1,234 @@
+// Embind bindings: a small handle API over kitfox::Database, used by the JS
+// wrapper (js/core.js, js/index.js), which is the public API.
+//
+// Calls pass bulk data through two buffers in the WASM heap instead of as JS
+// values: the wrapper writes a statement's UTF-8 text followed by its
+// parameters (a binary-encoded list value, or JSON text) into the input
+// buffer, and reads the rows from the output buffer (binary: varint row
+// count, then each row as an encoded object value; or JSON: one row per line,
+// the same text as the native kitfox::to_json). A call returns -1 on error;
+// the error's code name, message and position are then read with error_*().
+#include <emscripten/bind.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codec.h"
+#include "db.h"
+#include "host_file.h"
+
+using namespace kitfox;
+
+namespace {
+
+struct Slot {
+  std::unique_ptr<FileSystem> fs;
+  std::unique_ptr<Database> db;  // destroyed before fs, which it refers to
+  std::string name;
+};
+
+std::vector<std::unique_ptr<Slot>> g_slots;  // handle h is g_slots[h - 1]
+std::string g_in;                            // statement text + params
+std::string g_out;                           // rows of the last call
+Status g_err;
+
+int fail(Status s) {
+  g_err = std::move(s);
+  return -1;
+}
+
+Slot* slot(int h) {
+  if (h <= 0 || (size_t)h > g_slots.size() || !g_slots[h - 1]) return nullptr;
+  return g_slots[h - 1].get();
+}
+
+// Output buffers of big results are not kept around between calls.
+void trim(std::string& s) {
+  if (s.capacity() > (4u << 20)) std::string().swap(s);
+}
+
+// Opens `name` through the JS host `host`. Returns a handle (> 0) or -1.
+int open_db(int host, bool atomic_replace, std::string name, std::string sync, bool create) {
+  OpenOptions o;
+  o.create = create;
+  if (!sync.empty()) {
+    auto r = parse_sync_option(sync, o);
+    if (!r) return fail(r.status());
+    o = *r;
+  }
+  auto s = std::make_unique<Slot>();
+  s->fs = make_host_file_system(host, atomic_replace);
+  s->name = name;
+  auto db = Database::open(*s->fs, name, o);
+  if (!db) return fail(db.status());
+  s->db = std::move(db.value());
+  for (size_t i = 0; i < g_slots.size(); i++) {
+    if (!g_slots[i]) {
+      g_slots[i] = std::move(s);
+      return (int)i + 1;
+    }
+  }
+  g_slots.push_back(std::move(s));
+  return (int)g_slots.size();
+}
+
+// A pointer to an input buffer of at least n bytes (valid until the next call).
+uint32_t input(uint32_t n) {
+  if (n < (1u << 20)) trim(g_in);  // a big statement's buffer goes at the next small one
+  if (g_in.size() < n) g_in.resize(n);
+  return (uint32_t)(uintptr_t)g_in.data();
+}
+
+enum Flags { kParamsJson = 1, kRowsJson = 2 };
+
+// Runs the statement in input[0, text_len) with the params in
+// input[text_len, text_len + params_len). Returns the row count or -1.
+int query(int h, uint32_t text_len, uint32_t params_len, int flags) {
+  Slot* s = slot(h);
+  if (!s) return fail(Status(Code::Invalid, "the database is closed"));
+  if ((uint64_t)text_len + params_len > g_in.size()) return fail(Status(Code::Invalid, "input past the buffer"));
+  std::string_view text(g_in.data(), text_len);
+  std::string_view raw(g_in.data() + text_len, params_len);
+  std::vector<Value> params;
+  if (params_len) {
+    Value list;
+    if (flags & kParamsJson) {
+      auto r = parse_json(raw);
+      if (!r) return fail(r.status());
+      list = std::move(r.value());
+    } else {
+      Reader rd(raw);
+      Status st = decode_value(rd, &list);
+      if (!st || !rd.done()) return fail(Status(Code::Invalid, "malformed parameters"));
+    }
+    if (list.kind() != Kind::List) return fail(Status(Code::Invalid, "parameters must be a list"));
+    params = std::move(list.mutable_items());
+  }
+  auto r = s->db->query(text, params);
+  if (!r) return fail(r.status());
+  trim(g_out);
+  g_out.clear();
+  if (flags & kRowsJson) {
+    for (size_t i = 0; i < r->rows.size(); i++) {
+      if (i) g_out += '\n';
+      append_json(g_out, r->rows[i]);
+    }
+  } else {
+    put_varint(g_out, r->rows.size());
+    for (const Value& row : r->rows) encode_value(g_out, row, false);
+  }
+  return (int)r->rows.size();
+}
+
+uint32_t output_ptr() { return (uint32_t)(uintptr_t)g_out.data(); }
+uint32_t output_len() { return (uint32_t)g_out.size(); }
+
+int checkpoint(int h) {
+  Slot* s = slot(h);
+  if (!s) return fail(Status(Code::Invalid, "the database is closed"));
+  Status st = s->db->checkpoint();
+  return st ? 0 : fail(st);
+}
+
+int sync(int h) {
+  Slot* s = slot(h);
+  if (!s) return fail(Status(Code::Invalid, "the database is closed"));
+  Status st = s->db->sync();
+  return st ? 0 : fail(st);
+}
+
+// Checkpoints, then reads the whole file into the output buffer.
+int export_file(int h) {
+  Slot* s = slot(h);
+  if (!s) return fail(Status(Code::Invalid, "the database is closed"));
+  Status st = s->db->checkpoint();
+  if (!st) return fail(st);
+  auto f = s->fs->open(s->name, OpenFlags{false, false});
+  if (!f) return fail(f.status());
+  auto size = (*f)->size();
+  if (!size) return fail(size.status());
+  trim(g_out);
+  g_out.resize(*size);
+  st = read_exact(**f, 0, g_out.data(), *size);
+  if (!st) return fail(st);
+  return 0;
+}
+
+// Closes and frees the handle, even when closing reports an error.
+int close_db(int h) {
+  Slot* s = slot(h);
+  if (!s) return 0;
+  Status st = s->db->close();
+  g_slots[h - 1].reset();
+  while (!g_slots.empty() && !g_slots.back()) g_slots.pop_back();
+  return st ? 0 : fail(st);
+}
+
+void put_num(std::string& o, const char* key, double v) {
+  o += '"';
+  o += key;
+  o += "\":";
+  append_json(o, v == (double)(int64_t)v ? Value::integer((int64_t)v) : Value::real(v));
+}
+
+// Stats and the open report as JSON text.
+std::string stats(int h) {
+  Slot* s = slot(h);
+  if (!s) return "";
+  Stats st = s->db->stats();
+  const OpenReport& rep = s->db->open_report();
+  std::string o = "{";
+  put_num(o, "fileBytes", st.file_bytes), o += ',';
+  put_num(o, "imageBytes", st.image_bytes), o += ',';
+  put_num(o, "tailBytes", st.tail_bytes), o += ',';
+  put_num(o, "tailRecords", st.tail_records), o += ',';
+  put_num(o, "memoryBytes", st.memory_bytes), o += ",\"collections\":[";
+  for (size_t i = 0; i < st.collections.size(); i++) {
+    const CollectionStats& c = st.collections[i];
+    if (i) o += ',';
+    o += "{\"name\":";
+    append_json(o, Value::text(c.name));
+    o += ',';
+    put_num(o, "documents", c.documents), o += ',';
+    put_num(o, "bytes", c.bytes), o += '}';
+  }
+  o += "],\"open\":{";
+  put_num(o, "tornBytes", rep.torn_bytes), o += ',';
+  put_num(o, "recoveredBytes", rep.recovered_bytes), o += ',';
+  put_num(o, "tailRecords", rep.tail_records), o += ",\"sideFileRestored\":";
+  o += rep.side_file_restored ? "true" : "false";
+  o += ",\"indexRebuilt\":";
+  o += rep.index_rebuilt ? "true" : "false";
+  o += ",\"warnings\":[";
+  for (size_t i = 0; i < rep.warnings.size(); i++) {
+    if (i) o += ',';
+    append_json(o, Value::text(rep.warnings[i]));
+  }
+  o += "]}}";
+  return o;
+}
+
+std::string error_code() { return code_name(g_err.code()); }
+std::string error_message() { return g_err.message(); }
+double error_position() { return (double)g_err.position(); }
+std::string error_text() { return g_err.to_string(); }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(kitfox) {
+  emscripten::function("kfOpen", &open_db);
+  emscripten::function("kfInput", &input);
+  emscripten::function("kfQuery", &query);
+  emscripten::function("kfOutputPtr", &output_ptr);
+  emscripten::function("kfOutputLen", &output_len);
+  emscripten::function("kfCheckpoint", &checkpoint);
+  emscripten::function("kfSync", &sync);
+  emscripten::function("kfExportFile", &export_file);
+  emscripten::function("kfClose", &close_db);
+  emscripten::function("kfStats", &stats);
+  emscripten::function("kfErrorCode", &error_code);
+  emscripten::function("kfErrorMessage", &error_message);
+  emscripten::function("kfErrorPosition", &error_position);
+  emscripten::function("kfErrorText", &error_text);
+}
