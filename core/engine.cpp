@@ -944,7 +944,7 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
     c->ids.scan([&](const IdEntry& e) {
       std::string_view b = arena_.body(e.loc);
       if (rewrite) {
-        Status ds = decode_document(c->def, e.id, b, &doc, c.get());
+        Status ds = decode_document(c->def, e.id, b, &doc, c);
         if (!ds.is_ok()) std::abort();  // documents in memory always decode
         nb.clear();
         size_t count = 0;

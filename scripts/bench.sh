@@ -2,11 +2,13 @@
 # Builds the benchmarks (Release, in build-bench/) and runs them.
 #
 #   bash scripts/bench.sh [--quick] [--dir PATH] [--out PATH] [--svg DIR]
-#       runs kitfox_bench (vs SQLite), then kitfox_vector_bench (vs hnswlib);
-#       --quick and --dir go to both, --svg to the vector benchmark, and --out
-#       writes both Markdown reports into one file;
+#       runs kitfox_bench (vs SQLite), then kitfox_vector_bench (vs hnswlib),
+#       then kitfox_query_bench (indexes and full text vs SQLite); --quick and
+#       --dir go to all, --svg to the vector benchmark, and --out writes all
+#       Markdown reports into one file;
 #   bash scripts/bench.sh bulk ARGS...     runs kitfox_bench alone with ARGS;
-#   bash scripts/bench.sh vector ARGS...   runs kitfox_vector_bench alone with ARGS.
+#   bash scripts/bench.sh vector ARGS...   runs kitfox_vector_bench alone with ARGS;
+#   bash scripts/bench.sh query ARGS...    runs kitfox_query_bench alone with ARGS.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
@@ -18,6 +20,7 @@ cmake --build build-bench -j2
 case "${1:-}" in
   bulk) shift; exec build-bench/bench/kitfox_bench "$@" ;;
   vector) shift; exec build-bench/bench/kitfox_vector_bench "$@" ;;
+  query) shift; exec build-bench/bench/kitfox_query_bench "$@" ;;
 esac
 
 common=()
@@ -36,7 +39,7 @@ while (($# > 0)); do
       shift ;;
     *)
       echo "bench.sh: '$1' is not an option of the combined run (--quick, --dir, --out, --svg);" \
-        "give it to one program: bash scripts/bench.sh bulk|vector $*" >&2
+        "give it to one program: bash scripts/bench.sh bulk|vector|query $*" >&2
       exit 2 ;;
   esac
   shift
@@ -48,7 +51,9 @@ trap 'rm -rf "$tmp"' EXIT
 build-bench/bench/kitfox_bench "${common[@]}" ${out:+--out "$tmp/bulk.md"}
 echo
 build-bench/bench/kitfox_vector_bench "${common[@]}" "${svg[@]}" ${out:+--out "$tmp/vector.md"}
+echo
+build-bench/bench/kitfox_query_bench "${common[@]}" ${out:+--out "$tmp/query.md"}
 if [[ -n $out ]]; then
-  { cat "$tmp/bulk.md"; echo; cat "$tmp/vector.md"; } >"$out"
-  echo "bench.sh: both reports written to $out" >&2
+  { cat "$tmp/bulk.md"; echo; cat "$tmp/vector.md"; echo; cat "$tmp/query.md"; } >"$out"
+  echo "bench.sh: all reports written to $out" >&2
 fi

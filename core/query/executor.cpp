@@ -3,6 +3,7 @@
 // them as one record, so a failed statement changes nothing.
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
 
 #include "../codec.h"
@@ -824,10 +825,9 @@ namespace {
 double shown_distance(Metric m, float d) {
   float f = m == Metric::L2 ? std::sqrt(d) : d;
   char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, f);
-  double out = 0;
-  std::from_chars(buf, r.ptr, out);
-  return out;
+  auto r = std::to_chars(buf, buf + sizeof buf - 1, f);
+  *r.ptr = 0;
+  return strtod(buf, nullptr);
 }
 
 
