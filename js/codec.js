@@ -393,3 +393,17 @@ export function decodeRows(u8) {
   for (let i = 0; i < n; i++) rows[i] = d.value();
   return rows;
 }
+
+// A batch's results: varint result count, then each as decodeRows reads one.
+export function decodeBatch(u8) {
+  const d = new Decoder(u8);
+  const n = d.varint();
+  const out = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const m = d.varint();
+    const rows = new Array(m);
+    for (let j = 0; j < m; j++) rows[j] = d.value();
+    out[i] = rows;
+  }
+  return out;
+}

@@ -8,7 +8,7 @@
 //   db.close();
 //
 // See kitfox.d.ts for the whole API and docs/wasm.md for how values map.
-import { decodeRows, encodeParams } from './codec.js';
+import { decodeRows, decodeBatch, encodeParams } from './codec.js';
 import { loadCore } from './core.js';
 import { KitfoxError, kitfoxError } from './errors.js';
 import { MemoryHost } from './hosts/memory.js';
@@ -154,11 +154,25 @@ export class Kitfox {
     return new TextDecoder().decode(out).split('\n');
   }
 
-  // Atomic batches need the engine's transactions, which are not there yet.
+  // Runs statements (put, insert, set, del, reads) atomically: each sees the
+  // ones before it, and they land as one record or not at all. Returns one
+  // array of rows per statement.
   batch(statements) {
-    this._handle();
+    const h = this._handle();
     if (!Array.isArray(statements)) throw kitfoxError('invalid', 'batch takes an array of [text, params] pairs');
-    throw kitfoxError('invalid', 'batch is not supported yet: atomic batches arrive with transactions in the engine; run the statements one by one with query()');
+    const pairs = statements.map((s, i) => {
+      const [text, params = []] = Array.isArray(s) ? s : [s];
+      if (typeof text !== 'string') throw kitfoxError('invalid', `batch entry ${i + 1}: a statement must be a string`);
+      if (!Array.isArray(params)) throw kitfoxError('invalid', `batch entry ${i + 1}: params must be an array`);
+      return [text, params];
+    });
+    const enc = encodeParams(pairs);
+    const core = this._core;
+    const ptr = core.kfInput(enc.length) >>> 0;
+    core.HEAPU8.set(enc, ptr);
+    const n = core.kfBatch(h, enc.length);
+    if (n < 0) throw core.kfLastError();
+    return decodeBatch(this._output());
   }
 
   // Nearest neighbours of `vector` in `collection`.`field`:

@@ -141,10 +141,12 @@ export class Kitfox {
   queryJSON(text: string, params?: KitfoxParam[] | string): string[];
 
   /**
-   * Runs statements atomically. Not supported yet (it needs the engine's
-   * transactions): always throws a KitfoxError with code 'invalid'.
+   * Runs statements (put, insert, set, del and reads) atomically: each sees
+   * the ones before it, and all land as one record or none does (a failure
+   * throws a KitfoxError naming the statement and changes nothing).
+   * Returns one array of rows per statement.
    */
-  batch(statements: Array<[string, KitfoxParam[]?]>): never;
+  batch(statements: Array<[string, KitfoxParam[]?] | [string]>): Row[][];
 
   /** The nearest neighbours of `vector` in `collection`.`field` (rows carry `_distance`). */
   near<R extends Row = Row>(

@@ -121,6 +121,41 @@ int query(int h, uint32_t text_len, uint32_t params_len, int flags) {
   return (int)r->rows.size();
 }
 
+// Runs a batch atomically. The input holds one binary-encoded list of
+// [text, params] lists; the output is a varint result count, then each
+// result as a varint row count and its rows. Returns the count or -1.
+int batch(int h, uint32_t len) {
+  Slot* s = slot(h);
+  if (!s) return fail(Status(Code::Invalid, "the database is closed"));
+  if (len > g_in.size()) return fail(Status(Code::Invalid, "input past the buffer"));
+  Reader rd(g_in.data(), len);
+  Value list;
+  Status st = decode_value(rd, &list);
+  if (!st || !rd.done() || list.kind() != Kind::List) return fail(Status(Code::Invalid, "malformed batch"));
+  std::vector<BatchItem> items;
+  for (Value& pair : list.mutable_items()) {
+    if (pair.kind() != Kind::List || pair.items().empty() || pair.items()[0].kind() != Kind::Text)
+      return fail(Status(Code::Invalid, "a batch entry is [text, params]"));
+    BatchItem it;
+    it.text = pair.items()[0].as_string();
+    if (pair.items().size() > 1 && !pair.items()[1].is_null()) {
+      if (pair.items()[1].kind() != Kind::List) return fail(Status(Code::Invalid, "a batch entry's params must be a list"));
+      it.params = std::move(pair.mutable_items()[1].mutable_items());
+    }
+    items.push_back(std::move(it));
+  }
+  auto r = s->db->batch(items);
+  if (!r) return fail(r.status());
+  trim(g_out);
+  g_out.clear();
+  put_varint(g_out, r->size());
+  for (const QueryResult& q : *r) {
+    put_varint(g_out, q.rows.size());
+    for (const Value& row : q.rows) encode_value(g_out, row, false);
+  }
+  return (int)r->size();
+}
+
 uint32_t output_ptr() { return (uint32_t)(uintptr_t)g_out.data(); }
 uint32_t output_len() { return (uint32_t)g_out.size(); }
 
@@ -220,6 +255,7 @@ EMSCRIPTEN_BINDINGS(kitfox) {
   emscripten::function("kfOpen", &open_db);
   emscripten::function("kfInput", &input);
   emscripten::function("kfQuery", &query);
+  emscripten::function("kfBatch", &batch);
   emscripten::function("kfOutputPtr", &output_ptr);
   emscripten::function("kfOutputLen", &output_len);
   emscripten::function("kfCheckpoint", &checkpoint);

@@ -163,10 +163,19 @@ describe('methods', () => {
     db.close();
   });
 
-  test('batch is refused until the engine has transactions', async () => {
+  test('batch is atomic: each statement sees the ones before, a failure changes nothing', async () => {
     const db = await fresh();
-    assert.throws(() => db.batch([['put t {n: 1}'], ['put t {n: 2}']]), { code: 'invalid', message: /transactions/ });
-    assert.equal(count(db), 0);
+    const out = db.batch([['put t {n: $1}', [1]], ['put t {n: 2}'], ['get t where n >= $1 count', [1]], ['del t where n = 2']]);
+    assert.equal(out.length, 4);
+    assert.deepEqual(out[0], [{ id: 1 }]);
+    assert.deepEqual(out[2], [{ count: 2 }]);
+    assert.deepEqual(out[3], [{ deleted: 1 }]);
+    assert.equal(count(db), 1);
+    assert.throws(() => db.batch([['put t {n: 3}'], ['insert t {id: 1, n: 4}']]), { code: 'exists', message: /statement 2/ });
+    assert.equal(count(db), 1);
+    assert.throws(() => db.batch([['put t {n: 3}'], ['get t where']]), { code: 'syntax', message: /statement 2/ });
+    assert.throws(() => db.batch('put t {n: 1}'), { code: 'invalid' });
+    assert.equal(count(db), 1);
     db.close();
   });
 
