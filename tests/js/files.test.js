@@ -155,3 +155,52 @@ describe('files shared with the native build', () => {
     mem.close();
   });
 });
+
+describe('the same HNSW graph in both builds', () => {
+  // Clustered vectors from a fixed linear congruential stream: the same
+  // floats on both sides (JSON carries each float's shortest decimal form).
+  function vectors(n, dim, seed) {
+    let s = seed >>> 0;
+    const rnd = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296) * 2 - 1;
+    const centres = Array.from({ length: 16 }, () => Array.from({ length: dim }, rnd));
+    return Array.from({ length: n }, (_, i) => Float32Array.from(centres[i % 16], (c) => c + 0.3 * rnd()));
+  }
+
+  test('vectors linked natively on all cores and in WASM give byte-identical files and answers', async () => {
+    const dim = 24;
+    const vs = vectors(2500, dim, 7);
+    const schema = 'create collection v (k int, e vector<24> @hnsw(cosine, m=8, ef_construction=64), h vector<24, f16> @hnsw(l2, m=6, ef_construction=40))';
+    const docs = vs.map((v, i) => ({ k: i % 7, e: Array.from(v), h: Array.from(v, (x) => x / 2) }));
+    const nativeFile = newPath();
+    const wasmFile = newPath();
+    const data = path.join(dir, 'vectors.ndjson');
+    fs.writeFileSync(data, docs.map((d) => JSON.stringify(d)).join('\n') + '\n');
+
+    runCli([nativeFile, '-c', schema]);
+    runCli(['import', nativeFile, 'v', data, '--batch', '500']);
+    runCli(['checkpoint', nativeFile]);
+
+    let db = await Kitfox.open(wasmFile);
+    db.query(schema);
+    db.close();
+    db = await Kitfox.open(wasmFile);
+    for (let i = 0; i < docs.length; i += 500) {
+      const chunk = docs.slice(i, i + 500).map((d) => ({ k: d.k, e: Float32Array.from(d.e), h: Float32Array.from(d.h) }));
+      db.query('put v $1', [chunk]);
+    }
+    db.close();
+    db = await Kitfox.open(wasmFile);
+    db.checkpoint();
+    const q = Array.from(vectors(1, dim, 99)[0]);
+    const ann = db.queryJSON('get v select id near e $1 ef 20 limit 10', [Float32Array.from(q)]);
+    const annH = db.queryJSON('get v select id near h $1 ef 20 limit 10', [Float32Array.from(q)]);
+    db.close();
+
+    const a = fs.readFileSync(nativeFile);
+    const b = fs.readFileSync(wasmFile);
+    assert.equal(a.length, b.length);
+    assert.ok(a.equals(b), 'the native and the WASM file differ');
+    assert.deepEqual(cliLines([nativeFile, '--param', JSON.stringify(q), '-c', 'get v select id near e $1 ef 20 limit 10']), ann);
+    assert.deepEqual(cliLines([nativeFile, '--param', JSON.stringify(q), '-c', 'get v select id near h $1 ef 20 limit 10']), annH);
+  });
+});
