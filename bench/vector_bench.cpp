@@ -827,29 +827,27 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
   // -------- 2. build
   if (run_hnswlib) {
     progress("  build: hnswlib, 1 thread");
-    wait_quiet();
     BuildRow b{"hnswlib", "`addPoint` loop", "1", 0, -1, ""};
-    {
-      Probe p(res.name + ": hnswlib build, 1 thread");
+    measured(res.name + ": hnswlib build, 1 thread", [&](int) {
+      h1.reset();
       auto t0 = Clock::now();
       h1 = hnswlib_build(space, d, 1);
       b.seconds = seconds_since(t0);
-    }
+    });
     b.recall = hnswlib_recall(*h1, d, 100);
     progress(fmt("    %.2f s, recall@10 at ef 100 %.4f", b.seconds, b.recall));
     res.builds.push_back(b);
 
     progress("  build: hnswlib, all threads");
-    wait_quiet();
     BuildRow bn{"hnswlib", "`addPoint` from " + std::to_string(all) + " `std::thread`s (ParallelFor pattern)", allt, 0, -1, ""};
     {
       std::unique_ptr<Hnswlib> hn;
-      {
-        Probe p(res.name + ": hnswlib build, all threads");
+      measured(res.name + ": hnswlib build, all threads", [&](int) {
+        hn.reset();
         auto t0 = Clock::now();
         hn = hnswlib_build(space, d, all);
         bn.seconds = seconds_since(t0);
-      }
+      });
       bn.recall = hnswlib_recall(*hn, d, 100);
     }
     progress(fmt("    %.2f s, recall@10 at ef 100 %.4f", bn.seconds, bn.recall));
@@ -857,30 +855,28 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
   }
 
   progress("  build: kitfox HnswIndex, link_pending(1)");
-  wait_quiet();
   std::unique_ptr<HnswIndex> k1;
   BuildRow kb{"kitfox", "`HnswIndex`: prepare + put, `link_pending(1)` per 1000", "1", 0, -1, ""};
-  {
-    Probe p(res.name + ": kitfox HnswIndex build, 1 thread");
+  measured(res.name + ": kitfox HnswIndex build, 1 thread", [&](int) {
+    k1.reset();
     auto t0 = Clock::now();
     k1 = kitfox_index_build(d, f16, 1);
     kb.seconds = seconds_since(t0);
-  }
+  });
   kb.recall = kitfox_raw_recall(*k1, d, pq, 100);
   progress(fmt("    %.2f s, recall@10 at ef 100 %.4f", kb.seconds, kb.recall));
   res.builds.push_back(kb);
 
   progress("  build: kitfox HnswIndex, link_pending(all)");
-  wait_quiet();
   BuildRow kbn{"kitfox", fmt("`HnswIndex`: prepare + put, `link_pending(%d)` per 1000", all), allt, 0, -1, ""};
   {
     std::unique_ptr<HnswIndex> kn;
-    {
-      Probe p(res.name + ": kitfox HnswIndex build, all threads");
+    measured(res.name + ": kitfox HnswIndex build, all threads", [&](int) {
+      kn.reset();
       auto t0 = Clock::now();
       kn = kitfox_index_build(d, f16, all);
       kbn.seconds = seconds_since(t0);
-    }
+    });
     kbn.recall = kitfox_raw_recall(*kn, d, pq, 100);
     res.graphs_identical = kn->graph_bytes() == k1->graph_bytes();
   }
