@@ -20,7 +20,7 @@
 //
 // Usage: kitfox_vector_bench [--quick] [--rows N] [--queries N] [--clusters N]
 //          [--exact N] [--no-768] [--dir PATH] [--out PATH] [--svg DIR]
-//          [--wait-quiet S] [--keep]
+//          [--wait-quiet S] [--retry-busy N] [--keep]
 // See bench/README.md.
 #include <hnswlib/hnswlib.h>
 #include <sched.h>
@@ -217,8 +217,8 @@ class Probe {
     if (stopped_) return;
     stopped_ = true;
     c_.wall = seconds_since(t0_);
-    double busy = busy_cpu_seconds() - busy0_, self = self_cpu_seconds() - self0_;
-    c_.others = c_.wall > 0 ? std::max(0.0, (busy - self) / c_.wall) : 0;
+    double all_busy = busy_cpu_seconds() - busy0_, self = self_cpu_seconds() - self0_;
+    c_.others = c_.wall > 0 ? std::max(0.0, (all_busy - self) / c_.wall) : 0;
     c_.load_end = loadavg1();
     g_conditions.push_back(c_);
     if (busy()) progress(fmt("    warning: other processes used %.2f cores during '%s'", c_.others, c_.what.c_str()));
@@ -741,12 +741,13 @@ struct Options {
   std::string svg;
   bool keep = false;
   double wait_quiet = 0;
+  int retry_busy = 0;
 };
 
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: kitfox_vector_bench [--quick] [--rows N] [--queries N] [--clusters N] [--exact N] [--no-768]\n"
-               "                           [--dir PATH] [--out PATH] [--svg DIR] [--wait-quiet S] [--keep]\n"
+               "                           [--dir PATH] [--out PATH] [--svg DIR] [--wait-quiet S] [--retry-busy N] [--keep]\n"
                "  --quick         20,000 rows, 128 dimensions only\n"
                "  --rows N        rows per data set (default 100,000; overrides --quick)\n"
                "  --queries N     held-out queries (default 1,000)\n"
@@ -757,6 +758,7 @@ void usage(FILE* f) {
                "  --out PATH      also write the Markdown report to PATH\n"
                "  --svg DIR       write vector-recall.svg, vector-build.svg, vector-reopen.svg into DIR\n"
                "  --wait-quiet S  before each measured block, wait up to S seconds for other processes to go idle\n"
+               "  --retry-busy N  measure a block again (up to N times) when other processes used > 0.25 cores during it\n"
                "  --keep          keep the data directory\n");
 }
 
@@ -787,6 +789,7 @@ Options parse_args(int argc, char** argv) {
     else if (a == "--out") o.out = value();
     else if (a == "--svg") o.svg = value();
     else if (a == "--wait-quiet") o.wait_quiet = (double)parse_count(a, value());
+    else if (a == "--retry-busy") o.retry_busy = (int)parse_count(a, value());
     else if (a == "--keep") o.keep = true;
     else if (a == "-h" || a == "--help") { usage(stdout); std::exit(0); }
     else { usage(stderr); die("unknown argument '" + a + "'"); }
@@ -916,9 +919,16 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
                                !show_replay);
     if (show_replay) {
       res.reopen.tail_file = l.file_bytes;
-      auto t0 = Clock::now();
-      auto db = engine_open(fs, path);
-      res.reopen.replay_open_s = seconds_since(t0);
+      std::unique_ptr<Database> db;
+      measured(res.name + ": kitfox open of the write log alone (replays the puts)", [&](int) {
+        if (db) {
+          (void)db->close();  // no checkpoint (auto_checkpoint off): the file stays as it was
+          db.reset();
+        }
+        auto t0 = Clock::now();
+        db = engine_open(fs, path);
+        res.reopen.replay_open_s = seconds_since(t0);
+      });
       auto t1 = Clock::now();
       kitfox::Status cs = db->checkpoint();
       l.checkpoint_s = seconds_since(t1);
@@ -950,24 +960,26 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
     // Reopen of the file without the index: one untimed round, then 5.
     std::vector<double> opens;
     std::unique_ptr<Database> db;
-    for (int i = 0; i < 6; i++) {
-      auto t0 = Clock::now();
-      db = engine_open(fs, path_noidx);
-      double o = seconds_since(t0);
-      if (i > 0) opens.push_back(o);
-      if (i < 5) {
-        (void)db->close();
-        db.reset();
+    measured(res.name + ": kitfox reopen without the index x 6", [&](int) {
+      opens.clear();
+      for (int i = 0; i < 6; i++) {
+        if (db) {
+          (void)db->close();
+          db.reset();
+        }
+        auto t0 = Clock::now();
+        db = engine_open(fs, path_noidx);
+        double o = seconds_since(t0);
+        if (i > 0) opens.push_back(o);
       }
-    }
+    });
     res.reopen.open_noindex_s = median(opens);
-    wait_quiet();
-    {
-      Probe p(res.name + ": kitfox engine create index, all threads");
+    measured(res.name + ": kitfox engine create index, all threads", [&](int attempt) {
+      if (attempt) engine_exec(*db, "drop index on d (e)");
       auto t0 = Clock::now();
       engine_exec(*db, "create index on d (e) " + hnsw_text());
       ec.seconds = seconds_since(t0);
-    }
+    });
     res.reopen.create_index_s = ec.seconds;
     ec.recall = engine_recall(*db, d, qp, 100);
     ec.note = fmt("the load before it (not counted): %s put + %s checkpoint + %s close", ms(l.put_s).c_str(),
@@ -984,8 +996,10 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
   progress("  reopen: open + first near");
   {
     std::vector<double> o, f, b;
-    wait_quiet();
-    Probe p(res.name + ": kitfox reopen x 6");
+    measured(res.name + ": kitfox reopen x 6", [&](int) {
+    o.clear();
+    f.clear();
+    b.clear();
     for (int i = 0; i < 6; i++) {
       auto t0 = Clock::now();
       auto db = engine_open(fs, path);
@@ -1004,6 +1018,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
       db.reset();
       if (i > 0) { o.push_back(to); f.push_back(tf); b.push_back(to + tf); }
     }
+    });
     res.reopen.open_s = median(o);
     res.reopen.first_s = median(f);
     res.reopen.both_s = median(b);
@@ -1038,8 +1053,9 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
         }
       }
     }
-    wait_quiet();
-    Probe p(res.name + ": near sweep, 3 rounds");
+    measured(res.name + ": near sweep, 3 rounds", [&](int) {
+    for (auto* v : {&tq, &tr, &th})
+      for (auto& x : *v) x.clear();
     for (int round = 0; round < 3; round++) {
       for (size_t e = 0; e < std::size(kEfs); e++) {
         size_t ef = kEfs[e];
@@ -1074,7 +1090,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
         }
       }
     }
-    p.stop();
+    });
     auto point = [&](size_t e, const std::vector<double>& t, double rec) {
       SearchPoint sp;
       sp.ef = kEfs[e];
@@ -1108,10 +1124,12 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
     std::vector<int64_t> ids;
     std::vector<Hit> hits;
     for (size_t q = 0; q < std::min<size_t>(5, res.exact_n); q++) engine_exec(*db, text, qp[q]);
-    wait_quiet();
-    Probe p(res.name + ": near exact");
     std::vector<double> tq, tr;
     double rec = 0;
+    measured(res.name + ": near exact", [&](int) {
+    tq.clear();
+    tr.clear();
+    rec = 0;
     for (size_t q = 0; q < res.exact_n; q++) {
       auto t0 = Clock::now();
       kitfox::QueryResult r = engine_exec(*db, text, qp[q]);
@@ -1124,6 +1142,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
       k1->exact(&pq[q * d.dim], kK, kAcceptAll, &hits);
       tr.push_back(seconds_since(t0));
     }
+    });
     res.exact_query_s = median(tq);
     res.exact_raw_s = median(tr);
     res.exact_recall = rec / (double)res.exact_n;
@@ -1138,15 +1157,16 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
   if (h1) {
     progress("  hnswlib saveIndex / loadIndex");
     const std::string hp = dir + "/hnswlib.bin";
-    wait_quiet();
-    Probe p(res.name + ": hnswlib save + load x 6");
+    std::vector<double> lo, fi;
+    std::vector<int64_t> ids;
+    measured(res.name + ": hnswlib save + load x 6", [&](int) {
+    remove_file(hp);
+    lo.clear();
+    fi.clear();
     auto t0 = Clock::now();
     h1->saveIndex(hp);
     res.reopen.hl_save_s = seconds_since(t0);
     res.reopen.hl_file = file_size(hp);
-    h1.reset();
-    std::vector<double> lo, fi;
-    std::vector<int64_t> ids;
     for (int i = 0; i < 6; i++) {
       auto t1 = Clock::now();
       auto h = std::make_unique<Hnswlib>(&space, hp);
@@ -1158,6 +1178,8 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
       if (ids.size() != kK) die("hnswlib search after load failed");
       if (i > 0) { lo.push_back(tl); fi.push_back(tf); }
     }
+    });
+    h1.reset();
     res.reopen.hl_load_s = median(lo);
     res.reopen.hl_first_s = median(fi);
     remove_file(hp);
@@ -1219,7 +1241,7 @@ struct Series {
 
 // Latency (p50, y) against recall@10 (x), one panel per data set.
 std::string svg_recall(const std::vector<std::pair<std::string, std::vector<Series>>>& panels, const std::string& title) {
-  const double pw = 430, ph = 320, ml = 62, mr = 16, mt = 74, mb = 52;
+  const double pw = 430, ph = 320, ml = 62, mr = 50, mt = 74, mb = 52;
   const double W = std::max(860.0, ml + panels.size() * (pw + mr) + 10), H = mt + ph + mb + 10;
   std::string s = fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
                       "font-family=\"Helvetica, Arial, sans-serif\">\n", W, H, W, H);
@@ -1316,6 +1338,7 @@ std::string svg_bars(const std::string& title, const std::string& subtitle, cons
   double lo = 0, hi = nice_max(vmax * 1.05);
   if (log) {
     lo = std::pow(10.0, std::floor(std::log10(vmin)));
+    if (vmin < 3 * lo) lo /= 10;  // keep the shortest bar visible
     hi = std::pow(10.0, std::ceil(std::log10(vmax * 1.01)));
   }
   auto L = [&](double v) {
@@ -1368,13 +1391,80 @@ void write_file(const std::string& path, const std::string& text) {
   progress("  wrote " + path);
 }
 
+// The three charts, from a run's results.
+void write_svgs(const std::string& dir, const std::vector<ConfigResult>& results, const Shared& shared, size_t N,
+                uint32_t clusters) {
+  auto hl_search_of = [&](const ConfigResult& r) -> const std::vector<SearchPoint>& { return r.f16 ? shared.hl_search : r.hl; };
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::vector<std::pair<std::string, std::vector<Series>>> panels;
+  for (const ConfigResult& r : results) {
+    std::vector<Series> ss;
+    ss.push_back({"kitfox Database::query", kColKitfox, r.kq});
+    ss.push_back({"kitfox HnswIndex::search (raw)", kColKitfoxRaw, r.kraw, true});
+    ss.push_back({r.f16 ? "hnswlib searchKnn (f32 index)" : "hnswlib searchKnn", kColHnswlib, hl_search_of(r)});
+    panels.push_back({r.name, ss});
+  }
+  write_file(dir + "/vector-recall.svg",
+             svg_recall(panels, fmt("kitfox vs hnswlib: near top-10, m=16, ef_construction=200, %u clusters", clusters)));
+
+  std::vector<BarGroup> bg;
+  for (const ConfigResult& r : results) {
+    BarGroup g{r.name, {}};
+    std::vector<BuildRow> rows;
+    if (r.f16)
+      for (const BuildRow& b : shared.hl_builds) rows.push_back(b);
+    for (const BuildRow& b : r.builds) rows.push_back(b);
+    for (const BuildRow& b : rows) {
+      std::string label;
+      const char* col = kColKitfox;
+      if (b.engine == "hnswlib") {
+        label = std::string("hnswlib") + (r.f16 ? " (f32)" : "") + ", " + b.threads + " thr";
+        col = kColHnswlib;
+      } else if (b.what.rfind("`HnswIndex`", 0) == 0) {
+        label = "kitfox HnswIndex, " + b.threads + " thr";
+        col = kColKitfoxRaw;
+      } else if (b.what.find("create index") != std::string::npos) {
+        label = "kitfox create index after load, " + b.threads + " thr";
+        col = kColKitfoxLight;
+      } else {
+        label = "kitfox engine put, " + (b.threads == "1 CPU" ? std::string("pinned to 1 CPU") : b.threads + " thr");
+      }
+      g.bars.push_back({label, b.rows_per_s(N), col, grouped(b.rows_per_s(N)) + (b.recall >= 0 ? fmt(" (recall %.3f)", b.recall) : "")});
+    }
+    bg.push_back(g);
+  }
+  write_file(dir + "/vector-build.svg",
+             svg_bars("HNSW build rate: kitfox vs hnswlib (m=16, ef_construction=200)",
+                      "rows/s, higher is better; recall@10 at ef 100 of the graph built in brackets", bg, "rows/s", false));
+
+  std::vector<BarGroup> rg;
+  for (const ConfigResult& r : results) {
+    const Reopen& o = r.reopen;
+    BarGroup g{r.name, {}};
+    double hl_load = r.f16 ? shared.hl_load_s + shared.hl_first_s : o.hl_load_s + o.hl_first_s;
+    double rebuild = o.open_noindex_s + o.create_index_s;
+    g.bars.push_back({"kitfox open + first near (graph persisted)", o.both_s * 1e3, kColKitfox, ms(o.both_s)});
+    g.bars.push_back({"kitfox open + create index (rebuild)", rebuild * 1e3, kColKitfoxLight, ms(rebuild)});
+    g.bars.push_back({std::string("hnswlib loadIndex + first search") + (r.f16 ? " (f32)" : ""), hl_load * 1e3, kColHnswlib,
+                      ms(hl_load)});
+    rg.push_back(g);
+  }
+  write_file(dir + "/vector-reopen.svg",
+             svg_bars("Reopen: kitfox vs hnswlib", "warm page cache, median of 5; lower is better; log scale; target for 100k x 128: < 10 ms",
+                      rg, "milliseconds (log scale)", true));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- main
 
 int main(int argc, char** argv) {
   Options opt = parse_args(argc, argv);
+  std::string command = "kitfox_vector_bench";
+  for (int i = 1; i < argc; i++) command += std::string(" ") + argv[i];
   g_wait_quiet = opt.wait_quiet;
+  g_retry_busy = opt.retry_busy;
   Machine m = describe_machine();
   const double load_at_start = loadavg1();
   const std::string started = utc_now();
@@ -1394,11 +1484,7 @@ int main(int argc, char** argv) {
 
   progress("memory bandwidth");
   Bandwidth bw;
-  {
-    wait_quiet();
-    Probe p("memory bandwidth (sum loop, memcpy)");
-    bw = measure_bandwidth();
-  }
+  measured("memory bandwidth (sum loop, memcpy)", [&](int) { bw = measure_bandwidth(); });
   progress(fmt("  read %.1f GB/s (sum loop, 1 thread), copy %.1f GB/s (read + write)", bw.read_gbs, bw.copy_gbs));
 
   std::vector<ConfigResult> results;
@@ -1426,11 +1512,7 @@ int main(int argc, char** argv) {
   }
 
   Bandwidth bw_end;
-  {
-    wait_quiet();
-    Probe p("memory bandwidth again, at the end");
-    bw_end = measure_bandwidth();
-  }
+  measured("memory bandwidth again, at the end", [&](int) { bw_end = measure_bandwidth(); });
   const double load_at_end = loadavg1();
 
   // ---------------------------------------------------------------- report
@@ -1492,12 +1574,15 @@ int main(int argc, char** argv) {
             "alone; rate = bytes of the stored vectors (N x dim x 4, or x 2 for f16) / time, against the one-thread read "
             "bandwidth above.\n",
             std::min(opt.exact, opt.queries));
-  md += "- Reopen: the file of the engine load with the index, after its `close()`; `Database::open` + the first "
+  md += "- Reopen: the file of the engine load with the index, after its `checkpoint()` and `close()`; `Database::open` + the first "
         "`get d select id near e $1 limit 10` (default ef 100), 5 timed rounds after an untimed one, median; the file is in the "
         "OS page cache (warm). Without the persisted graph: `Database::open` of the same documents without the index (median "
         "of 5) + `create index` (the build above), which is what a reopen costs when the graph must be rebuilt from the "
         "documents. hnswlib: `saveIndex` once, `HierarchicalNSW(space, path)` (loadIndex) 5 rounds after 1, median, + first "
         "`searchKnn` at ef 100.\n";
+  md += "- Command: `" + command + "`. " +
+        (opt.wait_quiet > 0 ? fmt("Before each measured block the program waited (up to %.0f s) until other processes used < 0.15 cores over 2 s. ", opt.wait_quiet) : std::string()) +
+        (opt.retry_busy > 0 ? fmt("A block during which other processes used > 0.25 cores was measured again (up to %d times); the tables keep the last attempt. ", opt.retry_busy) : std::string()) + "\n";
   md += "- Conditions: each measured block records the 1-minute load average at its start and end (it includes this program: "
         "~1 on one thread, ~2 on all) and the CPU that *other* processes used during it (busy time from `/proc/stat` minus this "
         "process's `getrusage`, in cores); see the last table.\n\n";
@@ -1623,10 +1708,11 @@ int main(int argc, char** argv) {
 
   // ---- conditions
   md += "### Conditions of each measured block\n\n";
-  md += "| block | wall | load avg 1 min, start → end | other processes' CPU (cores, average) |\n| --- | ---: | --- | ---: |\n";
+  md += "| block | wall | load avg 1 min, start → end | other processes' CPU (cores, average) | |\n| --- | ---: | --- | ---: | --- |\n";
   for (const Condition& c : g_conditions)
-    md += fmt("| %s | %s | %.2f → %.2f | %s |\n", c.what.c_str(), ms(c.wall).c_str(), c.load_start, c.load_end,
-              c.wall >= 1 ? fmt("%.2f", c.others).c_str() : "(too short to tell)");
+    md += fmt("| %s | %s | %.2f → %.2f | %s | %s |\n", c.what.c_str(), ms(c.wall).c_str(), c.load_start, c.load_end,
+              c.wall >= 0.3 ? fmt("%.2f", c.others).c_str() : "(too short to tell)",
+              c.repeated ? "busy: measured again, dropped" : "");
   md += "\n";
 
   std::fputs(md.c_str(), stdout);
@@ -1635,67 +1721,7 @@ int main(int argc, char** argv) {
     write_file(opt.out, md);
   }
 
-  // ---------------------------------------------------------------- SVG
-  if (!opt.svg.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(opt.svg, ec);
-    std::vector<std::pair<std::string, std::vector<Series>>> panels;
-    for (const ConfigResult& r : results) {
-      std::vector<Series> ss;
-      ss.push_back({"kitfox Database::query", kColKitfox, r.kq});
-      ss.push_back({"kitfox HnswIndex::search (raw)", kColKitfoxRaw, r.kraw, true});
-      ss.push_back({r.f16 ? "hnswlib searchKnn (f32 index)" : "hnswlib searchKnn", kColHnswlib, hl_search_of(r)});
-      panels.push_back({r.name, ss});
-    }
-    write_file(opt.svg + "/vector-recall.svg",
-               svg_recall(panels, fmt("kitfox vs hnswlib: near top-10, m=16, ef_construction=200, %u clusters", opt.clusters)));
-
-    std::vector<BarGroup> bg;
-    for (const ConfigResult& r : results) {
-      BarGroup g{r.name, {}};
-      std::vector<BuildRow> rows;
-      if (r.f16)
-        for (const BuildRow& b : shared.hl_builds) rows.push_back(b);
-      for (const BuildRow& b : r.builds) rows.push_back(b);
-      for (const BuildRow& b : rows) {
-        std::string label;
-        const char* col = kColKitfox;
-        if (b.engine == "hnswlib") {
-          label = std::string("hnswlib") + (r.f16 ? " (f32)" : "") + ", " + b.threads + " thr";
-          col = kColHnswlib;
-        } else if (b.what.rfind("`HnswIndex`", 0) == 0) {
-          label = "kitfox HnswIndex, " + b.threads + " thr";
-          col = kColKitfoxRaw;
-        } else if (b.what.find("create index") != std::string::npos) {
-          label = "kitfox create index after load, " + b.threads + " thr";
-          col = kColKitfoxLight;
-        } else {
-          label = "kitfox engine put, " + (b.threads == "1 CPU" ? std::string("pinned to 1 CPU") : b.threads + " thr");
-        }
-        g.bars.push_back({label, b.rows_per_s(N), col, grouped(b.rows_per_s(N)) + (b.recall >= 0 ? fmt(" (recall %.3f)", b.recall) : "")});
-      }
-      bg.push_back(g);
-    }
-    write_file(opt.svg + "/vector-build.svg",
-               svg_bars("HNSW build rate: kitfox vs hnswlib (m=16, ef_construction=200)",
-                        "rows/s, higher is better; recall@10 at ef 100 of the graph built in brackets", bg, "rows/s", false));
-
-    std::vector<BarGroup> rg;
-    for (const ConfigResult& r : results) {
-      const Reopen& o = r.reopen;
-      BarGroup g{r.name, {}};
-      double hl_load = r.f16 ? shared.hl_load_s + shared.hl_first_s : o.hl_load_s + o.hl_first_s;
-      double rebuild = o.open_noindex_s + o.create_index_s;
-      g.bars.push_back({"kitfox open + first near (graph persisted)", o.both_s * 1e3, kColKitfox, ms(o.both_s)});
-      g.bars.push_back({"kitfox open + create index (rebuild)", rebuild * 1e3, kColKitfoxLight, ms(rebuild)});
-      g.bars.push_back({std::string("hnswlib loadIndex + first search") + (r.f16 ? " (f32)" : ""), hl_load * 1e3, kColHnswlib,
-                        ms(hl_load)});
-      rg.push_back(g);
-    }
-    write_file(opt.svg + "/vector-reopen.svg",
-               svg_bars("Reopen: kitfox vs hnswlib", "warm page cache, median of 5; lower is better; log scale; target for 100k x 128: < 10 ms",
-                        rg, "milliseconds (log scale)", true));
-  }
+  if (!opt.svg.empty()) write_svgs(opt.svg, results, shared, N, opt.clusters);
 
   if (opt.keep) {
     progress("  data kept in " + dir);
