@@ -53,6 +53,7 @@ echo
 build-bench/bench/kitfox_vector_bench "${common[@]}" "${svg[@]}" ${out:+--out "$tmp/vector.md"}
 echo
 build-bench/bench/kitfox_query_bench "${common[@]}" ${out:+--out "$tmp/query.md"}
+echo; bash scripts/build-wasm.sh; node --expose-gc bench/node/peers.js "${common[@]}" ${out:+--append "$tmp/query.md"} # kitfox WASM vs the JS peers
 if [[ -n $out ]]; then
   { cat "$tmp/bulk.md"; echo; cat "$tmp/vector.md"; echo; cat "$tmp/query.md"; } >"$out"
   echo "bench.sh: all reports written to $out" >&2
