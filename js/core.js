@@ -2,7 +2,7 @@
 // open database. Holds the table of host objects the C++ file layer calls
 // into (wasm/host_file.cpp calls Module.kfHostCall).
 import createKitfoxCore from '../dist/kitfox-core.js';
-import { loadWasmBinary } from '#platform';
+import { currentPlatform } from './platform/current.js';
 import { KitfoxError } from './errors.js';
 
 // Host error codes as kitfox::Code values (core/status.h).
@@ -21,7 +21,7 @@ export function loadCore() {
 }
 
 async function init() {
-  const wasmBinary = await loadWasmBinary();
+  const wasmBinary = await currentPlatform().loadWasmBinary();
   const mod = await createKitfoxCore({ wasmBinary });
   const hosts = new Map();
   let nextHost = 1;
