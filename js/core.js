@@ -21,8 +21,11 @@ export function loadCore() {
 }
 
 async function init() {
-  const wasmBinary = await currentPlatform().loadWasmBinary();
-  const mod = await createKitfoxCore({ wasmBinary });
+  // The web layer compiles the module while it downloads (and lets the
+  // browser cache the compiled code); Node hands over the bytes.
+  const p = currentPlatform();
+  const options = p.wasmModuleOptions ? await p.wasmModuleOptions() : { wasmBinary: await p.loadWasmBinary() };
+  const mod = await createKitfoxCore(options);
   const hosts = new Map();
   let nextHost = 1;
 

@@ -33,7 +33,8 @@ function send(res, status, text) {
   res.end(text);
 }
 
-export function serve({ port = 0, root = repo, host = '127.0.0.1', quiet = true } = {}) {
+// `files` maps extra URL paths to files anywhere (e.g. { '/db.kfdb': '/tmp/x.kfdb' }).
+export function serve({ port = 0, root = repo, host = '127.0.0.1', quiet = true, files = {} } = {}) {
   const base = path.resolve(root);
   const server = http.createServer((req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed\n');
@@ -43,8 +44,8 @@ export function serve({ port = 0, root = repo, host = '127.0.0.1', quiet = true 
     } catch {
       return send(res, 400, 'bad path\n');
     }
-    let file = path.resolve(base, '.' + rel);
-    if (file !== base && !file.startsWith(base + path.sep)) return send(res, 403, 'outside the root\n');
+    let file = Object.hasOwn(files, rel) ? files[rel] : path.resolve(base, '.' + rel);
+    if (!Object.hasOwn(files, rel) && file !== base && !file.startsWith(base + path.sep)) return send(res, 403, 'outside the root\n');
     fs.stat(file, (err, st) => {
       if (!err && st.isDirectory()) {
         if (!rel.endsWith('/')) {
@@ -56,10 +57,19 @@ export function serve({ port = 0, root = repo, host = '127.0.0.1', quiet = true 
       }
       if (err || !st || !st.isFile()) return send(res, 404, 'not found\n');
       if (!quiet) console.log(`${req.method} ${rel}`);
+      // Revalidated on every use (no-cache), answered 304 while unchanged,
+      // as a real server would: the browser keeps its cached copy (and, for
+      // the wasm, its compiled code).
+      const etag = `"${st.size.toString(16)}-${Math.floor(st.mtimeMs).toString(16)}"`;
+      const headers = { etag, 'cache-control': 'no-cache', 'last-modified': st.mtime.toUTCString() };
+      if (req.headers['if-none-match'] === etag) {
+        res.writeHead(304, headers);
+        return res.end();
+      }
       res.writeHead(200, {
+        ...headers,
         'content-type': TYPES[path.extname(file).toLowerCase()] || 'application/octet-stream',
         'content-length': st.size,
-        'cache-control': 'no-cache',
       });
       if (req.method === 'HEAD') return res.end();
       fs.createReadStream(file).pipe(res);

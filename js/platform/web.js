@@ -8,11 +8,32 @@ import { OpfsHost, opfsAvailable } from '../hosts/opfs.js';
 
 export const platform = 'web';
 
+const WASM_URL = new URL('../../dist/kitfox-core.wasm', import.meta.url);
+
 export async function loadWasmBinary() {
-  const url = new URL('../../dist/kitfox-core.wasm', import.meta.url);
-  const r = await fetch(url);
-  if (!r.ok) throw kitfoxError('io', `loading ${url}: HTTP ${r.status}`);
+  const r = await fetch(WASM_URL);
+  if (!r.ok) throw kitfoxError('io', `loading ${WASM_URL}: HTTP ${r.status}`);
   return new Uint8Array(await r.arrayBuffer());
+}
+
+// Options for the Emscripten module: the wasm compiled while it downloads
+// (compileStreaming, which also lets the browser cache the compiled code),
+// or from its bytes where streaming is missing or the server does not say
+// application/wasm.
+export async function wasmModuleOptions() {
+  let module = null;
+  if (typeof WebAssembly.compileStreaming === 'function') {
+    const r = await fetch(WASM_URL);
+    if (!r.ok) throw kitfoxError('io', `loading ${WASM_URL}: HTTP ${r.status}`);
+    if ((r.headers.get('content-type') || '').startsWith('application/wasm')) module = await WebAssembly.compileStreaming(r);
+  }
+  if (!module) module = await WebAssembly.compile(await loadWasmBinary());
+  return {
+    instantiateWasm(imports, receive) {
+      WebAssembly.instantiate(module, imports).then((instance) => receive(instance, module));
+      return {};
+    },
+  };
 }
 
 // Releases still under way (handles closed, side file removal and Web Lock
