@@ -15,7 +15,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const cli = path.join(root, 'build', 'kitfox');
+// The native CLI: build/ (scripts/build.sh) or build-bench/ (scripts/bench.sh).
+export const cli = [path.join(root, 'build', 'kitfox'), path.join(root, 'build-bench', 'kitfox')].find((p) => fs.existsSync(p)) ?? path.join(root, 'build', 'kitfox');
 
 // splitmix64 over BigInt is slow; a 32-bit mulberry is enough for test data.
 export function rng(seed) {
