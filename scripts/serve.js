@@ -2,8 +2,9 @@
 // the repository (js/, dist/, web-demo/, tests/browser/, ...) on 127.0.0.1,
 // GET and HEAD only, nothing outside the root. No dependencies.
 //
-//   node scripts/serve.js [--port N] [--root DIR] [--open PATH]
-//       prints the URL of PATH (default /web-demo/) and serves until stopped;
+//   node scripts/serve.js [--port N] [--fallback-port] [--root DIR] [--open PATH]
+//       prints the URL of PATH (default /web-demo/) and serves until stopped
+//       (--fallback-port: a free port when N is taken);
 //   import { serve } from './serve.js'; const s = await serve({ port: 0 });
 //       s.url, await s.close()
 import fs from 'node:fs';
@@ -98,8 +99,17 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const port = Number(opt('--port', process.env.PORT || 8080));
   const root = opt('--root', repo);
   const open = opt('--open', '/web-demo/');
-  serve({ port, root }).then(
-    (s) => console.log(`serving ${root} at ${s.url}\nopen ${s.url}${open}`),
+  const fallback = args.includes('--fallback-port');
+  serve({ port, root })
+    .catch((e) => {
+      if (fallback && e.code === 'EADDRINUSE') {
+        console.log(`port ${port} is taken: using a free one`);
+        return serve({ port: 0, root });
+      }
+      throw e;
+    })
+    .then(
+    (s) => console.log(`serving ${root} at ${s.url}\n\n  kitfox web demo: ${s.url}${open}\n\n(Ctrl+C stops it)`),
     (e) => {
       console.error(`serve: ${e.message}${e.code === 'EADDRINUSE' ? ` (use --port N or PORT=N)` : ''}`);
       process.exit(1);
