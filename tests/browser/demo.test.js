@@ -3,11 +3,13 @@
 // and find the data still there with the reopen time shown. Leaves a
 // screenshot in test-results/web-demo.png.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { results, startBrowser } from './helpers.js';
+import { results, root, startBrowser } from './helpers.js';
 
 let env;
 
@@ -72,5 +74,45 @@ test('web demo: create a sample, query, refresh, reopen', async () => {
   fs.mkdirSync(results, { recursive: true });
   await page.screenshot({ path: path.join(results, 'web-demo.png'), fullPage: true });
   assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('web demo: export the file (the native CLI opens it) and import it back', async () => {
+  const context = await env.browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${env.url}/web-demo/`);
+  await page.waitForSelector('body[data-ready="true"]');
+  await page.selectOption('#size', '2000');
+  await page.click('#create');
+  await page.waitForFunction(() => /Created 2,000 documents/.test(document.getElementById('sample-message').textContent), null, {
+    timeout: 120000,
+  });
+  await page.fill('#query', 'put docs {title: "exported and imported", category: "tech", year: 2030, embed: $1}');
+  await page.click('#run');
+  await page.waitForFunction(() => document.getElementById('stat-docs').textContent === '2,001');
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kitfox-demo-'));
+  try {
+    const file = path.join(dir, 'kitfox-demo.kfdb');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export')]);
+    await download.saveAs(file);
+    const cli = (stmt) => execFileSync(path.join(root, 'build', 'kitfox'), [file, '-c', stmt], { encoding: 'utf8' }).trim();
+    assert.equal(cli('get docs count'), '{"count":2001}');
+    assert.equal(cli('get docs select title where year = 2030'), '{"id":2001,"title":"exported and imported"}');
+
+    // Delete, then import the exported file.
+    await page.click('#delete');
+    await page.waitForFunction(() => document.getElementById('sample-message').textContent === 'Deleted.');
+    assert.equal(await page.textContent('#stat-docs'), '0');
+    await page.setInputFiles('#import', file);
+    await page.waitForFunction(() => /^Imported/.test(document.getElementById('sample-message').textContent));
+    assert.equal(await page.textContent('#stat-docs'), '2,001');
+    await page.fill('#query', 'get docs select title where year = 2030');
+    await page.click('#run');
+    await page.waitForFunction(() => /1 row /.test(document.getElementById('result-count').textContent));
+    assert.equal(await page.textContent('#results tbody td:nth-child(2)'), 'exported and imported');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
   await context.close();
 });
