@@ -73,6 +73,14 @@ export interface OpenOptions {
    * Linux and 'file' elsewhere. See docs/wasm.md.
    */
   lock?: 'auto' | 'socket' | 'file';
+  /**
+   * Browser (OPFS) only: how long to wait, in ms, for another tab or worker
+   * to let go of the database before failing with 'locked' (default 0: at
+   * once). A page refreshed while its worker was busy (a long write, an
+   * index build) can leave that worker running for a few seconds; a page
+   * that opens its database at load may pass e.g. 10000.
+   */
+  lockTimeout?: number;
 }
 
 export interface NearOptions {
@@ -191,9 +199,9 @@ export interface ConnectOptions extends Omit<OpenOptions, 'lock'> {
 export interface ConnectTimings {
   /** From connect() to the database being open, worker start included. */
   totalMs: number;
-  /** Fetching and instantiating the WASM module in the worker. */
+  /** Fetching, compiling and instantiating the WASM module, from the worker's start. */
   loadMs: number;
-  /** Importing options.module. */
+  /** How long the open waited for the WASM module and options.module's import (they overlap the message). */
   moduleMs: number;
   /** Opening the database over OPFS (Kitfox.open). */
   openMs: number;

@@ -182,8 +182,16 @@ async function pickVector(id) {
   }
 }
 
+// A refresh while the worker was busy (building the sample) leaves the old
+// worker running for a few seconds: wait for it to let go of the file.
 async function openDb() {
-  db = await connect(NAME, { module: MODULE });
+  const slow = setTimeout(() => message('Waiting for the database: the previous page’s worker is still finishing, or another tab has it open…'), 700);
+  try {
+    db = await connect(NAME, { module: MODULE, lockTimeout: 15000 });
+  } finally {
+    clearTimeout(slow);
+  }
+  message('');
   return db;
 }
 
@@ -374,7 +382,7 @@ async function start() {
     if (had) {
       $('reopen-ms').textContent = fmtMs(total);
       $('reopen-detail').textContent =
-        `connect ${fmtMs(t1 - t0)} (worker start ${fmtMs(Math.max(0, t1 - t0 - t.loadMs - t.openMs))}, WASM ${fmtMs(t.loadMs)}, open over OPFS ${fmtMs(t.openMs)})` +
+        `connect ${fmtMs(t1 - t0)} (worker start and WASM load ${fmtMs(Math.max(0, t1 - t0 - t.openMs))}, open over OPFS ${fmtMs(t.openMs)})` +
         (first !== null ? ` + first near query ${fmtMs(first)}` : '') +
         ` · ${fmtInt(n)} documents, ${$('stat-file').textContent}`;
       document.body.dataset.reopenMs = total.toFixed(1);
@@ -386,7 +394,7 @@ async function start() {
     if (n > 0) await runQuery('near');
   } catch (e) {
     if (e.code === 'invalid' && /OPFS/.test(e.message)) unsupported(e.message);
-    else if (e.code === 'locked') message('The demo database is open in another tab: close it there (or that tab), then refresh.', true);
+    else if (e.code === 'locked') message('The demo database is open in another tab: close that tab, then refresh.', true);
     else message(e.message, true);
   } finally {
     if (db) setBusy(false);

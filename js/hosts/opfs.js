@@ -78,31 +78,44 @@ function lockedError(name) {
   return new HostError('locked', `locked error: database '${name}' is locked by another tab or worker`);
 }
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
 // Opens a sync access handle; another holder (a tab whose Web Lock we could
-// not see, or one not using kitfox) makes it fail with NoModificationAllowedError.
-async function accessHandle(fh, name) {
-  try {
-    return await fh.createSyncAccessHandle();
-  } catch (e) {
-    if (e && (e.name === 'NoModificationAllowedError' || e.name === 'InvalidStateError')) throw lockedError(name);
-    throw new HostError('io', `io error: opening '${name}' over OPFS: ${e && e.message ? e.message : e}`);
+// not see, or one not using kitfox) makes it fail with NoModificationAllowedError,
+// retried until `deadline` (performance.now() time).
+async function accessHandle(fh, name, deadline) {
+  for (;;) {
+    try {
+      return await fh.createSyncAccessHandle();
+    } catch (e) {
+      if (e && (e.name === 'NoModificationAllowedError' || e.name === 'InvalidStateError')) {
+        if (performance.now() < deadline) {
+          await sleep(25);
+          continue;
+        }
+        throw lockedError(name);
+      }
+      throw new HostError('io', `io error: opening '${name}' over OPFS: ${e && e.message ? e.message : e}`);
+    }
   }
 }
 
-// Takes the Web Lock named for the database without waiting: returns its
-// release function, or null when another tab or worker holds it.
-function webLock(name) {
+// Takes the Web Lock named for the database: at once (`timeout` 0), or
+// waiting up to `timeout` ms. Returns its release function, or null when
+// another tab or worker holds it.
+function webLock(name, timeout) {
   if (typeof navigator === 'undefined' || !navigator.locks) return Promise.resolve(() => {});
+  const options = timeout > 0 ? { signal: AbortSignal.timeout(timeout) } : { ifAvailable: true };
   return new Promise((resolve, reject) => {
     navigator.locks
-      .request(`kitfox:${name}`, { ifAvailable: true }, (lock) => {
+      .request(`kitfox:${name}`, options, (lock) => {
         if (!lock) {
           resolve(null);
           return undefined;
         }
         return new Promise((release) => resolve(release)); // held until release() is called
       })
-      .catch(reject);
+      .catch((e) => (e && (e.name === 'TimeoutError' || e.name === 'AbortError') ? resolve(null) : reject(e)));
   });
 }
 
@@ -127,9 +140,11 @@ export class OpfsHost {
 
   // Takes the lock and opens the handles of `name` (an OPFS path such as
   // 'notes.kfdb' or 'app/notes.kfdb'). `create: false` refuses a missing
-  // database. Throws HostError: 'locked', 'not_found', 'invalid' or 'io'.
-  static async open(name, { create = true } = {}) {
-    const unlock = await webLock(name);
+  // database; `lockTimeout` (ms, default 0) waits that long for another
+  // holder to let go. Throws HostError: 'locked', 'not_found', 'invalid' or 'io'.
+  static async open(name, { create = true, lockTimeout = 0 } = {}) {
+    const deadline = performance.now() + lockTimeout;
+    const unlock = await webLock(name, lockTimeout);
     if (!unlock) throw lockedError(name);
     const handles = [];
     try {
@@ -137,7 +152,7 @@ export class OpfsHost {
       if (!dir) throw new HostError('not_found', `not_found error: database file '${name}' does not exist`);
       let main = await fileHandle(dir, file, false);
       const side = await fileHandle(dir, file + '~', true);
-      const sideHandle = await accessHandle(side, name);
+      const sideHandle = await accessHandle(side, name, deadline);
       handles.push(sideHandle);
       const sideSize = sideHandle.getSize();
       if (!main) {
@@ -146,7 +161,7 @@ export class OpfsHost {
         if (!create && sideSize === 0) throw new HostError('not_found', `not_found error: database file '${name}' does not exist`);
         main = await fileHandle(dir, file, true);
       }
-      const mainHandle = await accessHandle(main, name);
+      const mainHandle = await accessHandle(main, name, deadline);
       handles.push(mainHandle);
       const entries = new Map([
         [name, { name, handle: mainHandle, present: true }],

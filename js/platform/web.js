@@ -51,7 +51,10 @@ export async function openFileHost(name, options = {}) {
   if (pending) await pending;
   let host;
   try {
-    host = await OpfsHost.open(name, { create: options.create !== false });
+    const lockTimeout = options.lockTimeout ?? 0;
+    if (typeof lockTimeout !== 'number' || !(lockTimeout >= 0))
+      throw kitfoxError('invalid', `lockTimeout must be a number of milliseconds, got ${String(lockTimeout)}`);
+    host = await OpfsHost.open(name, { create: options.create !== false, lockTimeout });
   } catch (e) {
     if (e instanceof KitfoxError) throw e;
     throw new KitfoxError(e && e.code ? e.code : 'io', e && e.message ? e.message : String(e));

@@ -315,3 +315,35 @@ test('on a page (no worker), a name is refused with a pointer to kitfox/worker; 
   assert.equal(r.platform, 'web');
   await page.close();
 });
+
+test('a refresh while the worker is busy: locked at once, or wait with lockTimeout', async () => {
+  const page = await openPage(context, env.url);
+  // A long write in the worker (no await in it: the worker never yields).
+  await page.evaluate(() => {
+    kitfox.connect('busy.kfdb', { module: '/tests/browser/fixtures/gen.js' }).then((db) => db.call('load', { n: 300000, dim: 64 }));
+  });
+  while (((await page.evaluate(() => opfs.list()))['busy.kfdb'] || 0) < 1 << 20) await page.waitForTimeout(100);
+  await reload(page);
+  const r = await page.evaluate(async () => {
+    const out = {};
+    try {
+      await kitfox.connect('busy.kfdb');
+    } catch (e) {
+      out.atOnce = e.code;
+    }
+    const t0 = performance.now();
+    const db = await kitfox.connect('busy.kfdb', { lockTimeout: 30000 });
+    out.waitedMs = performance.now() - t0;
+    const before = (await db.query('get items count'))[0].count;
+    await new Promise((res) => setTimeout(res, 300));
+    out.stable = (await db.query('get items count'))[0].count === before; // the old worker is gone
+    out.count = before;
+    await db.close();
+    return out;
+  });
+  console.log(`refresh during a long write: the lock came after ${r.waitedMs.toFixed(0)} ms (${r.count} documents had landed)`);
+  assert.equal(r.atOnce, 'locked');
+  assert.ok(r.stable);
+  assert.ok(r.count > 0 && r.count % 500 === 0, 'whole batches only');
+  await page.close();
+});
