@@ -46,26 +46,6 @@ uint32_t crc_soft(uint32_t crc, const unsigned char* p, size_t n) {
   return crc;
 }
 
-#ifdef KITFOX_CRC_HW
-__attribute__((target("sse4.2"))) uint32_t crc_hw(uint32_t crc, const unsigned char* p, size_t n) {
-  uint64_t c = crc;
-  while (n >= 8) {
-    uint64_t w;
-    memcpy(&w, p, 8);
-    c = _mm_crc32_u64(c, w);
-    p += 8;
-    n -= 8;
-  }
-  uint32_t c32 = (uint32_t)c;
-  while (n--) c32 = _mm_crc32_u8(c32, *p++);
-  return c32;
-}
-
-bool has_sse42() {
-  static const bool yes = __builtin_cpu_supports("sse4.2");
-  return yes;
-}
-
 // Three independent CRC streams hide the crc32 instruction's latency; the
 // streams are joined by advancing a register over a lane's length of zero
 // bytes (the CRC is linear), done with four 256-entry tables of that map.
@@ -102,6 +82,55 @@ struct Shift {
   uint32_t operator()(uint32_t c) const { return t[0][c & 0xFF] ^ t[1][(c >> 8) & 0xFF] ^ t[2][(c >> 16) & 0xFF] ^ t[3][c >> 24]; }
 };
 
+// The software CRC in three interleaved streams (as crc_hw3): the table
+// lookups of one stream overlap the others' (this is the WASM build's CRC).
+inline uint32_t step8(const Tables& T, uint32_t crc, const unsigned char* p) {
+  uint32_t lo, hi;
+  memcpy(&lo, p, 4);
+  memcpy(&hi, p + 4, 4);
+  lo ^= crc;
+  return T.t[7][lo & 0xFF] ^ T.t[6][(lo >> 8) & 0xFF] ^ T.t[5][(lo >> 16) & 0xFF] ^ T.t[4][lo >> 24] ^
+         T.t[3][hi & 0xFF] ^ T.t[2][(hi >> 8) & 0xFF] ^ T.t[1][(hi >> 16) & 0xFF] ^ T.t[0][hi >> 24];
+}
+
+uint32_t crc_soft3(uint32_t crc, const unsigned char* p, size_t n) {
+  static const Shift shift;
+  const Tables& T = tables();
+  while (n >= 3 * kLane) {
+    uint32_t c0 = crc, c1 = 0, c2 = 0;
+    for (size_t i = 0; i < kLane; i += 8) {
+      c0 = step8(T, c0, p + i);
+      c1 = step8(T, c1, p + kLane + i);
+      c2 = step8(T, c2, p + 2 * kLane + i);
+    }
+    crc = shift(c0) ^ c1;
+    crc = shift(crc) ^ c2;
+    p += 3 * kLane;
+    n -= 3 * kLane;
+  }
+  return crc_soft(crc, p, n);
+}
+
+#ifdef KITFOX_CRC_HW
+__attribute__((target("sse4.2"))) uint32_t crc_hw(uint32_t crc, const unsigned char* p, size_t n) {
+  uint64_t c = crc;
+  while (n >= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    c = _mm_crc32_u64(c, w);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t c32 = (uint32_t)c;
+  while (n--) c32 = _mm_crc32_u8(c32, *p++);
+  return c32;
+}
+
+bool has_sse42() {
+  static const bool yes = __builtin_cpu_supports("sse4.2");
+  return yes;
+}
+
 __attribute__((target("sse4.2"))) uint32_t crc_hw3(uint32_t crc, const unsigned char* p, size_t n) {
   static const Shift shift;
   while (n >= 3 * kLane) {
@@ -132,7 +161,13 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t n) {
 #ifdef KITFOX_CRC_HW
   if (has_sse42()) return ~(n >= 3 * kLane ? crc_hw3(crc, p, n) : crc_hw(crc, p, n));
 #endif
-  return ~crc_soft(crc, p, n);
+  return ~(n >= 3 * kLane ? crc_soft3(crc, p, n) : crc_soft(crc, p, n));
+}
+
+uint32_t crc32c_software(uint32_t crc, const void* data, size_t n) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+  return ~(n >= 3 * kLane ? crc_soft3(crc, p, n) : crc_soft(crc, p, n));
 }
 
 }  // namespace kitfox

@@ -252,6 +252,25 @@ Engine::~Engine() {
   if (!closed_) close();
 }
 
+// The file read into memory that is not zeroed first (where it cannot be mapped).
+class ReadBuffer final : public Mapping {
+ public:
+  explicit ReadBuffer(size_t n) : p_(new char[n]), n_(n) {}
+  const char* data() const override { return p_.get(); }
+  char* data() { return p_.get(); }
+  size_t size() const override { return n_; }
+
+ private:
+  std::unique_ptr<char[]> p_;
+  size_t n_;
+};
+
+static Result<std::unique_ptr<Mapping>> read_whole(File& f, uint64_t size) {
+  auto buf = std::make_unique<ReadBuffer>((size_t)size);
+  KF_TRY(read_exact(f, 0, buf->data(), size));
+  return std::unique_ptr<Mapping>(std::move(buf));
+}
+
 static Status read_all(File& f, std::string* out) {
   KF_ASSIGN(uint64_t size, f.size());
   out->resize(size);
@@ -301,8 +320,10 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   std::unique_ptr<Mapping> map;
   KF_ASSIGN(uint64_t fsize, e->file_->size());
   if (fsize) map = e->file_->map(fsize);
-  if (!map) KF_TRY(read_all(*e->file_, &bytes));
-  if (!map && bytes.empty()) {
+  if (fsize && !map) {
+    KF_ASSIGN(map, read_whole(*e->file_, fsize));
+  }
+  if (!map) {
     // A new database: an empty image, flushed, so the file is whole from the start.
     std::vector<std::vector<IdEntry>> ids;
     std::vector<TableAt> tables;

@@ -4,15 +4,22 @@
 #endif
 
 #include "posix_file.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <climits>
+#include <map>
+#include <mutex>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -95,6 +102,87 @@ class PosixMapping final : public Mapping {
   size_t n_;
 };
 
+// The lock shared with the Node host (js/hosts/node-lock.js), which has no
+// flock: on Linux a Unix socket bound in the abstract namespace under
+// "kitfox-lock:" + sha256(real directory + "/" + name). The kernel releases it
+// when the process dies. A database's side file (`name~`) shares its lock, so
+// the lock stays held through a checkpoint's rename; handles are counted.
+#if defined(__linux__)
+class ProcessLocks {
+ public:
+  // Takes (or shares) the lock of `path`; false when another process holds it.
+  static bool acquire(const std::string& path, std::string* key_out) {
+    std::string key = key_of(path);
+    std::lock_guard g(mu());
+    auto& m = held();
+    auto it = m.find(key);
+    if (it != m.end()) {
+      it->second.refs++;
+      *key_out = key;
+      return true;
+    }
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return true;  // no sockets: the flock still excludes native processes
+    std::string name = "kitfox-lock:" + sha256_hex(key);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    addr.sun_path[0] = '\0';
+    memcpy(addr.sun_path + 1, name.data(), name.size());
+    // The whole zero-padded sun_path, as Node binds an abstract name.
+    socklen_t len = (socklen_t)sizeof(addr);
+    if (::bind(fd, (sockaddr*)&addr, len) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EADDRINUSE) return false;
+      return true;
+    }
+    ::listen(fd, 1);  // as the Node side does, so both see the same kind of socket
+    m[key] = {fd, 1};
+    *key_out = key;
+    return true;
+  }
+  static void release(const std::string& key) {
+    if (key.empty()) return;
+    std::lock_guard g(mu());
+    auto& m = held();
+    auto it = m.find(key);
+    if (it == m.end()) return;
+    if (--it->second.refs == 0) {
+      ::close(it->second.fd);
+      m.erase(it);
+    }
+  }
+
+ private:
+  struct Held {
+    int fd;
+    int refs;
+  };
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::map<std::string, Held>& held() {
+    static std::map<std::string, Held> m;
+    return m;
+  }
+  // As the Node host: the real path of the directory, then the file name
+  // (a side file `name~` counts as its database).
+  static std::string key_of(const std::string& path) {
+    std::string base = path, dir = ".";
+    size_t slash = path.rfind('/');
+    if (slash != std::string::npos) {
+      dir = slash == 0 ? "/" : path.substr(0, slash);
+      base = path.substr(slash + 1);
+    }
+    if (!base.empty() && base.back() == '~') base.pop_back();
+    char real[PATH_MAX];
+    std::string d = ::realpath(dir.c_str(), real) ? std::string(real) : dir;
+    return d == "/" ? "/" + base : d + "/" + base;
+  }
+};
+#endif
+
 class PosixFile final : public File {
  public:
   // Opening reads the whole file: mapping it (populated in one go) spares the
@@ -111,7 +199,13 @@ class PosixFile final : public File {
   }
 
   PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  ~PosixFile() override { ::close(fd_); }  // also releases the flock
+  ~PosixFile() override {
+    ::close(fd_);  // also releases the flock
+#if defined(__linux__)
+    ProcessLocks::release(lock_key_);
+#endif
+  }
+  std::string lock_key_;
   PosixFile(const PosixFile&) = delete;
   PosixFile& operator=(const PosixFile&) = delete;
 
@@ -235,7 +329,12 @@ Result<std::unique_ptr<File>> PosixFileSystem::open(const std::string& name, Ope
       return io_error("flock", name, err);
     }
   }
-  return std::unique_ptr<File>(new PosixFile(fd, name));
+  auto file = std::make_unique<PosixFile>(fd, name);
+#if defined(__linux__)
+  if (flags.exclusive && !ProcessLocks::acquire(name, &file->lock_key_))
+    return Status(Code::Locked, "database '" + name + "' is locked by another process");
+#endif
+  return std::unique_ptr<File>(std::move(file));
 }
 
 Result<bool> PosixFileSystem::exists(const std::string& name) {

@@ -149,30 +149,6 @@ float simd128_kernel(const float* a, const float* b, size_t n) {
 
 }  // namespace
 
-float dot_f32(const float* a, const float* b, size_t n) {
-#ifdef KITFOX_X86
-  if (has_avx512()) return avx512_kernel<false>(a, b, n);
-  if (has_avx2()) return avx2_kernel<false>(a, b, n);
-#endif
-#if defined(__wasm_simd128__)
-  return simd128_kernel<false>(a, b, n);
-#else
-  return scalar_kernel<false>(a, b, n);
-#endif
-}
-
-float l2sq_f32(const float* a, const float* b, size_t n) {
-#ifdef KITFOX_X86
-  if (has_avx512()) return avx512_kernel<true>(a, b, n);
-  if (has_avx2()) return avx2_kernel<true>(a, b, n);
-#endif
-#if defined(__wasm_simd128__)
-  return simd128_kernel<true>(a, b, n);
-#else
-  return scalar_kernel<true>(a, b, n);
-#endif
-}
-
 // Exact for every half value: normals rebias the exponent, subnormals are
 // scaled by a float multiply, inf/nan keep their payload. No branches.
 void f16_to_f32(const uint16_t* in, float* out, size_t n) {
@@ -217,6 +193,16 @@ DistanceKernel l2sq_kernel() {
 #else
   return scalar_kernel<true>;
 #endif
+}
+
+float dot_f32(const float* a, const float* b, size_t n) {
+  static const DistanceKernel k = dot_kernel();
+  return k(a, b, n);
+}
+
+float l2sq_f32(const float* a, const float* b, size_t n) {
+  static const DistanceKernel k = l2sq_kernel();
+  return k(a, b, n);
 }
 
 const char* kernel_name() {

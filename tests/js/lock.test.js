@@ -2,12 +2,13 @@
 // with code 'locked', whether the holder is another process or this one.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 
 import { Kitfox } from '../../js/index.js';
-import { root, tempDir } from './helpers.js';
+import { cli, cliLines, root, runCli, tempDir } from './helpers.js';
 
 const dir = tempDir();
 const hold = path.join(root, 'tests', 'js', 'fixtures', 'hold.js');
@@ -93,4 +94,28 @@ test('a lock file of a live process on another host is respected', async () => {
 
 test('an unknown lock method is refused', async () => {
   await assert.rejects(Kitfox.open(path.join(dir, 'x.kfdb'), { lock: 'flock' }), { code: 'invalid' });
+});
+
+describe('the native build and Node exclude each other', { skip: process.platform !== 'linux' }, () => {
+  test('a CLI holding a database locks Node out, and Node holding it locks the CLI out', async () => {
+    const file = path.join(dir, 'shared.kfdb');
+    runCli([file, '-c', 'create collection t (n int)']);
+    // The CLI opens the database, then reads statements from stdin until it
+    // closes: it holds the lock meanwhile. Wait until its lock socket is
+    // bound (without probing, which would race it for the lock).
+    const cliHolder = spawn(cli, [file], { stdio: ['pipe', 'pipe', 'pipe'] });
+    cliHolder.stdin.write('put t {n: 1};\n');
+    const key = path.join(fs.realpathSync(path.dirname(file)), path.basename(file));
+    const name = 'kitfox-lock:' + crypto.createHash('sha256').update(key).digest('hex');
+    for (let i = 0; i < 200 && !fs.readFileSync('/proc/net/unix', 'utf8').includes(name); i++)
+      await new Promise((r) => setTimeout(r, 25));
+    await assert.rejects(Kitfox.open(file), { code: 'locked' });
+    cliHolder.stdin.end();
+    await new Promise((resolve) => cliHolder.once('exit', resolve));
+    const db = await Kitfox.open(file);
+    db.checkpoint(); // the lock must outlive the side file's rename too
+    assert.throws(() => runCli([file, '-c', 'get t count']), (e) => /locked/.test(String(e.stderr)));
+    db.close();
+    assert.deepEqual(cliLines([file, '-c', 'get t count']), ['{"count":1}']);
+  });
 });

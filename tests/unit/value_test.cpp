@@ -151,4 +151,6 @@ TEST_CASE("crc32c over long buffers (three interleaved streams) equals the byte-
   };
   CHECK(crc32c(0, s.data(), s.size()) == bitwise(s));
   CHECK(crc32c(crc32c(0, s.data(), 70001), s.data() + 70001, s.size() - 70001) == bitwise(s));
+  CHECK(crc32c_software(0, s.data(), s.size()) == bitwise(s));
+  CHECK(crc32c_software(crc32c_software(0, s.data(), 3), s.data() + 3, s.size() - 3) == bitwise(s));
 }
