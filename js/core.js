@@ -2,7 +2,7 @@
 // open database. Holds the table of host objects the C++ file layer calls
 // into (wasm/host_file.cpp calls Module.kfHostCall).
 import createKitfoxCore from '../dist/kitfox-core.js';
-import { loadWasmBinary } from '#platform';
+import { currentPlatform } from './platform/current.js';
 import { KitfoxError } from './errors.js';
 
 // Host error codes as kitfox::Code values (core/status.h).
@@ -21,8 +21,11 @@ export function loadCore() {
 }
 
 async function init() {
-  const wasmBinary = await loadWasmBinary();
-  const mod = await createKitfoxCore({ wasmBinary });
+  // The web layer compiles the module while it downloads (and lets the
+  // browser cache the compiled code); Node hands over the bytes.
+  const p = currentPlatform();
+  const options = p.wasmModuleOptions ? await p.wasmModuleOptions() : { wasmBinary: await p.loadWasmBinary() };
+  const mod = await createKitfoxCore(options);
   const hosts = new Map();
   let nextHost = 1;
 

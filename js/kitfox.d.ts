@@ -1,4 +1,5 @@
-// TypeScript declarations for the kitfox npm package (js/index.js).
+// TypeScript declarations for the kitfox npm package (js/index.js, js/browser.js;
+// kitfox/worker's connect() is in worker.d.ts, its connection type here).
 
 /** A value as it comes out of the engine (see docs/wasm.md for the mapping). */
 export type KitfoxValue =
@@ -72,6 +73,14 @@ export interface OpenOptions {
    * Linux and 'file' elsewhere. See docs/wasm.md.
    */
   lock?: 'auto' | 'socket' | 'file';
+  /**
+   * Browser (OPFS) only: how long to wait, in ms, for another tab or worker
+   * to let go of the database before failing with 'locked' (default 0: at
+   * once). A page refreshed while its worker was busy (a long write, an
+   * index build) can leave that worker running for a few seconds; a page
+   * that opens its database at load may pass e.g. 10000.
+   */
+  lockTimeout?: number;
 }
 
 export interface NearOptions {
@@ -167,8 +176,64 @@ export class Kitfox {
 
   stats(): Stats;
 
-  /** Closes the database and frees its memory. Closing twice is allowed. */
-  close(): void;
+  /**
+   * Closes the database and frees its memory. Closing twice is allowed. Over
+   * OPFS (in a worker) it returns a Promise that settles once the file is let
+   * go (handles closed, Web Lock dropped); elsewhere it returns nothing.
+   */
+  close(): void | Promise<void>;
 }
 
 export default Kitfox;
+
+/** Options of connect() from kitfox/worker. */
+export interface ConnectOptions extends Omit<OpenOptions, 'lock'> {
+  /**
+   * The URL of an ES module the worker imports: its exported functions run in
+   * the worker next to the database through KitfoxConnection.call().
+   */
+  module?: string | URL;
+}
+
+/** How long connect() took, in milliseconds. */
+export interface ConnectTimings {
+  /** From connect() to the database being open, worker start included. */
+  totalMs: number;
+  /** Fetching, compiling and instantiating the WASM module, from the worker's start. */
+  loadMs: number;
+  /** How long the open waited for the WASM module and options.module's import (they overlap the message). */
+  moduleMs: number;
+  /** Opening the database over OPFS (Kitfox.open). */
+  openMs: number;
+}
+
+/**
+ * A database open in a dedicated worker (kitfox/worker): Kitfox's methods as
+ * promises. Errors reject with KitfoxError (code, message, position).
+ */
+export interface KitfoxConnection {
+  readonly timings: ConnectTimings;
+  /** True once closed or once the worker stopped. */
+  readonly closed: boolean;
+  query<R extends Row = Row>(text: string, params?: KitfoxParam[]): Promise<R[]>;
+  queryJSON(text: string, params?: KitfoxParam[] | string): Promise<string[]>;
+  batch(statements: Array<[string, KitfoxParam[]?] | [string]>): Promise<Row[][]>;
+  near<R extends Row = Row>(
+    collection: string,
+    field: string,
+    vector: Float32Array | Float64Array | number[],
+    options?: NearOptions,
+  ): Promise<R[]>;
+  checkpoint(): Promise<void>;
+  sync(): Promise<void>;
+  /** The database file's bytes, after a checkpoint (transferred from the worker). */
+  export(): Promise<Uint8Array>;
+  stats(): Promise<Stats>;
+  /**
+   * Runs `name(db, args, progress)` exported by options.module in the worker;
+   * each `progress(value)` there calls `onProgress(value)` here.
+   */
+  call<T = unknown, P = unknown>(name: string, args?: unknown, options?: { onProgress?: (value: P) => void }): Promise<T>;
+  /** Closes the database, drops its lock and ends the worker. Closing twice is allowed. */
+  close(): Promise<void>;
+}

@@ -8,7 +8,10 @@
 #       Markdown reports into one file;
 #   bash scripts/bench.sh bulk ARGS...     runs kitfox_bench alone with ARGS;
 #   bash scripts/bench.sh vector ARGS...   runs kitfox_vector_bench alone with ARGS;
-#   bash scripts/bench.sh query ARGS...    runs kitfox_query_bench alone with ARGS.
+#   bash scripts/bench.sh query ARGS...    runs kitfox_query_bench alone with ARGS;
+#   bash scripts/bench.sh browser ARGS...  runs bench/browser/reopen.js alone with ARGS
+#       (reopen after a page refresh over OPFS in Debian's Chromium; the
+#       combined run ends with it, with --quick, --dir and --out).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
@@ -21,6 +24,7 @@ case "${1:-}" in
   bulk) shift; exec build-bench/bench/kitfox_bench "$@" ;;
   vector) shift; exec build-bench/bench/kitfox_vector_bench "$@" ;;
   query) shift; exec build-bench/bench/kitfox_query_bench "$@" ;;
+  browser) shift; bash scripts/build-wasm.sh >&2; exec node bench/browser/reopen.js "$@" ;;
 esac
 
 common=()
@@ -53,8 +57,12 @@ echo
 build-bench/bench/kitfox_vector_bench "${common[@]}" "${svg[@]}" ${out:+--out "$tmp/vector.md"}
 echo
 build-bench/bench/kitfox_query_bench "${common[@]}" ${out:+--out "$tmp/query.md"}
-echo; bash scripts/build-wasm.sh; node --expose-gc bench/node/peers.js "${common[@]}" ${out:+--append "$tmp/query.md"} # kitfox WASM vs the JS peers
+echo
+bash scripts/build-wasm.sh >&2
+node --expose-gc bench/node/peers.js "${common[@]}" ${out:+--append "$tmp/query.md"} # kitfox WASM vs the JS peers
+echo
+node bench/browser/reopen.js "${common[@]}" ${out:+--out "$tmp/browser.md"}
 if [[ -n $out ]]; then
-  { cat "$tmp/bulk.md"; echo; cat "$tmp/vector.md"; echo; cat "$tmp/query.md"; } >"$out"
+  { cat "$tmp/bulk.md"; echo; cat "$tmp/vector.md"; echo; cat "$tmp/query.md"; echo; cat "$tmp/browser.md"; } >"$out"
   echo "bench.sh: all reports written to $out" >&2
 fi

@@ -14,6 +14,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # NODE_PATH=/usr/share/nodejs, which scripts/build-wasm.sh sets.
 # python3 is for node-gyp, which compiles better-sqlite3 (a benchmark peer,
 # an npm dev dependency) against Node's headers in /usr/include/node (.npmrc).
+# chromium is the browser the browser tests and the browser benchmark drive
+# through the npm package playwright-core (which never downloads a browser).
 REQUIREMENTS=(
   "cmd:cmake                      cmake"
   "cmd:g++                        g++"
@@ -24,6 +26,7 @@ REQUIREMENTS=(
   "/usr/include/hnswlib/hnswlib.h libhnswlib-dev"
   "cmd:em++                       emscripten"
   "cmd:python3                    python3"
+  "/usr/bin/chromium              chromium"
 )
 
 log() { echo "setup: $*"; }

@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-STAGES=(native asan node)
+STAGES=(native asan node browser)
 
 header() {
   printf '\n==== %s ====\n' "$*"
@@ -59,6 +59,18 @@ stage_node() {
   [[ -x build/kitfox ]] || bash scripts/build.sh  # the tests run the native CLI
   header "node: node --test tests/js/"
   node --test tests/js/
+}
+
+# The package in Debian's Chromium (playwright-core drives it; scripts/serve.js
+# serves the repository on 127.0.0.1): kitfox/worker over OPFS, reload,
+# locking between tabs, the copy protocol, the reopen of 100k x 128 (its file
+# made by the native CLI, cached in build/browser/), the web demo.
+stage_browser() {
+  header "browser: build (WASM, dist/; native CLI)"
+  bash scripts/build-wasm.sh
+  [[ -x build/kitfox ]] || bash scripts/build.sh
+  header "browser: node --test tests/browser/"
+  node --test --test-concurrency=1 tests/browser/
 }
 
 if (($# > 0)); then

@@ -1,21 +1,71 @@
 // Browsers, workers and edge runtimes: the wasm bytes are fetched next to the
-// package's files. A database name needs a file system: the OPFS host (a
-// FileSystemSyncAccessHandle in a dedicated worker) plugs in here; until it
-// does, ':memory:' and a Uint8Array open anywhere.
-import { kitfoxError } from '../errors.js';
+// package's files, and a database name opens over OPFS (js/hosts/opfs.js),
+// which needs a dedicated worker: its FileSystemSyncAccessHandle exists only
+// there. From a page's main thread use kitfox/worker (js/worker.js), which
+// runs this in a worker. ':memory:' and a Uint8Array open anywhere.
+import { KitfoxError, kitfoxError } from '../errors.js';
+import { OpfsHost, opfsAvailable } from '../hosts/opfs.js';
 
 export const platform = 'web';
 
+const WASM_URL = new URL('../../dist/kitfox-core.wasm', import.meta.url);
+
 export async function loadWasmBinary() {
-  const url = new URL('../../dist/kitfox-core.wasm', import.meta.url);
-  const r = await fetch(url);
-  if (!r.ok) throw kitfoxError('io', `loading ${url}: HTTP ${r.status}`);
+  const r = await fetch(WASM_URL);
+  if (!r.ok) throw kitfoxError('io', `loading ${WASM_URL}: HTTP ${r.status}`);
   return new Uint8Array(await r.arrayBuffer());
 }
 
-export async function openFileHost(name) {
-  throw kitfoxError(
-    'invalid',
-    `cannot open '${name}': opening a database by name needs Node.js or (coming) OPFS in a worker; use ':memory:' or a Uint8Array here`,
-  );
+// Options for the Emscripten module: the wasm compiled while it downloads
+// (compileStreaming, which also lets the browser cache the compiled code),
+// or from its bytes where streaming is missing or the server does not say
+// application/wasm.
+export async function wasmModuleOptions() {
+  let module = null;
+  if (typeof WebAssembly.compileStreaming === 'function') {
+    const r = await fetch(WASM_URL);
+    if (!r.ok) throw kitfoxError('io', `loading ${WASM_URL}: HTTP ${r.status}`);
+    if ((r.headers.get('content-type') || '').startsWith('application/wasm')) module = await WebAssembly.compileStreaming(r);
+  }
+  if (!module) module = await WebAssembly.compile(await loadWasmBinary());
+  return {
+    instantiateWasm(imports, receive) {
+      WebAssembly.instantiate(module, imports).then((instance) => receive(instance, module));
+      return {};
+    },
+  };
+}
+
+// Releases still under way (handles closed, side file removal and Web Lock
+// pending), by name: an open of the same name in this worker waits for them.
+const releasing = new Map();
+
+export async function openFileHost(name, options = {}) {
+  if (!opfsAvailable()) {
+    throw kitfoxError(
+      'invalid',
+      `cannot open '${name}': opening a database by name needs OPFS (FileSystemSyncAccessHandle), which exists only in a dedicated worker; from a page use connect() from kitfox/worker, or open ':memory:' or a Uint8Array`,
+    );
+  }
+  const pending = releasing.get(name);
+  if (pending) await pending;
+  let host;
+  try {
+    const lockTimeout = options.lockTimeout ?? 0;
+    if (typeof lockTimeout !== 'number' || !(lockTimeout >= 0))
+      throw kitfoxError('invalid', `lockTimeout must be a number of milliseconds, got ${String(lockTimeout)}`);
+    host = await OpfsHost.open(name, { create: options.create !== false, lockTimeout });
+  } catch (e) {
+    if (e instanceof KitfoxError) throw e;
+    throw new KitfoxError(e && e.code ? e.code : 'io', e && e.message ? e.message : String(e));
+  }
+  const release = host.release.bind(host);
+  host.release = () => {
+    release();
+    const done = host.released.finally(() => {
+      if (releasing.get(name) === done) releasing.delete(name);
+    });
+    releasing.set(name, done);
+  };
+  return { host, name };
 }

@@ -1,0 +1,262 @@
+// kitfox: an embedded document database, here as a WebAssembly module. The
+// Kitfox class, shared by every entry point: js/index.js (Node, and bundlers
+// that resolve package imports) and js/browser.js (browsers without a
+// bundler) pick the platform layer (js/platform/) before any open.
+//
+//   import { Kitfox } from 'kitfox';
+//   const db = await Kitfox.open('notes.kfdb');       // or ':memory:', or a Uint8Array
+//   db.query('create collection notes (title text, embed vector<3>)');
+//   db.query('put notes {title: $1, embed: $2}', ['hello', new Float32Array([1, 0, 0])]);
+//   const rows = db.query('get notes where title = $1', ['hello']);
+//   db.close();
+//
+// See kitfox.d.ts for the whole API and docs/wasm.md for how values map.
+import { decodeRows, decodeBatch, encodeParams } from './codec.js';
+import { loadCore } from './core.js';
+import { KitfoxError, kitfoxError } from './errors.js';
+import { MemoryHost } from './hosts/memory.js';
+import { currentPlatform } from './platform/current.js';
+
+export { KitfoxError };
+
+const FLAG_PARAMS_JSON = 1;
+const FLAG_ROWS_JSON = 2;
+const MEMORY_NAME = 'memory.kfdb';
+const utf8 = new TextEncoder();
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+function syncOption(sync) {
+  if (sync === undefined || sync === null) return '';
+  if (sync === 'always' || sync === 'off') return sync;
+  if (typeof sync === 'number' && Number.isInteger(sync) && sync >= 0) return String(sync);
+  if (typeof sync === 'string') return sync; // '250' or '250ms': the engine checks it
+  throw kitfoxError('invalid', `sync must be 'always', 'off' or a period in milliseconds, got ${String(sync)}`);
+}
+
+function checkName(what, s, re) {
+  if (typeof s !== 'string' || !re.test(s)) throw kitfoxError('invalid', `${what} must be a name, got ${JSON.stringify(s)}`);
+  return s;
+}
+
+function checkCount(what, n) {
+  if (!Number.isInteger(n) || n < 0) throw kitfoxError('invalid', `${what} must be a non-negative integer, got ${String(n)}`);
+  return n;
+}
+
+export class Kitfox {
+  // Use Kitfox.open().
+  constructor(core, handle, host, hostId, info) {
+    this._core = core;
+    this._h = handle;
+    this._host = host;
+    this._hostId = hostId;
+    this._name = info.name;
+    this._memory = info.memory;
+    this._period = info.period;
+    this._timer = null;
+  }
+
+  // Opens (or creates) a database: a file path in Node, ':memory:', or the
+  // bytes of a database file (a Uint8Array, opened in memory; see export()).
+  static async open(target = ':memory:', options = {}) {
+    const core = await loadCore();
+    const sync = syncOption(options.sync);
+    let host;
+    let name;
+    let memory = false;
+    if (target === ':memory:') {
+      host = new MemoryHost();
+      name = MEMORY_NAME;
+      memory = true;
+    } else if (target instanceof Uint8Array || target instanceof ArrayBuffer) {
+      host = new MemoryHost();
+      name = MEMORY_NAME;
+      memory = true;
+      if (target.byteLength) host.addFile(name, target instanceof ArrayBuffer ? new Uint8Array(target) : target);
+    } else if (typeof target === 'string' && target !== '') {
+      ({ host, name } = await currentPlatform().openFileHost(target, options));
+    } else {
+      throw kitfoxError('invalid', `open takes a file name, ':memory:' or a Uint8Array, got ${String(target)}`);
+    }
+    const hostId = core.kfAddHost(host);
+    const h = core.kfOpen(hostId, host.atomicReplace, name, sync, options.create !== false);
+    if (h < 0) {
+      const err = core.kfLastError();
+      core.kfRemoveHost(hostId);
+      host.release();
+      throw err;
+    }
+    // The single-threaded build flushes in the period mode on the first write
+    // after the period; a timer makes that happen without one.
+    let period = 0;
+    if (!memory && sync !== 'always' && sync !== 'off') period = sync === '' ? 250 : parseInt(sync, 10);
+    return new Kitfox(core, h, host, hostId, { name, memory, period });
+  }
+
+  get closed() {
+    return this._h === 0;
+  }
+
+  _handle() {
+    if (this._h === 0) throw kitfoxError('invalid', 'the database is closed');
+    return this._h;
+  }
+
+  // Writes the statement and its params into the module's input buffer and
+  // runs it; the result is left in the output buffer.
+  _run(text, params, flags) {
+    const h = this._handle();
+    if (typeof text !== 'string') throw kitfoxError('invalid', 'a statement must be a string');
+    let enc = null;
+    if (typeof params === 'string') {
+      enc = utf8.encode(params);
+      flags |= FLAG_PARAMS_JSON;
+    } else if (params !== undefined && params !== null) {
+      if (!Array.isArray(params)) throw kitfoxError('invalid', 'params must be an array');
+      if (params.length) enc = encodeParams(params);
+    }
+    const core = this._core;
+    const maxText = text.length * 3;
+    const plen = enc ? enc.length : 0;
+    if (maxText + plen > 0x7fffffff) throw kitfoxError('limit', 'a statement and its params must be under 2 GiB');
+    const ptr = core.kfInput(maxText + plen) >>> 0;
+    const heap = core.HEAPU8;
+    const { written } = utf8.encodeInto(text, heap.subarray(ptr, ptr + maxText));
+    if (enc) heap.set(enc, ptr + written);
+    const n = core.kfQuery(h, written, plen, flags);
+    if (n < 0) throw core.kfLastError();
+    if (this._period && !this._timer) {
+      this._timer = setTimeout(() => {
+        this._timer = null;
+        if (this._h) core.kfSync(this._h); // a failure makes the next write fail
+      }, this._period);
+      this._timer.unref?.();
+    }
+    return n;
+  }
+
+  _output() {
+    const core = this._core;
+    const p = core.kfOutputPtr() >>> 0;
+    return core.HEAPU8.subarray(p, p + (core.kfOutputLen() >>> 0));
+  }
+
+  // Runs one statement; returns its rows as plain objects.
+  query(text, params) {
+    this._run(text, params, 0);
+    return decodeRows(this._output());
+  }
+
+  // Runs one statement; returns each row as JSON text, exactly as the native
+  // build prints it (kitfox::to_json). `params` may be an array or JSON text.
+  queryJSON(text, params) {
+    const n = this._run(text, params, FLAG_ROWS_JSON);
+    if (n === 0) return [];
+    const out = this._output();
+    return new TextDecoder().decode(out).split('\n');
+  }
+
+  // Runs statements (put, insert, set, del, reads) atomically: each sees the
+  // ones before it, and they land as one record or not at all. Returns one
+  // array of rows per statement.
+  batch(statements) {
+    const h = this._handle();
+    if (!Array.isArray(statements)) throw kitfoxError('invalid', 'batch takes an array of [text, params] pairs');
+    const pairs = statements.map((s, i) => {
+      const [text, params = []] = Array.isArray(s) ? s : [s];
+      if (typeof text !== 'string') throw kitfoxError('invalid', `batch entry ${i + 1}: a statement must be a string`);
+      if (!Array.isArray(params)) throw kitfoxError('invalid', `batch entry ${i + 1}: params must be an array`);
+      return [text, params];
+    });
+    const enc = encodeParams(pairs);
+    const core = this._core;
+    const ptr = core.kfInput(enc.length) >>> 0;
+    core.HEAPU8.set(enc, ptr);
+    const n = core.kfBatch(h, enc.length);
+    if (n < 0) throw core.kfLastError();
+    return decodeBatch(this._output());
+  }
+
+  // Nearest neighbours of `vector` in `collection`.`field`:
+  //   get C [select ...] [where ...] near field $k [ef N] [exact] limit K
+  near(collection, field, vector, options = {}) {
+    const { limit = 10, ef, exact = false, where, params = [], select } = options;
+    checkName('collection', collection, IDENT);
+    checkName('field', field, PATH);
+    if (!Array.isArray(params)) throw kitfoxError('invalid', 'params must be an array');
+    let v = vector;
+    if (Array.isArray(v)) v = Float32Array.from(v);
+    if (!(v instanceof Float32Array || v instanceof Float64Array))
+      throw kitfoxError('type', 'near takes the vector as a Float32Array or an array of numbers');
+    const all = [...params, v];
+    let q = `get ${collection}`;
+    if (select !== undefined) {
+      const list = Array.isArray(select) ? select : [select];
+      q += ` select ${list.map((s) => checkName('select', s, PATH)).join(', ')}`;
+    }
+    if (where !== undefined && where !== null && where !== '') {
+      if (typeof where !== 'string') throw kitfoxError('invalid', 'where must be a string');
+      q += ` where ${where}`;
+    }
+    q += ` near ${field} $${all.length}`;
+    if (ef !== undefined) q += ` ef ${checkCount('ef', ef)}`;
+    if (exact) q += ' exact';
+    q += ` limit ${checkCount('limit', limit)}`;
+    return this.query(q, all);
+  }
+
+  // Writes a new image of the file and empties its write log.
+  checkpoint() {
+    if (this._core.kfCheckpoint(this._handle()) < 0) throw this._core.kfLastError();
+  }
+
+  // Flushes every write so far to durable storage.
+  sync() {
+    if (this._core.kfSync(this._handle()) < 0) throw this._core.kfLastError();
+  }
+
+  // The database file's bytes (after a checkpoint): open them again with
+  // Kitfox.open(bytes), or write them to a file the CLI opens.
+  export() {
+    if (this._core.kfExportFile(this._handle()) < 0) throw this._core.kfLastError();
+    return this._output().slice();
+  }
+
+  stats() {
+    const s = JSON.parse(this._core.kfStats(this._handle()));
+    s.wasmMemoryBytes = this._core.HEAPU8.buffer.byteLength;
+    return s;
+  }
+
+  // Closes the database (checkpointing when worthwhile) and frees its memory.
+  // Closing twice is allowed. Over OPFS it returns a Promise that settles
+  // once the file is let go (handles closed, Web Lock dropped), so that
+  // another open of the name succeeds at once; elsewhere it returns nothing.
+  close() {
+    if (this._h === 0) return this._host.released;
+    const core = this._core;
+    const rc = core.kfClose(this._h);
+    const err = rc < 0 ? core.kfLastError() : null;
+    this._h = 0;
+    if (this._timer) clearTimeout(this._timer);
+    this._timer = null;
+    core.kfRemoveHost(this._hostId);
+    this._host.release();
+    if (err) throw err;
+    return this._host.released;
+  }
+
+  // The size of the WASM heap (all databases of this process share it).
+  static async wasmMemoryBytes() {
+    const core = await loadCore();
+    return core.HEAPU8.buffer.byteLength;
+  }
+
+  // 'node' or 'web': which host layer a database name opens with.
+  static get platform() {
+    return currentPlatform().platform;
+  }
+}
+
+export default Kitfox;

@@ -1,0 +1,105 @@
+// The dedicated worker behind kitfox/worker (js/worker.js): runs one database
+// over OPFS and answers the page's messages.
+//
+//   page -> worker   { id, op, args }      op: open, query, queryJSON, batch,
+//                                           near, checkpoint, sync, export,
+//                                           stats, call, close
+//   worker -> page   { id, ok: true, value } | { id, ok: false, error }
+//                    { id, progress }       (from a `call`, any number of times)
+//
+// Errors cross as { code, message, position } and become KitfoxError again.
+// Float32Array vectors in rows (each over its own buffer) and exported bytes
+// are transferred, not copied.
+import { Kitfox, KitfoxError } from './browser.js';
+
+let db = null;
+let extension = null;
+let queue = Promise.resolve(); // one message at a time, in order
+
+// The WASM module starts loading as soon as the worker runs, while the page's
+// open message is on its way; open() waits for it.
+const started = performance.now();
+const loading = Kitfox.wasmMemoryBytes().then(
+  () => ({ ms: performance.now() - started }),
+  (e) => ({ error: e }),
+);
+
+function errorOf(e) {
+  if (e instanceof KitfoxError || (e && typeof e.code === 'string'))
+    return { code: e.code, message: e.message, position: typeof e.position === 'number' ? e.position : -1 };
+  return { code: 'failed', message: `failed error: ${e && e.message ? e.message : String(e)}`, position: -1 };
+}
+
+// The buffers of typed arrays in a result, to transfer them.
+function transferables(value, out = new Set(), depth = 0) {
+  if (value === null || typeof value !== 'object' || depth > 64) return out;
+  if (ArrayBuffer.isView(value)) {
+    if (value.byteOffset === 0 && value.byteLength === value.buffer.byteLength) out.add(value.buffer);
+    return out;
+  }
+  if (value instanceof Date) return out;
+  if (Array.isArray(value)) {
+    for (const v of value) transferables(v, out, depth + 1);
+  } else {
+    for (const k in value) transferables(value[k], out, depth + 1);
+  }
+  return out;
+}
+
+function need() {
+  if (!db) throw new KitfoxError('invalid', 'invalid error: the database is not open', -1);
+  return db;
+}
+
+const ops = {
+  async open([target, options = {}]) {
+    if (db) throw new KitfoxError('invalid', 'invalid error: this connection has a database open already', -1);
+    const { module: moduleUrl, ...openOptions } = options;
+    const t0 = performance.now();
+    const [loaded, mod] = await Promise.all([loading, moduleUrl ? import(moduleUrl) : null]);
+    if (loaded.error) throw loaded.error;
+    extension = mod;
+    const t1 = performance.now();
+    db = await Kitfox.open(target, openOptions);
+    const t2 = performance.now();
+    // loadMs: the module's load from the worker's start (overlapping the
+    // message and options.module's import); moduleMs: the wait here for both.
+    return { loadMs: loaded.ms, moduleMs: t1 - t0, openMs: t2 - t1 };
+  },
+  query: ([text, params]) => need().query(text, params),
+  queryJSON: ([text, params]) => need().queryJSON(text, params),
+  batch: ([statements]) => need().batch(statements),
+  near: ([collection, field, vector, options]) => need().near(collection, field, vector, options),
+  checkpoint: () => need().checkpoint(),
+  sync: () => need().sync(),
+  export: () => need().export(),
+  stats: () => need().stats(),
+  async call([name, args], id) {
+    const d = need();
+    if (!extension || typeof extension[name] !== 'function')
+      throw new KitfoxError('invalid', `invalid error: the worker module has no function '${name}'`, -1);
+    const progress = (value) => postMessage({ id, progress: value });
+    return await extension[name](d, args, progress);
+  },
+  async close() {
+    if (!db) return;
+    const d = db;
+    db = null;
+    await d.close();
+  },
+};
+
+async function handle({ id, op, args }) {
+  try {
+    const f = ops[op];
+    if (!f) throw new KitfoxError('invalid', `invalid error: unknown operation '${op}'`, -1);
+    const value = await f(args || [], id);
+    postMessage({ id, ok: true, value }, [...transferables(value)]);
+  } catch (e) {
+    postMessage({ id, ok: false, error: errorOf(e) });
+  }
+}
+
+self.onmessage = (ev) => {
+  queue = queue.then(() => handle(ev.data));
+};

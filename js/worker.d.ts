@@ -1,0 +1,13 @@
+// TypeScript declarations for kitfox/worker (js/worker.js).
+import type { ConnectOptions, KitfoxConnection } from './kitfox';
+
+export type { ConnectOptions, ConnectTimings, KitfoxConnection } from './kitfox';
+export { KitfoxError } from './kitfox';
+
+/**
+ * Starts a dedicated module worker and opens `name` there over OPFS (or
+ * ':memory:', or a database file's bytes). Rejects with KitfoxError code
+ * 'locked' when another tab or worker has the database open.
+ */
+export function connect(name: string | Uint8Array | ArrayBuffer, options?: ConnectOptions): Promise<KitfoxConnection>;
+export default connect;

@@ -1,0 +1,149 @@
+// kitfox/worker: kitfox in a browser page's main thread. OPFS's sync access
+// handles exist only in dedicated workers, so connect() starts one (a module
+// worker running js/worker-main.js), opens the database there over OPFS and
+// returns the same methods as Kitfox, as promises:
+//
+//   import { connect } from 'kitfox/worker';
+//   const db = await connect('notes.kfdb');
+//   await db.query('put notes {title: $1, embed: $2}', ['hello', new Float32Array(128)]);
+//   const rows = await db.near('notes', 'embed', q, { limit: 5 });
+//   await db.close();                            // also ends the worker
+//
+// Errors are KitfoxError with the engine's code and position. Vectors cross
+// postMessage as Float32Array (rows' vectors are transferred, not copied).
+import { KitfoxError } from './errors.js';
+
+export { KitfoxError };
+
+function toError(e) {
+  return new KitfoxError(e.code, e.message, e.position);
+}
+
+export class KitfoxConnection {
+  // Use connect().
+  constructor(worker) {
+    this._worker = worker;
+    this._next = 1;
+    this._pending = new Map(); // id -> { resolve, reject, onProgress }
+    this._dead = null; // the error every call gets once the worker is gone
+    this.timings = null; // { workerMs, loadMs, moduleMs, openMs } of connect()
+    worker.onmessage = (ev) => {
+      const m = ev.data;
+      const p = this._pending.get(m.id);
+      if (!p) return;
+      if ('progress' in m) {
+        if (p.onProgress) p.onProgress(m.progress);
+        return;
+      }
+      this._pending.delete(m.id);
+      if (m.ok) p.resolve(m.value);
+      else p.reject(toError(m.error));
+    };
+    const die = (what) => {
+      if (!this._dead) this._dead = new KitfoxError('io', `io error: the kitfox worker stopped: ${what}`, -1);
+      for (const p of this._pending.values()) p.reject(this._dead);
+      this._pending.clear();
+    };
+    worker.onerror = (ev) => {
+      ev.preventDefault?.();
+      die(ev.message || 'an error in the worker');
+    };
+    worker.onmessageerror = () => die('a message could not be read');
+    this._die = die;
+  }
+
+  _call(op, args, transfer = [], onProgress = null) {
+    if (this._dead) return Promise.reject(this._dead);
+    const id = this._next++;
+    return new Promise((resolve, reject) => {
+      this._pending.set(id, { resolve, reject, onProgress });
+      try {
+        this._worker.postMessage({ id, op, args }, transfer);
+      } catch (e) {
+        this._pending.delete(id);
+        reject(new KitfoxError('invalid', `invalid error: cannot send to the worker: ${e && e.message ? e.message : e}`, -1));
+      }
+    });
+  }
+
+  get closed() {
+    return this._dead !== null;
+  }
+
+  query(text, params) {
+    return this._call('query', [text, params]);
+  }
+
+  queryJSON(text, params) {
+    return this._call('queryJSON', [text, params]);
+  }
+
+  batch(statements) {
+    return this._call('batch', [statements]);
+  }
+
+  near(collection, field, vector, options = {}) {
+    return this._call('near', [collection, field, vector, options]);
+  }
+
+  checkpoint() {
+    return this._call('checkpoint', []);
+  }
+
+  sync() {
+    return this._call('sync', []);
+  }
+
+  export() {
+    return this._call('export', []);
+  }
+
+  stats() {
+    return this._call('stats', []);
+  }
+
+  // Runs `name` exported by the worker module given to connect() as
+  // options.module: `name(db, args, progress)` in the worker, next to the
+  // database (bulk loads without a round trip per batch). `progress(value)`
+  // there calls `onProgress(value)` here.
+  call(name, args, { onProgress } = {}) {
+    return this._call('call', [name, args], [], onProgress || null);
+  }
+
+  // Closes the database (its lock is dropped when this settles) and ends the
+  // worker. Closing twice is allowed.
+  async close() {
+    if (this._dead) return;
+    try {
+      await this._call('close', []);
+    } finally {
+      this._worker.terminate();
+      this._die('closed');
+      this._dead = new KitfoxError('invalid', 'invalid error: the database is closed', -1);
+    }
+  }
+}
+
+// Starts a worker and opens `name` there: an OPFS file name ('notes.kfdb',
+// 'app/notes.kfdb'), ':memory:', or a database file's bytes. Options: those
+// of Kitfox.open (sync, create), and `module`: the URL of an ES module the
+// worker imports, whose functions call() runs.
+export async function connect(name, options = {}) {
+  if (typeof Worker === 'undefined') throw new KitfoxError('invalid', 'invalid error: connect() needs Web Workers (a browser page)', -1);
+  const t0 = performance.now();
+  const worker = new Worker(new URL('./worker-main.js', import.meta.url), { type: 'module', name: `kitfox ${typeof name === 'string' ? name : 'bytes'}` });
+  const conn = new KitfoxConnection(worker);
+  const opts = { ...options };
+  if (opts.module !== undefined) opts.module = new URL(String(opts.module), globalThis.location?.href).href;
+  try {
+    const t = await conn._call('open', [name, opts]);
+    conn.timings = { totalMs: performance.now() - t0, ...t };
+  } catch (e) {
+    worker.terminate();
+    conn._die('open failed');
+    throw e;
+  }
+  return conn;
+}
+
+export default connect;

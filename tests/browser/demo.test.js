@@ -1,0 +1,118 @@
+// The web demo (web-demo/) as a person would use it: create a small sample,
+// run queries (a bad one shows its error next to the box), refresh the page
+// and find the data still there with the reopen time shown. Leaves a
+// screenshot in test-results/web-demo.png.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { results, root, startBrowser } from './helpers.js';
+
+let env;
+
+before(async () => {
+  env = await startBrowser();
+});
+
+after(async () => {
+  await env?.stop();
+});
+
+test('web demo: create a sample, query, refresh, reopen', async () => {
+  const context = await env.browser.newContext({ viewport: { width: 1200, height: 1000 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${env.url}/web-demo/`);
+  await page.waitForSelector('body[data-ready="true"]');
+  assert.equal(await page.isHidden('#nosupport'), true);
+  assert.equal(await page.textContent('#reopen-ms'), '–', 'no database yet');
+
+  await page.selectOption('#size', '2000');
+  await page.click('#create');
+  await page.waitForFunction(() => /Created 2,000 documents/.test(document.getElementById('sample-message').textContent), null, {
+    timeout: 120000,
+  });
+  assert.equal(await page.textContent('#stat-docs'), '2,000');
+  await page.waitForFunction(() => document.querySelectorAll('#results tbody tr').length === 10);
+
+  // A hybrid query from its preset button.
+  await page.click('#presets button:has-text("hybrid")');
+  await page.waitForFunction(() => document.querySelector('#results th:last-child')?.textContent === '_score');
+  assert.equal(await page.locator('#results tbody tr').count(), 10);
+  assert.equal(await page.textContent('#query-error'), '');
+
+  // A bad statement: the error shows next to the box, with its position.
+  await page.fill('#query', 'get docs where year >');
+  await page.click('#run');
+  await page.waitForFunction(() => document.getElementById('query-error').textContent !== '');
+  assert.match(await page.textContent('#query-error'), /^syntax error at 21: /);
+
+  // Any statement: a filtered near, typed.
+  await page.fill('#query', 'get docs select title, year where year >= 2020 near embed $1 limit 5');
+  await page.press('#query', 'Control+Enter');
+  await page.waitForFunction(() => document.getElementById('query-error').textContent === '' && /5 rows/.test(document.getElementById('result-count').textContent));
+  const years = await page.$$eval('#results tbody tr td:nth-child(3)', (tds) => tds.map((td) => Number(td.textContent)));
+  assert.ok(years.length === 5 && years.every((y) => y >= 2020), `years ${years}`);
+  assert.equal(await page.locator('#chart rect').count(), 4, 'the chart has a bar per query (near after create, hybrid, bad, filtered)');
+
+  // Refresh: the data is there and the reopen time is shown.
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+  assert.equal(await page.textContent('#stat-docs'), '2,000');
+  const reopen = await page.textContent('#reopen-ms');
+  assert.match(reopen, /^\d+(\.\d+)? (ms|s)$/);
+  const ms = Number(await page.getAttribute('body', 'data-reopen-ms'));
+  console.log(`web demo: reopen after refresh (2,000 docs): ${ms} ms; detail: ${await page.textContent('#reopen-detail')}`);
+  assert.ok(ms > 0 && ms < 5000);
+  await page.waitForFunction(() => document.querySelectorAll('#results tbody tr').length === 10);
+  assert.match(await page.textContent('#time-index'), /\d/);
+
+  fs.mkdirSync(results, { recursive: true });
+  await page.screenshot({ path: path.join(results, 'web-demo.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('web demo: export the file (the native CLI opens it) and import it back', async () => {
+  const context = await env.browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${env.url}/web-demo/`);
+  await page.waitForSelector('body[data-ready="true"]');
+  await page.selectOption('#size', '2000');
+  await page.click('#create');
+  await page.waitForFunction(() => /Created 2,000 documents/.test(document.getElementById('sample-message').textContent), null, {
+    timeout: 120000,
+  });
+  await page.fill('#query', 'put docs {title: "exported and imported", category: "tech", year: 2030, embed: $1}');
+  await page.click('#run');
+  await page.waitForFunction(() => document.getElementById('stat-docs').textContent === '2,001');
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kitfox-demo-'));
+  try {
+    const file = path.join(dir, 'kitfox-demo.kfdb');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export')]);
+    await download.saveAs(file);
+    const cli = (stmt) => execFileSync(path.join(root, 'build', 'kitfox'), [file, '-c', stmt], { encoding: 'utf8' }).trim();
+    assert.equal(cli('get docs count'), '{"count":2001}');
+    assert.equal(cli('get docs select title where year = 2030'), '{"id":2001,"title":"exported and imported"}');
+
+    // Delete, then import the exported file.
+    await page.click('#delete');
+    await page.waitForFunction(() => document.getElementById('sample-message').textContent === 'Deleted.');
+    assert.equal(await page.textContent('#stat-docs'), '0');
+    await page.setInputFiles('#import', file);
+    await page.waitForFunction(() => /^Imported/.test(document.getElementById('sample-message').textContent));
+    assert.equal(await page.textContent('#stat-docs'), '2,001');
+    await page.fill('#query', 'get docs select title where year = 2030');
+    await page.click('#run');
+    await page.waitForFunction(() => /1 row /.test(document.getElementById('result-count').textContent));
+    assert.equal(await page.textContent('#results tbody td:nth-child(2)'), 'exported and imported');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  await context.close();
+});

@@ -1,0 +1,57 @@
+// Shared by the browser tests: Debian's Chromium driven by playwright-core
+// (which never downloads a browser), and the repository served on
+// 127.0.0.1 by scripts/serve.js.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { chromium } from 'playwright-core';
+
+import { serve } from '../../scripts/serve.js';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const results = path.join(root, 'test-results');
+export const CHROMIUM = process.env.KITFOX_CHROMIUM || '/usr/bin/chromium';
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox', // runs as root here
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-sync',
+];
+
+// Starts the server and the browser; `stop()` ends both.
+export async function startBrowser() {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: bash scripts/setup.sh installs Debian's chromium`);
+  const server = await serve({ port: 0 });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  return {
+    server,
+    browser,
+    url: server.url,
+    async stop() {
+      await browser.close();
+      await server.close();
+    },
+  };
+}
+
+// A page of `context` at the test page, with the package loaded; the page's
+// errors and console errors go to the test's output.
+export async function openPage(context, url, pagePath = '/tests/browser/page.html') {
+  const page = await context.newPage();
+  page.on('pageerror', (e) => console.log(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/favicon/.test(m.location().url || '')) console.log(`console: ${m.text()}`);
+  });
+  await page.goto(url + pagePath);
+  await page.waitForFunction(() => window.ready === true);
+  return page;
+}
+
+export async function reload(page) {
+  await page.reload();
+  await page.waitForFunction(() => window.ready === true);
+}
