@@ -351,9 +351,11 @@ TEST_CASE("always mode: concurrent writers share flushes (group commit) and ever
   o.sync = SyncMode::Always;
   auto db = open_db(fs, "db", o);
   REQUIRE(db->query("create collection t (w int, i int)").is_ok());
-  faults.sync_delay_us = 2000;
+  // A slow disk (20 ms a flush) next to statements that take well under a
+  // millisecond even under sanitizers: writers pile up behind each flush.
+  faults.sync_delay_us = 20000;
   int before = faults.syncs;
-  const int kThreads = 8, kEach = 200;
+  const int kThreads = 8, kEach = 25;
   std::vector<std::thread> ts;
   std::atomic<int> errors{0};
   for (int w = 0; w < kThreads; w++)
@@ -373,9 +375,8 @@ TEST_CASE("always mode: concurrent writers share flushes (group commit) and ever
   CHECK(count(*db) == kThreads * kEach);
   int flushes = faults.syncs - before;
   // Each writer waits for its own flush, so without sharing there would be one
-  // flush per write; with eight writers on a 2 ms disk flushes cover several
-  // (about 4 on an idle machine; the bound leaves room for a loaded one).
-  CHECK(flushes < kThreads * kEach * 9 / 10);
+  // flush per write; here each flush covers several writers' records.
+  CHECK(flushes < kThreads * kEach / 2);
   MESSAGE("flushes for " << kThreads * kEach << " durable writes: " << flushes);
   db->close();
   auto db2 = open_db(fs);
