@@ -234,6 +234,55 @@ class Measured {
   Clock::time_point t0_;
 };
 
+double g_wait_quiet = 0;  // --wait-quiet S
+int g_retry_busy = 0;     // --retry-busy N
+
+// CPUs other processes use, sampled over `seconds`.
+double others_now(double seconds) {
+  double busy = machine_busy_s(), self = self_cpu_s();
+  ::usleep((useconds_t)(seconds * 1e6));
+  return std::max(0.0, ((machine_busy_s() - busy) - (self_cpu_s() - self)) / seconds);
+}
+
+// With --wait-quiet S: waits (up to S seconds) until other processes use
+// < 0.15 CPUs over 2 s.
+void wait_quiet() {
+  if (g_wait_quiet <= 0) return;
+  auto t0 = Clock::now();
+  double last_note = -1e9;
+  for (;;) {
+    double o = others_now(2.0);
+    if (o < 0.15) return;
+    double t = since(t0);
+    if (t > g_wait_quiet) {
+      progress(fmt("    still busy (other processes use %.2f CPUs) after %.0f s: measuring anyway", o, t));
+      return;
+    }
+    if (t - last_note >= 30) {
+      progress(fmt("    waiting for quiet: other processes use %.2f CPUs", o));
+      last_note = t;
+    }
+  }
+}
+
+// Runs one measured block: waits for quiet first (--wait-quiet), and runs it
+// again (up to --retry-busy times) when other processes used > 0.25 CPUs
+// during it (blocks of 0.5 s or more). `body` must start from scratch each time.
+template <typename F>
+void measure(const std::string& name, F&& body) {
+  for (int attempt = 1;; attempt++) {
+    wait_quiet();
+    {
+      Measured m(attempt == 1 ? name : fmt("%s (attempt %d)", name.c_str(), attempt));
+      body();
+    }
+    // Under 0.5 s the 10 ms ticks of /proc/stat cannot tell.
+    const Block& b = g_blocks.back();
+    if (b.seconds < 0.5 || b.others <= 0.25 || attempt > g_retry_busy) return;
+    progress("    other processes were busy during the block: measuring it again");
+  }
+}
+
 // ================================================================ machine
 
 struct Machine {
@@ -379,6 +428,8 @@ struct Options {
   bool filters = true, fts = true, quick = false, keep = false;
   std::string dir = "/tmp", out, profile;
   double profile_seconds = 10;
+  double wait_quiet = 0;  // seconds
+  int retry_busy = 0;
 };
 
 constexpr size_t kMinQueries = 20;
@@ -390,7 +441,7 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: kitfox_query_bench [--quick] [--rows N] [--queries N] [--budget S] [--fts-rounds N]\n"
                "                          [--corpus DIR] [--no-filters] [--no-fts] [--dir PATH] [--out PATH] [--keep]\n"
-               "                          [--profile KIND [--profile-seconds S]]\n"
+               "                          [--wait-quiet S] [--retry-busy N] [--profile KIND [--profile-seconds S]]\n"
                "  --quick          100,000 documents instead of 1,000,000, 5 full-text rounds instead of 20\n"
                "  --rows N         documents for the filter tests (overrides --quick)\n"
                "  --queries N      random parameters per filter query (default 1,000)\n"
@@ -401,6 +452,8 @@ void usage(FILE* f) {
                "  --dir PATH       where the fresh data directory is made (default /tmp); removed at the end\n"
                "  --out PATH       also write the Markdown report to PATH\n"
                "  --keep           keep the data directory\n"
+               "  --wait-quiet S   before each measured block, wait up to S seconds until other processes use < 0.15 CPUs\n"
+               "  --retry-busy N   measure a block again (up to N times) when other processes used > 0.25 CPUs during it\n"
                "  --profile KIND   set up, then run only kitfox's side of one measurement in a loop, for perf:\n"
                "                   hash-rows hash-count range-rows range-count order order-filter unique\n"
                "                   build-hash build-sorted build-unique match build-text\n"
@@ -449,6 +502,8 @@ Options parse_args(int argc, char** argv) {
         die("--profile: unknown kind '" + o.profile + "' (see --help)");
     }
     else if (a == "--profile-seconds") o.profile_seconds = parse_seconds(a, value());
+    else if (a == "--wait-quiet") o.wait_quiet = parse_seconds(a, value());
+    else if (a == "--retry-busy") o.retry_busy = (int)parse_count(a, value());
     else if (a == "-h" || a == "--help") { usage(stdout); std::exit(0); }
     else { usage(stderr); die("unknown argument '" + a + "'"); }
   }
@@ -580,7 +635,7 @@ struct SqLoad {
   uint64_t db_bytes_plain = 0, db_bytes_indexed = 0;
 };
 
-SqLoad sq_load_people(const std::string& path, const People& d, size_t reps) {
+SqLoad sq_load_people(const std::string& path, const People& d) {
   sq_fresh(path);
   SqLoad lr;
   sqlite3* db = sq_connect(path, true, false);
@@ -602,26 +657,31 @@ SqLoad sq_load_people(const std::string& path, const People& d, size_t reps) {
   sq_exec(db, "COMMIT");
   lr.insert_s = since(t0);
   sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+  if (sqlite3_close(db) != SQLITE_OK) die("sqlite close failed");
   lr.db_bytes_plain = file_size(path);
-  {
-    Measured m("SQLite CREATE INDEX");
-    for (const IndexDef& x : kIndexes) {
-      std::vector<double> runs;
-      for (size_t r = 0; r < reps; r++) {
-        sq_exec(db, std::string("DROP INDEX IF EXISTS ") + x.sq_name);
-        sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
-        auto t1 = Clock::now();
-        sq_exec(db, x.sq_create);
-        runs.push_back(since(t1));
-      }
-      lr.create_index_s.push_back(median_of(runs));
-      lr.create_runs.push_back(runs);
+  return lr;
+}
+
+// CREATE INDEX of each of kIndexes, `reps` times (dropping it between).
+void sq_create_indexes(const std::string& path, size_t reps, SqLoad* lr) {
+  sqlite3* db = sq_connect(path, false, false);
+  lr->create_index_s.clear();
+  lr->create_runs.clear();
+  for (const IndexDef& x : kIndexes) {
+    std::vector<double> runs;
+    for (size_t r = 0; r < reps; r++) {
+      sq_exec(db, std::string("DROP INDEX IF EXISTS ") + x.sq_name);
+      sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+      auto t1 = Clock::now();
+      sq_exec(db, x.sq_create);
+      runs.push_back(since(t1));
     }
+    lr->create_index_s.push_back(median_of(runs));
+    lr->create_runs.push_back(runs);
   }
   sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
   if (sqlite3_close(db) != SQLITE_OK) die("sqlite close failed");
-  lr.db_bytes_indexed = file_size(path);
-  return lr;
+  lr->db_bytes_indexed = file_size(path);
 }
 
 // ================================================================ part 1: queries
@@ -955,6 +1015,8 @@ std::string runs_text(const std::vector<double>& v) {
 int main(int argc, char** argv) {
   Options opt = parse_args(argc, argv);
   Machine m = describe_machine();
+  g_wait_quiet = opt.wait_quiet;
+  g_retry_busy = opt.retry_busy;
   const bool profiling = !opt.profile.empty();
   const bool prof_fts = profiling && (opt.profile == "match" || opt.profile == "build-text");
   if (profiling) {
@@ -995,10 +1057,7 @@ int main(int argc, char** argv) {
     progress(fmt("  data built in %.2f s", since(tg)));
 
     KfLoad kload;
-    {
-      Measured mm("kitfox load");
-      kload = kf_load_people(*fs, kf_plain, data);
-    }
+    measure("kitfox load", [&] { kload = kf_load_people(*fs, kf_plain, data); });
     progress(fmt("  kitfox load: put %.2f s, checkpoint + close %.2f s", kload.put_s, kload.checkpoint_close_s));
     std::vector<double> kf_declare = kf_declare_indexes(*fs, kf_plain, kf_idx);
     progress(fmt("  kitfox create index: %s / %s / %s", dur(kf_declare[0]).c_str(), dur(kf_declare[1]).c_str(),
@@ -1080,10 +1139,8 @@ int main(int argc, char** argv) {
     }
 
     SqLoad sload;
-    {
-      Measured mm("SQLite load");
-      sload = sq_load_people(sq_people, data, opt.reps);
-    }
+    measure("SQLite load", [&] { sload = sq_load_people(sq_people, data); });
+    measure("SQLite CREATE INDEX", [&] { sq_create_indexes(sq_people, opt.reps, &sload); });
     progress(fmt("  SQLite load: insert %.2f s; CREATE INDEX %s / %s / %s", sload.insert_s,
                  dur(sload.create_index_s[0]).c_str(), dur(sload.create_index_s[1]).c_str(),
                  dur(sload.create_index_s[2]).c_str()));
@@ -1092,8 +1149,10 @@ int main(int argc, char** argv) {
     progress("  open times");
     std::vector<double> open_plain, open_idx, close_idx;
     uint64_t mem_plain = 0, mem_idx = 0;
-    {
-      Measured mm("open");
+    measure("open", [&] {
+      open_plain.clear();
+      open_idx.clear();
+      close_idx.clear();
       for (size_t i = 0; i <= 5; i++) {  // round 0 is a warm-up
         for (int which = 0; which < 2; which++) {
           const std::string& path = which ? kf_idx : kf_plain;
@@ -1107,24 +1166,24 @@ int main(int argc, char** argv) {
           if (i > 0) (which ? open_idx : open_plain).push_back(s);
         }
       }
-    }
+    });
     progress(fmt("    plain %s, with indexes %s", dur(median_of(open_plain)).c_str(), dur(median_of(open_idx)).c_str()));
 
     // -------- the first query builds the index
     progress("  index build on first use");
     std::vector<FirstUse> fus(3);
-    {
-      Measured mm("kitfox index build on first use");
-      for (size_t bi = 0; bi < 3; bi++) {
-        auto ps = params_for(kBuilds[bi].query, 31, 5 + bi);
+    for (size_t bi = 0; bi < 3; bi++) {
+      auto ps = params_for(kBuilds[bi].query, 31, 5 + bi);
+      measure(std::string("kitfox first use: ") + kBuilds[bi].label, [&] {
+        fus[bi] = FirstUse{};
         for (size_t r = 0; r < opt.reps; r++) {
           first_use(kBuilds[bi], false, &fus[bi], ps);
           first_use(kBuilds[bi], true, &fus[bi], ps);
         }
-        progress(fmt("    %s: first query after open %s, after a warming scan %s, steady %s", kBuilds[bi].label,
-                     dur(median_of(fus[bi].cold)).c_str(), dur(median_of(fus[bi].warm_first)).c_str(),
-                     dur(median_of(fus[bi].steady)).c_str()));
-      }
+      });
+      progress(fmt("    %s: first query after open %s, after a warming scan %s, steady %s", kBuilds[bi].label,
+                   dur(median_of(fus[bi].cold)).c_str(), dur(median_of(fus[bi].warm_first)).c_str(),
+                   dur(median_of(fus[bi].steady)).c_str()));
     }
 
     // -------- query latency
@@ -1153,12 +1212,11 @@ int main(int argc, char** argv) {
       q.sq_plan = sq_plan(sdef, k.sq);
       sqlite3_stmt* st_def = sq_prep(sdef, k.sq);
       sqlite3_stmt* st_big = sq_prep(sbig, k.sq);
-      {
-        Measured mm(std::string("queries: ") + k.id);
+      measure(std::string("queries: ") + k.id, [&] {
         q.kf = timed_series(ps, opt.budget, [&](const QParam& p) { return kf_run(*kdb, k, p); });
         q.sd = timed_series(ps, opt.budget, [&](const QParam& p) { return sq_run(sdef, st_def, k, p); });
         q.sb = timed_series(ps, opt.budget, [&](const QParam& p) { return sq_run(sbig, st_big, k, p); });
-      }
+      });
       sqlite3_finalize(st_def);
       sqlite3_finalize(st_big);
       check_same(k, q.kf, q.sd, "SQLite");
@@ -1291,10 +1349,7 @@ int main(int argc, char** argv) {
     const size_t D = corpus.texts.size();
 
     KfLoad kload;
-    {
-      Measured mm("kitfox mail load");
-      kload = kf_load_mail(*fs, kf_mail, corpus);
-    }
+    measure("kitfox mail load", [&] { kload = kf_load_mail(*fs, kf_mail, corpus); });
     progress(fmt("  kitfox load: put %.2f s, checkpoint + close %.2f s", kload.put_s, kload.checkpoint_close_s));
 
     const std::string q0 = queries[0].kf();
@@ -1357,8 +1412,7 @@ int main(int argc, char** argv) {
     double sq_insert = 0;
     std::vector<double> sq_build;
     uint64_t sq_bytes_docs = 0, sq_bytes_fts = 0;
-    {
-      Measured mm("SQLite mail load + FTS5 build");
+    measure("SQLite mail load", [&] {
       sq_fresh(sq_mail);
       sqlite3* db = sq_connect(sq_mail, true, false);
       sq_exec(db, "CREATE TABLE docs (id INTEGER PRIMARY KEY, text TEXT)");
@@ -1375,7 +1429,12 @@ int main(int argc, char** argv) {
       sq_exec(db, "COMMIT");
       sq_insert = since(t0);
       sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+      sqlite3_close(db);
       sq_bytes_docs = file_size(sq_mail);
+    });
+    measure("SQLite FTS5 build", [&] {
+      sqlite3* db = sq_connect(sq_mail, false, false);
+      sq_build.clear();
       for (size_t r = 0; r < opt.reps; r++) {
         sq_exec(db, "DROP TABLE IF EXISTS t");
         sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
@@ -1387,17 +1446,17 @@ int main(int argc, char** argv) {
       sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
       sqlite3_close(db);
       sq_bytes_fts = file_size(sq_mail);
-    }
+    });
     progress(fmt("  SQLite: insert %.2f s, FTS5 build %s", sq_insert, dur(median_of(sq_build)).c_str()));
 
     FirstUse tfu;
-    {
-      Measured mm("kitfox text index build on first use");
+    measure("kitfox text index: first use", [&] {
+      tfu = FirstUse{};
       for (size_t r = 0; r < opt.reps; r++) {
         text_first_use(false, &tfu);
         text_first_use(true, &tfu);
       }
-    }
+    });
     progress(fmt("  kitfox text index: first match after open %s, after a warming scan %s, steady %s",
                  dur(median_of(tfu.cold)).c_str(), dur(median_of(tfu.warm_first)).c_str(),
                  dur(median_of(tfu.steady)).c_str()));
@@ -1431,8 +1490,8 @@ int main(int argc, char** argv) {
     }
     sqlite3_finalize(st_count);
     std::vector<std::vector<double>> tk(Q), ts(Q), tb(Q);
-    {
-      Measured mm("full-text queries");
+    measure("full-text queries", [&] {
+      for (size_t i = 0; i < Q; i++) tk[i].clear(), ts[i].clear(), tb[i].clear();
       for (size_t round = 0; round < opt.fts_rounds; round++) {
         for (size_t i = 0; i < Q; i++) {
           const std::string qk = queries[i].kf(), qf = queries[i].fts();
@@ -1448,7 +1507,7 @@ int main(int argc, char** argv) {
           if (a != kf_top[i] || b != sq_top[i] || c != sq_top[i]) die("a full-text query changed its answer");
         }
       }
-    }
+    });
     sqlite3_finalize(st_def);
     sqlite3_finalize(st_big);
     sqlite3_close(sdef);
@@ -1584,7 +1643,15 @@ int main(int argc, char** argv) {
   md += fmt("| load average at start | %.2f |\n\n", load_at_start);
   md += "One thread, one process. Sizes: " +
         (opt.filters ? grouped((double)opt.rows) + " documents for the filters" : std::string("filters skipped")) + "; " +
-        (opt.fts ? std::to_string(opt.fts_rounds) + " full-text rounds" : std::string("full text skipped")) + ".\n\n";
+        (opt.fts ? std::to_string(opt.fts_rounds) + " full-text rounds" : std::string("full text skipped")) + ". " +
+        (opt.wait_quiet > 0 ? fmt("Before each measured block the program waited (up to %g s) until other processes "
+                                  "used < 0.15 CPUs over 2 s. ", opt.wait_quiet)
+                            : std::string()) +
+        (opt.retry_busy > 0 ? fmt("A block during which other processes used > 0.25 CPUs was measured again (up to "
+                                  "%d times); the tables keep the last attempt, the Conditions table lists them all.",
+                                  opt.retry_busy)
+                            : std::string()) +
+        "\n\n";
   md += md1 + md2;
   md += "### Conditions\n\n";
   md += "Each measured block: the 1-minute load average at its start and end (this process counts 1 while it "
