@@ -444,8 +444,30 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
         Value k;
         if (index_constant(c, path->path, kv, &k)) {
           if (op == CmpOp::Eq) (*si)->equal(k, ids);
-          else if (op == CmpOp::Lt || op == CmpOp::Le) (*si)->range(nullptr, false, &k, op == CmpOp::Le, ids);
-          else (*si)->range(&k, op == CmpOp::Ge, nullptr, false, ids);
+          else {
+            // Both bounds when another conjunct bounds the same path the other way.
+            Value lo, hi;
+            bool has_lo = false, has_hi = false, lo_incl = false, hi_incl = false;
+            auto take = [&](CmpOp o, Value v) {
+              if ((o == CmpOp::Lt || o == CmpOp::Le) && !has_hi) hi = std::move(v), has_hi = true, hi_incl = o == CmpOp::Le;
+              else if ((o == CmpOp::Gt || o == CmpOp::Ge) && !has_lo) lo = std::move(v), has_lo = true, lo_incl = o == CmpOp::Ge;
+            };
+            take(op, k);
+            for (const Expr* o : conj) {
+              if (o == e || o->kind != ExprKind::Compare) continue;
+              bool l2 = o->kids[0]->kind == ExprKind::Path && is_const(*o->kids[1]);
+              bool r2 = o->kids[1]->kind == ExprKind::Path && is_const(*o->kids[0]);
+              if (!l2 && !r2) continue;
+              const Expr* p2 = l2 ? o->kids[0].get() : o->kids[1].get();
+              if (p2->path != path->path) continue;
+              CmpOp o2 = o->op;
+              if (r2) o2 = o2 == CmpOp::Lt ? CmpOp::Gt : o2 == CmpOp::Gt ? CmpOp::Lt : o2 == CmpOp::Le ? CmpOp::Ge : o2 == CmpOp::Ge ? CmpOp::Le : o2;
+              Value v2, k2;
+              if (!ev.constant(*(l2 ? o->kids[1] : o->kids[0]), &v2).is_ok()) continue;
+              if (index_constant(c, path->path, v2, &k2)) take(o2, std::move(k2));
+            }
+            (*si)->range(has_lo ? &lo : nullptr, lo_incl, has_hi ? &hi : nullptr, hi_incl, ids);
+          }
         }
         note("index " + name + (op == CmpOp::Eq ? ": equality, " : ": range, ") + std::to_string(ids->size()) + " candidates");
       }
