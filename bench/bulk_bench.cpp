@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_util.h"
 #include "db.h"
 #include "posix_file.h"
 
@@ -43,6 +44,8 @@ using kitfox::Value;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+using namespace kitfox::benchutil;
 
 // ---------------------------------------------------------------- helpers
 
@@ -62,12 +65,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  if (n == 0) return 0;
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // splitmix64: a small, fast, fixed-seed generator, the same on every machine.
 struct Rng {
@@ -82,31 +79,6 @@ struct Rng {
   uint64_t below(uint64_t n) { return next() % n; }
 };
 
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...) {
-  va_list ap, ap2;
-  va_start(ap, f);
-  va_copy(ap2, ap);
-  int n = std::vsnprintf(nullptr, 0, f, ap);
-  va_end(ap);
-  std::string s(n > 0 ? (size_t)n : 0, '\0');
-  std::vsnprintf(s.data(), s.size() + 1, f, ap2);
-  va_end(ap2);
-  return s;
-}
-
-// 1234567 -> "1,234,567"
-std::string grouped(double x) {
-  char raw[64];
-  std::snprintf(raw, sizeof raw, "%.0f", x);
-  std::string s = raw, out;
-  size_t neg = s[0] == '-' ? 1 : 0;
-  for (size_t i = 0; i < s.size(); i++) {
-    if (i > neg && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return out;
-}
 
 std::string mib(uint64_t bytes) { return fmt("%.1f MiB", bytes / 1048576.0); }
 
@@ -116,20 +88,8 @@ uint64_t file_size(const std::string& path) {
   return (uint64_t)st.st_size;
 }
 
-void remove_file(const std::string& path) { ::unlink(path.c_str()); }
 
-std::string read_text(const char* path) {
-  std::ifstream in(path);
-  std::string s, line;
-  while (std::getline(in, line)) s += line + "\n";
-  return s;
-}
 
-std::string trim(std::string s) {
-  size_t a = s.find_first_not_of(" \t\n");
-  size_t b = s.find_last_not_of(" \t\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
 // ---------------------------------------------------------------- machine
 
@@ -485,10 +445,6 @@ std::string utc_now() {
   return buf;
 }
 
-void progress(const std::string& s) {
-  std::fprintf(stderr, "%s\n", s.c_str());
-  std::fflush(stderr);
-}
 
 }  // namespace
 

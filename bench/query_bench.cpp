@@ -49,6 +49,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench_util.h"
 #include "db.h"
 #include "index/text.h"
 #include "posix_file.h"
@@ -66,6 +67,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+using namespace kitfox::benchutil;
+
 // ================================================================ helpers
 
 std::string g_data_dir;  // removed by die() too, unless --keep
@@ -81,29 +84,6 @@ std::string g_data_dir;  // removed by die() too, unless --keep
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...) {
-  va_list ap, ap2;
-  va_start(ap, f);
-  va_copy(ap2, ap);
-  int n = std::vsnprintf(nullptr, 0, f, ap);
-  va_end(ap);
-  std::string s(n > 0 ? (size_t)n : 0, '\0');
-  std::vsnprintf(s.data(), s.size() + 1, f, ap2);
-  va_end(ap2);
-  return s;
-}
-
-// 1234567 -> "1,234,567"
-std::string grouped(double x) {
-  std::string s = fmt("%.0f", x), out;
-  size_t neg = s[0] == '-' ? 1 : 0;
-  for (size_t i = 0; i < s.size(); i++) {
-    if (i > neg && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return out;
-}
 
 std::string mib(double bytes) { return fmt("%.1f MiB", bytes / 1048576.0); }
 
@@ -116,26 +96,9 @@ std::string dur(double s) {
 
 std::string ratio(double a, double b) { return b > 0 ? fmt("%.2f", a / b) : std::string("-"); }
 
-void progress(const std::string& s) {
-  std::fprintf(stderr, "%s\n", s.c_str());
-  std::fflush(stderr);
-}
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
-std::string trim(std::string s) {
-  size_t a = s.find_first_not_of(" \t\n");
-  size_t b = s.find_last_not_of(" \t\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
-void remove_file(const std::string& path) { ::unlink(path.c_str()); }
 
 uint64_t file_size(const std::string& path) {
   struct stat st;
@@ -187,13 +150,13 @@ uint64_t heap_in_use() {
 // ================================================================ conditions
 
 double loadavg1() {
-  std::string s = slurp("/proc/loadavg");
+  std::string s = read_text("/proc/loadavg");
   return s.empty() ? -1 : std::strtod(s.c_str(), nullptr);
 }
 
 // CPU seconds used by the whole machine (all CPUs, busy time) and by us.
 double machine_busy_s() {
-  std::string s = slurp("/proc/stat");
+  std::string s = read_text("/proc/stat");
   if (s.compare(0, 4, "cpu ") != 0) return 0;
   std::istringstream in(s.substr(4, s.find('\n') - 4));
   uint64_t v[10] = {};
@@ -294,7 +257,7 @@ struct Machine {
 
 Machine describe_machine() {
   Machine m;
-  std::string info = slurp("/proc/cpuinfo");
+  std::string info = read_text("/proc/cpuinfo");
   size_t p = info.find("model name");
   if (p != std::string::npos) {
     size_t c = info.find(':', p), e = info.find('\n', p);
@@ -303,7 +266,7 @@ Machine describe_machine() {
     m.cpu = "unknown";
   }
   m.cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::string mem = slurp("/proc/meminfo");
+  std::string mem = read_text("/proc/meminfo");
   p = mem.find("MemTotal:");
   if (p != std::string::npos) m.ram = std::strtoull(mem.c_str() + p + 9, nullptr, 10) * 1024;
   struct utsname u;
@@ -850,7 +813,7 @@ Corpus load_corpus(const std::string& dir) {
   std::sort(files.begin(), files.end());
   c.files = files.size();
   for (auto& f : files) {
-    auto v = kitfox::parse_json(slurp(f.string()));
+    auto v = kitfox::parse_json(read_text(f.string()));
     const Value* t = v.is_ok() ? v.value().get("text") : nullptr;
     if (!t || t->kind() != kitfox::Kind::Text || t->as_string().empty() || !kitfox::valid_utf8(t->as_string())) {
       c.skipped++;

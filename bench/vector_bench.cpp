@@ -50,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "clustered.h"
 #include "db.h"
 #include "index/distance.h"
@@ -67,6 +68,8 @@ using kitfox::Value;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+using namespace kitfox::benchutil;
 
 constexpr uint32_t kM = 16;
 constexpr uint32_t kEfConstruction = 200;
@@ -90,12 +93,6 @@ std::string g_data_dir;  // removed by die() too (unless --keep)
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  if (n == 0) return 0;
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // The p-th percentile (0 < p <= 100) by the nearest-rank method.
 double percentile(std::vector<double> v, double p) {
@@ -105,30 +102,7 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
 }
 
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...) {
-  va_list ap, ap2;
-  va_start(ap, f);
-  va_copy(ap2, ap);
-  int n = std::vsnprintf(nullptr, 0, f, ap);
-  va_end(ap);
-  std::string s(n > 0 ? (size_t)n : 0, '\0');
-  std::vsnprintf(s.data(), s.size() + 1, f, ap2);
-  va_end(ap2);
-  return s;
-}
 
-std::string grouped(double x) {
-  char raw[64];
-  std::snprintf(raw, sizeof raw, "%.0f", x);
-  std::string s = raw, out;
-  size_t neg = s[0] == '-' ? 1 : 0;
-  for (size_t i = 0; i < s.size(); i++) {
-    if (i > neg && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return out;
-}
 
 std::string mib(uint64_t bytes) { return fmt("%.1f MiB", bytes / 1048576.0); }
 
@@ -140,25 +114,9 @@ uint64_t file_size(const std::string& path) {
   return (uint64_t)st.st_size;
 }
 
-void remove_file(const std::string& path) { ::unlink(path.c_str()); }
 
-std::string read_text(const char* path) {
-  std::ifstream in(path);
-  std::string s, line;
-  while (std::getline(in, line)) s += line + "\n";
-  return s;
-}
 
-std::string trim(std::string s) {
-  size_t a = s.find_first_not_of(" \t\n");
-  size_t b = s.find_last_not_of(" \t\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
-void progress(const std::string& s) {
-  std::fprintf(stderr, "%s\n", s.c_str());
-  std::fflush(stderr);
-}
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
