@@ -58,6 +58,7 @@ class Parser {
   Status type(Type* out);
   Status field_decl(FieldDecl* out);
   Status index_spec(IndexSpec* out);
+  Status index_target(Statement* st);  // on C (path)
   Status value_expr(ExprPtr* out, int depth);  // literal, param, list, object
   Status expr(ExprPtr* out, int depth);
   Status and_expr(ExprPtr* out, int depth);
@@ -175,6 +176,15 @@ Status Parser::field_decl(FieldDecl* out) {
       return Status(Code::Type, "@text indexes text fields; '" + out->name + "' is " + type_name(out->type), at);
   }
   return Status::ok();
+}
+
+Status Parser::index_target(Statement* st) {
+  KF_TRY(expect_kw("on"));
+  KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
+  KF_TRY(expect(Tok::LParen));
+  KF_TRY(path(&st->index_path, &st->field_pos));
+  st->field = st->index_path[0];
+  return expect(Tok::RParen);
 }
 
 // @hnsw [( [metric] [, m=N] [, ef_construction=N] [, ef_search=N] )]
@@ -603,12 +613,7 @@ Status Parser::statement(Statement* st) {
       KF_TRY(expect_kw("exists"));
       st->if_not_exists = true;
     }
-    KF_TRY(expect_kw("on"));
-    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
-    KF_TRY(expect(Tok::LParen));
-    KF_TRY(path(&st->index_path, &st->field_pos));
-    st->field = st->index_path[0];
-    KF_TRY(expect(Tok::RParen));
+    KF_TRY(index_target(st));
     st->index_pos = peek().pos;
     KF_TRY(index_spec(&st->index));
   } else if (is_kw("drop") && is_kw("index", 1)) {
@@ -619,12 +624,7 @@ Status Parser::statement(Statement* st) {
       KF_TRY(expect_kw("exists"));
       st->if_exists = true;
     }
-    KF_TRY(expect_kw("on"));
-    KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
-    KF_TRY(expect(Tok::LParen));
-    KF_TRY(path(&st->index_path, &st->field_pos));
-    st->field = st->index_path[0];
-    KF_TRY(expect(Tok::RParen));
+    KF_TRY(index_target(st));
     if (peek().kind == Tok::At) KF_TRY(index_spec(&st->index));
   } else if (accept_kw("create")) {
     KF_TRY(expect_kw("collection"));
