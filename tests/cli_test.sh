@@ -261,6 +261,20 @@ check "the holder ends cleanly when its input ends" is "$holder_rc" 0
 run "$K" a.kfdb -c 'get t count'
 check "the database opens again once released" is "$RC" 0
 
+# A file with begin / commit: its statements land together or not at all.
+run "$K" tx.kfdb -c 'create collection t (n int)' -c 'put t {id: 1, n: 1}'
+printf 'begin;\nput t {n: 2};\ninsert t {id: 1, n: 9};\ncommit;\n' >"$T/tx.kf"
+run_input "$T/tx.kf" "$K" tx.kfdb
+check "a failing transaction exits 1" is "$RC" 1
+check "the error names the statement in the transaction" has "$ERR" "statement 2"
+run "$K" tx.kfdb -c 'get t count'
+check "a failed transaction wrote nothing" has "$OUT" '{"count":1}'
+printf 'begin;\nput t {n: 2};\nput t {n: 3};\ncommit;\n' >"$T/tx2.kf"
+run_input "$T/tx2.kf" "$K" tx.kfdb
+check "a transaction from a file commits" is "$RC" 0
+run "$K" tx.kfdb -c 'get t count'
+check "both statements landed" has "$OUT" '{"count":3}'
+
 cd /
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
