@@ -35,6 +35,10 @@ struct OpenOptions {
   bool recover = false;
   // Checkpoint automatically when the tail outgrows the image (and on close).
   bool auto_checkpoint = true;
+  // Where the file cannot be mapped, read vector tables and HNSW graphs block
+  // by block when first used (each block checked then) instead of on open.
+  // Single-threaded use only: the WASM build turns it on. warm() reads the rest.
+  bool lazy_extents = false;
 };
 
 // Parses "always", "off" or a period in milliseconds ("250", "250ms").
@@ -94,6 +98,10 @@ class Database {
   Status checkpoint();  // writes a new image, drops the tail
   Status compact();     // checkpoint, and rebuilds the in-memory store
   Status sync();        // flushes every write so far
+  // With lazy_extents: reads up to about `budget` bytes of vector tables and
+  // graphs not read yet, returns the bytes still unread (0: all in memory).
+  // A host calls it when idle after open.
+  uint64_t warm(uint64_t budget);
   Status close();       // checkpoints when worthwhile, flushes, releases the file
 
   Stats stats();

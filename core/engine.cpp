@@ -271,6 +271,49 @@ static Result<std::unique_ptr<Mapping>> read_whole(File& f, uint64_t size) {
   return std::unique_ptr<Mapping>(std::move(buf));
 }
 
+// The file read into memory but for the bytes of its extents (vector tables,
+// level-0 lists), which are read block by block when first used: the records
+// are walked from the header, reading ahead 1 MiB at a time and stepping over
+// each Extent's bytes. Anything unexpected (a length past the end) reads the
+// rest whole, for load() to judge.
+static Result<std::unique_ptr<Mapping>> read_lazily(File& f, uint64_t size) {
+  constexpr uint64_t kReadAhead = 1 << 20;
+  auto buf = std::make_unique<ReadBuffer>((size_t)size);
+  char* p = buf->data();
+  uint64_t have = 0;  // [0, have) is read, but for the extents stepped over
+  auto ensure = [&](uint64_t end) -> Status {
+    if (end <= have) return Status::ok();
+    uint64_t to = std::min(size, std::max(end, have + kReadAhead));
+    KF_TRY(read_exact(f, have, p + have, to - have));
+    have = to;
+    return Status::ok();
+  };
+  KF_TRY(ensure(std::min(size, format::kHeaderSize)));
+  uint64_t off = format::kHeaderSize;
+  while (off < size) {
+    if (size - off < format::kFrameOverhead) {
+      KF_TRY(ensure(size));
+      break;
+    }
+    KF_TRY(ensure(off + 5));
+    uint32_t len;
+    memcpy(&len, p + off, 4);
+    if (len > kMaxRecordBytes || size - off < format::kFrameOverhead + len) {
+      KF_TRY(ensure(size));
+      break;
+    }
+    uint64_t trailer = off + 5 + len;
+    if ((uint8_t)p[off + 4] == format::kExtent && have < trailer) {
+      KF_TRY(read_exact(f, trailer, p + trailer, 4));
+      have = trailer + 4;
+    } else {
+      KF_TRY(ensure(trailer + 4));
+    }
+    off = trailer + 4;
+  }
+  return std::unique_ptr<Mapping>(std::move(buf));
+}
+
 static Status read_all(File& f, std::string* out) {
   KF_ASSIGN(uint64_t size, f.size());
   out->resize(size);
@@ -321,7 +364,15 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   KF_ASSIGN(uint64_t fsize, e->file_->size());
   if (fsize) map = e->file_->map(fsize);
   if (fsize && !map) {
-    KF_ASSIGN(map, read_whole(*e->file_, fsize));
+    e->lazy_ = o.lazy_extents && !o.recover;
+    // A host whose calls cost more than reading the whole file (read_chunk)
+    // gets one read; the checks are still left to first use.
+    e->lazy_read_ = e->lazy_ && e->file_->read_chunk() < fsize;
+    if (e->lazy_read_) {
+      KF_ASSIGN(map, read_lazily(*e->file_, fsize));
+    } else {
+      KF_ASSIGN(map, read_whole(*e->file_, fsize));
+    }
   }
   if (!map) {
     // A new database: an empty image, flushed, so the file is whole from the start.
@@ -341,22 +392,48 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
 
 Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
                                   std::map<uint32_t, std::vector<IdEntry>>* idx) {
+  if (r.kind == format::kExtent) {
+    if (!pending_extent_) return Status(Code::Corrupt, "an extent with no record before it " + at(r.offset));
+    ExtentRef* e = pending_extent_;
+    pending_extent_ = nullptr;
+    e->bytes = r.body;
+    e->file_offset = r.offset + 5;
+    if (!extent_fits(*e, r.body.size())) return Status(Code::Corrupt, "an extent that does not fit its checksums " + at(r.offset));
+    if (!lazy_) {
+      int64_t b = first_bad_block(*e);
+      if (b >= 0) {
+        // The graph is derived (rebuilt); the vector table is data.
+        for (auto& [key, vr] : vector_records_)
+          if (&vr.links == e) {
+            vr.graph_bad = true;
+            return Status::ok();
+          }
+        return Status(Code::Corrupt, "a damaged block (checksum mismatch) in the vector table " +
+                                         at(e->file_offset + (uint64_t)b * e->block_bytes));
+      }
+    }
+    return Status::ok();
+  }
+  if (pending_extent_) return Status(Code::Corrupt, "a vector index record without its extent " + at(r.offset));
   if (r.kind == format::kVectors || r.kind == format::kGraph) {
     Reader rd(r.body);
     uint64_t key = rd.varint() << 32;
     key |= rd.varint();
+    VectorRecords& vr = vector_records_[key];
     if (r.kind == format::kVectors) {
-      meta_records_[key] = rd.str();
-      uint8_t pad = rd.u8();
-      rd.bytes(pad);
-      vector_records_[key] = std::string_view(rd.pos(), rd.left());
+      vr.meta = rd.str();
+      vr.has_table = true;
+      pending_extent_ = &vr.table;
     } else {
-      graph_seq_[key] = rd.u64();
-      uint8_t pad = rd.u8();
-      rd.bytes(pad);
-      graph_records_[key] = std::string_view(rd.pos(), rd.left());
+      vr.graph_seq = rd.u64();
+      vr.graph = rd.str();
+      vr.has_graph = true;
+      pending_extent_ = &vr.links;
     }
-    if (!rd.ok()) return Status(Code::Corrupt, "vector index record cut short " + at(r.offset));
+    if (!get_extent_checksums(rd, pending_extent_)) return Status(Code::Corrupt, "vector index record cut short " + at(r.offset));
+    uint8_t pad = rd.u8();
+    rd.bytes(pad);
+    if (!rd.ok() || !rd.done()) return Status(Code::Corrupt, "vector index record cut short " + at(r.offset));
     return Status::ok();
   }
   Reader rd(r.body);
@@ -418,6 +495,11 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
       damage_what = s == ScanResult::End || s == ScanResult::Torn ? "the image is cut short" : "a damaged record (checksum mismatch)";
       break;
     }
+    if (r.kind == format::kImageEnd && pending_extent_) {
+      damage = off;
+      damage_what = "a vector index record without its extent";
+      break;
+    }
     if (r.kind == format::kImageEnd) {
       Reader rd(r.body);
       seq_ = rd.u64();
@@ -434,6 +516,14 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     off = r.end;
   }
   image_bytes_ = image_done ? off : 0;
+  if (pending_extent_) {
+    // Kept up to damage: a record whose extent was lost is as if absent.
+    for (auto& [key, vr] : vector_records_) {
+      if (&vr.table == pending_extent_) vr.has_table = false;
+      if (&vr.links == pending_extent_) vr.has_graph = false;
+    }
+    pending_extent_ = nullptr;
+  }
 
   // The tail.
   uint64_t good_end = off;
@@ -534,20 +624,20 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
       if (f.index.kind != IndexKind::Hnsw) continue;
       uint64_t key = (uint64_t)cid << 32 | f.id;
       auto v = vector_records_.find(key);
-      auto g = graph_records_.find(key);
       auto index = std::make_unique<HnswIndex>(f.type.dim, f.type.f16, f.index.hnsw);
-      if (v == vector_records_.end()) {
+      if (v == vector_records_.end() || !v->second.has_table) {
         // No table: the documents hold their vectors; index them.
         KF_TRY(build_index(coll, f, &index));
         report_.index_rebuilt = true;
         report_.warnings.push_back("the vector index of '" + coll->def.name + "." + f.name + "' was built from the documents");
       } else {
+        VectorRecords& vr = v->second;
         // The table is data (image documents refer to it): it must load.
-        if (!index->load_table(meta_records_[key], v->second) || index->documents() > coll->ids.size())
+        if (!index->load_table(vr.meta, vr.table, extent_load()) || index->documents() > coll->ids.size())
           return Status(Code::Corrupt, "'" + name_ + "': the vector table of '" + coll->def.name + "." + f.name +
                                            "' does not match its documents");
         // The graph is derived: rebuilt when it does not validate.
-        if (g == graph_records_.end() || graph_seq_[key] != seq_ || !index->load_graph(g->second)) {
+        if (!vr.has_graph || vr.graph_bad || vr.graph_seq != seq_ || !index->load_graph(vr.graph, vr.links, extent_load())) {
           index->rebuild_graph(build_threads());
           report_.index_rebuilt = true;
           report_.warnings.push_back("the HNSW graph of '" + coll->def.name + "." + f.name +
@@ -558,9 +648,6 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     }
   }
   vector_records_.clear();
-  meta_records_.clear();
-  graph_records_.clear();
-  graph_seq_.clear();
 
   // Replay the tail over the image.
   for (const RecordView& w : writes) {
@@ -917,6 +1004,22 @@ void Engine::flusher_loop() {
 
 // ---------------------------------------------------------------- checkpoint
 
+// Appends a record (`head`, then the checksums of `bytes` and padding) and the
+// Extent holding `bytes`, whose first byte lands 64-byte aligned in the file.
+// Returns that offset.
+static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string head, std::string_view bytes,
+                                   uint32_t item_bytes) {
+  put_extent_checksums(head, bytes, extent_block_bytes(item_bytes));
+  uint64_t start = out.size() + 5 + head.size() + 1 + 4 + 5;
+  uint8_t pad = (uint8_t)((64 - start % 64) % 64);
+  put_u8(head, pad);
+  head.append(pad, '\0');
+  append_record(out, kind, head);
+  uint64_t at = out.size() + 5;
+  append_record(out, format::kExtent, bytes);
+  return at;
+}
+
 std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables) {
   std::string out;
   uint64_t total = format::kHeaderSize + 64;
@@ -1002,32 +1105,21 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
     new_ids->push_back(std::move(ids));
 
     for (auto& [fid, index] : c->vindex) {
-      std::string meta, vec, graph;
-      index->serialize(meta, vec, graph);
+      std::string meta, vec, graph, links;
+      index->serialize(meta, vec, graph, links);
       std::string head;
       put_varint(head, c->def.id);
       put_varint(head, fid);
       put_str(head, meta);
-      // Pad so the table starts 16-byte aligned in the file (and in memory).
-      uint64_t start = out.size() + 5 + head.size() + 1;
-      uint8_t pad = (uint8_t)((16 - start % 16) % 16);
-      put_u8(head, pad);
-      head.append(pad, '\0');
-      tables->push_back({index.get(), out.size() + 5 + head.size()});
-      head += vec;
-      append_record(out, format::kVectors, head);
-      std::string gb;
-      put_varint(gb, c->def.id);
-      put_varint(gb, fid);
-      put_u64(gb, seq_);
-      // Pad so the level-0 lists (read in place on open) start 16-byte aligned.
-      uint64_t links_at = out.size() + 5 + gb.size() + 1 + HnswIndex::kGraphLinksAt;
-      uint8_t gpad = (uint8_t)((16 - links_at % 16) % 16);
-      put_u8(gb, gpad);
-      gb.append(gpad, '\0');
-      gb += graph;
-      append_record(out, format::kGraph, gb);
-      records += 2;
+      uint64_t table_at = append_with_extent(out, format::kVectors, head, vec, index->table_item_bytes());
+      head.clear();
+      put_varint(head, c->def.id);
+      put_varint(head, fid);
+      put_u64(head, seq_);
+      put_str(head, graph);
+      uint64_t links_at = append_with_extent(out, format::kGraph, head, links, index->links_item_bytes());
+      tables->push_back({index.get(), table_at, links_at});
+      records += 4;
     }
   }
   std::string end;
@@ -1067,7 +1159,7 @@ Status Engine::checkpoint_locked() {
   arena_.reset(std::move(image));
   size_t i = 0;
   for (auto& [name, c] : colls_) c->ids.assign(std::move(new_ids[i++]));
-  for (const TableAt& t : tables) t.index->rebase(arena_.segment(0).data() + t.offset);
+  for (const TableAt& t : tables) t.index->rebase(arena_.segment(0).data() + t.table, arena_.segment(0).data() + t.links);
   for (auto& [name, c] : colls_) c->retired.clear();
   return Status::ok();
 }
@@ -1124,6 +1216,49 @@ Collection* Engine::find(std::string_view name) {
   return it == colls_.end() ? nullptr : it->second.get();
 }
 
+ExtentLoad Engine::extent_load() {
+  ExtentLoad how;
+  how.lazy = lazy_;
+  how.chunk = lazy_read_ ? file_->read_chunk() : 0;  // checks alone go block by block
+  // file_ changes only at a checkpoint, which reads every block first and
+  // rebases the indexes onto the new image.
+  if (lazy_read_) how.read = [this](uint64_t off, char* dst, size_t n) { return read_exact(*file_, off, dst, n); };
+  return how;
+}
+
+Status Engine::check_extents(bool* repaired) {
+  *repaired = false;
+  if (!lazy_) return Status::ok();
+  Status bad = Status::ok();
+  for_each_vindex([&](Collection& c, uint32_t fid, HnswIndex& idx) {
+    std::string what = "'" + c.def.name;
+    for (const Field& f : c.def.fields)
+      if (f.id == fid) what += "." + f.name;
+    what += "'";
+    if (uint64_t off = idx.graph_damaged_at()) {
+      report_.index_rebuilt = true;
+      report_.warnings.push_back("the HNSW graph of " + what + " was damaged " + at(off) +
+                                 " and was rebuilt from its vector table");
+      idx.rebuild_graph(build_threads());
+      *repaired = true;
+    }
+    if (uint64_t off = idx.table_damaged_at(); off && bad.is_ok())
+      bad = Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(off) + ": the vector table of " + what + " (" +
+                                      idx.table_damage() + "). Open with recover (kitfox --recover) to keep what is whole");
+  });
+  return bad;
+}
+
+uint64_t Engine::warm(uint64_t budget) {
+  std::unique_lock lk(mu_);
+  uint64_t done = 0, left = 0;
+  for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {
+    if (done < budget) done += idx.warm(budget - done);
+    left += idx.unread_bytes();
+  });
+  return left;
+}
+
 Result<QueryResult> Engine::query(std::string_view text, const std::vector<Value>& params) {
   Statement st;
   KF_TRY(parse_statement(text, &st));
@@ -1132,9 +1267,13 @@ Result<QueryResult> Engine::query(std::string_view text, const std::vector<Value
     KF_TRY(checkpoint());
     return QueryResult{};
   }
+  bool repaired = false;
   if (!st.is_write()) {
     std::shared_lock lk(mu_);
-    return execute_read(st, params);
+    Result<QueryResult> r = execute_read(st, params);
+    KF_TRY(check_extents(&repaired));
+    if (repaired) r = execute_read(st, params);  // the answer from the rebuilt graph
+    return r;
   }
   uint64_t wait_seq = 0;
   Result<QueryResult> r = Status(Code::Invalid, "no result");
@@ -1143,6 +1282,7 @@ Result<QueryResult> Engine::query(std::string_view text, const std::vector<Value
     KF_TRY(check_writable());
     r = execute_write(st, params);
     if (r.is_ok()) wait_seq = seq_;
+    KF_TRY(check_extents(&repaired));
   }
   if (!r.is_ok()) return r;
   if (opts_.sync == SyncMode::Always) {
@@ -1189,6 +1329,12 @@ Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& ite
       out.push_back(std::move(r.value()));
     }
     in_txn_ = false;
+    bool repaired = false;
+    Status damaged = check_extents(&repaired);
+    if (!damaged.is_ok()) {
+      rollback(undo_);
+      return damaged;
+    }
     if (txn_nops_) {
       auto w = write_record(txn_ops_, txn_nops_, false);
       if (!w.is_ok()) {
@@ -1273,6 +1419,7 @@ Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& i
 Status Database::checkpoint() { return engine_->checkpoint(); }
 Status Database::compact() { return engine_->checkpoint(); }
 Status Database::sync() { return engine_->sync(); }
+uint64_t Database::warm(uint64_t budget) { return engine_->warm(budget); }
 Status Database::close() { return engine_->close(); }
 Stats Database::stats() { return engine_->stats(); }
 const OpenReport& Database::open_report() const { return engine_->report(); }

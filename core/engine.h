@@ -133,7 +133,8 @@ class Engine {
   Status checkpoint_locked();
   struct TableAt {
     HnswIndex* index;
-    uint64_t offset;  // of the vector table in the image
+    uint64_t table;  // offsets in the image: the vector table
+    uint64_t links;  // and the level-0 lists
   };
   std::string build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables);
   Status sync_to(uint64_t seq);
@@ -167,8 +168,32 @@ class Engine {
   std::vector<float> prepared_;
   std::vector<std::string> tokens_;
   // Vector index records seen while loading the image, by collection << 32 | field.
-  std::map<uint64_t, std::string_view> vector_records_, meta_records_, graph_records_;
-  std::map<uint64_t, uint64_t> graph_seq_;
+  struct VectorRecords {
+    std::string_view meta, graph;
+    ExtentRef table, links;
+    uint64_t graph_seq = 0;
+    bool has_table = false, has_graph = false, graph_bad = false;
+  };
+  std::map<uint64_t, VectorRecords> vector_records_;
+  ExtentRef* pending_extent_ = nullptr;  // the Extent the last record announced
+  bool lazy_ = false;       // extents are checked on first use
+  bool lazy_read_ = false;  // and read then (not read on open)
+  ExtentLoad extent_load();
+  // Damage that lazily read blocks revealed: a graph is rebuilt (*repaired
+  // set), a vector table fails with an error naming the offset.
+  Status check_extents(bool* repaired);
+  template <typename F>
+  void for_each_vindex(F f) {
+    for (auto& [name, c] : colls_) {
+      for (auto& [fid, idx] : c->vindex) f(*c, fid, *idx);
+      for (auto& [fid, idx] : c->retired) f(*c, fid, *idx);
+    }
+  }
+
+ public:
+  uint64_t warm(uint64_t budget);
+
+ private:
 
   // Durability: flushes happen outside mu_, shared by concurrent writers.
   std::mutex sync_mu_;

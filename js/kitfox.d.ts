@@ -81,6 +81,13 @@ export interface OpenOptions {
    * that opens its database at load may pass e.g. 10000.
    */
   lockTimeout?: number;
+  /**
+   * Opening leaves vector tables and HNSW graphs to be read when a query
+   * first needs them; while the host is idle the rest is read in slices of
+   * a few milliseconds. false turns those background reads off (default
+   * true). See docs/wasm.md.
+   */
+  warm?: boolean;
 }
 
 export interface NearOptions {

@@ -44,6 +44,9 @@ function checkCount(what, n) {
   return n;
 }
 
+// Bytes of vectors and graph a background slice reads (see _warmLater).
+const WARM_SLICE = 2 << 20;
+
 export class Kitfox {
   // Use Kitfox.open().
   constructor(core, handle, host, hostId, info) {
@@ -55,6 +58,23 @@ export class Kitfox {
     this._memory = info.memory;
     this._period = info.period;
     this._timer = null;
+    this._warmer = null;
+    if (info.warm) this._warmLater();
+  }
+
+  // Opening reads the documents but leaves vector tables and HNSW graphs to
+  // be read block by block when first used; while the host is idle, this
+  // reads the rest a slice at a time (each slice a few milliseconds), so that
+  // a query never waits long behind it.
+  _warmLater() {
+    const later = globalThis.setImmediate ?? ((f) => setTimeout(f, 0));
+    const step = () => {
+      this._warmer = null;
+      if (this._h === 0) return;
+      if (this._core.kfWarm(this._h, Math.max(WARM_SLICE, this._host.readChunk ?? 0)) > 0) this._warmLater();
+    };
+    this._warmer = later(step);
+    this._warmer?.unref?.();
   }
 
   // Opens (or creates) a database: a file path in Node, ':memory:', or the
@@ -80,7 +100,7 @@ export class Kitfox {
       throw kitfoxError('invalid', `open takes a file name, ':memory:' or a Uint8Array, got ${String(target)}`);
     }
     const hostId = core.kfAddHost(host);
-    const h = core.kfOpen(hostId, host.atomicReplace, name, sync, options.create !== false);
+    const h = core.kfOpen(hostId, host.atomicReplace, name, sync, options.create !== false, host.readChunk ?? 0);
     if (h < 0) {
       const err = core.kfLastError();
       core.kfRemoveHost(hostId);
@@ -91,7 +111,7 @@ export class Kitfox {
     // after the period; a timer makes that happen without one.
     let period = 0;
     if (!memory && sync !== 'always' && sync !== 'off') period = sync === '' ? 250 : parseInt(sync, 10);
-    return new Kitfox(core, h, host, hostId, { name, memory, period });
+    return new Kitfox(core, h, host, hostId, { name, memory, period, warm: options.warm !== false });
   }
 
   get closed() {

@@ -49,16 +49,19 @@ void trim(std::string& s) {
 }
 
 // Opens `name` through the JS host `host`. Returns a handle (> 0) or -1.
-int open_db(int host, bool atomic_replace, std::string name, std::string sync, bool create) {
+int open_db(int host, bool atomic_replace, std::string name, std::string sync, bool create, double read_chunk) {
   OpenOptions o;
   o.create = create;
+  // Vector tables and graphs are read block by block when first used (the
+  // host reads the rest when idle, kfWarm): opening reads only the documents.
+  o.lazy_extents = true;
   if (!sync.empty()) {
     auto r = parse_sync_option(sync, o);
     if (!r) return fail(r.status());
     o = *r;
   }
   auto s = std::make_unique<Slot>();
-  s->fs = make_host_file_system(host, atomic_replace);
+  s->fs = make_host_file_system(host, atomic_replace, (uint64_t)read_chunk);
   s->name = name;
   auto db = Database::open(*s->fs, name, o);
   if (!db) return fail(db.status());
@@ -173,6 +176,14 @@ int sync(int h) {
   return st ? 0 : fail(st);
 }
 
+// Reads up to `budget` bytes of vector tables and graphs not read yet;
+// returns the bytes still unread (0 when all are in memory), -1 when closed.
+double warm(int h, double budget) {
+  Slot* s = slot(h);
+  if (!s) return -1;
+  return (double)s->db->warm((uint64_t)budget);
+}
+
 // Checkpoints, then reads the whole file into the output buffer.
 int export_file(int h) {
   Slot* s = slot(h);
@@ -260,6 +271,7 @@ EMSCRIPTEN_BINDINGS(kitfox) {
   emscripten::function("kfOutputLen", &output_len);
   emscripten::function("kfCheckpoint", &checkpoint);
   emscripten::function("kfSync", &sync);
+  emscripten::function("kfWarm", &warm);
   emscripten::function("kfExportFile", &export_file);
   emscripten::function("kfClose", &close_db);
   emscripten::function("kfStats", &stats);

@@ -62,7 +62,8 @@ Status host_error() {
 
 class HostFile final : public File {
  public:
-  HostFile(int host, int fh) : host_(host), fh_(fh) {}
+  HostFile(int host, int fh, uint64_t chunk) : host_(host), fh_(fh), chunk_(chunk) {}
+  uint64_t read_chunk() const override { return chunk_; }
   ~HostFile() override {
     if (kf_host_close(host_, fh_) < 0) host_error();  // nothing to report to
   }
@@ -94,15 +95,16 @@ class HostFile final : public File {
  private:
   int host_;
   int fh_;
+  uint64_t chunk_;
 };
 
 class HostFileSystem final : public FileSystem {
  public:
-  HostFileSystem(int host, bool atomic) : host_(host), atomic_(atomic) {}
+  HostFileSystem(int host, bool atomic, uint64_t chunk) : host_(host), atomic_(atomic), chunk_(chunk) {}
   Result<std::unique_ptr<File>> open(const std::string& name, OpenFlags flags) override {
     double fh = kf_host_open(host_, name.c_str(), flags.create, flags.exclusive);
     if (fh < 0) return host_error();
-    return std::unique_ptr<File>(new HostFile(host_, (int)fh));
+    return std::unique_ptr<File>(new HostFile(host_, (int)fh, chunk_));
   }
   Result<bool> exists(const std::string& name) override {
     double r = kf_host_exists(host_, name.c_str());
@@ -122,12 +124,13 @@ class HostFileSystem final : public FileSystem {
  private:
   int host_;
   bool atomic_;
+  uint64_t chunk_;
 };
 
 }  // namespace
 
-std::unique_ptr<FileSystem> make_host_file_system(int host_id, bool atomic_replace) {
-  return std::make_unique<HostFileSystem>(host_id, atomic_replace);
+std::unique_ptr<FileSystem> make_host_file_system(int host_id, bool atomic_replace, uint64_t read_chunk) {
+  return std::make_unique<HostFileSystem>(host_id, atomic_replace, read_chunk);
 }
 
 }  // namespace kitfox

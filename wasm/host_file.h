@@ -11,6 +11,6 @@ namespace kitfox {
 
 // `atomic_replace` says whether the host's replace() is an atomic rename
 // (Node, memory) or a copy (OPFS: the engine's recovery finishes a copy).
-std::unique_ptr<FileSystem> make_host_file_system(int host_id, bool atomic_replace);
+std::unique_ptr<FileSystem> make_host_file_system(int host_id, bool atomic_replace, uint64_t read_chunk);
 
 }  // namespace kitfox

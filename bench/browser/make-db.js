@@ -55,6 +55,26 @@ export function clustered(dim, clusters = 64, seed = 42, spread = 0.25) {
   };
 }
 
+// The file format version this checkout writes (core/storage/format.h).
+export function formatVersion() {
+  const src = fs.readFileSync(path.join(root, 'core', 'storage', 'format.h'), 'utf8');
+  return Number(/constexpr uint32_t kVersion = (\d+);/.exec(src)[1]);
+}
+
+// True when `file` exists and was written in this checkout's format version
+// (a cached database from before a format change is made again).
+export function cachedDatabase(file) {
+  if (!fs.existsSync(file)) return false;
+  const head = Buffer.alloc(12);
+  const fd = fs.openSync(file, 'r');
+  try {
+    fs.readSync(fd, head, 0, 12, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return head.toString('latin1', 0, 8) === 'KITFOXDB' && head.readUInt32LE(8) === formatVersion();
+}
+
 export function makeDatabase({ out, n = 100000, dim = 128, m = 16, efConstruction = 200, log = () => {} }) {
   if (!fs.existsSync(cli)) throw new Error(`${cli} is missing: bash scripts/build.sh`);
   fs.mkdirSync(path.dirname(out), { recursive: true });

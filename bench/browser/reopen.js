@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { serve } from '../../scripts/serve.js';
-import { makeDatabase } from './make-db.js';
+import { cachedDatabase, makeDatabase } from './make-db.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CHROMIUM = process.env.KITFOX_CHROMIUM || '/usr/bin/chromium';
@@ -73,7 +73,7 @@ async function nodeReference(file) {
 
 async function main() {
   const file = path.join(dataDir, `browser-${N}x${DIM}-ef${EFC}.kfdb`);
-  if (!fs.existsSync(file)) {
+  if (!cachedDatabase(file)) {
     log(`making ${file} with the native CLI (once; cached)`);
     makeDatabase({ out: file, n: N, dim: DIM, efConstruction: EFC, log });
   }

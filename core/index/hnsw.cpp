@@ -9,6 +9,8 @@
 #include "../codec.h"
 
 #if !defined(__EMSCRIPTEN__)
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #endif
 
@@ -158,12 +160,45 @@ uint32_t* HnswIndex::links(uint32_t node, int level) {
   return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];
 }
 const uint32_t* HnswIndex::links(uint32_t node, int level) const {
-  if (level == 0) return l0_ + (size_t)node * (1 + 2 * p_.m);
+  if (level == 0) {
+    const size_t stride = 1 + 2 * p_.m;
+    if (lazy_links_) lazy_links_->need((uint64_t)node * stride * 4, stride * 4);
+    return l0_ + (size_t)node * stride;
+  }
   return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];
+}
+
+void HnswIndex::rebase(const char* table, const char* links0) {
+  base_ = table;
+  base_n_ = (uint32_t)node_doc_.size();
+  extra_.clear();
+  extra_.shrink_to_fit();
+  lazy_table_.reset();
+  lazy_links_.reset();
+  links0_.clear();
+  links0_.shrink_to_fit();
+  l0_ = reinterpret_cast<const uint32_t*>(links0);
+  l0_owned_ = false;
+}
+
+void HnswIndex::read_all() const {
+  if (lazy_table_) lazy_table_->warm(UINT64_MAX);
+  if (lazy_links_) lazy_links_->warm(UINT64_MAX);
+}
+
+uint64_t HnswIndex::warm(uint64_t budget) {
+  uint64_t done = lazy_table_ ? lazy_table_->warm(budget) : 0;
+  if (lazy_links_ && done < budget) done += lazy_links_->warm(budget - done);
+  return done;
+}
+
+uint64_t HnswIndex::unread_bytes() const {
+  return (lazy_table_ ? lazy_table_->missing_bytes() : 0) + (lazy_links_ ? lazy_links_->missing_bytes() : 0);
 }
 
 void HnswIndex::own_links() {
   if (l0_owned_) return;
+  if (lazy_links_) lazy_links_->warm(UINT64_MAX);
   links0_.assign(l0_, l0_ + levels_.size() * (1 + 2 * p_.m));
   l0_ = links0_.data();
   l0_owned_ = true;
@@ -357,6 +392,7 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
       const char* p = raw(n);
       __builtin_prefetch(p);
       __builtin_prefetch(p + 64);
+      if (!inv_.empty()) __builtin_prefetch(&inv_[n]);
     }
     if (!cand.empty()) __builtin_prefetch(links(cand.front().node, level));
     for (uint32_t j = 0; j < nf; j++) {
@@ -483,9 +519,8 @@ void HnswIndex::add_link(uint32_t from, uint32_t to, int level) {
   for (size_t i = 0; i < kept.size(); i++) ls[1 + i] = kept[i];
 }
 
-// Phase B of a chunk (serial, in node order): the node's links from its
-// pre-selected neighbours plus the chunk's earlier nodes. Reverse links are
-// queued for phase C.
+// A node's own links (phase A of a chunk) from its pre-selected neighbours
+// plus the chunk's earlier nodes. Reverse links are queued for phase C.
 void HnswIndex::link_node(uint32_t node, std::vector<std::vector<Hit>>& per_level, uint32_t chunk_start,
                           std::vector<LinkRequest>* reverse) {
   int level = levels_[node];
@@ -506,46 +541,104 @@ void HnswIndex::link_node(uint32_t node, std::vector<std::vector<Hit>>& per_leve
     for (size_t i = 0; i < chosen.size(); i++) ls[1 + i] = chosen[i];
     for (uint32_t c : chosen) reverse->push_back({c, (uint8_t)l, node});
   }
-  if (entry_ < 0 || level > max_level_) {
-    entry_ = node;
-    max_level_ = level;
-  }
 }
 
-// Runs f(i) for i in [begin, end): on `threads` threads natively, in order in WASM.
-template <typename F>
-static void parallel_for(uint32_t begin, uint32_t end, int threads, const F& f) {
+// Runs f(i) for i in [begin, end) on a fixed set of threads (natively; in
+// order on the calling thread in WASM). The threads start once per
+// link_pending() and wait between the many small phases of a build.
+class Workers {
+ public:
+  explicit Workers(int threads) {
 #if !defined(__EMSCRIPTEN__)
-  if (threads > 1 && end - begin > 1) {
-    std::atomic<uint32_t> next{begin};
-    auto run = [&] {
-      for (uint32_t i; (i = next.fetch_add(1)) < end;) f(i);
-    };
-    std::vector<std::thread> ts;
-    for (int t = 1; t < threads && t < (int)(end - begin); t++) ts.emplace_back(run);
-    run();
-    for (auto& t : ts) t.join();
-    return;
-  }
+    for (int t = 1; t < threads; t++) ts_.emplace_back([this] { loop(); });
+#else
+    (void)threads;
 #endif
-  (void)threads;
-  for (uint32_t i = begin; i < end; i++) f(i);
-}
+  }
+  ~Workers() {
+#if !defined(__EMSCRIPTEN__)
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : ts_) t.join();
+#endif
+  }
+  template <typename F>
+  void run(uint32_t begin, uint32_t end, const F& f) {
+#if !defined(__EMSCRIPTEN__)
+    if (!ts_.empty() && end - begin > 1) {
+      {
+        std::lock_guard lk(mu_);
+        next_ = begin;
+        end_ = end;
+        ctx_ = &f;
+        call_ = [](const void* c, uint32_t i) { (*static_cast<const F*>(c))(i); };
+        active_ = (int)ts_.size();
+        gen_++;
+      }
+      cv_.notify_all();
+      work();
+      std::unique_lock lk(mu_);
+      done_.wait(lk, [&] { return active_ == 0; });
+      return;
+    }
+#endif
+    for (uint32_t i = begin; i < end; i++) f(i);
+  }
+
+ private:
+#if !defined(__EMSCRIPTEN__)
+  void work() {
+    for (uint32_t i; (i = next_.fetch_add(1)) < end_;) call_(ctx_, i);
+  }
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || gen_ != seen; });
+        if (stop_) return;
+        seen = gen_;
+      }
+      work();
+      std::lock_guard lk(mu_);
+      if (--active_ == 0) done_.notify_one();
+    }
+  }
+  std::vector<std::thread> ts_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_;
+  bool stop_ = false;
+  uint64_t gen_ = 0;
+  int active_ = 0;
+  std::atomic<uint32_t> next_{0};
+  uint32_t end_ = 0;
+  const void* ctx_ = nullptr;
+  void (*call_)(const void*, uint32_t) = nullptr;
+#endif
+};
 
 void HnswIndex::link_pending(int threads) {
   if (linked_ >= levels_.size()) return;
   own_links();
+  Workers pool(threads);
   std::vector<std::vector<std::vector<Hit>>> found(kChunk);
+  std::vector<std::vector<LinkRequest>> requests(kChunk);
   std::vector<LinkRequest> reverse;
   std::vector<uint32_t> group_start;
   while (linked_ < levels_.size()) {
     uint32_t s = linked_, e = (uint32_t)std::min<size_t>(levels_.size(), s + kChunk);
-    for (auto& f : found) f.clear();
-    // A: search the graph as it stood before the chunk and pre-select
-    // neighbours, each node on its own (parallel).
-    if (entry_ >= 0) {
-      parallel_for(s, e, threads, [&](uint32_t i) {
-        auto& per = found[i - s];
+    // A: each node on its own (in parallel): search the graph as it stood
+    // before the chunk, pre-select neighbours, then write the node's own
+    // lists from them plus the chunk's earlier nodes. Nothing links to a
+    // chunk node before C, so no search sees those lists being written.
+    bool search = entry_ >= 0;
+    pool.run(s, e, [&](uint32_t i) {
+      auto& per = found[i - s];
+      per.clear();
+      if (search) {
         find_candidates(i, std::min<int>(levels_[i], max_level_), &per);
         std::vector<uint32_t> kept;
         for (auto& w : per) {
@@ -559,11 +652,19 @@ void HnswIndex::link_pending(int threads) {
               }
           w.swap(sel);
         }
-      });
-    }
-    // B: forward links, in node order.
+      }
+      requests[i - s].clear();
+      link_node(i, per, s, &requests[i - s]);
+    });
+    // B: the entry point, and the reverse links in node order.
     reverse.clear();
-    for (uint32_t i = s; i < e; i++) link_node(i, found[i - s], s, &reverse);
+    for (uint32_t i = s; i < e; i++) {
+      if (entry_ < 0 || levels_[i] > max_level_) {
+        entry_ = i;
+        max_level_ = levels_[i];
+      }
+      reverse.insert(reverse.end(), requests[i - s].begin(), requests[i - s].end());
+    }
     // C: reverse links, grouped by the node they change; groups in parallel,
     // each group in (level, node) order, so the result is the same on any
     // number of threads.
@@ -574,7 +675,7 @@ void HnswIndex::link_pending(int threads) {
     for (uint32_t i = 0; i < reverse.size(); i++)
       if (i == 0 || reverse[i].target != reverse[i - 1].target) group_start.push_back(i);
     group_start.push_back((uint32_t)reverse.size());
-    parallel_for(0, (uint32_t)group_start.size() - 1, threads, [&](uint32_t g) {
+    pool.run(0, (uint32_t)group_start.size() - 1, [&](uint32_t g) {
       for (uint32_t i = group_start[g]; i < group_start[g + 1]; i++)
         add_link(reverse[i].target, reverse[i].from, reverse[i].level);
     });
@@ -599,7 +700,8 @@ bool get_array(Reader& r, std::vector<T>* v, size_t n) {
 }
 }  // namespace
 
-void HnswIndex::serialize(std::string& meta, std::string& table, std::string& graph) const {
+void HnswIndex::serialize(std::string& meta, std::string& table, std::string& graph, std::string& links0) const {
+  read_all();
   size_t n = levels_.size();
   put_u32(meta, 2);  // layout version
   put_u32(meta, dim_);
@@ -619,15 +721,14 @@ void HnswIndex::serialize(std::string& meta, std::string& table, std::string& gr
   if (base_n_) table.append(base_, (size_t)base_n_ * vbytes_);
   table.append(extra_.data(), extra_.size());
 
-  put_u32(graph, 3);  // layout version
+  put_u32(graph, 4);  // layout version
   put_u32(graph, (uint32_t)p_.metric);
   put_u32(graph, p_.m);
   put_u32(graph, p_.ef_construction);
   put_u64(graph, n);
   put_u64(graph, (uint64_t)entry_);
   put_u32(graph, (uint32_t)max_level_);
-  // kGraphLinksAt (36) bytes so far: the level-0 lists come first.
-  graph.append(reinterpret_cast<const char*>(l0_), n * (1 + 2 * p_.m) * 4);
+  links0.append(reinterpret_cast<const char*>(l0_), n * (1 + 2 * p_.m) * 4);
   put_array(graph, levels_);
   put_array(graph, fp_);
   put_array(graph, inv_);
@@ -636,7 +737,8 @@ void HnswIndex::serialize(std::string& meta, std::string& table, std::string& gr
   put_array(graph, upper_);
 }
 
-bool HnswIndex::load_table(std::string_view meta, std::string_view table) {
+bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const ExtentLoad& how) {
+  std::string_view table = ext.bytes;
   Reader r(meta);
   if (r.u32() != 2 || r.u32() != dim_ || r.u32() != (uint32_t)f16_) return false;
   uint64_t n = r.u64();
@@ -658,6 +760,8 @@ bool HnswIndex::load_table(std::string_view meta, std::string_view table) {
   base_ = table.data();
   base_n_ = (uint32_t)n;
   extra_.clear();
+  lazy_table_.reset();
+  if (how.lazy && n) lazy_table_ = std::make_unique<LazyExtent>(ext, how.read, how.chunk);
   doc_count_ = docs;
   maps_built_ = false;
   doc_node_.clear();
@@ -673,6 +777,7 @@ void HnswIndex::clear_graph() {
   links0_.clear();
   l0_ = links0_.data();
   l0_owned_ = true;
+  lazy_links_.reset();
   upper_off_.clear();
   upper_.clear();
   entry_ = -1;
@@ -680,17 +785,27 @@ void HnswIndex::clear_graph() {
   linked_ = 0;
 }
 
-bool HnswIndex::load_graph(std::string_view graph) {
+bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const ExtentLoad& how) {
   uint64_t n = node_doc_.size();
   Reader r(graph);
-  if (r.u32() != 3 || r.u32() != (uint32_t)p_.metric || r.u32() != p_.m || r.u32() != p_.ef_construction) return false;
+  if (r.u32() != 4 || r.u32() != (uint32_t)p_.metric || r.u32() != p_.m || r.u32() != p_.ef_construction) return false;
   if (r.u64() != n) return false;
   int64_t entry = (int64_t)r.u64();
   int max_level = (int)r.u32();
   const size_t stride = 1 + 2 * p_.m;
-  std::string_view l0 = r.bytes(n * stride * 4);
-  if (r.ok() && (reinterpret_cast<uintptr_t>(l0.data()) % alignof(uint32_t)) != 0) return false;
+  std::string_view l0 = links.bytes;
+  if (l0.size() != n * stride * 4 || (reinterpret_cast<uintptr_t>(l0.data()) % alignof(uint32_t)) != 0) return false;
   const uint32_t* view = reinterpret_cast<const uint32_t*>(l0.data());
+  // A level-0 list is sane when its count fits and every slot names a node.
+  const uint32_t max0 = 2 * p_.m;
+  auto lists_ok = [stride, max0, n](const uint32_t* ls, size_t count) {
+    uint32_t bad = 0;
+    for (size_t i = 0; i < count; i++, ls += stride) {
+      bad |= (uint32_t)(ls[0] > max0);
+      for (size_t j = 1; j < stride; j++) bad |= (uint32_t)(ls[j] >= n);
+    }
+    return bad == 0;
+  };
   bool ok = r.ok() && get_array(r, &levels_, n) && get_array(r, &fp_, n) &&
             get_array(r, &inv_, p_.metric == Metric::Cosine ? n : 0) && get_array(r, &upper_off_, n);
   uint64_t nu = ok ? r.u64() : 0;
@@ -703,11 +818,8 @@ bool HnswIndex::load_graph(std::string_view graph) {
     if (levels_[i] > kMaxLevel) bad = 1;
     else if (levels_[i] && (uint64_t)upper_off_[i] + (uint64_t)levels_[i] * (1 + p_.m) > nu) bad = 1;
   }
-  for (uint64_t i = 0; i < n && !bad; i++) {
-    const uint32_t* ls = view + i * stride;
-    bad |= ls[0] > 2 * p_.m;
-    for (uint32_t j = 1; j < stride; j++) bad |= (uint32_t)(ls[j] >= n);
-  }
+  // Lazily loaded lists are checked block by block as they are read.
+  if (!bad && !how.lazy && !lists_ok(view, n)) bad = 1;
   for (uint64_t i = 0; i < n && !bad; i++)
     for (int l = 1; l <= levels_[i]; l++) {
       const uint32_t* ls = &upper_[upper_off_[i] + (size_t)(l - 1) * (1 + p_.m)];
@@ -721,6 +833,11 @@ bool HnswIndex::load_graph(std::string_view graph) {
   links0_.clear();
   l0_ = view;
   l0_owned_ = false;
+  lazy_links_.reset();
+  if (how.lazy && n)
+    lazy_links_ = std::make_unique<LazyExtent>(links, how.read, how.chunk, [lists_ok, stride](const char* p, size_t bytes) {
+      return lists_ok(reinterpret_cast<const uint32_t*>(p), bytes / (stride * 4));
+    });
   entry_ = entry;
   max_level_ = n ? max_level : -1;
   linked_ = (uint32_t)n;
@@ -755,9 +872,9 @@ size_t HnswIndex::memory_bytes() const {
 }
 
 std::string HnswIndex::graph_bytes() const {
-  std::string m, v, g;
-  serialize(m, v, g);
-  return g;
+  std::string m, v, g, l;
+  serialize(m, v, g, l);
+  return g + l;
 }
 
 }  // namespace kitfox

@@ -10,26 +10,32 @@
 // documents that hold its vector (a node with none is a tombstone: still
 // traversed, never returned).
 //
-// Persisted as two records: the table (node -> documents, vectors) and the
-// graph (levels, inverse norms, links), which is derived: if it does not
-// validate it is rebuilt from the table with the same node numbers.
+// Persisted as two records, each with an extent (storage/extent.h): the table
+// (node -> documents; the vectors) and the graph (levels, inverse norms, upper
+// links; the level-0 lists), which is derived: if it does not validate it is
+// rebuilt from the table with the same node numbers. Both extents are used
+// in place; when they are loaded lazily, a block is read the first time a
+// node in it is touched (raw(), links()).
 //
 // Determinism: levels come from an integer hash of the node number, ties
 // between equal distances break by node number, and the distance kernels sum
-// in one canonical order. New nodes are linked in chunks of kChunk: the graph
-// search of every node of a chunk runs against the graph as it stood before
-// the chunk (in parallel natively, serially in WASM), then the nodes are
-// linked one by one in order, each also considering the chunk's earlier
-// nodes. The result does not depend on the thread count, so native and WASM
-// build the same graph from the same writes.
+// in one canonical order. New nodes are linked in chunks of kChunk: every
+// node of a chunk searches the graph as it stood before the chunk and writes
+// its own lists from what it found plus the chunk's earlier nodes (in
+// parallel natively, serially in WASM); then the reverse links are added,
+// grouped by the node they change, each group in a fixed order. The result
+// does not depend on the thread count, so native and WASM build the same
+// graph from the same writes.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "../status.h"
+#include "../storage/extent.h"
 #include "distance.h"
 
 namespace kitfox {
@@ -73,13 +79,9 @@ class HnswIndex {
     auto it = doc_node_.find(doc);
     return it == doc_node_.end() ? -1 : (int64_t)it->second;
   }
-  // After a checkpoint: the table now lives at `base` (same contents).
-  void rebase(const char* base) {
-    base_ = base;
-    base_n_ = (uint32_t)node_doc_.size();
-    extra_.clear();
-    extra_.shrink_to_fit();
-  }
+  // After a checkpoint: the table and the level-0 lists now live at `table`
+  // and `links0` (same contents, in memory).
+  void rebase(const char* table, const char* links0);
   void link_pending(int threads);
   size_t pending() const { return levels_.size() - linked_; }
   // Forgets unlinked nodes that no document holds (a rolled-back batch's).
@@ -95,18 +97,32 @@ class HnswIndex {
   void docs_of(uint32_t node, std::vector<int64_t>* out) const;
   float distance_to(const float* q, uint32_t node) const;
 
-  // Persistence: `meta` (node -> documents), `table` (the vectors, kept
-  // 16-byte aligned by the caller) and `graph`, as flat little-endian arrays.
-  void serialize(std::string& meta, std::string& table, std::string& graph) const;
-  // Loads the table and its meta; `table` must stay alive and unchanged (it is
-  // used in place). False when they disagree.
-  bool load_table(std::string_view meta, std::string_view table);
+  // Persistence: `meta` (node -> documents), `table` (the vectors), `graph`
+  // (all but the level-0 lists) and `links0` (those), as flat little-endian
+  // arrays. The caller keeps the table and links 16-byte aligned. Reads every
+  // lazily loaded block first.
+  void serialize(std::string& meta, std::string& table, std::string& graph, std::string& links0) const;
+  // Bytes per vector in the table, per node in links0 (extent items).
+  uint32_t table_item_bytes() const { return (uint32_t)vbytes_; }
+  uint32_t links_item_bytes() const { return (1 + 2 * p_.m) * 4; }
+  // Loads the table and its meta; the table's bytes must stay alive and
+  // unchanged (they are used in place). They were checked already, or (lazy)
+  // are checked, and read when `how.read` is set, block by block on first
+  // use. False when meta and table disagree.
+  bool load_table(std::string_view meta, const ExtentRef& table, const ExtentLoad& how = {});
   // Loads the graph over a loaded table; false when it does not validate.
-  // `graph` must stay alive and unchanged (the level-0 lists are used in
-  // place); they start kGraphLinksAt bytes in, which the caller keeps
-  // 16-byte aligned.
-  static constexpr size_t kGraphLinksAt = 36;
-  bool load_graph(std::string_view graph);
+  // The level-0 lists are used in place, as the table (lazy: a block out of
+  // range counts as damage).
+  bool load_graph(std::string_view graph, const ExtentRef& links0, const ExtentLoad& how = {});
+  // Reads up to about `budget` bytes of lazily loaded blocks; the bytes read.
+  uint64_t warm(uint64_t budget);
+  uint64_t unread_bytes() const;
+  // Damage found in a lazily loaded block (the file offset, 0 when none):
+  // in the table (data: the vectors there read as zeros) or in the graph
+  // (derived: rebuild_graph() repairs it).
+  uint64_t table_damaged_at() const { return lazy_table_ ? lazy_table_->damaged_at() : 0; }
+  uint64_t graph_damaged_at() const { return lazy_links_ ? lazy_links_->damaged_at() : 0; }
+  std::string table_damage() const { return lazy_table_ ? lazy_table_->damage() : ""; }
   // Rebuilds the graph over the table (same node numbers).
   void rebuild_graph(int threads);
 
@@ -116,8 +132,11 @@ class HnswIndex {
 
  private:
   const char* raw(uint32_t node) const {
-    return node < base_n_ ? base_ + (size_t)node * vbytes_ : extra_.data() + (size_t)(node - base_n_) * vbytes_;
+    if (node >= base_n_) return extra_.data() + (size_t)(node - base_n_) * vbytes_;
+    if (lazy_table_) lazy_table_->need((uint64_t)node * vbytes_, vbytes_);
+    return base_ + (size_t)node * vbytes_;
   }
+  void read_all() const;  // every lazily loaded block
   const float* vec(uint32_t node, float* scratch) const;  // the stored vector as f32
   void normalized(uint32_t node, float* out) const;       // as a query: normalised for cosine
   float dist(const float* q, uint32_t node, float* scratch) const;
@@ -158,6 +177,8 @@ class HnswIndex {
   const char* base_ = nullptr;
   uint32_t base_n_ = 0;
   std::vector<char> extra_;
+  // Blocks of the table and the level-0 lists still to read (lazy loading).
+  mutable std::unique_ptr<LazyExtent> lazy_table_, lazy_links_;
 
   std::vector<uint8_t> levels_;
   std::vector<uint32_t> fp_;

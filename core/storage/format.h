@@ -8,9 +8,10 @@
 //
 //   image  Catalog, then per collection Docs records (chunks of entries
 //          `zigzag varint id | varint len | body`) and one IdIndex record (the
-//          derived id -> file offset table), per vector index a Vectors and a
-//          Graph record (derived: the table used in place, the links), then ImageEnd. Written whole by a
-//          checkpoint into `NAME~`, flushed, then put in place of NAME.
+//          derived id -> file offset table), per vector index a Vectors record
+//          and its Extent (the vector table, data), a Graph record and its
+//          Extent (the level-0 links, derived), then ImageEnd. Written whole by
+//          a checkpoint into `NAME~`, flushed, then put in place of NAME.
 //   tail   one Write record per write statement, batch or transaction, each
 //          `u64 sequence | ops...`, appended after ImageEnd.
 //
@@ -21,6 +22,11 @@
 // open fails with an error naming the offset, unless `recover` is asked for,
 // which keeps everything before the damage and saves the damaged original as
 // NAME.damaged.
+//
+// An Extent record holds the big array of the record before it; that record
+// carries the Extent's checksums per block of about 4 KiB (storage/extent.h),
+// and the Extent's frame checksum covers only its length and kind, so a
+// reader can step over it and read its blocks when they are first needed.
 //
 // Derived records (IdIndex, Graph) are checked on open: a count, range or
 // version that disagrees rebuilds them (from the Docs records, from the vector
@@ -37,7 +43,7 @@
 namespace kitfox::format {
 
 constexpr char kMagic[8] = {'K', 'I', 'T', 'F', 'O', 'X', 'D', 'B'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint64_t kHeaderSize = 32;
 constexpr uint64_t kFrameOverhead = 9;  // length + kind + crc
 
@@ -47,11 +53,15 @@ enum Kind : uint8_t {
   kIdIndex = 3,   // varint collection id, u64 count, count x {i64 id, u64 file offset of entry's len}
   kImageEnd = 4,  // u64 last sequence, u64 image records before this one, u64 documents
   kVectors = 5,   // varint collection, varint field, varint len + meta (node -> documents),
-                  // u8 pad, pad bytes (so the table starts 16-byte aligned in the file),
-                  // the vector table: nodes x dim x (4 or 2). Data: image documents
-                  // refer to it (value tag 12, codec.h) instead of repeating vectors.
-  kGraph = 6,     // varint collection, varint field, u64 sequence, the HNSW graph (index/hnsw.cpp);
-                  // derived: rebuilt from the table when it does not validate
+                  // extent checksums, u8 pad, pad bytes (so the Extent's bytes start
+                  // 64-byte aligned in the file). Its Extent: the vector table,
+                  // nodes x dim x (4 or 2). Data: image documents refer to it
+                  // (value tag 12, codec.h) instead of repeating vectors.
+  kGraph = 6,     // varint collection, varint field, u64 sequence, varint len + the HNSW graph
+                  // but its level-0 lists (index/hnsw.cpp), extent checksums, u8 pad, pad
+                  // bytes. Its Extent: the level-0 lists. Derived: rebuilt from the
+                  // table when it does not validate.
+  kExtent = 7,    // the bytes of the record before it; frame checksum over length + kind
   kWrite = 16,    // u64 sequence, varint op count, ops
 };
 

@@ -14,7 +14,7 @@ void append_record(std::string& out, uint8_t kind, std::string_view body) {
   out.append((const char*)&len, 4);
   out.push_back((char)kind);
   out.append(body);
-  uint32_t crc = crc32c(0, out.data() + start, 5 + body.size());
+  uint32_t crc = crc32c(0, out.data() + start, kind == format::kExtent ? 5 : 5 + body.size());
   out.append((const char*)&crc, 4);
 }
 
@@ -51,7 +51,9 @@ ScanResult read_record(std::string_view file, uint64_t off, RecordView* rec) {
   if (file.size() - off < format::kFrameOverhead + len) return ScanResult::Torn;
   uint32_t crc;
   memcpy(&crc, file.data() + off + 5 + len, 4);
-  if (crc != crc32c(0, file.data() + off, 5 + len)) return ScanResult::Bad;
+  // An Extent's bytes are checked in blocks by the record that owns it.
+  bool extent = (uint8_t)file[off + 4] == format::kExtent;
+  if (crc != crc32c(0, file.data() + off, extent ? 5 : 5 + len)) return ScanResult::Bad;
   rec->offset = off;
   rec->end = off + format::kFrameOverhead + len;
   rec->kind = (uint8_t)file[off + 4];

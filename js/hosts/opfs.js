@@ -128,6 +128,12 @@ export class OpfsHost {
   // Use OpfsHost.open().
   constructor(name, dir, file, entries, unlock) {
     this.atomicReplace = false;
+    // Every sync access handle call costs about as much as reading a few
+    // hundred KiB (measured in Chromium: bench/RESULTS.md), and a first
+    // `near` touches vectors all over the table: the engine reads the file
+    // with one call on open and leaves only the checks of vector tables and
+    // graphs to first use (core/file.h read_chunk).
+    this.readChunk = Number.MAX_SAFE_INTEGER;
     this.name = name;
     this.dir = dir;
     this.fileName = file;

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { makeDatabase } from '../../bench/browser/make-db.js';
+import { cachedDatabase, makeDatabase } from '../../bench/browser/make-db.js';
 import { openPage, reload, root, startBrowser } from './helpers.js';
 
 const N = 100000;
@@ -20,7 +20,7 @@ const FILE = `build/browser/reopen-${N}x${DIM}-ef40.kfdb`;
 let env;
 
 before(async () => {
-  if (!fs.existsSync(path.join(root, FILE)))
+  if (!cachedDatabase(path.join(root, FILE)))
     makeDatabase({ out: path.join(root, FILE), n: N, dim: DIM, efConstruction: 40, log: console.log });
   env = await startBrowser();
 });

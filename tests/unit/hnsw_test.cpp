@@ -138,11 +138,16 @@ TEST_CASE("serialize and load: the same answers, the vector table used in place"
   auto pts = gen.points(2000, 8);
   auto idx = build(pts, dim, HnswParams{}, 2);
   idx->remove(7);
-  std::string meta, vecs, graph;
-  idx->serialize(meta, vecs, graph);
+  std::string meta, vecs, graph, links;
+  idx->serialize(meta, vecs, graph, links);
+  auto ref = [](std::string_view bytes) {
+    ExtentRef e;
+    e.bytes = bytes;
+    return e;
+  };
   HnswIndex back(dim, false, HnswParams{});
-  REQUIRE(back.load_table(meta, vecs));
-  REQUIRE(back.load_graph(graph));
+  REQUIRE(back.load_table(meta, ref(vecs)));
+  REQUIRE(back.load_graph(graph, ref(links)));
   CHECK(back.graph_bytes() == idx->graph_bytes());
   auto qs = gen.points(20, 77);
   std::vector<Hit> a, b;
@@ -156,11 +161,11 @@ TEST_CASE("serialize and load: the same answers, the vector table used in place"
   }
   // A graph with a link beyond the table is refused; rebuilt from the table,
   // it answers with the same node numbers.
-  std::string bad = graph;
+  std::string bad = links;
   for (size_t k = 0; k < 8; k++) bad[bad.size() / 2 + k] = (char)0xFF;
   HnswIndex no(dim, false, HnswParams{});
-  REQUIRE(no.load_table(meta, vecs));
-  CHECK_FALSE(no.load_graph(bad));
+  REQUIRE(no.load_table(meta, ref(vecs)));
+  CHECK_FALSE(no.load_graph(graph, ref(bad)));
   no.rebuild_graph(2);
   std::vector<float> q;
   REQUIRE(no.prepare_query(&qs[0], &q, "q").is_ok());
@@ -170,7 +175,7 @@ TEST_CASE("serialize and load: the same answers, the vector table used in place"
   CHECK(a[0].node == b[0].node);
   // A table that does not match its size is refused.
   HnswIndex no2(dim, false, HnswParams{});
-  CHECK_FALSE(no2.load_table(meta, vecs.substr(1)));
+  CHECK_FALSE(no2.load_table(meta, ref(std::string_view(vecs).substr(1))));
 }
 
 TEST_CASE("cosine refuses a zero vector; non-finite values are refused") {

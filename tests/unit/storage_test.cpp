@@ -9,6 +9,7 @@
 
 #include "codec.h"
 #include "db.h"
+#include "storage/extent.h"
 #include "storage/format.h"
 #include "storage/record.h"
 
@@ -408,4 +409,64 @@ TEST_CASE("a batch lands as one record; a failed write of it changes nothing in 
   db->close();
   auto db2 = open_db(fs);
   CHECK(count(*db2) == 2);
+}
+
+TEST_CASE("extents: block checksums; read lazily block by block or in chunks, damage named by offset") {
+  std::string data(100 * 1000 + 77, '\0');
+  for (size_t i = 0; i < data.size(); i++) data[i] = (char)(i * 131 + (i >> 9));
+  const uint32_t block = extent_block_bytes(1000);  // whole items of 1000 bytes
+  CHECK(block == 4000);
+  std::string sums;
+  put_extent_checksums(sums, data, block);
+  ExtentRef e;
+  Reader r(sums);
+  REQUIRE(get_extent_checksums(r, &e));
+  CHECK(r.done());
+  CHECK(extent_fits(e, data.size()));
+  CHECK_FALSE(extent_fits(e, data.size() + block));
+  e.bytes = data;
+  CHECK(first_bad_block(e) == -1);
+  std::string bad = data;
+  bad[block * 7 + 5] ^= 1;
+  e.bytes = bad;
+  CHECK(first_bad_block(e) == 7);
+
+  // The "file" holds `data` at offset 5000; memory starts empty.
+  const uint64_t at = 5000;
+  for (uint64_t chunk : {0ull, 64000ull}) {
+    std::string file = std::string(at, 'x') + data;
+    std::string mem(data.size(), '\0');
+    e.bytes = mem;
+    e.file_offset = at;
+    int calls = 0;
+    auto read = [&](uint64_t off, char* dst, size_t n) {
+      calls++;
+      REQUIRE(off + n <= file.size());
+      memcpy(dst, file.data() + off, n);
+      return Status::ok();
+    };
+    LazyExtent lz(e, read, chunk);
+    CHECK(lz.missing_bytes() == data.size());
+    lz.need(12345, 1000);  // one block: 12000..16000
+    CHECK(calls == 1);
+    CHECK(mem.compare(12000, 4000, data, 12000, 4000) == 0);
+    CHECK(lz.missing_bytes() == data.size() - (chunk ? 64000 : 4000));
+    lz.need(12345, 1000);
+    CHECK(calls == 1);
+    lz.need(data.size() - 10, 10);  // the short last block
+    CHECK(lz.damaged_at() == 0);
+    while (lz.warm(10000) > 0) {
+    }
+    CHECK(lz.complete());
+    CHECK(mem == data);
+    // A flipped byte in the file: that block reads as zeros and is named.
+    file[at + block * 9 + 1] ^= 0x40;
+    std::string mem2(data.size(), '\0');
+    e.bytes = mem2;
+    LazyExtent lz2(e, read, chunk);
+    lz2.need(block * 9 + 10, 10);
+    CHECK(lz2.damaged_at() == at + block * 9);
+    CHECK(lz2.damage() == "checksum mismatch");
+    CHECK(mem2.compare(block * 9, block, std::string(block, '\0')) == 0);
+  }
 }

@@ -9,6 +9,7 @@
 
 #include "clustered.h"
 #include "db.h"
+#include "storage/extent.h"
 #include "storage/format.h"
 #include "storage/record.h"
 
@@ -183,7 +184,85 @@ TEST_CASE("reopen uses the persisted graph: no rebuild, same answers, also with 
   }
 }
 
-TEST_CASE("a graph record that does not validate is rebuilt from the documents, with a warning") {
+// Rewrites v.kfdb with bytes flipped in the Extent after the first record of
+// `kind` (Vectors: the vector table; Graph: the level-0 lists), under valid
+// frame checksums: only the extent's block checksums can tell. Returns the
+// file offset of the damaged block.
+static uint64_t damage_extent(FileSystem& fs, uint8_t kind) {
+  auto f = fs.open("v.kfdb", {});
+  REQUIRE(f.is_ok());
+  std::string bytes(*(*f)->size(), '\0');
+  size_t got;
+  REQUIRE((*f)->read(0, bytes.data(), bytes.size(), &got).is_ok());
+  std::string out = bytes.substr(0, format::kHeaderSize);
+  uint64_t off = format::kHeaderSize, damaged = 0;
+  RecordView r;
+  bool next = false;
+  while (read_record(bytes, off, &r) == ScanResult::Ok) {
+    std::string body(r.body);
+    if (next) {
+      REQUIRE(r.kind == format::kExtent);
+      for (size_t k = 0; k < 8; k++) body[body.size() / 2 + k] = (char)0xFF;
+      uint32_t block = extent_block_bytes(kind == format::kVectors ? kDim * 4 : (1 + 2 * 16) * 4);
+      damaged = out.size() + 5 + body.size() / 2 / block * block;
+    }
+    next = r.kind == kind && !damaged;
+    append_record(out, r.kind, body);
+    off = r.end;
+  }
+  REQUIRE(damaged);
+  REQUIRE((*f)->truncate(0).is_ok());
+  REQUIRE((*f)->write(0, out.data(), out.size()).is_ok());
+  return damaged;
+}
+
+// A file system whose every call is "slow" (as OPFS's): its files ask for
+// whole reads (read_chunk), so the engine reads the file on open and leaves
+// only the checks of the extents' blocks to first use.
+class OneReadFile : public File {
+ public:
+  explicit OneReadFile(std::unique_ptr<File> f) : f_(std::move(f)) {}
+  uint64_t read_chunk() const override { return 1ull << 40; }
+  Status read(uint64_t o, void* b, size_t n, size_t* got) override {
+    reads++;
+    return f_->read(o, b, n, got);
+  }
+  static inline int reads = 0;
+  Status write(uint64_t o, const void* b, size_t n) override { return f_->write(o, b, n); }
+  Status sync() override { return f_->sync(); }
+  Result<uint64_t> size() override { return f_->size(); }
+  Status truncate(uint64_t n) override { return f_->truncate(n); }
+
+ private:
+  std::unique_ptr<File> f_;
+};
+class OneReadFs : public FileSystem {
+ public:
+  explicit OneReadFs(FileSystem& inner) : in_(inner) {}
+  Result<std::unique_ptr<File>> open(const std::string& n, OpenFlags f) override {
+    KF_ASSIGN(auto file, in_.open(n, f));
+    return std::unique_ptr<File>(new OneReadFile(std::move(file)));
+  }
+  Result<bool> exists(const std::string& n) override { return in_.exists(n); }
+  Status remove(const std::string& n) override { return in_.remove(n); }
+  Status replace(const std::string& a, const std::string& b) override { return in_.replace(a, b); }
+  bool atomic_replace() const override { return true; }
+
+ private:
+  FileSystem& in_;
+};
+
+static std::unique_ptr<Database> open_lazy(FileSystem& fs) {
+  OpenOptions o;
+  o.sync = SyncMode::Off;
+  o.lazy_extents = true;
+  auto r = Database::open(fs, "v.kfdb", o);
+  INFO(r.status().to_string());
+  REQUIRE(r.is_ok());
+  return std::move(r.value());
+}
+
+TEST_CASE("a damaged graph is rebuilt from the vector table, with a warning: on open, or when read lazily") {
   auto fs = make_memory_file_system();
   bench::Clustered gen(kDim, 10);
   {
@@ -191,33 +270,123 @@ TEST_CASE("a graph record that does not validate is rebuilt from the documents, 
     load(*db, gen);
     db->close();
   }
-  auto f = fs->open("v.kfdb", {});
-  REQUIRE(f.is_ok());
-  std::string bytes(*(*f)->size(), '\0');
-  size_t got;
-  REQUIRE((*f)->read(0, bytes.data(), bytes.size(), &got).is_ok());
-  std::string out = bytes.substr(0, format::kHeaderSize);
-  uint64_t off = format::kHeaderSize;
-  RecordView r;
-  bool changed = false;
-  while (read_record(bytes, off, &r) == ScanResult::Ok) {
-    std::string body(r.body);
-    if (r.kind == format::kGraph) {
-      // A link beyond the table (in the level-0 lists), under a valid checksum.
-      for (size_t k = 0; k < 8; k++) body[body.size() / 2 + k] = (char)0xFF;
-      changed = true;
-    }
-    append_record(out, r.kind, body);
-    off = r.end;
-  }
-  REQUIRE(changed);
-  REQUIRE((*f)->truncate(0).is_ok());
-  REQUIRE((*f)->write(0, out.data(), out.size()).is_ok());
-  f->reset();
-  auto db = open_db(*fs);
-  CHECK(db->open_report().index_rebuilt);
+  damage_extent(*fs, format::kGraph);
   auto q = gen.points(1, 5);
+  std::vector<std::string> want;
+  {
+    auto db = open_db(*fs, false);
+    CHECK(db->open_report().index_rebuilt);
+    auto res = db->query("get docs select id near e $1 limit 5", {vec_value(q.data())});
+    REQUIRE(res.is_ok());
+    CHECK(res->rows.size() == 5);
+    for (auto& row : res->rows) want.push_back(to_json(row));
+    db->close();
+  }
+  // Read lazily, the damage shows when the query reaches the block: the
+  // graph is rebuilt then and the query answered from it.
+  auto db = open_lazy(*fs);
+  CHECK_FALSE(db->open_report().index_rebuilt);
+  std::vector<std::string> got;
+  for (int i = 0; i < 50 && !db->open_report().index_rebuilt; i++) {
+    auto qi = gen.points(1, 100 + i);
+    REQUIRE(db->query("get docs select id near e $1 limit 5", {vec_value(qi.data())}).is_ok());
+  }
+  if (!db->open_report().index_rebuilt) CHECK(db->warm(UINT64_MAX) == 0);
+  REQUIRE(db->query("get docs count").is_ok());
+  CHECK(db->open_report().index_rebuilt);
   auto res = db->query("get docs select id near e $1 limit 5", {vec_value(q.data())});
   REQUIRE(res.is_ok());
-  CHECK(res->rows.size() == 5);
+  for (auto& row : res->rows) got.push_back(to_json(row));
+  CHECK(got == want);
+}
+
+TEST_CASE("a damaged vector table: open fails naming the offset; read lazily, the query that reaches it does") {
+  auto fs = make_memory_file_system();
+  bench::Clustered gen(kDim, 10);
+  {
+    auto db = open_db(*fs);
+    load(*db, gen);
+    db->close();
+  }
+  uint64_t at = damage_extent(*fs, format::kVectors);
+  OpenOptions o;
+  o.sync = SyncMode::Off;
+  auto bad = Database::open(*fs, "v.kfdb", o);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().code() == Code::Corrupt);
+  CHECK(bad.status().message().find("vector table") != std::string::npos);
+  OneReadFs one_read(*fs);
+  for (FileSystem* lfs : {(FileSystem*)fs.get(), (FileSystem*)&one_read}) {
+    auto db = open_lazy(*lfs);
+    // Reads that do not touch the vectors work; exact search reads every block.
+    REQUIRE(db->query("get docs count").is_ok());
+    auto q = gen.points(1, 5);
+    auto res = db->query("get docs near e $1 exact limit 5", {vec_value(q.data())});
+    REQUIRE_FALSE(res.is_ok());
+    CHECK(res.status().code() == Code::Corrupt);
+    INFO(res.status().message());
+    CHECK(res.status().message().find("at offset " + std::to_string(at) + ":") != std::string::npos);
+    CHECK(res.status().message().find("vector table of 'docs.e'") != std::string::npos);
+    CHECK(res.status().message().find("checksum mismatch") != std::string::npos);
+  }
+  CHECK(bad.status().message().find("at offset " + std::to_string(at)) != std::string::npos);
+}
+
+TEST_CASE("read lazily: the same answers as read whole, through writes, a checkpoint and warm()") {
+  auto fs = make_memory_file_system();
+  bench::Clustered gen(kDim, 10);
+  {
+    auto db = open_db(*fs);
+    load(*db, gen);
+    db->close();
+  }
+  auto qs = gen.points(20, 9);
+  auto answers = [&](Database& db) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < 20; i++) {
+      for (const char* q : {"get docs select id, e near e $1 limit 5", "get docs select id near e $1 exact limit 5",
+                            "get docs select id where cat = 3 near e $1 limit 5"}) {
+        auto r = db.query(q, {vec_value(&qs[i * kDim])});
+        REQUIRE(r.is_ok());
+        for (auto& row : r->rows) out.push_back(to_json(row));
+      }
+    }
+    return out;
+  };
+  std::vector<std::string> whole;
+  {
+    auto db = open_db(*fs, false);
+    whole = answers(*db);
+  }
+  {
+    auto db = open_lazy(*fs);
+    CHECK_FALSE(db->open_report().index_rebuilt);
+    uint64_t unread = db->warm(0);
+    CHECK(unread > 4000 * kDim * 4 / 2);  // opening read neither the table nor the lists
+    CHECK(answers(*db) == whole);
+    CHECK(db->warm(4096) < unread);
+    // A write makes the graph its own (every block read), then a checkpoint
+    // rewrites the image; answers stay those of the eager build.
+    auto extra = gen.points(1, 4242);
+    REQUIRE(db->query("put docs {id: 100000, cat: 1, e: $1}", {vec_value(extra.data())}).is_ok());
+    REQUIRE(db->query("del docs where id = 100000").is_ok());
+    REQUIRE(db->checkpoint().is_ok());
+    CHECK(db->warm(0) == 0);
+    CHECK(answers(*db) == whole);
+    db->close();
+  }
+  auto db = open_lazy(*fs);
+  while (db->warm(1 << 14) > 0) {
+  }
+  CHECK(answers(*db) == whole);
+  db->close();
+  // Read whole on open, checked on first use.
+  OneReadFs one_read(*fs);
+  OneReadFile::reads = 0;
+  db = open_lazy(one_read);
+  int on_open = OneReadFile::reads;
+  CHECK(on_open <= 3);  // the file whole (and the side file's check)
+  CHECK(db->warm(0) > 0);  // blocks still to check
+  CHECK(answers(*db) == whole);
+  CHECK(OneReadFile::reads == on_open);
 }

@@ -1,0 +1,93 @@
+// Extents: the big arrays of the image (a vector table, the level-0 HNSW
+// lists), stored as an Extent record right after the record that owns them.
+//
+// An extent is checked in blocks: the owning record carries
+// `u32 block bytes | u64 block count | count x u32 crc32c` (extent_checksums),
+// and the Extent record's own frame checksum covers only its length and kind,
+// so opening can step over the bytes without reading them. Where the file is
+// mapped (natively) every block is checked on open. Where it is read into
+// memory (the single-threaded WASM build), a LazyExtent reads and checks a
+// block the first time something touches it, and warm() reads the rest in
+// slices when the host is idle: a page refresh does not wait for 50 MiB of
+// vectors before its first query.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../status.h"
+
+namespace kitfox {
+
+class Reader;
+
+// Blocks of about 4 KiB holding whole items of `item_bytes` each.
+uint32_t extent_block_bytes(uint32_t item_bytes);
+// Appends the block size, count and checksums of `bytes` to `out`.
+void put_extent_checksums(std::string& out, std::string_view bytes, uint32_t block_bytes);
+
+struct ExtentRef {
+  std::string_view bytes;  // where the extent is in memory (may not be read yet)
+  uint64_t file_offset = 0;
+  uint32_t block_bytes = 0;
+  std::vector<uint32_t> crcs;
+};
+// Reads what put_extent_checksums wrote; false when it is malformed.
+bool get_extent_checksums(Reader& r, ExtentRef* e);
+// True when the checksums fit an extent of `size` bytes.
+bool extent_fits(const ExtentRef& e, uint64_t size);
+// The index of the first block whose checksum does not match, or -1.
+int64_t first_bad_block(const ExtentRef& e);
+
+class LazyExtent {
+ public:
+  // Reads file bytes into memory; empty when the bytes are in memory already
+  // and only their checks are left to first use.
+  using ReadFn = std::function<Status(uint64_t file_offset, char* dst, size_t n)>;
+  // Decides whether a block's bytes (checksum already matched) make sense.
+  using CheckFn = std::function<bool(const char* p, size_t n)>;
+
+  // A block touched first is read with the missing blocks around it, up to
+  // `chunk` bytes (aligned), for hosts whose every read is slow.
+  LazyExtent(const ExtentRef& e, ReadFn read, uint64_t chunk, CheckFn check = nullptr);
+
+  // Makes bytes [off, off + n) of the extent present and checked.
+  void need(uint64_t off, uint64_t n) {
+    uint64_t b0 = off / e_.block_bytes, b1 = (off + n - 1) / e_.block_bytes;
+    for (uint64_t b = b0; b <= b1; b++)
+      if (!(present_[b >> 6] >> (b & 63) & 1)) load(b);
+  }
+  // Reads up to about `budget` bytes of blocks not read yet; the bytes read.
+  uint64_t warm(uint64_t budget);
+  uint64_t missing_bytes() const { return missing_; }
+  bool complete() const { return missing_ == 0; }
+  // The file offset of the first block that failed (checksum, check or
+  // read), 0 when none did. A failed block reads as zeros.
+  uint64_t damaged_at() const { return damaged_at_; }
+  const std::string& damage() const { return damage_; }
+
+ private:
+  void load(uint64_t b);
+  void load_run(uint64_t b0, uint64_t b1);
+  uint64_t chunk_blocks_;
+  ExtentRef e_;
+  ReadFn read_;
+  CheckFn check_;
+  std::vector<uint64_t> present_;
+  uint64_t missing_ = 0;
+  uint64_t next_ = 0;  // warm() scans from here
+  uint64_t damaged_at_ = 0;
+  std::string damage_;
+};
+
+// How an index takes its extents on open: checked already (not lazy), or
+// checked block by block on first use, reading them then when `read` is set.
+struct ExtentLoad {
+  bool lazy = false;
+  LazyExtent::ReadFn read;
+  uint64_t chunk = 0;  // see LazyExtent
+};
+
+}  // namespace kitfox
