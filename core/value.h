@@ -73,6 +73,10 @@ bool equal(const Value& a, const Value& b);
 // A timestamp (ms since epoch, UTC) as ISO-8601 "YYYY-MM-DDTHH:MM:SS.sssZ",
 // and back. parse accepts a date, date+time, fractional seconds, Z or +hh:mm.
 std::string format_timestamp(int64_t ms);
+// The double nearest to f's shortest decimal form (what reading back the
+// shortest text that round-trips f would give: 0.1f -> 0.1, not
+// 0.10000000149011612), without going through text where it can.
+double float_as_shortest_double(float f);
 bool parse_timestamp(std::string_view s, int64_t* ms);
 
 bool valid_utf8(std::string_view s);

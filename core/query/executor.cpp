@@ -845,11 +845,7 @@ namespace {
 // a float; shown as the double with the float's shortest decimal form (0.1,
 // not 0.10000000149011612).
 double shown_distance(Metric m, float d) {
-  float f = m == Metric::L2 ? std::sqrt(d) : d;
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf - 1, f);
-  *r.ptr = 0;
-  return strtod(buf, nullptr);
+  return float_as_shortest_double(m == Metric::L2 ? std::sqrt(d) : d);
 }
 
 

@@ -1,11 +1,15 @@
 #include <doctest/doctest.h>
 
+#include <bit>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 #include "codec.h"
 #include "crc32c.h"
 #include "db.h"
 #include "schema.h"
+#include "value.h"
 
 using namespace kitfox;
 
@@ -153,4 +157,35 @@ TEST_CASE("crc32c over long buffers (three interleaved streams) equals the byte-
   CHECK(crc32c(crc32c(0, s.data(), 70001), s.data() + 70001, s.size() - 70001) == bitwise(s));
   CHECK(crc32c_software(0, s.data(), s.size()) == bitwise(s));
   CHECK(crc32c_software(crc32c_software(0, s.data(), 3), s.data() + 3, s.size() - 3) == bitwise(s));
+}
+
+TEST_CASE("float_as_shortest_double: the double of the float's shortest decimal form") {
+  auto by_text = [](float f) {
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf - 1, f);
+    *r.ptr = 0;
+    return strtod(buf, nullptr);
+  };
+  CHECK(float_as_shortest_double(0.1f) == 0.1);
+  CHECK(float_as_shortest_double(-2.5f) == -2.5);
+  CHECK(float_as_shortest_double(0.0f) == 0.0);
+  CHECK(float_as_shortest_double(1e-30f) == 1e-30);
+  CHECK(std::isinf(float_as_shortest_double(INFINITY)));
+  // Every float of a few exponent ranges, and random bit patterns.
+  uint64_t s = 12345, checked = 0, diff = 0;
+  auto check = [&](float f) {
+    if (!std::isfinite(f)) return;
+    checked++;
+    if (float_as_shortest_double(f) != by_text(f) && diff++ < 5) {
+      INFO("float bits " << std::bit_cast<uint32_t>(f));
+      CHECK(float_as_shortest_double(f) == by_text(f));
+    }
+  };
+  for (uint32_t bits = 0x3f000000; bits < 0x3f000000 + (1u << 22); bits += 3) check(std::bit_cast<float>(bits));
+  for (int i = 0; i < 2000000; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    check(std::bit_cast<float>((uint32_t)(s >> 32)));
+  }
+  CHECK(diff == 0);
+  CHECK(checked > 3000000);
 }
