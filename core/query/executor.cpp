@@ -967,7 +967,12 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
     note("near " + fname + ": exact over the documents passing the filter");
     KF_TRY(exact_filtered());
   } else {
-    // Plan: estimate how many documents pass from a sample of the graph's nodes.
+    // Plan by cost, in documents decoded and tested. Exact: the candidates an
+    // index (or an id lookup) gives for the filter, else every document.
+    // Graph: walking it with the filter tests about ef / (fraction passing)
+    // nodes, the fraction estimated from a sample of the graph's nodes.
+    std::vector<int64_t> cand;
+    bool narrowed = id_lookup(ev, st.where.get(), &cand) || index_candidates(*this, c, ev, st.where.get(), &cand);
     size_t nodes = index->nodes(), sample = std::min<size_t>(nodes, 256), pass = 0, seen = 0;
     for (size_t i = 0; i < sample; i++) {
       ids.clear();
@@ -977,13 +982,29 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
       pass += passes(ids[0]);
       KF_TRY(inner);
     }
-    double est = seen ? (double)pass / (double)seen * (double)index->documents() : 0;
-    if (est < std::max<double>(4.0 * (double)need, 1000.0)) {
-      note("near " + fname + ": about " + std::to_string((int64_t)est) + " documents pass the filter: exact over them");
-      KF_TRY(exact_filtered());  // few match: searching them all is cheap and exact
+    double docs = (double)index->documents();
+    double est = seen ? (double)pass / (double)seen * docs : 0;
+    if (narrowed) est = std::min(est, (double)cand.size());
+    double exact_cost = narrowed ? (double)cand.size() : (double)c.ids.size();
+    double graph_cost = pass ? (double)std::max<size_t>((size_t)ef, need) * docs / std::max(est, 1.0) : INFINITY;
+    auto exact_plan = [&]() -> Status {
+      if (!narrowed) return exact_filtered();
+      heap.clear();
+      note("filter: where " + expr_text(*st.where));
+      for (int64_t id : cand) {
+        int64_t node = index->node_of(id);
+        if (node >= 0 && passes(id)) keep_best(heap, need, {index->distance_to(q.data(), (uint32_t)node), id});
+        KF_TRY(inner);
+      }
+      return Status::ok();
+    };
+    std::string about = "near " + fname + ": about " + std::to_string((int64_t)est) + " documents pass the filter: ";
+    if (exact_cost <= graph_cost) {
+      note(about + "exact over " +
+           (narrowed ? "the " + std::to_string(cand.size()) + " candidates of an index" : std::string("them")));
+      KF_TRY(exact_plan());  // few match: searching them all is cheap and exact
     } else {
-      note("near " + fname + ": about " + std::to_string((int64_t)est) + " documents pass the filter: hnsw search, ef " +
-           std::to_string(ef) + ", testing candidates");
+      note(about + "hnsw search, ef " + std::to_string(ef) + ", testing candidates");
       std::vector<int64_t> tmp;
       std::function<bool(uint32_t)> accept = [&](uint32_t node) {
         tmp.clear();
@@ -998,7 +1019,7 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
       expand(hits);
       if (heap.size() < need) {
         note("near " + fname + ": the graph gave too few: exact over the filtered documents");
-        KF_TRY(exact_filtered());
+        KF_TRY(exact_plan());
       }
     }
   }

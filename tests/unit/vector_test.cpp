@@ -390,3 +390,43 @@ TEST_CASE("read lazily: the same answers as read whole, through writes, a checkp
   CHECK(answers(*db) == whole);
   CHECK(OneReadFile::reads == on_open);
 }
+
+TEST_CASE("filtered near is planned by cost: graph with the filter, or exact over an index's candidates") {
+  auto fs = make_memory_file_system();
+  auto db = open_db(*fs);
+  bench::Clustered gen(kDim, 10);
+  load(*db, gen);  // cat = cluster: about 400 of 4000 documents each
+  const float* centre = &gen.centres[0];
+  auto plan = [&](const std::string& q) {
+    auto r = db->query("explain " + q, {vec_value(centre), Value::integer(3)});
+    REQUIRE(r.is_ok());
+    std::string all;
+    for (auto& row : r->rows) all += to_json(row) + "\n";
+    return all;
+  };
+  const std::string q = "get docs select id, cat where cat = $2 near e $1 limit 10";
+  // No index on cat: testing graph candidates costs about ef x 10 documents,
+  // a scan 4000.
+  CHECK(plan(q).find("hnsw search, ef 100, testing candidates") != std::string::npos);
+  auto r = db->query(q, {vec_value(centre), Value::integer(3)});
+  REQUIRE(r.is_ok());
+  REQUIRE(r->rows.size() == 10);
+  for (auto& row : r->rows) CHECK(row.get("cat")->as_int() == 3);
+  auto ref = reference(*db, centre, 10, 3);
+  auto got = ids(*r);
+  size_t hit = 0;
+  for (int64_t id : got) hit += std::count(ref.begin(), ref.end(), id);
+  CHECK(hit >= 8);
+  // With a @hash on cat the index gives the ~400 candidates: exact over them.
+  REQUIRE(db->query("create index on docs (cat) @hash").is_ok());
+  std::string p = plan(q);
+  INFO(p);
+  CHECK(p.find("candidates of an index") != std::string::npos);
+  r = db->query(q, {vec_value(centre), Value::integer(3)});
+  REQUIRE(r.is_ok());
+  CHECK(ids(*r) == ref);
+  // Nothing passes: no graph walk, an empty answer.
+  auto none = db->query("get docs where cat = 999 near e $1 limit 10", {vec_value(centre)});
+  REQUIRE(none.is_ok());
+  CHECK(none->rows.empty());
+}
