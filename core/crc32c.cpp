@@ -131,6 +131,22 @@ bool has_sse42() {
   return yes;
 }
 
+// Three independent streams of `body` bytes (a multiple of 8).
+__attribute__((target("sse4.2"))) void crc3_hw(const unsigned char* const p[3], size_t body, uint64_t* c0,
+                                               uint64_t* c1, uint64_t* c2) {
+  uint64_t x = *c0, y = *c1, z = *c2;
+  for (size_t i = 0; i < body; i += 8) {
+    uint64_t a, b, c;
+    memcpy(&a, p[0] + i, 8);
+    memcpy(&b, p[1] + i, 8);
+    memcpy(&c, p[2] + i, 8);
+    x = _mm_crc32_u64(x, a);
+    y = _mm_crc32_u64(y, b);
+    z = _mm_crc32_u64(z, c);
+  }
+  *c0 = x, *c1 = y, *c2 = z;
+}
+
 __attribute__((target("sse4.2"))) uint32_t crc_hw3(uint32_t crc, const unsigned char* p, size_t n) {
   static const Shift shift;
   while (n >= 3 * kLane) {
@@ -162,6 +178,30 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t n) {
   if (has_sse42()) return ~(n >= 3 * kLane ? crc_hw3(crc, p, n) : crc_hw(crc, p, n));
 #endif
   return ~(n >= 3 * kLane ? crc_soft3(crc, p, n) : crc_soft(crc, p, n));
+}
+
+void crc32c_3(const void* a, const void* b, const void* c, size_t n, uint32_t out[3]) {
+  const unsigned char* p[3] = {static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b),
+                               static_cast<const unsigned char*>(c)};
+  size_t body = n & ~(size_t)7;
+#ifdef KITFOX_CRC_HW
+  if (has_sse42()) {
+    uint64_t c0 = ~0u, c1 = ~0u, c2 = ~0u;
+    crc3_hw(p, body, &c0, &c1, &c2);
+    uint64_t cs[3] = {c0, c1, c2};
+    for (int k = 0; k < 3; k++) out[k] = ~crc_hw((uint32_t)cs[k], p[k] + body, n - body);
+    return;
+  }
+#endif
+  const Tables& T = tables();
+  uint32_t c0 = ~0u, c1 = ~0u, c2 = ~0u;
+  for (size_t i = 0; i < body; i += 8) {
+    c0 = step8(T, c0, p[0] + i);
+    c1 = step8(T, c1, p[1] + i);
+    c2 = step8(T, c2, p[2] + i);
+  }
+  uint32_t cs[3] = {c0, c1, c2};
+  for (int k = 0; k < 3; k++) out[k] = ~crc_soft(cs[k], p[k] + body, n - body);
 }
 
 uint32_t crc32c_software(uint32_t crc, const void* data, size_t n) {

@@ -818,8 +818,20 @@ bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const
     if (levels_[i] > kMaxLevel) bad = 1;
     else if (levels_[i] && (uint64_t)upper_off_[i] + (uint64_t)levels_[i] * (1 + p_.m) > nu) bad = 1;
   }
-  // Lazily loaded lists are checked block by block as they are read.
-  if (!bad && !how.lazy && !lists_ok(view, n)) bad = 1;
+  // Lazily loaded lists are checked block by block as they are read; a big
+  // graph loaded at once is checked in two halves side by side.
+  if (!bad && !how.lazy) {
+#if !defined(__EMSCRIPTEN__)
+    if (n >= 65536 && std::thread::hardware_concurrency() > 1) {
+      bool second = true;
+      std::thread t([&] { second = lists_ok(view + (n / 2) * stride, n - n / 2); });
+      bool first = lists_ok(view, n / 2);
+      t.join();
+      if (!first || !second) bad = 1;
+    } else
+#endif
+    if (!lists_ok(view, n)) bad = 1;
+  }
   for (uint64_t i = 0; i < n && !bad; i++)
     for (int l = 1; l <= levels_[i]; l++) {
       const uint32_t* ls = &upper_[upper_off_[i] + (size_t)(l - 1) * (1 + p_.m)];

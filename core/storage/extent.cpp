@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#if !defined(__EMSCRIPTEN__)
+#include <thread>
+#endif
 
 #include "../codec.h"
 #include "../crc32c.h"
@@ -16,17 +19,26 @@ uint32_t extent_block_bytes(uint32_t item_bytes) {
 
 static uint64_t block_count(uint64_t size, uint32_t block_bytes) { return (size + block_bytes - 1) / block_bytes; }
 
+// The checksums of blocks [b0, b1) of `bytes`, three whole blocks at a time.
+static void block_crcs(std::string_view bytes, uint32_t block_bytes, uint64_t b0, uint64_t b1, uint32_t* out) {
+  uint64_t b = b0;
+  for (; b + 3 <= b1 && (b + 3) * block_bytes <= bytes.size(); b += 3) {
+    const char* p = bytes.data() + b * block_bytes;
+    crc32c_3(p, p + block_bytes, p + 2 * block_bytes, block_bytes, out + (b - b0));
+  }
+  for (; b < b1; b++) {
+    size_t off = (size_t)b * block_bytes;
+    out[b - b0] = crc32c(0, bytes.data() + off, std::min<size_t>(block_bytes, bytes.size() - off));
+  }
+}
+
 void put_extent_checksums(std::string& out, std::string_view bytes, uint32_t block_bytes) {
   uint64_t n = block_count(bytes.size(), block_bytes);
   put_u32(out, block_bytes);
   put_u64(out, n);
-  size_t at = out.size();
-  out.resize(at + n * 4);
-  for (uint64_t b = 0; b < n; b++) {
-    size_t off = (size_t)b * block_bytes;
-    uint32_t crc = crc32c(0, bytes.data() + off, std::min<size_t>(block_bytes, bytes.size() - off));
-    memcpy(&out[at + b * 4], &crc, 4);
-  }
+  std::vector<uint32_t> crcs(n);
+  block_crcs(bytes, block_bytes, 0, n, crcs.data());
+  out.append(reinterpret_cast<const char*>(crcs.data()), n * 4);
 }
 
 bool get_extent_checksums(Reader& r, ExtentRef* e) {
@@ -43,13 +55,37 @@ bool extent_fits(const ExtentRef& e, uint64_t size) {
   return e.block_bytes && e.crcs.size() == block_count(size, e.block_bytes);
 }
 
-int64_t first_bad_block(const ExtentRef& e) {
-  for (size_t b = 0; b < e.crcs.size(); b++) {
-    size_t off = b * e.block_bytes;
-    if (crc32c(0, e.bytes.data() + off, std::min<size_t>(e.block_bytes, e.bytes.size() - off)) != e.crcs[b])
-      return (int64_t)b;
+// The first block in [b0, b1) whose checksum does not match, or -1.
+static int64_t first_bad_in(const ExtentRef& e, uint64_t b0, uint64_t b1) {
+  uint32_t got[192];
+  for (uint64_t b = b0; b < b1; b += 192) {
+    uint64_t end = std::min<uint64_t>(b1, b + 192);
+    block_crcs(e.bytes, e.block_bytes, b, end, got);
+    for (uint64_t k = b; k < end; k++)
+      if (got[k - b] != e.crcs[k]) return (int64_t)k;
   }
   return -1;
+}
+
+int64_t first_bad_block(const ExtentRef& e) {
+  uint64_t n = e.crcs.size();
+#if !defined(__EMSCRIPTEN__)
+  // A big extent is checked by several threads (a reopen is bound by this
+  // pass over the vectors), each taking a contiguous part.
+  unsigned threads = std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads > 1 && e.bytes.size() >= (8u << 20)) {
+    std::vector<int64_t> bad(threads, -1);
+    std::vector<std::thread> ts;
+    for (unsigned t = 1; t < threads; t++)
+      ts.emplace_back([&, t] { bad[t] = first_bad_in(e, n * t / threads, n * (t + 1) / threads); });
+    bad[0] = first_bad_in(e, 0, n / threads);
+    for (auto& t : ts) t.join();
+    for (int64_t b : bad)
+      if (b >= 0) return b;
+    return -1;
+  }
+#endif
+  return first_bad_in(e, 0, n);
 }
 
 LazyExtent::LazyExtent(const ExtentRef& e, ReadFn read, uint64_t chunk, CheckFn check)
@@ -83,14 +119,16 @@ void LazyExtent::load_run(uint64_t b0, uint64_t b1) {
   // only here, before anything reads these bytes.
   char* p = const_cast<char*>(e_.bytes.data()) + off;
   Status st = read_ ? read_(e_.file_offset + off, p, n) : Status::ok();
+  uint32_t got[192];
   for (uint64_t b = b0; b < b1; b++) {
+    if ((b - b0) % 192 == 0 && st.is_ok()) block_crcs(e_.bytes, e_.block_bytes, b, std::min(b1, b + 192), got);
     present_[b >> 6] |= 1ull << (b & 63);
     size_t bo = (size_t)(b - b0) * e_.block_bytes;
     size_t bn = std::min<size_t>(e_.block_bytes, n - bo);
     missing_ -= bn;
     const char* what = nullptr;
     if (!st.is_ok()) what = "could not be read";
-    else if (crc32c(0, p + bo, bn) != e_.crcs[b]) what = "checksum mismatch";
+    else if (got[(b - b0) % 192] != e_.crcs[b]) what = "checksum mismatch";
     else if (check_ && !check_(p + bo, bn)) what = "contents out of range";
     if (!what) continue;
     memset(p + bo, 0, bn);

@@ -20,6 +20,16 @@ TEST_CASE("crc32c matches the standard check value") {
   std::string s(1000, 'a');
   for (size_t i = 0; i < s.size(); i++) s[i] = char(i * 7);
   CHECK(crc32c(crc32c(0, s.data(), 333), s.data() + 333, 667) == crc32c(0, s.data(), 1000));
+  // Three buffers side by side equal three one-shot checksums.
+  std::string big(3 * 5000, '\0');
+  for (size_t i = 0; i < big.size(); i++) big[i] = char(i * 131 + (i >> 7));
+  for (size_t n : {0, 1, 7, 8, 9, 4096, 4999}) {
+    uint32_t out[3];
+    crc32c_3(big.data(), big.data() + 5000, big.data() + 10000, n, out);
+    CHECK(out[0] == crc32c(0, big.data(), n));
+    CHECK(out[1] == crc32c(0, big.data() + 5000, n));
+    CHECK(out[2] == crc32c_software(0, big.data() + 10000, n));
+  }
 }
 
 TEST_CASE("timestamps: ISO-8601 in and out") {
