@@ -5,6 +5,7 @@
 
 #include "codec.h"
 #include "engine_limits.h"
+#include "huge_pages.h"
 #include "query/parser.h"
 #include "storage/format.h"
 #include "storage/record.h"
@@ -1029,6 +1030,7 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
   }
   tables->clear();
   out.reserve(total);
+  advise_huge_pages(out.data(), out.capacity());  // it becomes the memory of tables and lists
   append_header(out);
   uint64_t records = 0, docs = 0;
 

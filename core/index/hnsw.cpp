@@ -859,6 +859,7 @@ bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const
 void HnswIndex::rebuild_graph(int threads) {
   clear_graph();
   size_t n = node_doc_.size();
+  links0_.reserve(n * (1 + 2 * p_.m));
   std::vector<float> tmp(dim_);
   for (uint32_t node = 0; node < n; node++) {
     const float* v = vec(node, tmp.data());

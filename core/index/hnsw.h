@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../huge_pages.h"
 #include "../status.h"
 #include "../storage/extent.h"
 #include "distance.h"
@@ -176,7 +177,7 @@ class HnswIndex {
   // Vector table: nodes below base_n_ in a loaded image, the rest here.
   const char* base_ = nullptr;
   uint32_t base_n_ = 0;
-  std::vector<char> extra_;
+  std::vector<char, HugePageAllocator<char>> extra_;
   // Blocks of the table and the level-0 lists still to read (lazy loading).
   mutable std::unique_ptr<LazyExtent> lazy_table_, lazy_links_;
 
@@ -187,7 +188,7 @@ class HnswIndex {
   std::vector<uint32_t> refs_;      // documents on the node; 0 = tombstone
   // Level-0 lists, per node: count, 2m slots. After a load they are read in
   // place from the file (l0_ points there) until the first change copies them.
-  std::vector<uint32_t> links0_;
+  std::vector<uint32_t, HugePageAllocator<uint32_t>> links0_;
   const uint32_t* l0_ = nullptr;
   bool l0_owned_ = true;
   void own_links();
