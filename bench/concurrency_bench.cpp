@@ -106,6 +106,7 @@ uint64_t size_of(const std::string& path) {
 
 // A latency in the unit that suits it.
 std::string lat(double us) {
+  if (us < 0) return "—";
   if (us >= 1e6) return fmt("%.2f s", us / 1e6);
   if (us >= 1e3) return fmt("%.2f ms", us / 1e3);
   return fmt("%.1f µs", us);
@@ -116,11 +117,14 @@ std::string ratio_of(double a, double b) { return b > 0 && a >= 0 ? fmt("%.2f", 
 //
 // Forwards to the POSIX file layer and counts File::sync() calls (fdatasync):
 // the number of flushes the engine made, so commits per flush shows how many
-// writers shared one (group commit). Uses only the public file interface.
+// writers shared one (group commit); and FileSystem::replace() calls, one per
+// checkpoint (a new image renamed over the file). Uses only the public file
+// interface.
 
 struct SyncCounter {
   std::atomic<uint64_t> calls{0};
-  std::atomic<uint64_t> ns{0};  // time inside them
+  std::atomic<uint64_t> ns{0};        // time inside them
+  std::atomic<uint64_t> replaces{0};  // FileSystem::replace: a checkpoint put a new image in place
 };
 
 class CountingFile final : public kitfox::File {
@@ -154,7 +158,10 @@ class CountingFs final : public kitfox::FileSystem {
   }
   kitfox::Result<bool> exists(const std::string& name) override { return base_.exists(name); }
   kitfox::Status remove(const std::string& name) override { return base_.remove(name); }
-  kitfox::Status replace(const std::string& from, const std::string& to) override { return base_.replace(from, to); }
+  kitfox::Status replace(const std::string& from, const std::string& to) override {
+    counter.replaces++;
+    return base_.replace(from, to);
+  }
   bool atomic_replace() const override { return base_.atomic_replace(); }
   SyncCounter counter;
 
@@ -417,6 +424,7 @@ struct Mixed {
   std::vector<double> commit_us, read_us;
   uint64_t reads = 0;
   uint64_t flushes = 0;         // kitfox: File::sync() calls during the window
+  uint64_t checkpoints = 0;     // kitfox: images written (automatic checkpoints) during the run
   double flush_ms_mean = 0;
   uint64_t busy_retries = 0;
   double others = 0;            // CPUs other processes used during the run
@@ -463,16 +471,17 @@ Mixed run_mixed(Target& t, const Preload& data, int writers, int readers, double
         }
         auto b = Clock::now();
         k++;
-        if (b <= end) {
-          out.push_back(us_between(a, b));
-          counted[i]++;
-        }
+        // Every call that started inside the window is timed, the one that
+        // ends after it too (a wait that outlasts the run still counts);
+        // only calls that ended inside it count towards commits/s and reads/s.
+        out.push_back(us_between(a, b));
+        if (b <= end) counted[i]++;
       }
       total[i] = k;
     });
   }
   const SyncCounter* sc = t.syncs();
-  uint64_t c0 = 0, ns0 = 0;
+  uint64_t c0 = 0, ns0 = 0, r0 = sc ? sc->replaces.load() : 0;
   OtherCpu other;
   line.start(n, seconds);
   if (sc) c0 = sc->calls.load(), ns0 = sc->ns.load();
@@ -484,6 +493,7 @@ Mixed run_mixed(Target& t, const Preload& data, int writers, int readers, double
     m.flush_ms_mean = m.flushes ? (double)ns / 1e6 / (double)m.flushes : 0;
   }
   for (auto& th : threads) th.join();
+  if (sc) m.checkpoints = sc->replaces.load() - r0;
   for (int i = 0; i < n; i++) {
     if (i < writers) {
       m.commits += counted[i];
@@ -717,14 +727,21 @@ struct Summary {  // one configuration over its runs
     return median(v);
   }
   // The median over the runs of each run's quantile.
+  // -1 (shown as a dash) when a run has no sample.
   double read_q(double q) const {
     std::vector<double> v;
-    for (auto r : runs) v.push_back(nearest_rank(r.read_us, q));
+    for (auto r : runs) {
+      if (r.read_us.empty()) return -1;
+      v.push_back(nearest_rank(r.read_us, q));
+    }
     return median(v);
   }
   double commit_q(double q) const {
     std::vector<double> v;
-    for (auto r : runs) v.push_back(nearest_rank(r.commit_us, q));
+    for (auto r : runs) {
+      if (r.commit_us.empty()) return -1;
+      v.push_back(nearest_rank(r.commit_us, q));
+    }
     return median(v);
   }
   double others_max() const {
@@ -765,6 +782,19 @@ struct Summary {  // one configuration over its runs
     uint64_t b = 0;
     for (auto& r : runs) b += r.busy_retries;
     return b;
+  }
+  uint64_t checkpoints() const {
+    uint64_t b = 0;
+    for (auto& r : runs) b += r.checkpoints;
+    return b;
+  }
+  // The worst read of the runs without a checkpoint (-1 if every run had one).
+  double read_worst_no_checkpoint() const {
+    double w = -1;
+    for (auto& r : runs)
+      if (!r.checkpoints)
+        for (double x : r.read_us) w = std::max(w, x);
+    return w;
   }
   std::string commit_runs() const {
     std::string s;
@@ -971,9 +1001,10 @@ int main(int argc, char** argv) {
             "(`Database::query` with two parameters) / prepared `INSERT INTO t (name, n) VALUES (?, ?)` in "
             "autocommit (retried if `sqlite3_step` still returns `SQLITE_BUSY` after the busy timeout). "
             "Readers: `get t where id = $1` / prepared `SELECT name, n FROM t WHERE id = ?` (autocommit) of a "
-            "random preloaded id, every result checked against the data. All threads start together and run "
-            "for %g s; a commit or read counts when it finished inside that window; each one is timed alone "
-            "(steady_clock).\n",
+            "random preloaded id, every result checked against the data; each reader loops without pause. All "
+            "threads start together and start calls for %g s. Each call is timed alone (steady_clock); every call "
+            "started in that window is in the latency figures, including one that ends after it (so a wait that "
+            "outlasts the run is not lost); commits/s and reads/s count the calls that ended inside it.\n",
             opt.seconds);
   md += fmt("- Each configuration — writers (%s) with %d readers, the same writers alone, and the readers alone "
             "(0 writers) — runs %zu times, the engines and shapes interleaved; a short untimed run of each shape "
@@ -1051,6 +1082,26 @@ int main(int argc, char** argv) {
   for (size_t wi = 0; wi < W; wi++)
     read_row(std::to_string(opt.writers[wi]), mixed[KA][wi], mixed[SQ][wi], has_off ? &mixed[KO][wi] : nullptr);
   md += "\nRatios above 1 mean kitfox's readers wait longer.\n\n";
+  {
+    // A kitfox checkpoint writes a new image while holding the write lock,
+    // so readers wait for it: say where that happened.
+    std::string cp;
+    for (size_t e = 0; e < T; e++) {
+      if (e == SQ) continue;
+      auto one = [&](const std::string& what, const Summary& x) {
+        if (!x.checkpoints()) return;
+        cp += fmt("%s%s, %s: %" PRIu64 " in %zu runs (worst read wait in the runs without one: %s)", cp.empty() ? "" : "; ",
+                  targets_labels[e].c_str(), what.c_str(), x.checkpoints(), x.runs.size(),
+                  lat(x.read_worst_no_checkpoint()).c_str());
+      };
+      one("readers alone", idle[e]);
+      for (size_t wi = 0; wi < W; wi++) one(fmt("%d writers + readers", opt.writers[wi]), mixed[e][wi]);
+      for (size_t wi = 0; wi < W; wi++) one(fmt("%d writers alone (table 3)", opt.writers[wi]), alone[e][wi]);
+    }
+    md += "Automatic checkpoints (kitfox writes a new image of the file when its write log outgrows the image; the "
+          "write lock is held meanwhile, so readers and writers wait) during the runs: " +
+          (cp.empty() ? std::string("none") : cp) + ".\n\n";
+  }
 
   md += "### 3. Writers alone (no reader), for reference\n\n";
   md += "| writers | kitfox commits/s | commits per flush | kitfox mean `fdatasync` | kitfox commit p50 / p99 | "
