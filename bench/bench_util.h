@@ -1,16 +1,34 @@
 // Small helpers the native benchmark programs share: formatting, files,
-// medians, progress lines.
+// medians and percentiles, progress lines, the machine and file system a run
+// used, and the process's peak memory (RSS) per phase.
+//
+// The programs say `using namespace kitfox::benchutil;` and keep helpers of
+// their own in an anonymous namespace, so a name added here must not be one
+// they already define (die, since, seconds_since, mib, ms, dur, ratio,
+// file_size, utc_now, Rng, pct, p50, percentile, median_of, Machine,
+// describe_machine, ...): main() would see both and the call would be ambiguous.
 #pragma once
+#if defined(__GLIBC__) || defined(__linux__)
+#include <malloc.h>
+#endif
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kitfox::benchutil {
@@ -67,5 +85,196 @@ inline double median(std::vector<double> v) {
   if (n == 0) return 0;
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+// The q-quantile (0 < q <= 1) of the samples by the nearest-rank method;
+// the samples are sorted in place.
+inline double nearest_rank(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t r = (size_t)std::ceil(q * (double)v.size());
+  return v[std::min(v.size(), std::max<size_t>(r, 1)) - 1];
+}
+
+// "2026-11-30 01:22 UTC"
+inline std::string utc_stamp() {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+// ---------------------------------------------------------------- machine
+
+// The rows every report's Machine table starts with: CPU model, logical
+// CPUs, RAM, kernel, compiler. Each program adds its peers' versions.
+inline std::string machine_rows() {
+  std::string cpu = "unknown";
+  std::string info = read_text("/proc/cpuinfo");
+  size_t p = info.find("model name");
+  if (p != std::string::npos) {
+    size_t c = info.find(':', p), e = info.find('\n', p);
+    cpu = trim(info.substr(c + 1, e - c - 1));
+  }
+  uint64_t ram = 0;
+  std::string mem = read_text("/proc/meminfo");
+  p = mem.find("MemTotal:");
+  if (p != std::string::npos) ram = std::strtoull(mem.c_str() + p + 9, nullptr, 10) * 1024;
+  std::string kernel = "unknown";
+  struct utsname u;
+  if (::uname(&u) == 0) kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
+#if defined(__clang__)
+  std::string compiler = std::string("clang ") + __VERSION__;
+#elif defined(__GNUC__)
+  std::string compiler = std::string("g++ ") + __VERSION__;
+#else
+  std::string compiler = __VERSION__;
+#endif
+  std::string out;
+  out += "| CPU | " + cpu + " |\n";
+  out += fmt("| logical CPUs | %ld |\n", ::sysconf(_SC_NPROCESSORS_ONLN));
+  out += fmt("| RAM | %.1f GiB |\n", (double)ram / 1073741824.0);
+  out += "| kernel | " + kernel + " |\n";
+  out += "| compiler | " + compiler + " (Release) |\n";
+  return out;
+}
+
+// What holds `path`: "ext4 on /dev/vda (mounted at /)", from the longest
+// mount point in /proc/mounts that contains it; `*tmpfs` is set when the
+// data would live in memory (tmpfs, ramfs), where a flush costs nothing.
+inline std::string filesystem_of(const std::string& path, bool* tmpfs = nullptr) {
+  std::string best_dir, best_dev, best_type;
+  std::istringstream in(read_text("/proc/mounts"));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string dev, dir, type;
+    ls >> dev >> dir >> type;
+    bool inside = path == dir || dir == "/" ||
+                  (path.compare(0, dir.size(), dir) == 0 && path.size() > dir.size() && path[dir.size()] == '/');
+    if (inside && dir.size() >= best_dir.size()) best_dir = dir, best_dev = dev, best_type = type;
+  }
+  struct statfs sf;
+  bool mem = best_type == "tmpfs" || best_type == "ramfs";
+  if (::statfs(path.c_str(), &sf) == 0 && (sf.f_type == 0x01021994 /* TMPFS_MAGIC */ || sf.f_type == (long)0x858458f6 /* RAMFS */))
+    mem = true;
+  if (tmpfs) *tmpfs = mem;
+  if (best_type.empty()) return mem ? "tmpfs (memory)" : "unknown";
+  return best_type + " on " + best_dev + " (mounted at " + best_dir + ")" + (mem ? ": in memory, not a disk" : "");
+}
+
+// ---------------------------------------------------------------- other processes
+//
+// The machine may be shared: how many CPUs other processes used during a
+// measurement is the figure to judge it by (the load average includes us).
+
+// Busy CPU time of the whole machine (all CPUs), from /proc/stat, in seconds.
+inline double cpu_busy_machine_s() {
+  std::istringstream in(read_text("/proc/stat"));
+  std::string cpu;
+  uint64_t v[8] = {};  // user nice system idle iowait irq softirq steal
+  in >> cpu;
+  for (auto& x : v) in >> x;
+  return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)::sysconf(_SC_CLK_TCK);
+}
+
+// CPU time this process used (all its threads), in seconds.
+inline double cpu_used_self_s() {
+  struct rusage ru;
+  ::getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// CPUs other processes used, on average, since construction (or reset()).
+// Under about 0.3 s the 10 ms ticks of /proc/stat cannot tell.
+struct OtherCpu {
+  double busy0 = 0, self0 = 0;
+  std::chrono::steady_clock::time_point t0;
+  OtherCpu() { reset(); }
+  void reset() {
+    busy0 = cpu_busy_machine_s();
+    self0 = cpu_used_self_s();
+    t0 = std::chrono::steady_clock::now();
+  }
+  double cores() const {
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double others = (cpu_busy_machine_s() - busy0) - (cpu_used_self_s() - self0);
+    return wall > 0 ? std::max(0.0, others / wall) : 0;
+  }
+};
+
+// Waits (up to max_s seconds) until other processes use fewer than `below`
+// CPUs over a 2-second sample. Returns false when it gave up.
+inline bool wait_for_quiet(double max_s, double below = 0.15) {
+  auto start = std::chrono::steady_clock::now();
+  bool said = false;
+  for (;;) {
+    OtherCpu o;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    double c = o.cores();
+    if (c < below) return true;
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited > max_s) {
+      progress(fmt("    still busy (other processes use %.2f CPUs) after %.0f s: measuring anyway", c, waited));
+      return false;
+    }
+    if (!said) progress(fmt("    waiting for quiet: other processes use %.2f CPUs", c));
+    said = true;
+  }
+}
+
+// ---------------------------------------------------------------- peak memory
+//
+// Linux keeps the process's peak resident set (VmHWM in /proc/self/status);
+// writing "5" to /proc/self/clear_refs sets it back to the current RSS. So
+// the peak of a phase is: peak_rss_reset() before it, peak_rss_bytes() after.
+// The figure covers the whole process: what it already held when the phase
+// began (data built before timing, other engines' memory not yet returned)
+// is in it, so reports show the RSS at the start of the phase beside the peak.
+// Mapped file pages that were touched count too (kitfox maps its file; SQLite
+// reads into its page cache). peak_rss_reset() first returns freed heap memory
+// to the system (malloc_trim), so memory a finished phase freed does not
+// count against the next one.
+
+// A field of /proc/self/status in bytes ("VmHWM", "VmRSS"); 0 when unknown.
+inline uint64_t proc_status_bytes(const char* key) {
+  std::string s = read_text("/proc/self/status");
+  std::string k = std::string(key) + ":";
+  size_t p = s.find(k);
+  if (p == std::string::npos) return 0;
+  return std::strtoull(s.c_str() + p + k.size(), nullptr, 10) * 1024;  // "NNN kB"
+}
+
+inline uint64_t rss_now_bytes() { return proc_status_bytes("VmRSS"); }
+inline uint64_t peak_rss_bytes() { return proc_status_bytes("VmHWM"); }
+
+// Returns false when the peak could not be reset (no /proc/self/clear_refs):
+// peak_rss_bytes() is then the peak since the process started.
+inline bool peak_rss_reset() {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+  FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+// One phase's memory: construct (or begin()) at its start, end() at its end.
+struct PeakRss {
+  uint64_t start = 0;  // RSS when the phase began (after malloc_trim)
+  uint64_t peak = 0;   // highest RSS during the phase
+  bool reset_ok = false;
+  void begin() {
+    reset_ok = peak_rss_reset();
+    start = rss_now_bytes();
+    peak = 0;
+  }
+  void end() { peak = std::max(peak_rss_bytes(), start); }
+  // "412 MiB (from 380)", or "-" when never measured.
+  std::string text() const {
+    if (!peak) return "-";
+    return fmt("%.0f MiB (from %.0f)", (double)peak / 1048576.0, (double)start / 1048576.0);
+  }
+};
 
 }  // namespace kitfox::benchutil

@@ -202,6 +202,7 @@ struct LoadResult {
   uint64_t size_after_close = 0;
   uint64_t wal_before_close = 0;  // SQLite only
   uint64_t wal_after_close = 0;
+  PeakRss mem;             // the process, from open (before the load) to close
   double total_s() const { return put_s + close_s; }
 };
 
@@ -229,6 +230,7 @@ LoadResult kitfox_load(kitfox::FileSystem& fs, const std::string& path, Variant 
                        const std::vector<std::vector<Value>>& params, size_t batches) {
   kitfox_fresh(path);
   LoadResult lr;
+  lr.mem.begin();
   auto db = kitfox_open(fs, path);
   auto cr = db->query("create collection t (name text, n int)");
   if (!cr.is_ok()) die("kitfox create: " + cr.status().to_string());
@@ -245,6 +247,7 @@ LoadResult kitfox_load(kitfox::FileSystem& fs, const std::string& path, Variant 
   auto st = db->close();
   lr.close_s = seconds_since(t1);
   if (!st.is_ok()) die("kitfox close: " + st.to_string());
+  lr.mem.end();
   auto t2 = Clock::now();
   db.reset();
   lr.free_s = seconds_since(t2);
@@ -288,6 +291,7 @@ void sq_fresh(const std::string& path) {
 LoadResult sqlite_load(const std::string& path, const Data& d) {
   sq_fresh(path);
   LoadResult lr;
+  lr.mem.begin();
   sqlite3* db = sq_open(path, true);
   sq_exec(db, "PRAGMA journal_mode=WAL");
   sq_exec(db, "PRAGMA synchronous=NORMAL");
@@ -311,6 +315,7 @@ LoadResult sqlite_load(const std::string& path, const Data& d) {
   auto t1 = Clock::now();
   if (sqlite3_close(db) != SQLITE_OK) die("sqlite close failed");
   lr.close_s = seconds_since(t1);
+  lr.mem.end();
   lr.size_after_close = file_size(path);
   lr.wal_after_close = file_size(path + "-wal");
   return lr;
@@ -531,8 +536,11 @@ int main(int argc, char** argv) {
   // -------- 3. reopen (round 0 is an untimed warm-up)
   progress("  reopen");
   std::vector<double> kf_open, kf_first, kf_both, sq_open_t, sq_first, sq_both;
+  PeakRss kf_reopen_mem, sq_reopen_mem;  // the last round's: open + first read
   for (int i = 0; i < 6; i++) {  // run 0 is a warm-up
     std::vector<Value> p1{Value::integer(1)};
+    PeakRss km, sm;
+    km.begin();
     auto t0 = Clock::now();
     auto db = kitfox_open(*fs, kf_lit);
     double o = seconds_since(t0);
@@ -540,10 +548,12 @@ int main(int argc, char** argv) {
     auto r = db->query("get t where id = $1", p1);
     double q = seconds_since(t1);
     if (!r.is_ok() || r->rows.size() != 1) die("kitfox first get after reopen failed");
+    km.end();
     if (!db->close().is_ok()) die("kitfox close after reopen failed");
     db.reset();
     if (i > 0) { kf_open.push_back(o); kf_first.push_back(q); kf_both.push_back(o + q); }
 
+    sm.begin();
     t0 = Clock::now();
     sqlite3* sdb = sq_open(sq_path, false);
     o = seconds_since(t0);
@@ -554,9 +564,12 @@ int main(int argc, char** argv) {
     volatile int64_t sink = sqlite3_column_int64(sel, 1) + sqlite3_column_bytes(sel, 0);
     (void)sink;
     q = seconds_since(t1);
+    sm.end();
     sqlite3_finalize(sel);
     sqlite3_close(sdb);
     if (i > 0) { sq_open_t.push_back(o); sq_first.push_back(q); sq_both.push_back(o + q); }
+    kf_reopen_mem = km;
+    sq_reopen_mem = sm;
   }
   const uint64_t sq_wal_after_reopen = file_size(sq_path + "-wal");
 
@@ -572,7 +585,13 @@ int main(int argc, char** argv) {
   uint64_t expect_sum = 0;
   for (int64_t id : ids) expect_sum += (uint64_t)data.ns[id - 1] + data.names[id - 1].size();
 
+  PeakRss kf_read_mem, sq_read_mem, runs_mem;
+  kf_read_mem.begin();
   auto kdb = kitfox_open(*fs, kf_lit);
+  ReadCheck kc, sc;
+  kitfox_reads(*kdb, warm_ids, &kc);  // warm-up
+  kf_read_mem.end();
+  sq_read_mem.begin();
   // SQLite as configured for the load (default 2 MiB page cache: most leaf
   // pages come from the OS page cache through read(2)), and a second
   // connection whose 256 MiB page cache holds the whole database, as kitfox
@@ -585,11 +604,11 @@ int main(int argc, char** argv) {
   sq_exec(sdb_big, "SELECT sum(n), sum(length(name)) FROM t");  // loads every page into its cache
   sq_exec(sdb_big, "COMMIT");
   sqlite3_stmt* sel_big = sq_prepare(sdb_big, "SELECT name, n FROM t WHERE id = ?");
-  ReadCheck kc, sc;
-  kitfox_reads(*kdb, warm_ids, &kc);
   sqlite_reads(sdb, sel, warm_ids, false, &sc);
   sqlite_reads(sdb, sel, warm_ids, true, &sc);
   sqlite_reads(sdb_big, sel_big, warm_ids, true, &sc);
+  sq_read_mem.end();
+  runs_mem.begin();
   std::vector<double> kf_ns, sq_ns, sqt_ns, sqb_ns;
   auto check_sq = [&] {
     if (sc.found != ids.size() || sc.sum != expect_sum) die("sqlite reads returned wrong rows");
@@ -607,6 +626,7 @@ int main(int argc, char** argv) {
                  "one transaction + 256 MiB cache %.0f ns",
                  run + 1, kf_ns.back(), sq_ns.back(), sqt_ns.back(), sqb_ns.back()));
   }
+  runs_mem.end();
   kitfox::Stats kstats = kdb->stats();
   sqlite3_finalize(sel);
   sqlite3_close(sdb);
@@ -660,19 +680,23 @@ int main(int argc, char** argv) {
 
   auto ratio = [](double a, double b) { return b > 0 ? fmt("%.2f", a / b) : std::string("-"); };
   md += "### 1. Bulk put\n\n";
-  md += "| engine | put time | rows/s (put) | close | total incl. close | rows/s incl. close | kitfox/SQLite rows/s (put) | kitfox/SQLite rows/s (incl. close) |\n";
-  md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  md += "| engine | put time | rows/s (put) | close | total incl. close | rows/s incl. close | kitfox/SQLite rows/s (put) | kitfox/SQLite rows/s (incl. close) | peak RSS (from) |\n";
+  md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   auto load_row = [&](const char* name, const LoadResult& r, bool is_sqlite) {
-    md += fmt("| %s | %.3f s | %s | %.0f ms | %.3f s | %s | %s | %s |\n", name, r.put_s, grouped(rps(r.put_s)).c_str(),
+    md += fmt("| %s | %.3f s | %s | %.0f ms | %.3f s | %s | %s | %s | %s |\n", name, r.put_s, grouped(rps(r.put_s)).c_str(),
               r.close_s * 1e3, r.total_s(), grouped(rps(r.total_s())).c_str(),
               is_sqlite ? "1.00" : ratio(rps(r.put_s), rps(sq.put_s)).c_str(),
-              is_sqlite ? "1.00" : ratio(rps(r.total_s()), rps(sq.total_s())).c_str());
+              is_sqlite ? "1.00" : ratio(rps(r.total_s()), rps(sq.total_s())).c_str(), r.mem.text().c_str());
   };
   load_row("kitfox (a) literal text", lit, false);
   load_row("kitfox (b) `put t $1` list param", par, false);
   load_row("SQLite (prepared INSERT per row)", sq, true);
   md += fmt("\nRatios above 1 mean kitfox loads faster. Freeing the kitfox `Database` object after `close()` took "
             "%.0f ms (a) / %.0f ms (b), not counted.\n\n", lit.free_s * 1e3, par.free_s * 1e3);
+  md += "Peak RSS: the whole process's resident memory at its highest during that load, from just before the open "
+        "to the end of `close()` (Linux VmHWM, reset through `/proc/self/clear_refs` at the start of the phase); in "
+        "brackets the RSS when the phase began, which holds the statement texts and parameter documents of every "
+        "row, built before timing for all three loads. The difference is what the load itself added.\n\n";
 
   md += "### 2. Point read by id\n\n";
   md += "| engine | median ns/read | runs (ns/read) | reads/s | kitfox time / this |\n| --- | ---: | --- | ---: | ---: |\n";
@@ -690,6 +714,12 @@ int main(int argc, char** argv) {
   read_row("SQLite prepared SELECT, autocommit (a read transaction per statement)", sq_ns);
   read_row("SQLite prepared SELECT, all reads in one `BEGIN`/`COMMIT`", sqt_ns);
   read_row("SQLite prepared SELECT, one `BEGIN`/`COMMIT`, `cache_size` 256 MiB (whole db cached)", sqb_ns);
+  md += fmt("\nPeak RSS of the process (Linux VmHWM; in brackets the RSS when the phase began): kitfox open + its "
+            "%s-read warm-up, before any SQLite connection is opened: %s; then SQLite's two connections "
+            "opened, the 256 MiB cache filled and their warm-ups, with kitfox's database still open: %s; the timed "
+            "runs of all four rows, every database open: %s.\n",
+            grouped((double)warm_ids.size()).c_str(), kf_read_mem.text().c_str(), sq_read_mem.text().c_str(),
+            runs_mem.text().c_str());
   md += "\nThe last column is kitfox's median over that row's; above 1 means kitfox is slower. kitfox has no "
         "prepared statements yet: its figure includes lexing, parsing and planning `get t where id = $1` on "
         "every call, and building the result row as a `Value` object; SQLite's includes only bind, step, "
@@ -700,13 +730,16 @@ int main(int argc, char** argv) {
         "database in its own cache, one transaction) compares the lookups themselves.\n\n";
 
   md += "### 3. Reopen and file size\n\n";
-  md += "| engine | open (median of 5) | first read | open + first read | kitfox/SQLite (open + first read) |\n";
-  md += "| --- | ---: | ---: | ---: | ---: |\n";
+  md += "| engine | open (median of 5) | first read | open + first read | kitfox/SQLite (open + first read) | peak RSS (from) |\n";
+  md += "| --- | ---: | ---: | ---: | ---: | ---: |\n";
   double kb = median(kf_both), sb = median(sq_both);
-  md += fmt("| kitfox `Database::open` + `get t where id = 1` | %.3f ms | %.3f ms | %.3f ms | %.2f |\n",
-            median(kf_open) * 1e3, median(kf_first) * 1e3, kb * 1e3, kb / sb);
-  md += fmt("| SQLite `sqlite3_open_v2` + prepare/step SELECT | %.3f ms | %.3f ms | %.3f ms | 1.00 |\n\n",
-            median(sq_open_t) * 1e3, median(sq_first) * 1e3, sb * 1e3);
+  md += fmt("| kitfox `Database::open` + `get t where id = 1` | %.3f ms | %.3f ms | %.3f ms | %.2f | %s |\n",
+            median(kf_open) * 1e3, median(kf_first) * 1e3, kb * 1e3, kb / sb, kf_reopen_mem.text().c_str());
+  md += fmt("| SQLite `sqlite3_open_v2` + prepare/step SELECT | %.3f ms | %.3f ms | %.3f ms | 1.00 | %s |\n\n",
+            median(sq_open_t) * 1e3, median(sq_first) * 1e3, sb * 1e3, sq_reopen_mem.text().c_str());
+  md += "Peak RSS: the process's, from just before the open to just after the first read, last round; each "
+        "engine's database was closed before the other's opened. A reopen maps the kitfox file, so its touched "
+        "pages count as resident; SQLite reads pages into its own cache.\n\n";
   md += "SQLite opens lazily: `sqlite3_open_v2` reads nothing, the schema is read by the first prepare.\n\n";
 
   md += "| files | after the load, before close | after close |\n| --- | ---: | ---: |\n";

