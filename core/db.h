@@ -10,7 +10,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <string_view>
 #include <vector>
 
@@ -88,8 +91,9 @@ class Database {
   ~Database();
 
   // Runs one statement. Write statements are atomic: on error nothing changed.
-  // `begin` starts queueing this handle's statements; `commit` runs them as
-  // one batch and returns their rows in order; `rollback` drops the queue.
+  // `begin` starts queueing the statements this thread runs on this handle;
+  // `commit` runs them as one batch and returns their rows in order;
+  // `rollback` drops the queue. Other threads' statements are not part of it.
   Result<QueryResult> query(std::string_view text, const std::vector<Value>& params = {});
   // Runs statements (put, insert, set, del and reads) as one atomic write:
   // each sees the ones before it, and all land as one record or none does.
@@ -110,8 +114,9 @@ class Database {
  private:
   Database();
   std::unique_ptr<Engine> engine_;
-  bool queueing_ = false;  // between begin and commit
-  std::vector<BatchItem> queue_;
+  // Open transactions (between begin and commit), per thread.
+  std::mutex txn_mu_;
+  std::map<std::thread::id, std::vector<BatchItem>> txns_;
 };
 
 // JSON text of a value: objects and lists as JSON, timestamps as ISO-8601

@@ -1381,38 +1381,48 @@ static bool is_word(std::string_view text, const char* word) {
 }
 
 Result<QueryResult> Database::query(std::string_view text, const std::vector<Value>& params) {
+  auto me = std::this_thread::get_id();
   if (is_word(text, "begin")) {
-    if (queueing_) return Status(Code::Invalid, "a transaction is already open (begin was given twice)");
-    queueing_ = true;
-    queue_.clear();
+    std::lock_guard g(txn_mu_);
+    if (txns_.count(me)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)");
+    txns_[me];
     return QueryResult{};
   }
   if (is_word(text, "rollback")) {
-    if (!queueing_) return Status(Code::Invalid, "no transaction is open (rollback without begin)");
-    queueing_ = false;
-    queue_.clear();
+    std::lock_guard g(txn_mu_);
+    if (!txns_.erase(me)) return Status(Code::Invalid, "no transaction is open (rollback without begin)");
     return QueryResult{};
   }
   if (is_word(text, "commit")) {
-    if (!queueing_) return Status(Code::Invalid, "no transaction is open (commit without begin)");
-    queueing_ = false;
-    std::vector<BatchItem> items = std::move(queue_);
-    queue_.clear();
+    std::vector<BatchItem> items;
+    {
+      std::lock_guard g(txn_mu_);
+      auto it = txns_.find(me);
+      if (it == txns_.end()) return Status(Code::Invalid, "no transaction is open (commit without begin)");
+      items = std::move(it->second);
+      txns_.erase(it);
+    }
     KF_ASSIGN(auto results, engine_->batch(items));
     QueryResult all;
     for (auto& r : results)
       for (auto& row : r.rows) all.rows.push_back(std::move(row));
     return all;
   }
-  if (queueing_) {
-    Statement st;
-    KF_TRY(parse_statement(text, &st));  // a syntax error is reported now, not at commit
-    queue_.push_back({std::string(text), params});
-    Value row = Value::object();
-    row.append("queued", Value::integer((int64_t)queue_.size()));
-    QueryResult r;
-    r.rows.push_back(std::move(row));
-    return r;
+  {
+    std::unique_lock g(txn_mu_);
+    auto it = txns_.find(me);
+    if (it != txns_.end()) {
+      g.unlock();
+      Statement st;
+      KF_TRY(parse_statement(text, &st));  // a syntax error is reported now, not at commit
+      g.lock();
+      it->second.push_back({std::string(text), params});
+      Value row = Value::object();
+      row.append("queued", Value::integer((int64_t)it->second.size()));
+      QueryResult r;
+      r.rows.push_back(std::move(row));
+      return r;
+    }
   }
   return engine_->query(text, params);
 }

@@ -71,6 +71,62 @@ struct Collection : VectorSource {
   bool vector(uint32_t field_id, uint64_t node, Value* out) const override;
 };
 
+// A phase-fair reader/writer lock: readers and writers take turns, so
+// neither side starves and a reader waits for at most one writer. glibc's
+// rwlock lets new readers in ahead of a waiting writer: two threads reading
+// in a loop kept a durable writer to 500 commits/s (bench/RESULTS.md,
+// concurrency). Here a reader arriving while a writer holds or waits for the
+// lock waits for the next reader phase, which the writer opens when it
+// leaves (letting in every reader then waiting, counted by the writer so the
+// next writer waits for them); a writer waits for the readers inside.
+class FairSharedMutex {
+ public:
+  void lock() {
+    std::unique_lock g(m_);
+    waiting_writers_++;
+    cv_.wait(g, [&] { return !writer_ && readers_ == 0; });
+    waiting_writers_--;
+    writer_ = true;
+  }
+  void unlock() {
+    {
+      std::lock_guard g(m_);
+      writer_ = false;
+      if (waiting_readers_) {  // open a reader phase for everyone waiting
+        readers_ += waiting_readers_;
+        waiting_readers_ = 0;
+        phase_++;
+      }
+    }
+    cv_.notify_all();
+  }
+  void lock_shared() {
+    std::unique_lock g(m_);
+    if (!writer_ && waiting_writers_ == 0) {
+      readers_++;
+      return;
+    }
+    waiting_readers_++;
+    uint64_t ph = phase_;
+    cv_.wait(g, [&] { return phase_ != ph; });  // counted in readers_ by the writer that opened it
+  }
+  void unlock_shared() {
+    bool last;
+    {
+      std::lock_guard g(m_);
+      last = --readers_ == 0 && waiting_writers_ > 0;
+    }
+    if (last) cv_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int readers_ = 0, waiting_readers_ = 0, waiting_writers_ = 0;
+  bool writer_ = false;
+  uint64_t phase_ = 0;
+};
+
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> open(FileSystem& fs, const std::string& name, const OpenOptions& o);
@@ -150,7 +206,7 @@ class Engine {
   OpenReport report_;
   std::unique_ptr<File> file_;
 
-  std::shared_mutex mu_;  // reads shared, writes exclusive
+  FairSharedMutex mu_;  // reads shared, writes exclusive
   std::map<std::string, std::unique_ptr<Collection>> colls_;
   std::map<uint32_t, Collection*> by_id_;
   uint32_t next_coll_id_ = 1;

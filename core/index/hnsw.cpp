@@ -162,7 +162,7 @@ uint32_t* HnswIndex::links(uint32_t node, int level) {
 const uint32_t* HnswIndex::links(uint32_t node, int level) const {
   if (level == 0) {
     const size_t stride = 1 + 2 * p_.m;
-    if (lazy_links_) lazy_links_->need((uint64_t)node * stride * 4, stride * 4);
+    if (lazy_links_ && !lazy_links_->complete()) lazy_links_->need((uint64_t)node * stride * 4, stride * 4);
     return l0_ + (size_t)node * stride;
   }
   return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];

@@ -470,3 +470,32 @@ TEST_CASE("extents: block checksums; read lazily block by block or in chunks, da
     CHECK(mem2.compare(block * 9, block, std::string(block, '\0')) == 0);
   }
 }
+
+TEST_CASE("begin/commit belong to the thread that began: other threads' statements are not queued") {
+  auto fs = make_memory_file_system();
+  OpenOptions o;
+  o.sync = SyncMode::Off;
+  auto r = Database::open(*fs, "t.kfdb", o);
+  REQUIRE(r.is_ok());
+  auto& db = *r.value();
+  REQUIRE(db.query("create collection t (x int)").is_ok());
+  REQUIRE(db.query("begin").is_ok());
+  auto q = db.query("put t {id: 1, x: 1}");
+  REQUIRE(q.is_ok());
+  CHECK(q->rows[0].get("queued")->as_int() == 1);
+  std::thread other([&] {
+    // Not in a transaction here: applied at once, and commit has nothing to commit.
+    auto w = db.query("put t {id: 2, x: 2}");
+    CHECK(w.is_ok());
+    CHECK(db.query("commit").status().code() == Code::Invalid);
+    auto c = db.query("get t count");
+    REQUIRE(c.is_ok());
+    CHECK(c->rows[0].get("count")->as_int() == 1);  // id 2 only: id 1 is still queued
+  });
+  other.join();
+  auto done = db.query("commit");
+  REQUIRE(done.is_ok());
+  auto c = db.query("get t count");
+  REQUIRE(c.is_ok());
+  CHECK(c->rows[0].get("count")->as_int() == 2);
+}
