@@ -315,10 +315,20 @@ const R = {
   filtered: {}, // engine -> {p50, p99, recall, minRows}
   reopenVec: {}, // engine -> ms
   sizeVec: {}, // engine -> bytes
+  mem: {}, // engine -> bytes: WASM heap after the vector phase (its peak: WASM memory never shrinks); Orama: JS heap growth
   notes: {}, // engine -> [text]
   native: null,
 };
 const note = (e, s) => (R.notes[e] ??= []).push(s);
+// The size of an Emscripten module's WASM memory, or null when it does not say.
+function wasmHeap(mod) {
+  try {
+    const n = mod?.HEAPU8?.byteLength ?? mod?.HEAP8?.byteLength ?? mod?.wasmMemory?.buffer?.byteLength;
+    return typeof n === 'number' && n > 0 ? n : null;
+  } catch {
+    return null;
+  }
+}
 
 // Times fn(q, qi) over all queries: one untimed pass, then opt.runs passes;
 // p50/p99 are the medians over the passes of each pass's quantiles; the ids
@@ -605,6 +615,7 @@ async function kitfoxVec() {
       truthFiltered,
     );
   });
+  R.mem.kitfox = await Kitfox.wasmMemoryBytes();
   R.kitfoxPlans0 = {
     near: db.query('explain get d select id near e $1 ef 100 limit 10', [queries[0]]).filter((r) => r.plan).map((r) => r.plan),
     filtered: db.query('explain get d select id where k = $2 near e $1 limit 10', [queries[0], queryCluster[0]]).filter((r) => r.plan).map((r) => r.plan),
@@ -692,6 +703,7 @@ async function pgliteVec() {
     await pg.exec(index('d'));
     R.build.pglite.ms = performance.now() - t0;
   });
+  R.mem.pglite = wasmHeap(pg.Module ?? pg.mod);
   await pg.exec('analyze d');
   const plan = async (sql, params) => (await pg.query(`explain ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n');
   const q0 = vtext(queries[0]);
@@ -790,6 +802,7 @@ async function hnswlibVec() {
     for (let s = 0; s < opt.rows; s += CHUNK) idx.addPoints(items.slice(s, s + CHUNK), labels.slice(s, s + CHUNK), false);
     R.build['hnswlib-wasm'] = { ms: performance.now() - t0 };
   });
+  R.mem['hnswlib-wasm'] = wasmHeap(lib);
   R.near['hnswlib-wasm'] = {};
   await block('hnswlib-wasm: near', async () => {
     for (const ef of opt.efs) {
@@ -813,12 +826,16 @@ async function oramaVec() {
     const w = orama.create({ schema: oramaVecSchema });
     await orama.insertMultiple(w, odocs.slice(0, CHUNK).map((d) => ({ ...d })), CHUNK);
   }
+  globalThis.gc?.();
+  const heap0 = process.memoryUsage().heapUsed;
   const db = orama.create({ schema: oramaVecSchema });
   await block(`orama: insert ${opt.rows} x ${DIM}`, async () => {
     const t0 = performance.now();
     await orama.insertMultiple(db, odocs, CHUNK);
     R.build.orama = { ms: null, insert: performance.now() - t0 };
   });
+  globalThis.gc?.();
+  R.mem.orama = process.memoryUsage().heapUsed - heap0;
   const file = path.join(dir, 'vec-orama.json');
   try {
     fs.writeFileSync(file, JSON.stringify(orama.save(db)));
@@ -987,6 +1004,7 @@ p(row(`filtered near p50 (k = cluster, 1/${opt.clusters} of rows), ef 100`, (e) 
 p(row('recall@10, filtered', (e) => R.filtered[e]?.recall, (v) => fmtN(v, 3)));
 p(row('reopen + first near, vectors', (e) => R.reopenVec[e], fmtMs, 'lower is better'));
 p(row('size on disk, vectors + index', (e) => R.sizeVec[e], fmtMiB, 'lower is better'));
+p(row('memory after the vector phase: WASM heap (Orama: JS heap growth)', (e) => R.mem[e], fmtMiB, 'lower is better'));
 p();
 p('Latency detail (p50 / p99, recall@10):');
 p();
@@ -1034,6 +1052,7 @@ p(`- Inputs are built before timing, in the shape each API takes: kitfox lists o
 p(`- Bulk load: engines in turn within each run, ${opt.runs} runs, median. Durability as each is used by default or commonly: kitfox default (\`sync\` every 250 ms; the load is timed to the end of \`db.sync()\`, an fdatasync); better-sqlite3 WAL + \`synchronous=NORMAL\` (as bench/node/bench.js; commit does not fsync the WAL); SQLite WASM in memory (no durability; its Node build has no file VFS); PGlite on a data directory with its defaults${R.pgSettings ? ` (fsync=${R.pgSettings.fsync}, synchronous_commit=${R.pgSettings.synchronous_commit}: PGlite turns fsync off, so nothing is flushed to the disk)` : ''}; Orama in memory (persisted only by \`save()\`).`);
 p(`- ANN build: kitfox \`put d $1\` of 1000 documents \`{k, e: Float32Array}\` into \`${KITFOX_CREATE}\` (linking is part of each put), timed to the end of \`sync()\`; PGlite: rows loaded first (timed apart), then \`CREATE INDEX ... USING hnsw (e vector_cosine_ops) WITH (m = ${M}, ef_construction = ${EFC})\` with \`maintenance_work_mem = 512MB\` (one process: no parallel build); hnswlib-wasm: \`initIndex(N, ${M}, ${EFC}, 100)\` and \`addPoints\` of 1000 Float32Arrays at a time. kitfox and hnswlib-wasm run single-threaded in WASM, as does PGlite.`);
 p(`- near: one untimed pass over the queries, then ${opt.runs} timed passes; each query timed alone (\`performance.now()\`), p50/p99 of a pass, median over passes; recall@10 from the first timed pass. kitfox \`db.query('get d select id near e $1 ef N limit 10', [Float32Array])\`; PGlite \`select id from d order by e <=> $1 limit 10\` with \`hnsw.ef_search = N\` and the vector as pgvector text (its serialisation is in the time: it is how a JS caller passes it); hnswlib-wasm \`setEfSearch(N)\` + \`searchKnn(Float32Array, 10)\`; Orama \`search({mode: 'vector', limit: 10})\` — a scan, with its default similarity threshold 0.8 (the true neighbours are all above it here). Exact: kitfox \`near ... exact\`, PGlite the same SQL with \`enable_indexscan = off\`.`);
+p('- Memory: the size of each engine\'s WASM memory after its vector phase, which is its peak (WASM memory grows and never shrinks; kitfox\'s one module also served the documents phase before it); Orama, plain JS: the growth of the JS heap over its insert, after a GC on both sides; better-sqlite3 is native ("—"). A "—" for a WASM engine means its module does not expose its memory.');
 p(`- Filtered near: \`k = cluster of the query\` (${fmtN(100 / opt.clusters, 1)}% of the rows, fully correlated with the neighbourhood), ef 100: kitfox \`get d select id where k = $2 near e $1 limit 10\` (its planner picks exact search over the matching rows or a filtered graph search); PGlite \`where k = $2 order by e <=> $1 limit 10\` with \`hnsw.iterative_scan = strict_order\` (no index on k); hnswlib-wasm \`searchKnn\` with a JS filter callback on the label; Orama \`where: {k: {eq}}\`. Recall against the exact top-10 among the matching rows. Neither engine has an index on k in the main table; the detail table also has both with one (kitfox \`create index on d (k) @hash\`, PGlite \`create index on d (k)\` + \`analyze\`), created after the other measures and dropped before the sizes.`);
 p(`- Reopen: open the closed database and answer a first read (documents) or a first near (vectors): one untimed round, then the median of ${opt.reopenRuns}; files are in the OS page cache. kitfox's WASM module is already loaded (once per process, ${fmtMs(kitfoxModuleMs)}, shown above); PGlite's reopen includes starting a Postgres WASM instance, which each \`PGlite.create\` does; SQLite WASM reopens by \`readFileSync\` + \`sqlite3_deserialize\` of the exported image; Orama by \`readFileSync\` + \`JSON.parse\` + \`load()\`; better-sqlite3 opens the file (lazily). hnswlib-wasm has no reopen in Node (its files live in Emscripten's virtual file system, IDBFS in a browser).`);
 p('- Sizes: kitfox the `.kfdb` after close; better-sqlite3 database + WAL after close; SQLite WASM the exported image; PGlite the whole data directory (it includes the catalog and WAL segments of an empty cluster, tens of MB); Orama the JSON of `save()`.');

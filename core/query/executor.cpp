@@ -970,7 +970,8 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
     // Plan by cost, in documents decoded and tested. Exact: the candidates an
     // index (or an id lookup) gives for the filter, else every document.
     // Graph: walking it with the filter tests about ef / (fraction passing)
-    // nodes, the fraction estimated from a sample of the graph's nodes.
+    // nodes, the fraction estimated from a sample of the graph's nodes (an
+    // upper bound: a filter that follows the vectors needs fewer).
     std::vector<int64_t> cand;
     bool narrowed = id_lookup(ev, st.where.get(), &cand) || index_candidates(*this, c, ev, st.where.get(), &cand);
     size_t nodes = index->nodes(), sample = std::min<size_t>(nodes, 256), pass = 0, seen = 0;
@@ -985,7 +986,12 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
     double docs = (double)index->documents();
     double est = seen ? (double)pass / (double)seen * docs : 0;
     if (narrowed) est = std::min(est, (double)cand.size());
-    double exact_cost = narrowed ? (double)cand.size() : (double)c.ids.size();
+    // An index's candidates are searched exactly when there are few of them
+    // (testing one costs about what visiting a graph node does, and a
+    // filter that follows the vectors lets the graph find its matches far
+    // sooner than the uncorrelated estimate says).
+    double exact_cost = narrowed ? ((double)cand.size() <= std::max<double>(4.0 * (double)need, 1000.0) ? 0 : INFINITY)
+                                 : (double)c.ids.size();
     double graph_cost = pass ? (double)std::max<size_t>((size_t)ef, need) * docs / std::max(est, 1.0) : INFINITY;
     auto exact_plan = [&]() -> Status {
       if (!narrowed) return exact_filtered();
