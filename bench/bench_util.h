@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -276,5 +277,30 @@ struct PeakRss {
     return fmt("%.0f MiB (from %.0f)", (double)peak / 1048576.0, (double)start / 1048576.0);
   }
 };
+
+// splitmix64: a small, fast, fixed-seed generator, the same on every
+// machine (the programs' data and query streams come from it).
+struct SplitMix {
+  uint64_t s;
+  explicit SplitMix(uint64_t seed) : s(seed) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t below(uint64_t n) { return next() % n; }
+};
+
+// Prints "program: what", removes the run's data directory (when not empty:
+// the programs leave it empty with --keep) and exits with 1.
+[[noreturn]] inline void die_removing(const char* program, const std::string& data_dir, const std::string& what) {
+  std::fprintf(stderr, "%s: %s\n", program, what.c_str());
+  if (!data_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(data_dir, ec);
+  }
+  std::exit(1);
+}
 
 }  // namespace kitfox::benchutil

@@ -52,32 +52,14 @@ using namespace kitfox::benchutil;
 // The data directory this run made, removed by die() too (unless --keep).
 std::string g_data_dir;
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "kitfox_bench: %s\n", what.c_str());
-  if (!g_data_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(g_data_dir, ec);
-  }
-  std::exit(1);
-}
+[[noreturn]] void die(const std::string& what) { die_removing("kitfox_bench", g_data_dir, what); }
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 
-// splitmix64: a small, fast, fixed-seed generator, the same on every machine.
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint64_t below(uint64_t n) { return next() % n; }
-};
+using Rng = SplitMix;
 
 
 std::string mib(uint64_t bytes) { return fmt("%.1f MiB", bytes / 1048576.0); }

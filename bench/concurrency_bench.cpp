@@ -64,31 +64,12 @@ using namespace kitfox::benchutil;
 
 std::string g_data_dir;  // removed by die() too, unless --keep
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "kitfox_concurrency_bench: %s\n", what.c_str());
-  if (!g_data_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(g_data_dir, ec);
-  }
-  std::exit(1);
-}
+[[noreturn]] void die(const std::string& what) { die_removing("kitfox_concurrency_bench", g_data_dir, what); }
 
 double us_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-// splitmix64: small, fixed-seed, the same on every machine.
-struct SplitMix {
-  uint64_t s;
-  explicit SplitMix(uint64_t seed) : s(seed) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint64_t below(uint64_t n) { return next() % n; }
-};
 
 std::string random_name(SplitMix& r) {
   static const char kAlpha[] = "abcdefghijklmnopqrstuvwxyz0123456789";

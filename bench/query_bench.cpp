@@ -79,14 +79,7 @@ using namespace kitfox::benchutil;
 
 std::string g_data_dir;  // removed by die() too, unless --keep
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "kitfox_query_bench: %s\n", what.c_str());
-  if (!g_data_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(g_data_dir, ec);
-  }
-  std::exit(1);
-}
+[[noreturn]] void die(const std::string& what) { die_removing("kitfox_query_bench", g_data_dir, what); }
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -118,18 +111,7 @@ std::string utc_now() {
   return buf;
 }
 
-// splitmix64: small, fast, fixed-seed, the same on every machine.
-struct Rng {
-  uint64_t s;
-  explicit Rng(uint64_t seed) : s(seed) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint64_t below(uint64_t n) { return next() % n; }
-};
+using Rng = SplitMix;
 
 // Nearest-rank percentile (q in (0, 1]) of the samples.
 double pct(std::vector<double> v, double q) {

@@ -82,14 +82,7 @@ constexpr uint64_t kDataSeed = 1, kQuerySeed = 2, kCentreSeed = 42;
 
 std::string g_data_dir;  // removed by die() too (unless --keep)
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "kitfox_vector_bench: %s\n", what.c_str());
-  if (!g_data_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(g_data_dir, ec);
-  }
-  std::exit(1);
-}
+[[noreturn]] void die(const std::string& what) { die_removing("kitfox_vector_bench", g_data_dir, what); }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
