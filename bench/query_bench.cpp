@@ -906,26 +906,31 @@ std::vector<FtsQuery> derive_queries(const Corpus& c, std::unordered_map<std::st
   return out;
 }
 
-KfLoad kf_load_mail(kitfox::FileSystem& fs, const std::string& path, const Corpus& c) {
+// Creates `collection` with `create`, puts the emails 100 per `put C $1`
+// (with vectors of `dim` from `vecs` when given), checkpoints and closes.
+KfLoad kf_load_texts(kitfox::FileSystem& fs, const std::string& path, const Corpus& c, const std::string& collection,
+                     const std::string& create, const std::vector<float>* vecs, uint32_t dim) {
   kf_fresh(path);
   KfLoad lr;
   lr.mem.begin();
   auto db = kf_open(fs, path);
-  kf_q(*db, "create collection mail (text text @text)");
+  kf_q(*db, create);
+  const std::string put = "put " + collection + " $1";
   for (size_t i = 0; i < c.texts.size(); i += 100) {
     size_t end = std::min(c.texts.size(), i + 100);
     std::vector<Value> docs;
     for (size_t k = i; k < end; k++) {
       Value o = Value::object();
       o.append("text", Value::text(c.texts[k]));
+      if (vecs) o.append("embed", Value::vector(std::vector<float>(&(*vecs)[k * dim], &(*vecs)[(k + 1) * dim])));
       docs.push_back(std::move(o));
     }
     std::vector<Value> params;
     params.push_back(Value::list(std::move(docs)));
     auto t0 = Clock::now();
-    QueryResult r = kf_q(*db, "put mail $1", params);
+    QueryResult r = kf_q(*db, put, params);
     lr.put_s += since(t0);
-    if (r.rows.front().get("id")->as_int() != (int64_t)i + 1) die("kitfox assigned unexpected ids (mail)");
+    if (r.rows.front().get("id")->as_int() != (int64_t)i + 1) die("kitfox assigned unexpected ids (" + collection + ")");
   }
   auto t1 = Clock::now();
   auto st = db->checkpoint();
@@ -935,6 +940,10 @@ KfLoad kf_load_mail(kitfox::FileSystem& fs, const std::string& path, const Corpu
   lr.mem.end();
   lr.file_bytes = file_size(path);
   return lr;
+}
+
+KfLoad kf_load_mail(kitfox::FileSystem& fs, const std::string& path, const Corpus& c) {
+  return kf_load_texts(fs, path, c, "mail", "create collection mail (text text @text)", nullptr, 0);
 }
 
 constexpr const char* kMatch = "get mail select id match text $1 limit 10";
@@ -1013,35 +1022,9 @@ sqlite3* sq_connect_hybrid(const std::string& path, bool create) {
 
 // The emails with a vector each, 100 per `put hy $1`; checkpointed, closed.
 KfLoad kf_load_hybrid(kitfox::FileSystem& fs, const std::string& path, const Corpus& c, const std::vector<float>& vecs) {
-  kf_fresh(path);
-  KfLoad lr;
-  lr.mem.begin();
-  auto db = kf_open(fs, path);
-  kf_q(*db, fmt("create collection hy (text text @text, embed vector<%u> @hnsw(cosine, m=16, ef_construction=200))", kHyDim));
-  for (size_t i = 0; i < c.texts.size(); i += 100) {
-    size_t end = std::min(c.texts.size(), i + 100);
-    std::vector<Value> docs;
-    for (size_t k = i; k < end; k++) {
-      Value o = Value::object();
-      o.append("text", Value::text(c.texts[k]));
-      o.append("embed", Value::vector(std::vector<float>(&vecs[k * kHyDim], &vecs[(k + 1) * kHyDim])));
-      docs.push_back(std::move(o));
-    }
-    std::vector<Value> params;
-    params.push_back(Value::list(std::move(docs)));
-    auto t0 = Clock::now();
-    QueryResult r = kf_q(*db, "put hy $1", params);
-    lr.put_s += since(t0);
-    if (r.rows.front().get("id")->as_int() != (int64_t)i + 1) die("kitfox assigned unexpected ids (hybrid)");
-  }
-  auto t1 = Clock::now();
-  auto st = db->checkpoint();
-  if (!st.is_ok()) die("kitfox checkpoint: " + st.to_string());
-  kf_close(db);
-  lr.checkpoint_close_s = since(t1);
-  lr.mem.end();
-  lr.file_bytes = file_size(path);
-  return lr;
+  return kf_load_texts(fs, path, c, "hy",
+                       fmt("create collection hy (text text @text, embed vector<%u> @hnsw(cosine, m=16, ef_construction=200))", kHyDim),
+                       &vecs, kHyDim);
 }
 
 std::vector<int64_t> kf_hybrid(Database& db, const char* text, const std::vector<Value>& params) {

@@ -21,10 +21,11 @@ constexpr uint32_t kDim = 32;
 
 Value vec_value(const float* p) { return Value::vector(std::vector<float>(p, p + kDim)); }
 
-std::unique_ptr<Database> open_db(FileSystem& fs, bool auto_cp = true) {
+std::unique_ptr<Database> open_db(FileSystem& fs, bool auto_cp = true, bool lazy = false) {
   OpenOptions o;
   o.sync = SyncMode::Off;
   o.auto_checkpoint = auto_cp;
+  o.lazy_extents = lazy;
   auto r = Database::open(fs, "v.kfdb", o);
   INFO(r.status().to_string());
   REQUIRE(r.is_ok());
@@ -252,15 +253,7 @@ class OneReadFs : public FileSystem {
   FileSystem& in_;
 };
 
-static std::unique_ptr<Database> open_lazy(FileSystem& fs) {
-  OpenOptions o;
-  o.sync = SyncMode::Off;
-  o.lazy_extents = true;
-  auto r = Database::open(fs, "v.kfdb", o);
-  INFO(r.status().to_string());
-  REQUIRE(r.is_ok());
-  return std::move(r.value());
-}
+static std::unique_ptr<Database> open_lazy(FileSystem& fs) { return open_db(fs, true, true); }
 
 TEST_CASE("a damaged graph is rebuilt from the vector table, with a warning: on open, or when read lazily") {
   auto fs = make_memory_file_system();
