@@ -1,6 +1,7 @@
 #include "crc32c.h"
 
 #include <cstring>
+#include <initializer_list>
 
 #if defined(__x86_64__) && !defined(__EMSCRIPTEN__)
 #include <nmmintrin.h>
@@ -49,11 +50,13 @@ uint32_t crc_soft(uint32_t crc, const unsigned char* p, size_t n) {
 // Three independent CRC streams hide the crc32 instruction's latency; the
 // streams are joined by advancing a register over a lane's length of zero
 // bytes (the CRC is linear), done with four 256-entry tables of that map.
-constexpr size_t kLane = 8192;
+// Long buffers go in lanes of kLane, what is left (a 4 KiB block of an
+// extent, say) in lanes of kSmallLane.
+constexpr size_t kLane = 8192, kSmallLane = 1024;
 
 struct Shift {
   uint32_t t[4][256];
-  Shift() {
+  explicit Shift(size_t lane) {
     // The map of one zero byte on the (reflected) register, as 32 columns.
     uint32_t m[32], r[32];
     for (int i = 0; i < 32; i++) {
@@ -72,7 +75,7 @@ struct Shift {
       memcpy(out, tmp, sizeof tmp);
     };
     for (int i = 0; i < 32; i++) r[i] = 1u << i;  // identity
-    for (size_t n = kLane; n; n >>= 1) {          // r = m^kLane
+    for (size_t n = lane; n; n >>= 1) {           // r = m^lane
       if (n & 1) mul(m, r, r);
       mul(m, m, m);
     }
@@ -94,19 +97,22 @@ inline uint32_t step8(const Tables& T, uint32_t crc, const unsigned char* p) {
 }
 
 uint32_t crc_soft3(uint32_t crc, const unsigned char* p, size_t n) {
-  static const Shift shift;
+  static const Shift big(kLane), small(kSmallLane);
   const Tables& T = tables();
-  while (n >= 3 * kLane) {
-    uint32_t c0 = crc, c1 = 0, c2 = 0;
-    for (size_t i = 0; i < kLane; i += 8) {
-      c0 = step8(T, c0, p + i);
-      c1 = step8(T, c1, p + kLane + i);
-      c2 = step8(T, c2, p + 2 * kLane + i);
+  for (size_t lane : {kLane, kSmallLane}) {
+    const Shift& shift = lane == kLane ? big : small;
+    while (n >= 3 * lane) {
+      uint32_t c0 = crc, c1 = 0, c2 = 0;
+      for (size_t i = 0; i < lane; i += 8) {
+        c0 = step8(T, c0, p + i);
+        c1 = step8(T, c1, p + lane + i);
+        c2 = step8(T, c2, p + 2 * lane + i);
+      }
+      crc = shift(c0) ^ c1;
+      crc = shift(crc) ^ c2;
+      p += 3 * lane;
+      n -= 3 * lane;
     }
-    crc = shift(c0) ^ c1;
-    crc = shift(crc) ^ c2;
-    p += 3 * kLane;
-    n -= 3 * kLane;
   }
   return crc_soft(crc, p, n);
 }
@@ -148,22 +154,25 @@ __attribute__((target("sse4.2"))) void crc3_hw(const unsigned char* const p[3], 
 }
 
 __attribute__((target("sse4.2"))) uint32_t crc_hw3(uint32_t crc, const unsigned char* p, size_t n) {
-  static const Shift shift;
-  while (n >= 3 * kLane) {
-    uint64_t c0 = crc, c1 = 0, c2 = 0;
-    for (size_t i = 0; i < kLane; i += 8) {
-      uint64_t a, b, c;
-      memcpy(&a, p + i, 8);
-      memcpy(&b, p + kLane + i, 8);
-      memcpy(&c, p + 2 * kLane + i, 8);
-      c0 = _mm_crc32_u64(c0, a);
-      c1 = _mm_crc32_u64(c1, b);
-      c2 = _mm_crc32_u64(c2, c);
+  static const Shift big(kLane), small(kSmallLane);
+  for (size_t lane : {kLane, kSmallLane}) {
+    const Shift& shift = lane == kLane ? big : small;
+    while (n >= 3 * lane) {
+      uint64_t c0 = crc, c1 = 0, c2 = 0;
+      for (size_t i = 0; i < lane; i += 8) {
+        uint64_t a, b, c;
+        memcpy(&a, p + i, 8);
+        memcpy(&b, p + lane + i, 8);
+        memcpy(&c, p + 2 * lane + i, 8);
+        c0 = _mm_crc32_u64(c0, a);
+        c1 = _mm_crc32_u64(c1, b);
+        c2 = _mm_crc32_u64(c2, c);
+      }
+      crc = shift((uint32_t)c0) ^ (uint32_t)c1;
+      crc = shift(crc) ^ (uint32_t)c2;
+      p += 3 * lane;
+      n -= 3 * lane;
     }
-    crc = shift((uint32_t)c0) ^ (uint32_t)c1;
-    crc = shift(crc) ^ (uint32_t)c2;
-    p += 3 * kLane;
-    n -= 3 * kLane;
   }
   return crc_hw(crc, p, n);
 }
@@ -175,9 +184,9 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t n) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
   crc = ~crc;
 #ifdef KITFOX_CRC_HW
-  if (has_sse42()) return ~(n >= 3 * kLane ? crc_hw3(crc, p, n) : crc_hw(crc, p, n));
+  if (has_sse42()) return ~(n >= 3 * kSmallLane ? crc_hw3(crc, p, n) : crc_hw(crc, p, n));
 #endif
-  return ~(n >= 3 * kLane ? crc_soft3(crc, p, n) : crc_soft(crc, p, n));
+  return ~(n >= 3 * kSmallLane ? crc_soft3(crc, p, n) : crc_soft(crc, p, n));
 }
 
 void crc32c_3(const void* a, const void* b, const void* c, size_t n, uint32_t out[3]) {

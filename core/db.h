@@ -38,10 +38,12 @@ struct OpenOptions {
   bool recover = false;
   // Checkpoint automatically when the tail outgrows the image (and on close).
   bool auto_checkpoint = true;
-  // Where the file cannot be mapped, read vector tables and HNSW graphs block
-  // by block when first used (each block checked then) instead of on open.
-  // Single-threaded use only: the WASM build turns it on. warm() reads the rest.
-  bool lazy_extents = false;
+  // Check the blocks of vector tables and HNSW graphs when a query first
+  // touches them instead of all on open (where the file cannot be mapped,
+  // read them then too). Nothing is answered from an unchecked block; a
+  // checkpoint checks every block first, warm() checks the rest. Off: every
+  // block is checked on open (as with `recover`).
+  bool lazy_extents = true;
 };
 
 // Parses "always", "off" or a period in milliseconds ("250", "250ms").

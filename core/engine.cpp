@@ -364,8 +364,8 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   std::unique_ptr<Mapping> map;
   KF_ASSIGN(uint64_t fsize, e->file_->size());
   if (fsize) map = e->file_->map(fsize);
+  e->lazy_ = o.lazy_extents && !o.recover;
   if (fsize && !map) {
-    e->lazy_ = o.lazy_extents && !o.recover;
     // A host whose calls cost more than reading the whole file (read_chunk)
     // gets one read; the checks are still left to first use.
     e->lazy_read_ = e->lazy_ && e->file_->read_chunk() < fsize;
@@ -387,6 +387,11 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   e->last_sync_ms_ = now_ms();
 #ifdef KITFOX_THREADS
   if (o.sync == SyncMode::Period) e->flusher_ = std::thread([p = e.get()] { p->flusher_loop(); });
+  if (e->lazy_ && !e->lazy_read_) {
+    uint64_t unchecked = 0;
+    e->for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) { unchecked += idx.unread_bytes(); });
+    if (unchecked) e->checker_ = std::thread([p = e.get()] { p->checker_loop(); });
+  }
 #endif
   return e;
 }
@@ -988,6 +993,26 @@ Status Engine::sync() {
 }
 
 #ifdef KITFOX_THREADS
+void Engine::checker_loop() {
+  // Slices of 256 KiB: a writer waits for at most one.
+  constexpr uint64_t kSlice = 256 << 10;
+  while (!stop_checker_.load(std::memory_order_relaxed)) {
+    std::shared_lock lk(mu_);
+    uint64_t done = 0, left = 0;
+    for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {
+      if (done < kSlice) done += idx.warm(kSlice - done);
+      left += idx.unread_bytes();
+    });
+    if (!left) return;
+  }
+}
+
+void Engine::stop_checker() {
+  if (!checker_.joinable()) return;
+  stop_checker_ = true;
+  checker_.join();
+}
+
 void Engine::flusher_loop() {
   std::unique_lock lk(sync_mu_);
   while (!stop_flusher_) {
@@ -1134,6 +1159,14 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
 
 Status Engine::checkpoint_locked() {
   KF_TRY(check_writable());
+  if (lazy_) {
+    // Every block is checked before the image is written from them: a
+    // damaged graph is rebuilt, a damaged vector table stops the checkpoint
+    // (it would carry zeros in place of the vectors).
+    for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.warm(UINT64_MAX); });
+    bool repaired = false;
+    KF_TRY(check_extents(&repaired));
+  }
   std::vector<std::vector<IdEntry>> new_ids;
   std::vector<TableAt> tables;
   std::string image = build_image(&new_ids, &tables);
@@ -1174,6 +1207,7 @@ Status Engine::checkpoint() {
 Status Engine::close() {
   if (closed_) return Status::ok();
 #ifdef KITFOX_THREADS
+  stop_checker();
   if (flusher_.joinable()) {
     {
       std::lock_guard g(sync_mu_);
@@ -1228,6 +1262,15 @@ ExtentLoad Engine::extent_load() {
   return how;
 }
 
+bool Engine::extents_damaged() {
+  if (!lazy_) return false;
+  bool damaged = false;
+  for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {
+    damaged = damaged || idx.graph_damaged_at() || idx.table_damaged_at();
+  });
+  return damaged;
+}
+
 Status Engine::check_extents(bool* repaired) {
   *repaired = false;
   if (!lazy_) return Status::ok();
@@ -1271,11 +1314,15 @@ Result<QueryResult> Engine::query(std::string_view text, const std::vector<Value
   }
   bool repaired = false;
   if (!st.is_write()) {
-    std::shared_lock lk(mu_);
-    Result<QueryResult> r = execute_read(st, params);
+    {
+      std::shared_lock lk(mu_);
+      Result<QueryResult> r = execute_read(st, params);
+      if (!extents_damaged()) return r;
+    }
+    // A block found damaged: rebuilding a graph needs the database alone.
+    std::unique_lock lk(mu_);
     KF_TRY(check_extents(&repaired));
-    if (repaired) r = execute_read(st, params);  // the answer from the rebuilt graph
-    return r;
+    return execute_read(st, params);  // from the rebuilt graph
   }
   uint64_t wait_seq = 0;
   Result<QueryResult> r = Status(Code::Invalid, "no result");

@@ -198,6 +198,8 @@ class Engine {
   bool checkpoint_worthwhile(bool closing) const;
 #ifdef KITFOX_THREADS
   void flusher_loop();
+  void checker_loop();
+  void stop_checker();
 #endif
 
   FileSystem& fs_;
@@ -238,6 +240,7 @@ class Engine {
   // Damage that lazily read blocks revealed: a graph is rebuilt (*repaired
   // set), a vector table fails with an error naming the offset.
   Status check_extents(bool* repaired);
+  bool extents_damaged();  // a lazily checked block failed (check_extents acts on it)
   template <typename F>
   void for_each_vindex(F f) {
     for (auto& [name, c] : colls_) {
@@ -264,6 +267,10 @@ class Engine {
 #ifdef KITFOX_THREADS
   std::thread flusher_;
   bool stop_flusher_ = false;
+  // Checks the blocks of a mapped file's extents that no query touched yet,
+  // in slices beside the queries, after open.
+  std::thread checker_;
+  std::atomic<bool> stop_checker_{false};
 #endif
 };
 

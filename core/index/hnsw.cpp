@@ -162,7 +162,8 @@ uint32_t* HnswIndex::links(uint32_t node, int level) {
 const uint32_t* HnswIndex::links(uint32_t node, int level) const {
   if (level == 0) {
     const size_t stride = 1 + 2 * p_.m;
-    if (lazy_links_ && !lazy_links_->complete()) lazy_links_->need((uint64_t)node * stride * 4, stride * 4);
+    if (!l0_owned_ && lazy_links_ && !lazy_links_->clean())
+      return reinterpret_cast<const uint32_t*>(lazy_links_->need((uint64_t)node * stride * 4, stride * 4));
     return l0_ + (size_t)node * stride;
   }
   return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];
@@ -198,8 +199,13 @@ uint64_t HnswIndex::unread_bytes() const {
 
 void HnswIndex::own_links() {
   if (l0_owned_) return;
-  if (lazy_links_) lazy_links_->warm(UINT64_MAX);
-  links0_.assign(l0_, l0_ + levels_.size() * (1 + 2 * p_.m));
+  size_t words = levels_.size() * (1 + 2 * p_.m);
+  if (lazy_links_) {
+    links0_.resize(words);
+    lazy_links_->copy_to(reinterpret_cast<char*>(links0_.data()));
+  } else {
+    links0_.assign(l0_, l0_ + words);
+  }
   l0_ = links0_.data();
   l0_owned_ = true;
 }
@@ -700,6 +706,16 @@ bool get_array(Reader& r, std::vector<T>* v, size_t n) {
 }
 }  // namespace
 
+// Appends n bytes at p, an extent's (lazy: read and checked first; damaged
+// blocks as zeros).
+static void append_extent(std::string& out, const char* p, size_t n, LazyExtent* lazy) {
+  if (!n) return;
+  if (!lazy) return (void)out.append(p, n);
+  size_t at = out.size();
+  out.resize(at + n);
+  lazy->copy_to(out.data() + at);
+}
+
 void HnswIndex::serialize(std::string& meta, std::string& table, std::string& graph, std::string& links0) const {
   read_all();
   size_t n = levels_.size();
@@ -718,7 +734,7 @@ void HnswIndex::serialize(std::string& meta, std::string& table, std::string& gr
     put_u64(meta, (uint64_t)doc);
   }
   table.reserve(table.size() + n * vbytes_);
-  if (base_n_) table.append(base_, (size_t)base_n_ * vbytes_);
+  append_extent(table, base_, (size_t)base_n_ * vbytes_, lazy_table_.get());
   table.append(extra_.data(), extra_.size());
 
   put_u32(graph, 4);  // layout version
@@ -728,7 +744,7 @@ void HnswIndex::serialize(std::string& meta, std::string& table, std::string& gr
   put_u64(graph, n);
   put_u64(graph, (uint64_t)entry_);
   put_u32(graph, (uint32_t)max_level_);
-  links0.append(reinterpret_cast<const char*>(l0_), n * (1 + 2 * p_.m) * 4);
+  append_extent(links0, reinterpret_cast<const char*>(l0_), n * (1 + 2 * p_.m) * 4, l0_owned_ ? nullptr : lazy_links_.get());
   put_array(graph, levels_);
   put_array(graph, fp_);
   put_array(graph, inv_);

@@ -134,7 +134,7 @@ class HnswIndex {
  private:
   const char* raw(uint32_t node) const {
     if (node >= base_n_) return extra_.data() + (size_t)(node - base_n_) * vbytes_;
-    if (lazy_table_ && !lazy_table_->complete()) lazy_table_->need((uint64_t)node * vbytes_, vbytes_);
+    if (lazy_table_ && !lazy_table_->clean()) return lazy_table_->need((uint64_t)node * vbytes_, vbytes_);
     return base_ + (size_t)node * vbytes_;
   }
   void read_all() const;  // every lazily loaded block

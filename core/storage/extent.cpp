@@ -89,71 +89,106 @@ int64_t first_bad_block(const ExtentRef& e) {
 }
 
 LazyExtent::LazyExtent(const ExtentRef& e, ReadFn read, uint64_t chunk, CheckFn check)
-    : e_(e), read_(std::move(read)), check_(std::move(check)), present_((e.crcs.size() + 63) / 64, 0),
-      missing_(e.bytes.size()) {
+    : e_(e), read_(std::move(read)), check_(std::move(check)), missing_(e.bytes.size()) {
+  uint64_t words = (e.crcs.size() + 31) / 32;
+  state_ = std::make_unique<std::atomic<uint64_t>[]>(words);
+  for (uint64_t i = 0; i < words; i++) state_[i].store(0, std::memory_order_relaxed);
   chunk_blocks_ = std::max<uint64_t>(1, chunk / e.block_bytes);
+  clean_.store(e.bytes.empty(), std::memory_order_release);
 }
 
-void LazyExtent::load(uint64_t b) {
-  if (chunk_blocks_ == 1) return load_run(b, b + 1);
+uint32_t LazyExtent::load(uint64_t b) {
+  if (!read_) {
+    // Checks alone need no lock: two threads may check one block at once,
+    // and the first to publish it counts it.
+    load_run(b, b + 1);
+    return state(b);
+  }
+  std::lock_guard g(mu_);
+  if (uint32_t s = state(b)) return s;  // another thread read it meanwhile
   // The missing runs of the aligned chunk around b.
   uint64_t nb = e_.crcs.size();
   uint64_t c = b / chunk_blocks_ * chunk_blocks_, end = std::min(nb, c + chunk_blocks_);
   while (c < end) {
-    if (present_[c >> 6] >> (c & 63) & 1) {
+    if (state(c)) {
       c++;
       continue;
     }
     uint64_t e = c + 1;
-    while (e < end && !(present_[e >> 6] >> (e & 63) & 1)) e++;
+    while (e < end && !state(e)) e++;
     load_run(c, e);
     c = e;
   }
+  return state(b);
 }
 
-// Reads blocks [b0, b1) (none of them present) with one read and checks each.
-void LazyExtent::load_run(uint64_t b0, uint64_t b1) {
+// Reads blocks [b0, b1) with one read (the caller holds mu_ then; none of
+// them is present) and checks each. Returns the bytes it made present.
+uint64_t LazyExtent::load_run(uint64_t b0, uint64_t b1) {
   uint64_t off = b0 * e_.block_bytes;
   size_t n = (size_t)(std::min<uint64_t>(b1 * e_.block_bytes, e_.bytes.size()) - off);
-  // The extent's memory is the image buffer, owned by the engine and written
-  // only here, before anything reads these bytes.
-  char* p = const_cast<char*>(e_.bytes.data()) + off;
-  Status st = read_ ? read_(e_.file_offset + off, p, n) : Status::ok();
+  Status st = Status::ok();
+  if (read_) {
+    // The extent's memory is then the image buffer, owned by the engine and
+    // written only here, before anything reads these bytes.
+    st = read_(e_.file_offset + off, const_cast<char*>(e_.bytes.data()) + off, n);
+  }
+  const char* p = e_.bytes.data() + off;
   uint32_t got[192];
+  uint64_t done = 0;
   for (uint64_t b = b0; b < b1; b++) {
     if ((b - b0) % 192 == 0 && st.is_ok()) block_crcs(e_.bytes, e_.block_bytes, b, std::min(b1, b + 192), got);
-    present_[b >> 6] |= 1ull << (b & 63);
     size_t bo = (size_t)(b - b0) * e_.block_bytes;
     size_t bn = std::min<size_t>(e_.block_bytes, n - bo);
-    missing_ -= bn;
     const char* what = nullptr;
     if (!st.is_ok()) what = "could not be read";
     else if (got[(b - b0) % 192] != e_.crcs[b]) what = "checksum mismatch";
     else if (check_ && !check_(p + bo, bn)) what = "contents out of range";
-    if (!what) continue;
-    memset(p + bo, 0, bn);
-    if (!damaged_at_) {
-      damaged_at_ = e_.file_offset + off + bo;
-      damage_ = std::string(what) + (st.is_ok() ? "" : ": " + st.message());
+    uint64_t s = kPresent;
+    if (what) {
+      s = kDamaged;
+      std::unique_lock g(mu_, std::defer_lock);
+      if (!read_) g.lock();  // (held already when reading)
+      if (!zeros_) zeros_ = std::make_unique<char[]>(e_.block_bytes);  // zero-filled
+      if (!damaged_at()) {
+        damage_ = std::string(what) + (st.is_ok() ? "" : ": " + st.message());
+        damaged_at_.store(e_.file_offset + off + bo, std::memory_order_release);
+      }
     }
+    uint64_t shift = (b & 31) * 2;
+    uint64_t before = state_[b >> 5].fetch_or(s << shift, std::memory_order_acq_rel);
+    if (!(before >> shift & 3)) done += bn;
   }
+  uint64_t left = missing_.fetch_sub(done, std::memory_order_acq_rel) - done;
+  if (left == 0 && !damaged_at()) clean_.store(true, std::memory_order_release);
+  return done;
+}
+
+void LazyExtent::copy_to(char* dst) {
+  warm(UINT64_MAX);
+  memcpy(dst, e_.bytes.data(), e_.bytes.size());
+  if (!damaged_at()) return;
+  uint64_t nb = e_.crcs.size();
+  for (uint64_t b = 0; b < nb; b++)
+    if (state(b) == kDamaged) {
+      uint64_t off = b * e_.block_bytes;
+      memset(dst + off, 0, (size_t)std::min<uint64_t>(e_.block_bytes, e_.bytes.size() - off));
+    }
 }
 
 uint64_t LazyExtent::warm(uint64_t budget) {
-  uint64_t before = missing_;
-  uint64_t nb = e_.crcs.size();
-  while (next_ < nb && before - missing_ < budget) {
-    uint64_t b = next_;
-    if (present_[b >> 6] >> (b & 63) & 1) {
-      next_++;
-      continue;
-    }
-    uint64_t e = b + 1, limit = b + std::max<uint64_t>(1, (budget - (before - missing_)) / e_.block_bytes);
-    while (e < nb && e < limit && !(present_[e >> 6] >> (e & 63) & 1)) e++;
-    load_run(b, e);
+  uint64_t nb = e_.crcs.size(), done = 0;
+  while (done < budget) {
+    std::unique_lock g(mu_);
+    while (next_ < nb && state(next_)) next_++;
+    if (next_ >= nb) break;
+    uint64_t b = next_, e = b + 1, limit = b + std::max<uint64_t>(1, (budget - done) / e_.block_bytes);
+    while (e < nb && e < limit && !state(e)) e++;
     next_ = e;
+    if (!read_) g.unlock();  // checks alone run beside need() (see load)
+    done += load_run(b, e);
   }
-  return before - missing_;
+  return done;
 }
 
 }  // namespace kitfox

@@ -11,8 +11,11 @@
 // slices when the host is idle: a page refresh does not wait for 50 MiB of
 // vectors before its first query.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,7 +47,7 @@ int64_t first_bad_block(const ExtentRef& e);
 class LazyExtent {
  public:
   // Reads file bytes into memory; empty when the bytes are in memory already
-  // and only their checks are left to first use.
+  // (mapped, or read whole) and only their checks are left to first use.
   using ReadFn = std::function<Status(uint64_t file_offset, char* dst, size_t n)>;
   // Decides whether a block's bytes (checksum already matched) make sense.
   using CheckFn = std::function<bool(const char* p, size_t n)>;
@@ -53,32 +56,56 @@ class LazyExtent {
   // `chunk` bytes (aligned), for hosts whose every read is slow.
   LazyExtent(const ExtentRef& e, ReadFn read, uint64_t chunk, CheckFn check = nullptr);
 
-  // Makes bytes [off, off + n) of the extent present and checked.
-  void need(uint64_t off, uint64_t n) {
-    uint64_t b0 = off / e_.block_bytes, b1 = (off + n - 1) / e_.block_bytes;
-    for (uint64_t b = b0; b <= b1; b++)
-      if (!(present_[b >> 6] >> (b & 63) & 1)) load(b);
+  // Makes the item at bytes [off, off + n) of the extent present and checked
+  // (an item lies within one block) and returns where to read it: in place,
+  // or, when its block is damaged, in a block of zeros (the extent's memory
+  // may be a read-only mapping). Safe to call from several threads.
+  const char* need(uint64_t off, uint64_t n) {
+    (void)n;
+    uint64_t b = off / e_.block_bytes;
+    uint32_t s = state(b);
+    if (s == kPresent) return e_.bytes.data() + off;
+    if (s == 0) s = load(b);
+    return s == kPresent ? e_.bytes.data() + off : zeros_.get() + off % e_.block_bytes;
   }
+  // True once every block is present and none is damaged: need() is then
+  // the identity and callers may skip it.
+  bool clean() const { return clean_.load(std::memory_order_acquire); }
   // Reads up to about `budget` bytes of blocks not read yet; the bytes read.
   uint64_t warm(uint64_t budget);
-  uint64_t missing_bytes() const { return missing_; }
-  bool complete() const { return missing_ == 0; }
+  // Copies the whole extent to `dst` (reading every block; damaged ones as zeros).
+  void copy_to(char* dst);
+  uint64_t missing_bytes() const { return missing_.load(std::memory_order_acquire); }
+  bool complete() const { return missing_bytes() == 0; }
   // The file offset of the first block that failed (checksum, check or
   // read), 0 when none did. A failed block reads as zeros.
-  uint64_t damaged_at() const { return damaged_at_; }
-  const std::string& damage() const { return damage_; }
+  uint64_t damaged_at() const { return damaged_at_.load(std::memory_order_acquire); }
+  std::string damage() const {
+    std::lock_guard g(mu_);
+    return damage_;
+  }
 
  private:
-  void load(uint64_t b);
-  void load_run(uint64_t b0, uint64_t b1);
+  static constexpr uint32_t kPresent = 1, kDamaged = 3;  // 2 bits per block
+  uint32_t state(uint64_t b) const {
+    return (uint32_t)(state_[b >> 5].load(std::memory_order_acquire) >> ((b & 31) * 2)) & 3;
+  }
+  uint32_t load(uint64_t b);  // the block's state once loaded
+  uint64_t load_run(uint64_t b0, uint64_t b1);
   uint64_t chunk_blocks_;
   ExtentRef e_;
   ReadFn read_;
   CheckFn check_;
-  std::vector<uint64_t> present_;
-  uint64_t missing_ = 0;
+  // Held to read blocks into memory, to claim blocks for warm() and to
+  // record damage; checks alone (read_ empty) run without it, and readers of
+  // present blocks take no lock.
+  mutable std::mutex mu_;
+  std::unique_ptr<std::atomic<uint64_t>[]> state_;
+  std::unique_ptr<char[]> zeros_;  // one block of zeros, made on the first damage
+  std::atomic<uint64_t> missing_;
+  std::atomic<bool> clean_{false};
   uint64_t next_ = 0;  // warm() scans from here
-  uint64_t damaged_at_ = 0;
+  std::atomic<uint64_t> damaged_at_{0};
   std::string damage_;
 };
 

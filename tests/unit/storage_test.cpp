@@ -455,20 +455,60 @@ TEST_CASE("extents: block checksums; read lazily block by block or in chunks, da
     CHECK(calls == 1);
     lz.need(data.size() - 10, 10);  // the short last block
     CHECK(lz.damaged_at() == 0);
+    CHECK(lz.clean() == (chunk != 0));  // in chunks, those two needs read everything
     while (lz.warm(10000) > 0) {
     }
     CHECK(lz.complete());
+    CHECK(lz.clean());
     CHECK(mem == data);
+    CHECK(lz.need(12345, 1000) == mem.data() + 12345);  // in place
     // A flipped byte in the file: that block reads as zeros and is named.
     file[at + block * 9 + 1] ^= 0x40;
     std::string mem2(data.size(), '\0');
     e.bytes = mem2;
     LazyExtent lz2(e, read, chunk);
-    lz2.need(block * 9 + 10, 10);
+    const char* p = lz2.need(block * 9 + 1000, 1000);
     CHECK(lz2.damaged_at() == at + block * 9);
     CHECK(lz2.damage() == "checksum mismatch");
-    CHECK(mem2.compare(block * 9, block, std::string(block, '\0')) == 0);
+    CHECK(std::string(p, 1000) == std::string(1000, '\0'));
+    CHECK(lz2.need(block * 8, 1000) == mem2.data() + block * 8);  // its neighbour is whole
+    // The whole extent copied out: every block read, the damaged one as zeros.
+    std::string copy(data.size(), 'y');
+    lz2.copy_to(copy.data());
+    CHECK(lz2.complete());
+    CHECK_FALSE(lz2.clean());
+    CHECK(copy.compare(block * 9, block, std::string(block, '\0')) == 0);
+    CHECK(copy.compare(0, block * 9, data, 0, block * 9) == 0);
+    CHECK(copy.compare(block * 10, std::string::npos, data, block * 10) == 0);
+    file[at + block * 9 + 1] ^= 0x40;
   }
+
+  // Checks only (the bytes in place, which may be a read-only mapping), from
+  // several threads at once: each block is checked once, a damaged one is
+  // answered from zeros and left as it is.
+  std::string damaged = data;
+  damaged[block * 3 + 17] ^= 1;
+  e.bytes = damaged;
+  e.file_offset = at;
+  LazyExtent lz(e, nullptr, 0);
+  std::atomic<int> wrong{0};
+  const std::string zeros(1000, '\0');
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; t++)
+    ts.emplace_back([&, t] {
+      for (uint64_t i = 0; i < 100; i++) {
+        uint64_t item = (i * 37 + t * 11) % 100;
+        const char* p = lz.need(item * 1000, 1000);
+        bool in_damage = item / 4 == 3;
+        std::string_view want = in_damage ? std::string_view(zeros) : std::string_view(damaged).substr(item * 1000, 1000);
+        if (std::string_view(p, 1000) != want || (p == damaged.data() + item * 1000) == in_damage) wrong++;
+      }
+    });
+  for (auto& t : ts) t.join();
+  CHECK(wrong == 0);
+  CHECK(lz.damaged_at() == at + block * 3);
+  CHECK(damaged[block * 3 + 17] == (char)(data[block * 3 + 17] ^ 1));  // not written
+  CHECK(lz.missing_bytes() == 77);  // every item's block, not the short tail
 }
 
 TEST_CASE("begin/commit belong to the thread that began: other threads' statements are not queued") {

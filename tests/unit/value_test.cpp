@@ -167,6 +167,13 @@ TEST_CASE("crc32c over long buffers (three interleaved streams) equals the byte-
   CHECK(crc32c(crc32c(0, s.data(), 70001), s.data() + 70001, s.size() - 70001) == bitwise(s));
   CHECK(crc32c_software(0, s.data(), s.size()) == bitwise(s));
   CHECK(crc32c_software(crc32c_software(0, s.data(), 3), s.data() + 3, s.size() - 3) == bitwise(s));
+  // Around the lane sizes: 3 x 1 KiB (a 4 KiB block of an extent) and 3 x 8 KiB.
+  for (size_t n : {0, 1, 3071, 3072, 3073, 4096, 6144, 9216, 24575, 24576, 24576 + 3072 + 7, 24576 * 2 + 4096}) {
+    std::string part = s.substr(5, n);
+    INFO(n);
+    CHECK(crc32c(0, part.data(), n) == bitwise(part));
+    CHECK(crc32c_software(0, part.data(), n) == bitwise(part));
+  }
 }
 
 TEST_CASE("float_as_shortest_double: the double of the float's shortest decimal form") {

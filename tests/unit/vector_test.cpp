@@ -7,8 +7,14 @@
 #include <cstring>
 #include <set>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
 #include "clustered.h"
 #include "db.h"
+#include "posix_file.h"
 #include "storage/extent.h"
 #include "storage/format.h"
 #include "storage/record.h"
@@ -304,6 +310,7 @@ TEST_CASE("a damaged vector table: open fails naming the offset; read lazily, th
   uint64_t at = damage_extent(*fs, format::kVectors);
   OpenOptions o;
   o.sync = SyncMode::Off;
+  o.lazy_extents = false;
   auto bad = Database::open(*fs, "v.kfdb", o);
   REQUIRE_FALSE(bad.is_ok());
   CHECK(bad.status().code() == Code::Corrupt);
@@ -323,6 +330,126 @@ TEST_CASE("a damaged vector table: open fails naming the offset; read lazily, th
     CHECK(res.status().message().find("checksum mismatch") != std::string::npos);
   }
   CHECK(bad.status().message().find("at offset " + std::to_string(at)) != std::string::npos);
+}
+
+// A directory under /tmp for a real (mapped) file, removed at the end.
+struct MappedDir {
+  std::string path;
+  MappedDir() {
+    char tmpl[] = "/tmp/kitfox-vector-XXXXXX";
+    const char* made = ::mkdtemp(tmpl);
+    REQUIRE(made);
+    path = made;
+  }
+  ~MappedDir() {
+    for (const char* n : {"/v.kfdb", "/v.kfdb~"}) ::unlink((path + n).c_str());
+    ::rmdir(path.c_str());
+  }
+};
+// Real files (mapped on open) inside a directory.
+class DirFs : public FileSystem {
+ public:
+  explicit DirFs(std::string dir) : dir_(std::move(dir)) {}
+  Result<std::unique_ptr<File>> open(const std::string& n, OpenFlags f) override { return in_.open(at(n), f); }
+  Result<bool> exists(const std::string& n) override { return in_.exists(at(n)); }
+  Status remove(const std::string& n) override { return in_.remove(at(n)); }
+  Status replace(const std::string& a, const std::string& b) override { return in_.replace(at(a), at(b)); }
+  bool atomic_replace() const override { return true; }
+
+ private:
+  std::string at(const std::string& n) const { return dir_ + "/" + n; }
+  std::string dir_;
+  PosixFileSystem in_;
+};
+
+TEST_CASE("a mapped file checks its blocks on first use, from several threads: damage is never answered from") {
+  MappedDir dir;
+  DirFs fs(dir.path);
+  bench::Clustered gen(kDim, 10);
+  {
+    auto db = open_db(fs);
+    load(*db, gen);
+    db->close();
+  }
+  auto qs = gen.points(16, 77);
+  const char* text = "get docs select id near e $1 limit 5";
+  std::vector<std::string> want(16);
+  {
+    auto db = open_db(fs, false);
+    for (size_t i = 0; i < 16; i++) want[i] = to_json(Value::list());
+    for (size_t i = 0; i < 16; i++) {
+      auto r = db->query(text, {vec_value(&qs[i * kDim])});
+      REQUIRE(r.is_ok());
+      for (auto& row : r->rows) want[i] += to_json(row);
+    }
+  }
+  auto run = [&](Database& db, std::atomic<int>* wrong, std::atomic<int>* failed) {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++)
+      ts.emplace_back([&, t] {
+        for (size_t k = 0; k < 16; k++) {
+          size_t i = (k + 4 * t) % 16;
+          auto r = db.query(text, {vec_value(&qs[i * kDim])});
+          if (!r.is_ok()) {
+            (*failed)++;
+            continue;
+          }
+          std::string got = to_json(Value::list());
+          for (auto& row : r->rows) got += to_json(row);
+          if (got != want[i]) (*wrong)++;
+        }
+      });
+    for (auto& t : ts) t.join();
+  };
+  {
+    // Whole: the same answers from four threads, and nothing read on open.
+    auto db = open_lazy(fs);
+    CHECK(db->warm(0) > 4000 * kDim * 4 / 2);
+    std::atomic<int> wrong{0}, failed{0};
+    run(*db, &wrong, &failed);
+    CHECK(wrong == 0);
+    CHECK(failed == 0);
+  }
+  // A damaged graph block (under the mapping, read-only) is found by the
+  // first query that reaches it: the graph is rebuilt with the database to
+  // itself, and every query is answered as from the whole file.
+  damage_extent(fs, format::kGraph);
+  {
+    auto db = open_lazy(fs);
+    CHECK_FALSE(db->open_report().index_rebuilt);
+    std::atomic<int> wrong{0}, failed{0};
+    for (int round = 0; round < 5 && !db->open_report().index_rebuilt; round++) run(*db, &wrong, &failed);
+    if (!db->open_report().index_rebuilt) {
+      db->warm(UINT64_MAX);
+      REQUIRE(db->query("get docs count").is_ok());
+    }
+    CHECK(db->open_report().index_rebuilt);
+    CHECK(wrong == 0);
+    CHECK(failed == 0);
+    run(*db, &wrong, &failed);
+    CHECK(wrong == 0);
+  }
+  // A damaged vector table block: the queries that reach it fail naming it,
+  // and a checkpoint refuses rather than write zeros in place of vectors.
+  {
+    auto db = open_db(fs);  // rewrites the graph
+    db->close();
+  }
+  uint64_t at = damage_extent(fs, format::kVectors);
+  auto size_before = [&] {
+    auto f = fs.open("v.kfdb", {});
+    REQUIRE(f.is_ok());
+    return *(*f)->size();
+  };
+  uint64_t before = size_before();
+  auto db = open_lazy(fs);
+  auto res = db->query("get docs near e $1 exact limit 5", {vec_value(&qs[0])});
+  REQUIRE_FALSE(res.is_ok());
+  CHECK(res.status().code() == Code::Corrupt);
+  CHECK(res.status().message().find("at offset " + std::to_string(at) + ":") != std::string::npos);
+  Status cp = db->checkpoint();
+  CHECK(cp.code() == Code::Corrupt);
+  CHECK(size_before() == before);
 }
 
 TEST_CASE("read lazily: the same answers as read whole, through writes, a checkpoint and warm()") {
