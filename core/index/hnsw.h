@@ -173,6 +173,7 @@ class HnswIndex {
   float bias_;
   HnswParams p_;
   size_t vbytes_;  // bytes per stored vector
+  size_t prefetch_bytes_;  // of a neighbour's vector, while its list is scanned
 
   // Vector table: nodes below base_n_ in a loaded image, the rest here.
   const char* base_ = nullptr;
@@ -186,6 +187,7 @@ class HnswIndex {
   std::vector<float> inv_;          // cosine: inverse norm per node
   std::vector<int64_t> node_doc_;   // the first document on the node
   std::vector<uint32_t> refs_;      // documents on the node; 0 = tombstone
+  size_t tombstones_ = 0;           // nodes with no document
   // Level-0 lists, per node: count, 2m slots. After a load they are read in
   // place from the file (l0_ points there) until the first change copies them.
   std::vector<uint32_t, HugePageAllocator<uint32_t>> links0_;

@@ -130,6 +130,13 @@ TEST_CASE("identical vectors share a node; deletes leave tombstones that are nev
   REQUIRE(out.size() == 1);
   CHECK(out[0].node == 0);
   CHECK(out[0].distance == 0);
+  // Every node live again, then one more tombstone: still never returned.
+  idx.search(a, 3, 10, nullptr, &out);
+  CHECK(out.size() == 3);
+  idx.remove(3);
+  idx.search(b, 3, 10, nullptr, &out);
+  CHECK(out.size() == 2);
+  for (auto& h : out) CHECK(h.node != 1);
 }
 
 TEST_CASE("serialize and load: the same answers, the vector table used in place") {
@@ -159,6 +166,11 @@ TEST_CASE("serialize and load: the same answers, the vector table used in place"
     REQUIRE(a.size() == b.size());
     for (size_t k = 0; k < a.size(); k++) CHECK(a[k].node == b[k].node);
   }
+  // The loaded index knows its tombstone: a search for everything leaves it out.
+  std::vector<float> q0;
+  REQUIRE(idx->prepare_query(&qs[0], &q0, "q").is_ok());
+  back.search(q0.data(), 2000, 2000, nullptr, &b);
+  CHECK(b.size() == 1999);
   // A graph with a link beyond the table is refused; rebuilt from the table,
   // it answers with the same node numbers.
   std::string bad = links;
