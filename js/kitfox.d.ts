@@ -206,11 +206,11 @@ export interface ConnectOptions extends Omit<OpenOptions, 'lock'> {
 export interface ConnectTimings {
   /** From connect() to the database being open, worker start included. */
   totalMs: number;
-  /** Fetching, compiling and instantiating the WASM module, from the worker's start. */
+  /** From the worker's creation to its main module running (the package's modules fetched and evaluated). */
+  startMs: number;
+  /** Fetching, compiling and instantiating the WASM module, from the worker's main module running. */
   loadMs: number;
-  /** How long the open waited for the WASM module and options.module's import (they overlap the message). */
-  moduleMs: number;
-  /** Opening the database over OPFS (Kitfox.open). */
+  /** Opening the database over OPFS (Kitfox.open: lock and handles while the WASM module finishes loading, then the engine's open). */
   openMs: number;
 }
 

@@ -46,6 +46,9 @@ function checkCount(what, n) {
 
 // Bytes of vectors and graph a background slice reads (see _warmLater).
 const WARM_SLICE = 2 << 20;
+// The first slice waits this long after open: the queries a page makes
+// right after it opens (a refresh) come first.
+const WARM_DELAY_MS = 50;
 
 export class Kitfox {
   // Use Kitfox.open().
@@ -59,15 +62,15 @@ export class Kitfox {
     this._period = info.period;
     this._timer = null;
     this._warmer = null;
-    if (info.warm) this._warmLater();
+    if (info.warm) this._warmLater(WARM_DELAY_MS);
   }
 
   // Opening reads the documents but leaves vector tables and HNSW graphs to
   // be read block by block when first used; while the host is idle, this
   // reads the rest a slice at a time (each slice a few milliseconds), so that
   // a query never waits long behind it.
-  _warmLater() {
-    const later = globalThis.setImmediate ?? ((f) => setTimeout(f, 0));
+  _warmLater(delay = 0) {
+    const later = delay === 0 && globalThis.setImmediate ? globalThis.setImmediate : (f) => setTimeout(f, delay);
     const step = () => {
       this._warmer = null;
       if (this._h === 0) return;
@@ -80,7 +83,10 @@ export class Kitfox {
   // Opens (or creates) a database: a file path in Node, ':memory:', or the
   // bytes of a database file (a Uint8Array, opened in memory; see export()).
   static async open(target = ':memory:', options = {}) {
-    const core = await loadCore();
+    // The WASM module loads while the host opens its file (OPFS: lock and
+    // handles), not before.
+    const loadingCore = loadCore();
+    loadingCore.catch(() => {}); // awaited below; a failed host open comes first
     const sync = syncOption(options.sync);
     let host;
     let name;
@@ -98,6 +104,13 @@ export class Kitfox {
       ({ host, name } = await currentPlatform().openFileHost(target, options));
     } else {
       throw kitfoxError('invalid', `open takes a file name, ':memory:' or a Uint8Array, got ${String(target)}`);
+    }
+    let core;
+    try {
+      core = await loadingCore;
+    } catch (e) {
+      host.release();
+      throw e;
     }
     const hostId = core.kfAddHost(host);
     const h = core.kfOpen(hostId, host.atomicReplace, name, sync, options.create !== false, host.readChunk ?? 0);

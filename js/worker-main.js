@@ -56,15 +56,23 @@ const ops = {
     if (db) throw new KitfoxError('invalid', 'invalid error: this connection has a database open already', -1);
     const { module: moduleUrl, ...openOptions } = options;
     const t0 = performance.now();
-    const [loaded, mod] = await Promise.all([loading, moduleUrl ? import(moduleUrl) : null]);
-    if (loaded.error) throw loaded.error;
-    extension = mod;
-    const t1 = performance.now();
-    db = await Kitfox.open(target, openOptions);
+    // The file opens (OPFS: lock, handles) while the WASM module and
+    // options.module finish loading; Kitfox.open waits for the former.
+    const opening = Kitfox.open(target, openOptions);
+    const [loaded, mod, opened] = await Promise.allSettled([loading, moduleUrl ? import(moduleUrl) : null, opening]);
     const t2 = performance.now();
-    // loadMs: the module's load from the worker's start (overlapping the
-    // message and options.module's import); moduleMs: the wait here for both.
-    return { loadMs: loaded.ms, moduleMs: t1 - t0, openMs: t2 - t1 };
+    const failed = loaded.value?.error ?? (mod.status === 'rejected' ? mod.reason : null) ?? (opened.status === 'rejected' ? opened.reason : null);
+    if (failed) {
+      if (opened.status === 'fulfilled') await opened.value.close();
+      throw failed;
+    }
+    extension = mod.value;
+    db = opened.value;
+    // startMs: from the worker's creation to this module running (its
+    // imports fetched and evaluated); loadMs: the WASM module's load from
+    // then (overlapping the page's message); openMs: Kitfox.open, which
+    // overlaps the end of that load and options.module's import.
+    return { startMs: started, loadMs: loaded.value.ms, openMs: t2 - t0 };
   },
   query: ([text, params]) => need().query(text, params),
   queryJSON: ([text, params]) => need().queryJSON(text, params),

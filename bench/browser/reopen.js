@@ -3,7 +3,9 @@
 // and runs a first near query; the page is reloaded and the same is timed,
 // `runs` times. The database (N x dim clustered vectors under
 // @hnsw(cosine, m=16, ef_construction)) is made by the native CLI, cached in
-// bench/data/, and copied into OPFS by the page. For reference, the same
+// bench/data/, and copied into OPFS by the page; all of it in a normal
+// profile (OPFS on disk) and in a private window (OPFS in memory). For
+// reference, the same
 // file's open + first near in Node (the same WASM module, a real file), and
 // the raw read of the file through a sync access handle in a worker.
 //
@@ -71,6 +73,74 @@ async function nodeReference(file) {
   return { load, open: median(opens), near: median(firsts) };
 }
 
+// In `context`: copy the file into OPFS, open it once, then `runs` times
+// reload the page and time connect + first near; then the raw read of the
+// whole file through a sync access handle.
+async function measureIn(context, server, runs) {
+  const page = await context.newPage();
+  page.on('pageerror', (e) => log(`page error: ${e.message}`));
+  const ready = async () => page.waitForFunction(() => window.ready === true);
+  await page.goto(`${server.url}/tests/browser/page.html`);
+  await ready();
+  log('copying the file into OPFS');
+  await page.evaluate(async (url) => {
+    const r = await fetch(url);
+    const dir = await navigator.storage.getDirectory();
+    const w = await (await dir.getFileHandle('bench.kfdb', { create: true })).createWritable();
+    await r.body.pipeTo(w);
+  }, '/bench-db.kfdb');
+  const measure = () =>
+    page.evaluate(async (dim) => {
+      const q = new Float32Array(dim);
+      for (let i = 0; i < dim; i++) q[i] = Math.sin(i + 1);
+      const t0 = performance.now();
+      const db = await kitfox.connect('bench.kfdb');
+      const t1 = performance.now();
+      const rows = await db.near('docs', 'embed', q, { limit: 10, ef: 100 });
+      const t2 = performance.now();
+      if (rows.length !== 10) throw new Error(`near returned ${rows.length} rows`);
+      window.db = db; // left open, as a page is when it is refreshed
+      const t = db.timings;
+      return { total: t2 - t0, connect: t1 - t0, start: t.startMs, load: t.loadMs, open: t.openMs, near: t2 - t1 };
+    }, DIM);
+  const first = await measure();
+  const out = [];
+  for (let i = 0; i < runs; i++) {
+    await page.reload();
+    await ready();
+    out.push(await measure());
+    log(`  run ${i + 1}/${runs}: ${ms(out.at(-1).total)} ms`);
+  }
+  await page.evaluate(() => db.close());
+  // The raw read of the whole file through a sync access handle into fresh
+  // WASM memory, in a worker: what any open that reads the file pays.
+  const raw = await page.evaluate(async (runs) => {
+    const src = `onmessage = async (e) => {
+      const dir = await navigator.storage.getDirectory();
+      const out = [];
+      for (let k = 0; k < e.data; k++) {
+        const h = await (await dir.getFileHandle('bench.kfdb')).createSyncAccessHandle();
+        const n = h.getSize();
+        const mem = new WebAssembly.Memory({ initial: Math.ceil(n / 65536) + 1 });
+        const t0 = performance.now();
+        h.read(new Uint8Array(mem.buffer, 0, n), { at: 0 });
+        out.push(performance.now() - t0);
+        h.close();
+      }
+      postMessage(out);
+    };`;
+    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
+    const r = await new Promise((res) => {
+      w.onmessage = (e) => res(e.data);
+      w.postMessage(runs);
+    });
+    w.terminate();
+    return r;
+  }, Math.min(runs, 5));
+  await page.close();
+  return { runs: out, raw, first };
+}
+
 async function main() {
   const file = path.join(dataDir, `browser-${N}x${DIM}-ef${EFC}.kfdb`);
   if (!cachedDatabase(file)) {
@@ -80,74 +150,35 @@ async function main() {
   const size = fs.statSync(file).size;
   // The repository, and the file (which may live elsewhere: --dir).
   const server = await serve({ port: 0, root, files: { '/bench-db.kfdb': file } });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  const version = browser.version();
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  page.on('pageerror', (e) => log(`page error: ${e.message}`));
-  const ready = async () => page.waitForFunction(() => window.ready === true);
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kitfox-chromium-'));
+  let context = null;
+  let browser = null;
   try {
-    await page.goto(`${server.url}/tests/browser/page.html`);
-    await ready();
-    log('copying the file into OPFS');
-    await page.evaluate(async (url) => {
-      const r = await fetch(url);
-      const dir = await navigator.storage.getDirectory();
-      const w = await (await dir.getFileHandle('bench.kfdb', { create: true })).createWritable();
-      await r.body.pipeTo(w);
-    }, '/bench-db.kfdb');
-    const measure = () =>
-      page.evaluate(async (dim) => {
-        const q = new Float32Array(dim);
-        for (let i = 0; i < dim; i++) q[i] = Math.sin(i + 1);
-        const t0 = performance.now();
-        const db = await kitfox.connect('bench.kfdb');
-        const t1 = performance.now();
-        const rows = await db.near('docs', 'embed', q, { limit: 10, ef: 100 });
-        const t2 = performance.now();
-        if (rows.length !== 10) throw new Error(`near returned ${rows.length} rows`);
-        window.db = db; // left open, as a page is when it is refreshed
-        return { total: t2 - t0, connect: t1 - t0, load: db.timings.loadMs, open: db.timings.openMs, near: t2 - t1 };
-      }, DIM);
-    const first = await measure();
-    const runs = [];
-    for (let i = 0; i < RUNS; i++) {
-      await page.reload();
-      await ready();
-      runs.push(await measure());
-      log(`  run ${i + 1}/${RUNS}: ${ms(runs.at(-1).total)} ms`);
-    }
-    await page.evaluate(() => db.close());
-    // The raw read of the whole file through a sync access handle into fresh
-    // WASM memory, in a worker: what any open that reads the file pays.
-    const raw = await page.evaluate(async (runs) => {
-      const src = `onmessage = async (e) => {
-        const dir = await navigator.storage.getDirectory();
-        const out = [];
-        for (let k = 0; k < e.data; k++) {
-          const h = await (await dir.getFileHandle('bench.kfdb')).createSyncAccessHandle();
-          const n = h.getSize();
-          const mem = new WebAssembly.Memory({ initial: Math.ceil(n / 65536) + 1 });
-          const t0 = performance.now();
-          h.read(new Uint8Array(mem.buffer, 0, n), { at: 0 });
-          out.push(performance.now() - t0);
-          h.close();
-        }
-        postMessage(out);
-      };`;
-      const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
-      const r = await new Promise((res) => {
-        w.onmessage = (e) => res(e.data);
-        w.postMessage(runs);
-      });
-      w.terminate();
-      return r;
-    }, Math.min(RUNS, 5));
+    // A normal profile (OPFS is a file on disk), then a private window's
+    // (an incognito context: OPFS in memory).
+    context = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, args: ARGS, headless: true });
+    const normal = await measureIn(context, server, RUNS);
+    await context.close();
+    context = null;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    const version = browser.version();
+    context = await browser.newContext();
+    const incognito = await measureIn(context, server, Math.min(RUNS, 5));
     const node = await nodeReference(file);
-
-    const col = (k) => runs.map((r) => r[k]);
-    const row = (name, k, note) =>
-      `| ${name} | ${ms(median(col(k)))} | ${ms(Math.min(...col(k)))} | ${ms(Math.max(...col(k)))} | ${note} |`;
+    const table = ({ runs, raw }) => {
+      const col = (k) => runs.map((r) => r[k]);
+      const row = (name, k, note) =>
+        `| ${name} | ${ms(median(col(k)))} | ${ms(Math.min(...col(k)))} | ${ms(Math.max(...col(k)))} | ${note} |`;
+      return [
+        row('reopen: connect + first near', 'total', 'what a refresh costs'),
+        row('connect', 'connect', 'worker start, WASM load (overlapping), open'),
+        row('worker start', 'start', 'from `new Worker` to its main module running (imports fetched and evaluated)'),
+        row('WASM load', 'load', 'fetch + compile + instantiate, from then'),
+        row('open over OPFS', 'open', 'Kitfox.open: lock and handles (beside the end of the WASM load), the engine reading and checking the image'),
+        row('first near', 'near', 'incl. postMessage both ways'),
+        `| raw read of the whole file (sync access handle) | ${ms(median(raw))} | ${ms(Math.min(...raw))} | ${ms(Math.max(...raw))} | ${(size / 2 ** 20 / (median(raw) / 1000)).toFixed(0)} MiB/s into fresh WASM memory |`,
+      ];
+    };
     const cpu = os.cpus()[0]?.model?.trim() || 'unknown CPU';
     const lines = [
       `### Reopen after a page refresh, ${N.toLocaleString('en-US')} x ${DIM} (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC)`,
@@ -157,23 +188,29 @@ async function main() {
       `- Machine: ${cpu}, ${os.cpus().length} logical CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB; ${os.type()} ${os.release()}; Chromium ${version} (Debian's, headless, driven by playwright-core); Node ${process.version}.`,
       `- Data: ${N.toLocaleString('en-US')} documents \`{title, category, embed: vector<${DIM}>}\`, clustered unit vectors, \`@hnsw(cosine, m=16, ef_construction=${EFC})\`, made by the native CLI and copied into OPFS; file ${(size / 2 ** 20).toFixed(1)} MiB (checkpointed: image only).`,
       `- Each run: reload the page (which had the database open), then \`connect('bench.kfdb')\` from kitfox/worker (a new module worker: fetch + instantiate the WASM, open over OPFS) and a first \`near\` top-10 at ef=100, timed in the page. ${RUNS} runs after one unmeasured first open.`,
+      `- Profiles: a normal one (a user-data directory: OPFS is a file on disk, reads through a sync access handle are system calls) and a private window's (an incognito context: OPFS lives in memory behind an IPC hop; ${incognito.runs.length} runs). The OPFS host times 8 small reads on open and reads vector tables and graphs block by block on first use when they are cheap, else the whole file in one call (js/hosts/opfs.js).`,
+      '',
+      '#### Normal profile',
       '',
       '| ms | median | min | max | |',
       '| --- | ---: | ---: | ---: | --- |',
-      row('reopen: connect + first near', 'total', 'what a refresh costs'),
-      row('connect', 'connect', 'worker start, WASM load (overlapping), open'),
-      row('WASM load', 'load', 'fetch + compile + instantiate, from the worker\'s start'),
-      row('open over OPFS', 'open', 'Kitfox.open: lock, handles, read, validate'),
-      row('first near', 'near', 'incl. postMessage both ways'),
-      `| raw read of the file (sync access handle) | ${ms(median(raw))} | ${ms(Math.min(...raw))} | ${ms(Math.max(...raw))} | ${(size / 2 ** 20 / (median(raw) / 1000)).toFixed(0)} MiB/s into fresh WASM memory |`,
+      ...table(normal),
       '',
-      `Reference, the same file in Node (same WASM module, a file in the page cache, median of ${RUNS}): open ${ms(node.open)} ms, first near ${ms(node.near)} ms (module load ${ms(node.load)} ms once per process). First open after the copy in the browser: ${ms(first.total)} ms.`,
+      '#### Private window (in-memory OPFS)',
+      '',
+      '| ms | median | min | max | |',
+      '| --- | ---: | ---: | ---: | --- |',
+      ...table(incognito),
+      '',
+      `Reference, the same file in Node (same WASM module, a file in the page cache, median of ${RUNS}): open ${ms(node.open)} ms, first near ${ms(node.near)} ms (module load ${ms(node.load)} ms once per process). First open after the copy in the browser: ${ms(normal.first.total)} ms (normal profile), ${ms(incognito.first.total)} ms (private window).`,
     ];
     const report = lines.join('\n') + '\n';
     process.stdout.write(report);
     if (outFile) fs.writeFileSync(outFile, report);
   } finally {
-    await browser.close();
+    if (context) await context.close();
+    if (browser) await browser.close();
+    fs.rmSync(profileDir, { recursive: true, force: true });
     await server.close();
   }
 }
