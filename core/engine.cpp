@@ -587,6 +587,8 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
       if (c == cid) expected += n;
     auto it = idx.find(cid);
     bool valid = it != idx.end() && it->second.size() == expected;
+    // The collection's document bytes are summed on the same pass.
+    uint64_t bytes_total = 0;
     if (valid) {
       int64_t prev = 0;
       for (size_t i = 0; i < it->second.size() && valid; i++) {
@@ -594,7 +596,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
         if ((i && en.id <= prev) || en.loc >= image_bytes_) { valid = false; break; }
         Reader rd(file.data() + en.loc, image_bytes_ - en.loc);
         if (unzigzag(rd.varint()) != en.id) valid = false;
-        rd.str();
+        bytes_total += rd.str().size();
         if (!rd.ok()) valid = false;
         prev = en.id;
       }
@@ -605,6 +607,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
         report_.warnings.push_back("the id index of collection '" + coll->def.name + "' did not match its documents and was rebuilt");
       }
       std::vector<IdEntry> v;
+      bytes_total = 0;
       for (const RecordView& d : docs_records) {
         Reader rd(d.body);
         if ((uint32_t)rd.varint() != cid) continue;
@@ -612,7 +615,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
         for (uint64_t k = 0; k < n && rd.ok(); k++) {
           uint64_t loc = rd.pos() - file.data();
           int64_t id = unzigzag(rd.varint());
-          rd.str();
+          bytes_total += rd.str().size();
           if (rd.ok()) v.push_back({id, loc});
         }
         if (!rd.ok()) return Status(Code::Corrupt, "documents cut short " + at(d.offset));
@@ -620,8 +623,6 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
       std::sort(v.begin(), v.end(), [](const IdEntry& a, const IdEntry& b) { return a.id < b.id; });
       it = idx.insert_or_assign(cid, std::move(v)).first;
     }
-    uint64_t bytes_total = 0;
-    for (const IdEntry& en : it->second) bytes_total += arena_.body(en.loc).size();
     coll->bytes = bytes_total;
     coll->ids.assign(std::move(it->second));
 

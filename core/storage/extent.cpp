@@ -12,8 +12,8 @@
 namespace kitfox {
 
 uint32_t extent_block_bytes(uint32_t item_bytes) {
-  if (item_bytes == 0) return 4096;
-  uint32_t per = item_bytes >= 4096 ? 1 : 4096 / item_bytes;
+  if (item_bytes == 0) return kExtentBlockTarget;
+  uint32_t per = item_bytes >= kExtentBlockTarget ? 1 : kExtentBlockTarget / item_bytes;
   return per * item_bytes;
 }
 

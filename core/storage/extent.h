@@ -26,7 +26,13 @@ namespace kitfox {
 
 class Reader;
 
-// Blocks of about 4 KiB holding whole items of `item_bytes` each.
+// Blocks of about kExtentBlockTarget bytes holding whole items of
+// `item_bytes` each (one item when an item is bigger). Small, because the
+// first use of a block reads and checks all of it, and a search touches one
+// vector in each of a thousand blocks: with 1 KiB blocks the first `near`
+// over 100k x 128 checks 1.3 MiB instead of 5 MiB (the checksums cost 0.4%
+// of the extent). The size is written into each file, so any size reads.
+constexpr uint32_t kExtentBlockTarget = 1024;
 uint32_t extent_block_bytes(uint32_t item_bytes);
 // Appends the block size, count and checksums of `bytes` to `out`.
 void put_extent_checksums(std::string& out, std::string_view bytes, uint32_t block_bytes);

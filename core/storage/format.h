@@ -24,7 +24,7 @@
 // NAME.damaged.
 //
 // An Extent record holds the big array of the record before it; that record
-// carries the Extent's checksums per block of about 4 KiB (storage/extent.h),
+// carries the Extent's checksums per block of about 1 KiB (storage/extent.h),
 // and the Extent's frame checksum covers only its length and kind, so a
 // reader can step over it and read its blocks when they are first needed.
 //

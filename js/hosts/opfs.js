@@ -170,19 +170,29 @@ export class OpfsHost {
     try {
       const { dir, file } = await opfsDirectory(name, create);
       if (!dir) throw new HostError('not_found', `not_found error: database file '${name}' does not exist`);
-      let main = await fileHandle(dir, file, false);
-      const side = await fileHandle(dir, file + '~', true);
-      const sideHandle = await accessHandle(side, name, deadline);
-      handles.push(sideHandle);
+      // Both files' handles are asked for at once (each is a round trip to
+      // the browser's storage process).
+      let [main, side] = await Promise.all([fileHandle(dir, file, false), fileHandle(dir, file + '~', true)]);
+      let sideHandle;
+      let mainHandle = null;
+      if (main) {
+        const got = await Promise.allSettled([accessHandle(side, name, deadline), accessHandle(main, name, deadline)]);
+        for (const g of got) if (g.status === 'fulfilled') handles.push(g.value);
+        for (const g of got) if (g.status === 'rejected') throw g.reason;
+        [sideHandle, mainHandle] = got.map((g) => g.value);
+      } else {
+        sideHandle = await accessHandle(side, name, deadline);
+        handles.push(sideHandle);
+      }
       const sideSize = sideHandle.getSize();
       if (!main) {
         // A whole NAME~ without NAME (a crash in a first checkpoint's copy is
         // not possible, but a user may have deleted NAME): the engine decides.
         if (!create && sideSize === 0) throw new HostError('not_found', `not_found error: database file '${name}' does not exist`);
         main = await fileHandle(dir, file, true);
+        mainHandle = await accessHandle(main, name, deadline);
+        handles.push(mainHandle);
       }
-      const mainHandle = await accessHandle(main, name, deadline);
-      handles.push(mainHandle);
       const entries = new Map([
         [name, { name, handle: mainHandle, present: true }],
         [name + '~', { name: name + '~', handle: sideHandle, present: sideSize > 0 }],

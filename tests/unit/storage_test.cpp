@@ -414,8 +414,13 @@ TEST_CASE("a batch lands as one record; a failed write of it changes nothing in 
 TEST_CASE("extents: block checksums; read lazily block by block or in chunks, damage named by offset") {
   std::string data(100 * 1000 + 77, '\0');
   for (size_t i = 0; i < data.size(); i++) data[i] = (char)(i * 131 + (i >> 9));
-  const uint32_t block = extent_block_bytes(1000);  // whole items of 1000 bytes
-  CHECK(block == 4000);
+  // Blocks of whole items, about kExtentBlockTarget (1 KiB) each.
+  CHECK(extent_block_bytes(1000) == 1000);
+  CHECK(extent_block_bytes(300) == 900);
+  CHECK(extent_block_bytes(132) == 924);
+  CHECK(extent_block_bytes(5000) == 5000);
+  // A file names its own block size: here 4 items of 1000 bytes.
+  const uint32_t block = 4000;
   std::string sums;
   put_extent_checksums(sums, data, block);
   ExtentRef e;
