@@ -52,6 +52,7 @@ struct Scratch {
   // once every 65,535 searches.
   std::vector<uint16_t> marks;
   uint16_t gen = 0;
+  uint32_t sink = 0;  // keeps the touching loads of search_layer (WASM)
   std::vector<Hit> cand, res;
   std::vector<float> a, b;
   void visit_reset(size_t n) {
@@ -81,6 +82,9 @@ HnswIndex::HnswIndex(uint32_t dim, bool f16, HnswParams p) : dim_(dim), f16_(f16
   // dims f32 that is half the vector: 5% faster than 128 bytes, and no faster
   // whole); the hardware prefetcher follows on from there.
   prefetch_bytes_ = std::min<size_t>(vbytes_, 256);
+  // In WASM, where "prefetching" is a load, the whole vector (up to 1 KiB):
+  // at 128 dims f32 the search ran 25% faster than touching 256 bytes.
+  touch_bytes_ = std::min<size_t>(vbytes_, 1024);
   kernel_ = p.metric == Metric::L2 ? l2sq_kernel() : dot_kernel();
   sign_ = p.metric == Metric::L2 ? 1.0f : -1.0f;
   bias_ = p.metric == Metric::Cosine ? 1.0f : 0.0f;
@@ -398,14 +402,23 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
     // distances: the loads overlap instead of stalling one by one.
     uint32_t fresh[512];
     uint32_t nf = 0;
+    uint32_t touched = 0;
     for (uint32_t i = 1; i <= cnt; i++) {
       uint32_t n = ls[i];
       if (!s.visit(n)) continue;
       fresh[nf++] = n;
       const char* p = raw(n);
+#if defined(__EMSCRIPTEN__)
+      // WASM has no prefetch: plain loads whose values nothing waits for
+      // start the same cache misses side by side.
+      for (size_t o = 0; o < touch_bytes_; o += 64) touched += (uint8_t)p[o];
+      if (!inv_.empty()) touched += (uint32_t)inv_[n];
+#else
       for (size_t o = 0; o < prefetch_bytes_; o += 64) __builtin_prefetch(p + o);
       if (!inv_.empty()) __builtin_prefetch(&inv_[n]);
+#endif
     }
+    s.sink += touched;
     if (!cand.empty()) __builtin_prefetch(links(cand.front().node, level));
     for (uint32_t j = 0; j < nf; j++) {
       uint32_t n = fresh[j];
