@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cmath>
+#include <optional>
 
 #include "../codec.h"
 #include "../engine.h"
@@ -906,9 +907,12 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
   HnswIndex* index = it == c.vindex.end() ? nullptr : it->second.get();
   HnswParams params = index ? index->params() : HnswParams{};
   *metric_out = params.metric;
-  HnswIndex shape(f->type.dim, false, params);  // prepares queries (and documents, without an index)
+  // Without an index, an index's shape prepares the query and the documents.
+  std::optional<HnswIndex> unindexed;
+  if (!index) unindexed.emplace(f->type.dim, false, params);
+  HnswIndex& shape = index ? *index : *unindexed;
   std::vector<float> q;
-  Status ps = (index ? index : &shape)->prepare_query(qv.vec().data(), &q, "near " + f->name);
+  Status ps = shape.prepare_query(qv.vec().data(), &q, "near " + f->name);
   if (!ps.is_ok()) return Status(ps.code(), ps.message(), st.near_value->pos);
   if (ef < 0) ef = params.ef_search;
 
@@ -953,7 +957,7 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
     }
   };
 
-  std::string fname = c.def.name + "." + f->name;
+  std::string fname = t_plan ? c.def.name + "." + f->name : std::string();  // for explain's notes
   if (!index) {
     note("near " + fname + ": exact scan of the documents (no index), cosine");
     KF_TRY(exact_filtered());
@@ -961,7 +965,7 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
     std::vector<Hit> hits;
     if (st.near_exact) index->exact(q.data(), need, nullptr, &hits);
     else index->search(q.data(), need, (size_t)ef, nullptr, &hits);
-    note("near " + fname + (st.near_exact ? ": exact scan of the vector table" : ": hnsw search, ef " + std::to_string(ef)));
+    if (t_plan) note("near " + fname + (st.near_exact ? ": exact scan of the vector table" : ": hnsw search, ef " + std::to_string(ef)));
     expand(hits);
   } else if (st.near_exact) {
     note("near " + fname + ": exact over the documents passing the filter");

@@ -106,9 +106,22 @@ class IdIndex {
   size_t memory_bytes() const { return (base_.capacity() + extra_.capacity()) * sizeof(IdEntry); }
 
  private:
+  // A first probe where the id would be if ids were evenly spread (auto ids
+  // are: the probe finds them with one memory access instead of the ~17 of a
+  // binary search over 100k entries), then a binary search on its side.
   static const IdEntry* locate(const std::vector<IdEntry>& v, int64_t id) {
-    auto it = std::lower_bound(v.begin(), v.end(), id, [](const IdEntry& e, int64_t x) { return e.id < x; });
-    return it != v.end() && it->id == id ? &*it : nullptr;
+    if (v.empty() || id < v.front().id || id > v.back().id) return nullptr;
+    size_t lo = 0, hi = v.size();
+    uint64_t span = (uint64_t)v.back().id - (uint64_t)v.front().id;
+    if (span) {
+      size_t g = (size_t)((double)((uint64_t)id - (uint64_t)v.front().id) / (double)span * (double)(v.size() - 1));
+      if (g >= v.size()) g = v.size() - 1;
+      if (v[g].id == id) return &v[g];
+      if (v[g].id < id) lo = g + 1;
+      else hi = g;
+    }
+    auto it = std::lower_bound(v.begin() + lo, v.begin() + hi, id, [](const IdEntry& e, int64_t x) { return e.id < x; });
+    return it != v.begin() + hi && it->id == id ? &*it : nullptr;
   }
   static IdEntry* locate_mut(std::vector<IdEntry>& v, int64_t id) { return const_cast<IdEntry*>(locate(v, id)); }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <chrono>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "db.h"
 #include "storage/extent.h"
 #include "storage/format.h"
+#include "storage/id_index.h"
 #include "storage/record.h"
 
 using namespace kitfox;
@@ -543,4 +545,47 @@ TEST_CASE("begin/commit belong to the thread that began: other threads' statemen
   auto c = db.query("get t count");
   REQUIRE(c.is_ok());
   CHECK(c->rows[0].get("count")->as_int() == 2);
+}
+
+TEST_CASE("IdIndex finds what a map finds: dense, sparse, extreme and deleted ids") {
+  uint64_t x = 99;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
+  for (int shape = 0; shape < 4; shape++) {
+    IdIndex idx;
+    std::map<int64_t, uint64_t> ref;
+    std::vector<IdEntry> sorted;
+    for (int64_t i = 0; i < 5000; i++) {
+      int64_t id = shape == 0 ? i + 1                                  // dense, as auto ids
+                   : shape == 1 ? i * 7 + (int64_t)(next() % 5)          // evenly spread, uneven gaps
+                   : shape == 2 ? (int64_t)next()                        // anywhere in int64
+                                : (i < 2500 ? i : INT64_MAX - 5000 + i);  // two far clusters
+      ref[id] = (uint64_t)i;
+    }
+    for (auto& [id, loc] : ref) sorted.push_back({id, loc});
+    idx.assign(sorted);
+    // Out-of-order puts and deletes go through the overlay and the marks.
+    for (int k = 0; k < 300; k++) {
+      int64_t id = (int64_t)next();
+      ref[id] = 1000000 + k;
+      idx.put(id, 1000000 + k);
+    }
+    int k = 0;
+    for (auto it = ref.begin(); it != ref.end() && k < 200; k++) {
+      idx.erase(it->first);
+      it = ref.erase(it);
+      std::advance(it, std::min<size_t>(10, std::distance(it, ref.end())));
+    }
+    size_t wrong = 0;
+    for (auto& [id, loc] : ref) {
+      const uint64_t* got = idx.find(id);
+      if (!got || *got != loc) wrong++;
+      if (idx.find(id + 1) && !ref.count(id + 1)) wrong++;
+      if (idx.find(id - 1) && !ref.count(id - 1)) wrong++;
+    }
+    for (int64_t probe : {INT64_MIN, INT64_MAX, (int64_t)0, (int64_t)-1})
+      if ((idx.find(probe) != nullptr) != (ref.count(probe) > 0)) wrong++;
+    INFO("shape " << shape);
+    CHECK(wrong == 0);
+    CHECK(idx.size() == ref.size());
+  }
 }
