@@ -160,6 +160,12 @@ float HnswIndex::dist(const float* q, uint32_t node, float* tmp) const {
   return sign_ * k;
 }
 
+float HnswIndex::stored_dist(uint32_t a, const float* va, uint32_t b, float* tmp) const {
+  float k = kernel_(va, vec(b, tmp), dim_);
+  if (p_.metric == Metric::Cosine) return 1.0f - (inv_[a] * inv_[b]) * k;
+  return sign_ * k;
+}
+
 float HnswIndex::distance_to(const float* q, uint32_t node) const {
   std::vector<float> tmp(f16_ ? dim_ : 0);
   return dist(q, node, tmp.data());
@@ -495,11 +501,13 @@ void HnswIndex::select_neighbors(std::vector<Hit>& cand, uint32_t m, std::vector
   if (s.a.size() < dim_) s.a.resize(dim_), s.b.resize(dim_);
   for (const Hit& c : cand) {
     if (out->size() >= m) break;
-    normalized(c.node, s.a.data());
-    const float* cv = s.a.data();
+    // Distances between two stored vectors, as stored: for cosine scaled by
+    // both inverse norms rather than normalising the candidate first (which
+    // cost 8% of a 768-dim build).
+    const float* cv = vec(c.node, s.a.data());
     bool keep = true;
     for (uint32_t kept : *out)
-      if (dist(cv, kept, s.b.data()) < c.distance) {
+      if (stored_dist(c.node, cv, kept, s.b.data()) < c.distance) {
         keep = false;
         break;
       }

@@ -141,6 +141,8 @@ class HnswIndex {
   const float* vec(uint32_t node, float* scratch) const;  // the stored vector as f32
   void normalized(uint32_t node, float* out) const;       // as a query: normalised for cosine
   float dist(const float* q, uint32_t node, float* scratch) const;
+  // Between stored vectors: node a (its vector va, as vec() gives it) and b.
+  float stored_dist(uint32_t a, const float* va, uint32_t b, float* scratch) const;
   float inv_norm(const float* v) const;
   void clear_graph();
   uint32_t* links(uint32_t node, int level);
