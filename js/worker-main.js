@@ -11,6 +11,19 @@
 // Float32Array vectors in rows (each over its own buffer) and exported bytes
 // are transferred, not copied.
 import { Kitfox, KitfoxError } from './browser.js';
+// The modules browser.js leads to, named here too so that the browser asks
+// for them all in its first round of requests instead of one level of the
+// import graph at a time (four round trips to the server before the
+// Emscripten glue).
+import './kitfox.js';
+import './core.js';
+import '../dist/kitfox-core.js';
+import './codec.js';
+import './errors.js';
+import './hosts/memory.js';
+import './hosts/opfs.js';
+import './platform/web.js';
+import './platform/current.js';
 
 let db = null;
 let extension = null;

@@ -873,14 +873,25 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
   Metric metric;
   KF_TRY(near_hits(c, st, ev, need, &heap, &metric));
   QueryResult res;
+  res.rows.reserve(heap.size() - std::min(heap.size(), (size_t)offset));
+  // `select id` (a common shape for a search): the rows need no document.
+  bool ids_only = !st.select.empty();
+  for (const SelectItem& s : st.select)
+    if (s.expr || s.path.size() != 1 || s.path[0] != "id") ids_only = false;
   for (size_t i = (size_t)offset; i < heap.size(); i++) {
     const uint64_t* loc = c.ids.find(heap[i].id);
     if (!loc) continue;
-    Value d;
-    KF_TRY(decode_document(c.def, heap[i].id, body(*loc), &d, &c));
-    Status perr;
-    Value row = project_row(st, std::move(d), ev, &perr);
-    KF_TRY(perr);
+    Value row;
+    if (ids_only) {
+      row = Value::object();
+      row.append("id", Value::integer(heap[i].id));
+    } else {
+      Value d;
+      KF_TRY(decode_document(c.def, heap[i].id, body(*loc), &d, &c));
+      Status perr;
+      row = project_row(st, std::move(d), ev, &perr);
+      KF_TRY(perr);
+    }
     row.append("_distance", Value::real(shown_distance(metric, heap[i].distance)));
     res.rows.push_back(std::move(row));
   }

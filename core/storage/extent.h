@@ -4,12 +4,14 @@
 // An extent is checked in blocks: the owning record carries
 // `u32 block bytes | u64 block count | count x u32 crc32c` (extent_checksums),
 // and the Extent record's own frame checksum covers only its length and kind,
-// so opening can step over the bytes without reading them. Where the file is
-// mapped (natively) every block is checked on open. Where it is read into
-// memory (the single-threaded WASM build), a LazyExtent reads and checks a
-// block the first time something touches it, and warm() reads the rest in
-// slices when the host is idle: a page refresh does not wait for 50 MiB of
-// vectors before its first query.
+// so opening can step over the bytes without reading them. A LazyExtent
+// checks a block the first time something touches it (from any thread),
+// reading it then too where the file is not mapped (the WASM build), and
+// warm() checks the rest: natively a background thread after open, in WASM
+// slices while the host is idle. A reopen or a page refresh does not wait
+// for 50 MiB of vectors before its first query. Without lazy checks
+// (OpenOptions.lazy_extents off, or recover) first_bad_block checks every
+// block on open.
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -402,9 +402,9 @@ TEST_CASE("a mapped file checks its blocks on first use, from several threads: d
     for (auto& t : ts) t.join();
   };
   {
-    // Whole: the same answers from four threads, and nothing read on open.
+    // Whole: the same answers from four threads (beside the background
+    // check of the blocks no query touched).
     auto db = open_lazy(fs);
-    CHECK(db->warm(0) > 4000 * kDim * 4 / 2);
     std::atomic<int> wrong{0}, failed{0};
     run(*db, &wrong, &failed);
     CHECK(wrong == 0);
