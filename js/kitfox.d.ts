@@ -212,6 +212,8 @@ export interface ConnectTimings {
   loadMs: number;
   /** Opening the database over OPFS (Kitfox.open: lock and handles while the WASM module finishes loading, then the engine's open). */
   openMs: number;
+  /** True when vector tables and graphs are read block by block on first use (OPFS reads are cheap: a normal profile); false when the whole file was read on open (slow reads: a private window's in-memory OPFS). */
+  readsOnDemand: boolean;
 }
 
 /**

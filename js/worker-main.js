@@ -85,7 +85,9 @@ const ops = {
     // imports fetched and evaluated); loadMs: the WASM module's load from
     // then (overlapping the page's message); openMs: Kitfox.open, which
     // overlaps the end of that load and options.module's import.
-    return { startMs: started, loadMs: loaded.value.ms, openMs: t2 - t0 };
+    // readsOnDemand: vector tables and graphs are read block by block on
+    // first use (OPFS reads are cheap), not with the whole file on open.
+    return { startMs: started, loadMs: loaded.value.ms, openMs: t2 - t0, readsOnDemand: db._host.readChunk === 0 };
   },
   query: ([text, params]) => need().query(text, params),
   queryJSON: ([text, params]) => need().queryJSON(text, params),

@@ -26,7 +26,7 @@ export class KitfoxConnection {
     this._next = 1;
     this._pending = new Map(); // id -> { resolve, reject, onProgress }
     this._dead = null; // the error every call gets once the worker is gone
-    this.timings = null; // { totalMs, startMs, loadMs, openMs } of connect() (js/worker-main.js)
+    this.timings = null; // { totalMs, startMs, loadMs, openMs, readsOnDemand } of connect() (js/worker-main.js)
     worker.onmessage = (ev) => {
       const m = ev.data;
       const p = this._pending.get(m.id);

@@ -2,6 +2,7 @@
 // (which never downloads a browser), and the repository served on
 // 127.0.0.1 by scripts/serve.js.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -34,6 +35,21 @@ export async function startBrowser() {
     async stop() {
       await browser.close();
       await server.close();
+    },
+  };
+}
+
+// A browser with a profile directory, as a user's: OPFS is a file on disk
+// there (Playwright's default contexts are incognito, whose OPFS lives in
+// memory). `stop()` closes it and removes the directory.
+export async function startProfile() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kitfox-profile-'));
+  const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  return {
+    context,
+    async stop() {
+      await context.close();
+      fs.rmSync(dir, { recursive: true, force: true });
     },
   };
 }
