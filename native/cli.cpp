@@ -1339,6 +1339,7 @@ int cmd_stats(int argc, char** argv) {
   OpenOptions opts;
   if (!open_options(o, false, &opts)) return kExitUsage;
   opts.auto_checkpoint = false;  // looking must not rewrite the file
+  opts.lazy_extents = false;     // and checks every block of the file
 
   auto fs = make_posix_file_system();
   if (!require_existing(*fs, file)) return kExitError;

@@ -223,6 +223,20 @@ run "$K" stats "$D/missing.kfdb"
 check "stats of a missing database fails" is "$RC" 1
 check "stats does not create a database" test ! -e "$D/missing.kfdb"
 
+# --- stats checks every block of a vector index ---------------------------------
+
+run "$K" v.kfdb -c 'create collection v (e vector<64> @hnsw(l2, m=4, ef_construction=16))'
+awk 'BEGIN { srand(7); for (i = 0; i < 2000; i++) { printf "{\"e\":["; for (j = 0; j < 64; j++) printf "%s%.4f", (j ? "," : ""), rand(); print "]}" } }' >"$T/v.ndjson"
+run "$K" import v.kfdb v "$T/v.ndjson"
+run "$K" checkpoint v.kfdb
+check "a vector collection checkpoints" is "$RC" 0
+# The vector table is most of this file: a flipped word in its middle.
+size=$(stat -c %s v.kfdb)
+printf '\xff\xff\xff\xff' | dd of=v.kfdb bs=1 seek=$((size / 2)) conv=notrunc status=none
+run "$K" stats v.kfdb
+check "stats checks every block and fails on a damaged one" is "$RC" 1
+check "stats names the damaged block of the vector table" has "$ERR" "damaged block (checksum mismatch) in the vector table at offset"
+
 # --- a torn tail ---------------------------------------------------------------
 
 run "$K" a.kfdb -c 'put t {name: "last", n: 10}'
