@@ -11,6 +11,7 @@
 // Float32Array vectors in rows (each over its own buffer) and exported bytes
 // are transferred, not copied.
 import { Kitfox, KitfoxError } from './browser.js';
+import { expectCompiledWasm, provideCompiledWasm } from './platform/web.js';
 // The modules browser.js leads to, named here too so that the browser asks
 // for them all in its first round of requests instead of one level of the
 // import graph at a time (four round trips to the server before the
@@ -28,6 +29,9 @@ import './platform/current.js';
 let db = null;
 let extension = null;
 let queue = Promise.resolve(); // one message at a time, in order
+
+// connect() posts the module it compiled while this worker started.
+expectCompiledWasm();
 
 // The WASM module starts loading as soon as the worker runs, while the page's
 // open message is on its way; open() waits for it.
@@ -124,5 +128,9 @@ async function handle({ id, op, args }) {
 }
 
 self.onmessage = (ev) => {
+  if (ev.data && ev.data.op === 'module') {
+    provideCompiledWasm(ev.data.module);
+    return;
+  }
   queue = queue.then(() => handle(ev.data));
 };

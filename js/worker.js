@@ -12,6 +12,7 @@
 // Errors are KitfoxError with the engine's code and position. Vectors cross
 // postMessage as Float32Array (rows' vectors are transferred, not copied).
 import { KitfoxError } from './errors.js';
+import { compileWasm } from './platform/web.js';
 
 export { KitfoxError };
 
@@ -132,6 +133,18 @@ export async function connect(name, options = {}) {
   if (typeof Worker === 'undefined') throw new KitfoxError('invalid', 'invalid error: connect() needs Web Workers (a browser page)', -1);
   const t0 = performance.now();
   const worker = new Worker(new URL('./worker-main.js', import.meta.url), { type: 'module', name: `kitfox ${typeof name === 'string' ? name : 'bytes'}` });
+  // The page compiles the WASM module (once) while the worker starts and
+  // hands it over; null makes the worker compile it itself.
+  compileWasm().then(
+    (module) => {
+      try {
+        worker.postMessage({ op: 'module', module });
+      } catch {
+        worker.postMessage({ op: 'module', module: null }); // a module that cannot cross
+      }
+    },
+    () => worker.postMessage({ op: 'module', module: null }),
+  );
   const conn = new KitfoxConnection(worker);
   const opts = { ...options };
   if (opts.module !== undefined) opts.module = new URL(String(opts.module), globalThis.location?.href).href;

@@ -16,18 +16,55 @@ export async function loadWasmBinary() {
   return new Uint8Array(await r.arrayBuffer());
 }
 
-// Options for the Emscripten module: the wasm compiled while it downloads
-// (compileStreaming, which also lets the browser cache the compiled code),
-// or from its bytes where streaming is missing or the server does not say
-// application/wasm.
-export async function wasmModuleOptions() {
-  let module = null;
-  if (typeof WebAssembly.compileStreaming === 'function') {
-    const r = await fetch(WASM_URL);
-    if (!r.ok) throw kitfoxError('io', `loading ${WASM_URL}: HTTP ${r.status}`);
-    if ((r.headers.get('content-type') || '').startsWith('application/wasm')) module = await WebAssembly.compileStreaming(r);
+// The compiled module: compileStreaming (which also lets the browser cache
+// the compiled code), or from its bytes where streaming is missing or the
+// server does not say application/wasm. Compiled once per realm; in
+// kitfox/worker's worker, by the page instead when it sends its own (see
+// expectCompiledWasm).
+let compiling = null;
+let provided = null; // a Promise of a module compiled elsewhere, or of null
+
+export function compileWasm() {
+  if (!compiling) {
+    compiling = (async () => {
+      const given = provided ? await provided : null;
+      if (given instanceof WebAssembly.Module) return given;
+      let module = null;
+      if (typeof WebAssembly.compileStreaming === 'function') {
+        const r = await fetch(WASM_URL);
+        if (!r.ok) throw kitfoxError('io', `loading ${WASM_URL}: HTTP ${r.status}`);
+        if ((r.headers.get('content-type') || '').startsWith('application/wasm')) module = await WebAssembly.compileStreaming(r);
+      }
+      return module ?? WebAssembly.compile(await loadWasmBinary());
+    })();
+    compiling.catch(() => {
+      compiling = null; // a later open tries again
+    });
   }
-  if (!module) module = await WebAssembly.compile(await loadWasmBinary());
+  return compiling;
+}
+
+// In kitfox/worker's worker: the page compiles the module while the worker
+// starts (its compile overlaps the fetch of the worker's own modules) and
+// posts it; compileWasm() waits for that, and compiles here when the page
+// sends null.
+export function expectCompiledWasm() {
+  if (provided) return;
+  let resolve;
+  provided = new Promise((r) => {
+    resolve = r;
+  });
+  provided.resolve = resolve;
+}
+
+export function provideCompiledWasm(module) {
+  expectCompiledWasm();
+  provided.resolve(module instanceof WebAssembly.Module ? module : null);
+}
+
+// Options for the Emscripten module: instantiate the compiled module.
+export async function wasmModuleOptions() {
+  const module = await compileWasm();
   return {
     instantiateWasm(imports, receive) {
       WebAssembly.instantiate(module, imports).then((instance) => receive(instance, module));
