@@ -81,7 +81,10 @@ class LazyExtent {
   bool clean() const { return clean_.load(std::memory_order_acquire); }
   // Reads up to about `budget` bytes of blocks not read yet; the bytes read.
   uint64_t warm(uint64_t budget);
-  // Copies the whole extent to `dst` (reading every block; damaged ones as zeros).
+  // Copies the whole extent to `dst` (reading every block; damaged ones as
+  // zeros). Nothing else may check blocks meanwhile (the engine calls it
+  // with the database to itself): a block another thread is still checking
+  // would be copied as it is.
   void copy_to(char* dst);
   uint64_t missing_bytes() const { return missing_.load(std::memory_order_acquire); }
   bool complete() const { return missing_bytes() == 0; }
