@@ -30,8 +30,10 @@ class File {
     return nullptr;
   }
   // Bytes a read may as well fetch when reading on demand: a host whose every
-  // call costs as much as reading megabytes (OPFS) says so, and reads of
-  // parts of the file it will want anyway come in runs this big. 0: no such cost.
+  // call costs as much as reading megabytes (OPFS in a private window, in
+  // memory behind an IPC hop) says so, and reads of parts of the file it
+  // will want anyway come in runs this big; a file no bigger is read whole on
+  // open. 0: no such cost (a file on disk, OPFS in a normal profile included).
   virtual uint64_t read_chunk() const { return 0; }
   // Reads up to n bytes at offset; *got is less than n only at end of file.
   virtual Status read(uint64_t offset, void* buf, size_t n, size_t* got) = 0;
