@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
@@ -291,6 +292,16 @@ struct SplitMix {
   }
   uint64_t below(uint64_t n) { return next() % n; }
 };
+
+// A command-line count: a positive decimal integer, nothing after it.
+inline bool parse_positive(const char* s, size_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || !end || *end || v == 0 || s[0] == '-') return false;
+  *out = (size_t)v;
+  return true;
+}
 
 // Prints "program: what", removes the run's data directory (when not empty:
 // the programs leave it empty with --keep) and exits with 1.

@@ -414,11 +414,9 @@ void usage(FILE* f) {
 }
 
 size_t parse_count(const std::string& flag, const char* s) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || !end || *end || v == 0 || s[0] == '-') die(flag + " needs a positive integer, got '" + s + "'");
-  return (size_t)v;
+  size_t v;
+  if (!parse_positive(s, &v)) die(flag + " needs a positive integer, got '" + s + "'");
+  return v;
 }
 
 double parse_seconds(const std::string& flag, const char* s) {
@@ -956,8 +954,8 @@ std::vector<int64_t> kf_match(Database& db, const std::string& q) {
   return ids;
 }
 
-std::vector<int64_t> sq_match(sqlite3* db, sqlite3_stmt* st, const std::string& q) {
-  sqlite3_bind_text(st, 1, q.data(), (int)q.size(), SQLITE_STATIC);
+// Steps a bound statement of (id, score) rows: the ids, each score read.
+std::vector<int64_t> sq_ids(sqlite3* db, sqlite3_stmt* st, const std::string& what) {
   std::vector<int64_t> ids;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -965,9 +963,14 @@ std::vector<int64_t> sq_match(sqlite3* db, sqlite3_stmt* st, const std::string& 
     volatile double sc = sqlite3_column_double(st, 1);
     (void)sc;
   }
-  if (rc != SQLITE_DONE) die("sqlite match '" + q + "': " + sqlite3_errmsg(db));
+  if (rc != SQLITE_DONE) die("sqlite " + what + ": " + sqlite3_errmsg(db));
   sqlite3_reset(st);
   return ids;
+}
+
+std::vector<int64_t> sq_match(sqlite3* db, sqlite3_stmt* st, const std::string& q) {
+  sqlite3_bind_text(st, 1, q.data(), (int)q.size(), SQLITE_STATIC);
+  return sq_ids(db, st, "match '" + q + "'");
 }
 
 // ================================================================ part 3: hybrid
@@ -1037,16 +1040,7 @@ std::vector<int64_t> kf_hybrid(Database& db, const char* text, const std::vector
 std::vector<int64_t> sq_hybrid(sqlite3* db, sqlite3_stmt* st, const std::string& q, const float* v) {
   sqlite3_bind_text(st, 1, q.data(), (int)q.size(), SQLITE_STATIC);
   sqlite3_bind_blob(st, 2, v, (int)(kHyDim * sizeof(float)), SQLITE_STATIC);
-  std::vector<int64_t> ids;
-  int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    ids.push_back(sqlite3_column_int64(st, 0));
-    volatile double sc = sqlite3_column_double(st, 1);
-    (void)sc;
-  }
-  if (rc != SQLITE_DONE) die("sqlite hybrid '" + q + "': " + sqlite3_errmsg(db));
-  sqlite3_reset(st);
-  return ids;
+  return sq_ids(db, st, "hybrid '" + q + "'");
 }
 
 // ================================================================ report pieces

@@ -720,11 +720,9 @@ void usage(FILE* f) {
 }
 
 size_t parse_count(const std::string& flag, const char* s) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || !end || *end || v == 0 || s[0] == '-') die(flag + " needs a positive integer, got '" + s + "'");
-  return (size_t)v;
+  size_t v;
+  if (!parse_positive(s, &v)) die(flag + " needs a positive integer, got '" + s + "'");
+  return v;
 }
 
 Options parse_args(int argc, char** argv) {
