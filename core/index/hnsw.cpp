@@ -59,6 +59,7 @@ struct Scratch {
   uint32_t sink = 0;  // keeps the touching loads of search_layer (WASM)
   std::vector<Hit> cand, res;
   std::vector<float> a, b;
+  std::vector<uint8_t> kept_pre;  // select_neighbors: which kept ones were pre-selected
   void visit_reset(size_t n) {
     if (marks.size() < n) marks.resize(n + n / 2, 0);
     if (++gen == 0) {
@@ -499,23 +500,32 @@ void HnswIndex::exact(const float* q, size_t k, const std::function<bool(uint32_
 
 // hnsw's heuristic: keep a candidate only when it is nearer to the new node
 // than to every neighbour already kept, so links spread in all directions.
-void HnswIndex::select_neighbors(std::vector<Hit>& cand, uint32_t m, std::vector<uint32_t>* out) const {
+// `pre` (optional) flags candidates that passed this test among themselves
+// already (a selection's own output): two of them are not compared again.
+void HnswIndex::select_neighbors(const std::vector<Hit>& cand, uint32_t m, std::vector<uint32_t>* out,
+                                 const std::vector<uint8_t>* pre) const {
   out->clear();
   Scratch& s = scratch();
   if (s.a.size() < dim_) s.a.resize(dim_), s.b.resize(dim_);
-  for (const Hit& c : cand) {
+  s.kept_pre.clear();
+  for (size_t i = 0; i < cand.size(); i++) {
+    const Hit& c = cand[i];
     if (out->size() >= m) break;
+    bool c_pre = pre && (*pre)[i];
     // Distances between two stored vectors, as stored: for cosine scaled by
     // both inverse norms rather than normalising the candidate first (which
     // cost 8% of a 768-dim build).
-    const float* cv = vec(c.node, s.a.data());
+    const float* cv = nullptr;
     bool keep = true;
-    for (uint32_t kept : *out)
-      if (stored_dist(c.node, cv, kept, s.b.data()) < c.distance) {
+    for (size_t k = 0; k < out->size(); k++) {
+      if (c_pre && s.kept_pre[k]) continue;
+      if (!cv) cv = vec(c.node, s.a.data());
+      if (stored_dist(c.node, cv, (*out)[k], s.b.data()) < c.distance) {
         keep = false;
         break;
       }
-    if (keep) out->push_back(c.node);
+    }
+    if (keep) out->push_back(c.node), s.kept_pre.push_back(c_pre);
   }
 }
 
@@ -559,22 +569,42 @@ void HnswIndex::add_link(uint32_t from, uint32_t to, int level) {
 }
 
 // A node's own links (phase A of a chunk) from its pre-selected neighbours
-// plus the chunk's earlier nodes. Reverse links are queued for phase C.
-void HnswIndex::link_node(uint32_t node, std::vector<std::vector<Hit>>& per_level, uint32_t chunk_start,
-                          std::vector<LinkRequest>* reverse) {
+// plus those of the chunk's earlier nodes that the search would have kept had
+// they been in the graph: nearer than the farthest of the ef_construction
+// found (`bound`; all of them when the search found fewer, or did not reach
+// the level). Farther chunk nodes would only add stray long links (more
+// links to scan in every later search). Reverse links are queued for phase C.
+void HnswIndex::link_node(uint32_t node, const std::vector<std::vector<Hit>>& per_level, const std::vector<Hit>& bound,
+                          uint32_t chunk_start, std::vector<LinkRequest>* reverse) {
   int level = levels_[node];
   std::vector<float> qv(dim_), tmp(f16_ ? dim_ : 0);
   normalized(node, qv.data());
   const float* q = qv.data();
   std::vector<uint32_t> chosen;
-  std::vector<Hit> cand;
+  std::vector<Hit> cand, near;
+  std::vector<uint8_t> pre;
   for (int l = level; l >= 0; l--) {
-    cand.clear();
-    if (l < (int)per_level.size()) cand = per_level[l];
+    static const std::vector<Hit> none;
+    const std::vector<Hit>& sel = l < (int)per_level.size() ? per_level[l] : none;
+    near.clear();
     for (uint32_t y = chunk_start; y < node; y++)
-      if (levels_[y] >= l) cand.push_back({dist(q, y, tmp.data()), y});
-    std::sort(cand.begin(), cand.end(), HitLessF());
-    select_neighbors(cand, p_.m, &chosen);
+      if (levels_[y] >= l) {
+        Hit h{dist(q, y, tmp.data()), y};
+        if (l >= (int)bound.size() || hit_less(h, bound[l])) near.push_back(h);
+      }
+    if (near.empty()) {
+      // The heuristic over its own output keeps all of it.
+      chosen.clear();
+      for (const Hit& h : sel) chosen.push_back(h.node);
+    } else {
+      std::sort(near.begin(), near.end(), HitLessF());
+      cand.resize(sel.size() + near.size());
+      std::merge(sel.begin(), sel.end(), near.begin(), near.end(), cand.begin(), HitLessF());
+      pre.resize(cand.size());
+      size_t j = 0;
+      for (size_t i = 0; i < cand.size(); i++) pre[i] = j < sel.size() && cand[i].node == sel[j].node ? (j++, 1) : 0;
+      select_neighbors(cand, p_.m, &chosen, &pre);
+    }
     uint32_t* ls = links(node, l);
     ls[0] = (uint32_t)chosen.size();
     for (size_t i = 0; i < chosen.size(); i++) ls[1 + i] = chosen[i];
@@ -664,6 +694,7 @@ void HnswIndex::link_pending(int threads) {
   own_links();
   Workers pool(threads);
   std::vector<std::vector<std::vector<Hit>>> found(kChunk);
+  std::vector<std::vector<Hit>> bounds(kChunk);
   std::vector<std::vector<LinkRequest>> requests(kChunk);
   std::vector<LinkRequest> reverse;
   std::vector<uint32_t> group_start;
@@ -676,11 +707,15 @@ void HnswIndex::link_pending(int threads) {
     bool search = entry_ >= 0;
     pool.run(s, e, [&](uint32_t i) {
       auto& per = found[i - s];
+      auto& bound = bounds[i - s];
       per.clear();
+      bound.clear();
       if (search) {
         find_candidates(i, std::min<int>(levels_[i], max_level_), &per);
         std::vector<uint32_t> kept;
         for (auto& w : per) {
+          const float inf = std::numeric_limits<float>::infinity();
+          bound.push_back(w.size() >= p_.ef_construction ? w.back() : Hit{inf, UINT32_MAX});
           select_neighbors(w, p_.m, &kept);
           std::vector<Hit> sel;
           for (uint32_t k : kept)
@@ -693,7 +728,7 @@ void HnswIndex::link_pending(int threads) {
         }
       }
       requests[i - s].clear();
-      link_node(i, per, s, &requests[i - s]);
+      link_node(i, per, bound, s, &requests[i - s]);
     });
     // B: the entry point, and the reverse links in node order.
     reverse.clear();

@@ -156,15 +156,16 @@ class HnswIndex {
   template <typename Accept>
   void search_layer(const float* q, const std::vector<Hit>& entry, size_t ef, int level, const Accept& accept,
                     std::vector<Hit>* out) const;
-  void select_neighbors(std::vector<Hit>& cand, uint32_t m, std::vector<uint32_t>* out) const;
+  void select_neighbors(const std::vector<Hit>& cand, uint32_t m, std::vector<uint32_t>* out,
+                        const std::vector<uint8_t>* pre = nullptr) const;
   void find_candidates(uint32_t node, int top, std::vector<std::vector<Hit>>* per_level) const;
   struct LinkRequest {
     uint32_t target;
     uint8_t level;
     uint32_t from;
   };
-  void link_node(uint32_t node, std::vector<std::vector<Hit>>& per_level, uint32_t chunk_start,
-                 std::vector<LinkRequest>* reverse);
+  void link_node(uint32_t node, const std::vector<std::vector<Hit>>& per_level, const std::vector<Hit>& bound,
+                 uint32_t chunk_start, std::vector<LinkRequest>* reverse);
   void add_link(uint32_t from, uint32_t to, int level);
 
   using Kernel = float (*)(const float*, const float*, size_t);
