@@ -1,6 +1,7 @@
 #include "distance.h"
 
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__) && !defined(__EMSCRIPTEN__)
 #include <immintrin.h>
@@ -16,37 +17,82 @@ namespace {
 
 inline float reduce8(const float a[8]) { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])); }
 
-template <bool L2>
-float scalar_kernel(const float* a, const float* b, size_t n) {
+// One half to f32, exactly: normals rebias the exponent, subnormals are
+// scaled by a float multiply, inf/nan keep their payload. No branches.
+inline float half_bits_to_float(uint32_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t em = h & 0x7FFFu;
+  // Normal numbers: shift into place and rebias (112 << 23).
+  uint32_t normal = (em << 13) + (112u << 23);
+  // Inf/NaN: exponent all ones.
+  uint32_t is_inf = 0u - (uint32_t)(em >= 0x7C00u);
+  normal |= is_inf & 0x7F800000u;
+  // Subnormals and zero: em * 2^-24, exact in float.
+  float sub = (float)em * 5.9604644775390625e-08f;
+  uint32_t subbits;
+  memcpy(&subbits, &sub, 4);
+  uint32_t is_sub = 0u - (uint32_t)(em < 0x0400u);
+  uint32_t bits = sign | ((normal & ~is_sub) | (subbits & is_sub));
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline float load_elem(const float* b, size_t i) { return b[i]; }
+inline float load_elem(const uint16_t* b, size_t i) { return half_bits_to_float(b[i]); }
+
+// The canonical order, one element at a time; `B` is float (f32 storage) or
+// uint16_t (f16 storage, decoded as it is read).
+template <bool L2, typename B>
+float scalar_kernel(const float* a, const B* b, size_t n) {
   float s[32] = {};
   size_t main = n / 32 * 32;
   for (size_t i = 0; i < main; i += 32)
     for (int j = 0; j < 32; j++) {
-      float d = L2 ? a[i + j] - b[i + j] : a[i + j];
-      float p = L2 ? d * d : d * b[i + j];
+      float x = load_elem(b, i + j);
+      float d = L2 ? a[i + j] - x : a[i + j];
+      float p = L2 ? d * d : d * x;
       s[j] = s[j] + p;
     }
   float f[8];
   for (int k = 0; k < 8; k++) f[k] = (s[k] + s[k + 8]) + (s[k + 16] + s[k + 24]);
   float r = reduce8(f);
   for (size_t i = main; i < n; i++) {
-    float d = L2 ? a[i] - b[i] : a[i];
-    float p = L2 ? d * d : d * b[i];
+    float x = load_elem(b, i);
+    float d = L2 ? a[i] - x : a[i];
+    float p = L2 ? d * d : d * x;
+    r = r + p;
+  }
+  return r;
+}
+
+// The dimensions after the last full block of 32, one by one.
+template <bool L2, typename B>
+inline float add_tail(float r, const float* a, const B* b, size_t main, size_t n) {
+  for (size_t i = main; i < n; i++) {
+    float x = load_elem(b, i);
+    float d = L2 ? a[i] - x : a[i];
+    float p = L2 ? d * d : d * x;
     r = r + p;
   }
   return r;
 }
 
 #ifdef KITFOX_X86
-template <bool L2>
-__attribute__((target("avx2"))) float avx2_kernel(const float* a, const float* b, size_t n) {
+__attribute__((target("avx2"))) inline __m256 load8(const float* b) { return _mm256_loadu_ps(b); }
+__attribute__((target("avx2,f16c"))) inline __m256 load8(const uint16_t* b) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+}
+
+template <bool L2, typename B>
+__attribute__((target("avx2,f16c"))) float avx2_kernel(const float* a, const B* b, size_t n) {
   __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   size_t main = n / 32 * 32;
   for (size_t i = 0; i < main; i += 32) {
     __m256 a0 = _mm256_loadu_ps(a + i), a1 = _mm256_loadu_ps(a + i + 8);
     __m256 a2 = _mm256_loadu_ps(a + i + 16), a3 = _mm256_loadu_ps(a + i + 24);
-    __m256 b0 = _mm256_loadu_ps(b + i), b1 = _mm256_loadu_ps(b + i + 8);
-    __m256 b2 = _mm256_loadu_ps(b + i + 16), b3 = _mm256_loadu_ps(b + i + 24);
+    __m256 b0 = load8(b + i), b1 = load8(b + i + 8);
+    __m256 b2 = load8(b + i + 16), b3 = load8(b + i + 24);
     if (L2) {
       a0 = _mm256_sub_ps(a0, b0), a1 = _mm256_sub_ps(a1, b1), a2 = _mm256_sub_ps(a2, b2), a3 = _mm256_sub_ps(a3, b3);
       b0 = a0, b1 = a1, b2 = a2, b3 = a3;
@@ -59,17 +105,11 @@ __attribute__((target("avx2"))) float avx2_kernel(const float* a, const float* b
   __m256 f = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));  // s0+s1 = s[k]+s[k+8]
   float fa[8];
   _mm256_storeu_ps(fa, f);
-  float r = reduce8(fa);
-  for (size_t i = main; i < n; i++) {
-    float d = L2 ? a[i] - b[i] : a[i];
-    float p = L2 ? d * d : d * b[i];
-    r = r + p;
-  }
-  return r;
+  return add_tail<L2>(reduce8(fa), a, b, main, n);
 }
 
 bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   return yes;
 }
 
@@ -81,13 +121,18 @@ bool has_avx2() {
 // Two 16-lane accumulators hold the same 32 partial sums; folding each one's
 // 256-bit halves first keeps the canonical association
 // (s[k] + s[k+8]) + (s[k+16] + s[k+24]).
-template <bool L2>
-__attribute__((target("avx512f,avx512dq,avx2"))) float avx512_kernel(const float* a, const float* b, size_t n) {
+__attribute__((target("avx512f"))) inline __m512 load16(const float* b) { return _mm512_loadu_ps(b); }
+__attribute__((target("avx512f"))) inline __m512 load16(const uint16_t* b) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
+}
+
+template <bool L2, typename B>
+__attribute__((target("avx512f,avx512dq,avx2,f16c"))) float avx512_kernel(const float* a, const B* b, size_t n) {
   __m512 s0 = _mm512_setzero_ps(), s1 = s0;
   size_t main = n / 32 * 32;
   for (size_t i = 0; i < main; i += 32) {
     __m512 a0 = _mm512_loadu_ps(a + i), a1 = _mm512_loadu_ps(a + i + 16);
-    __m512 b0 = _mm512_loadu_ps(b + i), b1 = _mm512_loadu_ps(b + i + 16);
+    __m512 b0 = load16(b + i), b1 = load16(b + i + 16);
     if (L2) {
       a0 = _mm512_sub_ps(a0, b0), a1 = _mm512_sub_ps(a1, b1);
       b0 = a0, b1 = a1;
@@ -99,13 +144,7 @@ __attribute__((target("avx512f,avx512dq,avx2"))) float avx512_kernel(const float
   __m256 hi = _mm256_add_ps(_mm512_castps512_ps256(s1), _mm512_extractf32x8_ps(s1, 1));
   float fa[8];
   _mm256_storeu_ps(fa, _mm256_add_ps(lo, hi));
-  float r = reduce8(fa);
-  for (size_t i = main; i < n; i++) {
-    float d = L2 ? a[i] - b[i] : a[i];
-    float p = L2 ? d * d : d * b[i];
-    r = r + p;
-  }
-  return r;
+  return add_tail<L2>(reduce8(fa), a, b, main, n);
 }
 
 #pragma GCC diagnostic pop
@@ -117,14 +156,28 @@ bool has_avx512() {
 #endif
 
 #if defined(__wasm_simd128__)
-template <bool L2>
-float simd128_kernel(const float* a, const float* b, size_t n) {
+inline v128_t load4(const float* b) { return wasm_v128_load(b); }
+// Four halves to f32 at once, the same arithmetic as half_bits_to_float.
+inline v128_t half4_to_float4(v128_t h) {
+  v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
+  v128_t em = wasm_v128_and(h, wasm_i32x4_splat(0x7FFF));
+  v128_t normal = wasm_i32x4_add(wasm_i32x4_shl(em, 13), wasm_i32x4_splat(112 << 23));
+  v128_t is_inf = wasm_u32x4_ge(em, wasm_i32x4_splat(0x7C00));
+  normal = wasm_v128_or(normal, wasm_v128_and(is_inf, wasm_i32x4_splat(0x7F800000)));
+  v128_t sub = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(em), wasm_f32x4_splat(5.9604644775390625e-08f));
+  v128_t is_sub = wasm_u32x4_lt(em, wasm_i32x4_splat(0x0400));
+  return wasm_v128_or(sign, wasm_v128_bitselect(sub, normal, is_sub));
+}
+inline v128_t load4(const uint16_t* b) { return half4_to_float4(wasm_u32x4_load16x4(b)); }
+
+template <bool L2, typename B>
+float simd128_kernel(const float* a, const B* b, size_t n) {
   v128_t w[8];
   for (auto& x : w) x = wasm_f32x4_splat(0.0f);
   size_t main = n / 32 * 32;
   for (size_t i = 0; i < main; i += 32)
     for (int m = 0; m < 8; m++) {
-      v128_t x = wasm_v128_load(a + i + 4 * m), y = wasm_v128_load(b + i + 4 * m);
+      v128_t x = wasm_v128_load(a + i + 4 * m), y = load4(b + i + 4 * m);
       if (L2) {
         x = wasm_f32x4_sub(x, y);
         y = x;
@@ -137,13 +190,7 @@ float simd128_kernel(const float* a, const float* b, size_t n) {
   float fa[8];
   wasm_v128_store(fa, lo);
   wasm_v128_store(fa + 4, hi);
-  float r = reduce8(fa);
-  for (size_t i = main; i < n; i++) {
-    float d = L2 ? a[i] - b[i] : a[i];
-    float p = L2 ? d * d : d * b[i];
-    r = r + p;
-  }
-  return r;
+  return add_tail<L2>(reduce8(fa), a, b, main, n);
 }
 #endif
 
@@ -164,54 +211,56 @@ static bool has_f16c() {
 }
 #endif
 
-// Exact for every half value: normals rebias the exponent, subnormals are
-// scaled by a float multiply, inf/nan keep their payload. No branches.
+// Exact for every half value (half_bits_to_float). No branches.
 void f16_to_f32(const uint16_t* in, float* out, size_t n) {
 #ifdef KITFOX_X86
   if (has_f16c()) return f16_to_f32_f16c(in, out, n);
 #endif
-  for (size_t i = 0; i < n; i++) {
-    uint32_t h = in[i];
-    uint32_t sign = (h & 0x8000u) << 16;
-    uint32_t em = h & 0x7FFFu;
-    // Normal numbers: shift into place and rebias (112 << 23).
-    uint32_t normal = (em << 13) + (112u << 23);
-    // Inf/NaN: exponent all ones.
-    uint32_t is_inf = 0u - (uint32_t)(em >= 0x7C00u);
-    normal |= is_inf & 0x7F800000u;
-    // Subnormals and zero: em * 2^-24, exact in float.
-    float sub = (float)em * 5.9604644775390625e-08f;
-    uint32_t subbits;
-    memcpy(&subbits, &sub, 4);
-    uint32_t is_sub = 0u - (uint32_t)(em < 0x0400u);
-    uint32_t bits = sign | ((normal & ~is_sub) | (subbits & is_sub));
-    memcpy(&out[i], &bits, 4);
-  }
+  size_t i = 0;
+#if defined(__wasm_simd128__)
+  for (; i + 4 <= n; i += 4) wasm_v128_store(out + i, load4(in + i));
+#endif
+  for (; i < n; i++) out[i] = half_bits_to_float(in[i]);
 }
 
-DistanceKernel dot_kernel() {
+namespace {
+template <bool L2, typename B>
+float (*pick_kernel())(const float*, const B*, size_t) {
 #ifdef KITFOX_X86
-  if (has_avx512()) return avx512_kernel<false>;
-  if (has_avx2()) return avx2_kernel<false>;
+  if (has_avx512()) return avx512_kernel<L2, B>;
+  if (has_avx2()) return avx2_kernel<L2, B>;
 #endif
 #if defined(__wasm_simd128__)
-  return simd128_kernel<false>;
+  return simd128_kernel<L2, B>;
 #else
-  return scalar_kernel<false>;
+  return scalar_kernel<L2, B>;
 #endif
+}
+}  // namespace
+
+std::vector<KernelSet> kernel_sets() {
+  std::vector<KernelSet> out;
+#ifdef KITFOX_X86
+  if (has_avx512())
+    out.push_back({"avx512", avx512_kernel<false, float>, avx512_kernel<true, float>, avx512_kernel<false, uint16_t>,
+                   avx512_kernel<true, uint16_t>});
+  if (has_avx2())
+    out.push_back({"avx2", avx2_kernel<false, float>, avx2_kernel<true, float>, avx2_kernel<false, uint16_t>,
+                   avx2_kernel<true, uint16_t>});
+#endif
+#if defined(__wasm_simd128__)
+  out.push_back({"simd128", simd128_kernel<false, float>, simd128_kernel<true, float>, simd128_kernel<false, uint16_t>,
+                 simd128_kernel<true, uint16_t>});
+#endif
+  out.push_back({"scalar", scalar_kernel<false, float>, scalar_kernel<true, float>, scalar_kernel<false, uint16_t>,
+                 scalar_kernel<true, uint16_t>});
+  return out;
 }
 
-DistanceKernel l2sq_kernel() {
-#ifdef KITFOX_X86
-  if (has_avx512()) return avx512_kernel<true>;
-  if (has_avx2()) return avx2_kernel<true>;
-#endif
-#if defined(__wasm_simd128__)
-  return simd128_kernel<true>;
-#else
-  return scalar_kernel<true>;
-#endif
-}
+DistanceKernel dot_kernel() { return pick_kernel<false, float>(); }
+DistanceKernel l2sq_kernel() { return pick_kernel<true, float>(); }
+DistanceKernelF16 dot_f16_kernel() { return pick_kernel<false, uint16_t>(); }
+DistanceKernelF16 l2sq_f16_kernel() { return pick_kernel<true, uint16_t>(); }
 
 float dot_f32(const float* a, const float* b, size_t n) {
   static const DistanceKernel k = dot_kernel();

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "params.h"
 
@@ -27,7 +28,23 @@ using DistanceKernel = float (*)(const float*, const float*, size_t);
 DistanceKernel dot_kernel();
 DistanceKernel l2sq_kernel();
 
-// Half-precision storage: decoded branch-free to f32 first.
+// Half-precision storage: the same kernels with b given as f16, each value
+// decoded exactly as it is read, so the result has the same bits as
+// decoding b first and calling the f32 kernel.
+using DistanceKernelF16 = float (*)(const float*, const uint16_t*, size_t);
+DistanceKernelF16 dot_f16_kernel();
+DistanceKernelF16 l2sq_f16_kernel();
+
+// Every implementation this CPU can run, fastest first (the first is the one
+// in use); for tests that hold them all to the same bits.
+struct KernelSet {
+  const char* name;
+  DistanceKernel dot, l2sq;
+  DistanceKernelF16 dot16, l2sq16;
+};
+std::vector<KernelSet> kernel_sets();
+
+// Decodes f16 to f32, exactly and without branches.
 void f16_to_f32(const uint16_t* in, float* out, size_t n);
 
 // The distance the index orders by (smaller is nearer): cosine 1 - a.b

@@ -58,7 +58,7 @@ struct Scratch {
   uint16_t gen = 0;
   uint32_t sink = 0;  // keeps the touching loads of search_layer (WASM)
   std::vector<Hit> cand, res;
-  std::vector<float> a, b;
+  std::vector<float> a;            // select_neighbors: a candidate's vector (f16: decoded)
   std::vector<uint8_t> kept_pre;  // select_neighbors: which kept ones were pre-selected
   void visit_reset(size_t n) {
     if (marks.size() < n) marks.resize(n + n / 2, 0);
@@ -91,6 +91,7 @@ HnswIndex::HnswIndex(uint32_t dim, bool f16, HnswParams p) : dim_(dim), f16_(f16
   // at 128 dims f32 the search ran 25% faster than touching 256 bytes.
   touch_bytes_ = std::min<size_t>(vbytes_, 1024);
   kernel_ = p.metric == Metric::L2 ? l2sq_kernel() : dot_kernel();
+  kernel16_ = p.metric == Metric::L2 ? l2sq_f16_kernel() : dot_f16_kernel();
   sign_ = p.metric == Metric::L2 ? 1.0f : -1.0f;
   bias_ = p.metric == Metric::Cosine ? 1.0f : 0.0f;
 }
@@ -158,22 +159,28 @@ const float* HnswIndex::vec(uint32_t node, float* tmp) const {
   return tmp;
 }
 
-float HnswIndex::dist(const float* q, uint32_t node, float* tmp) const {
+// The kernel between f32 values and a stored vector (f16: decoded as read).
+float HnswIndex::kernel_to(const float* a, uint32_t node) const {
+  const char* p = raw(node);
+  if (f16_) return kernel16_(a, reinterpret_cast<const uint16_t*>(p), dim_);
+  return kernel_(a, reinterpret_cast<const float*>(p), dim_);
+}
+
+float HnswIndex::dist(const float* q, uint32_t node) const {
   // q is a prepared query: 1 - inv * q.v (cosine), l2sq, -q.v (dot).
-  float k = kernel_(q, vec(node, tmp), dim_);
+  float k = kernel_to(q, node);
   if (p_.metric == Metric::Cosine) return 1.0f - inv_[node] * k;
   return sign_ * k;
 }
 
-float HnswIndex::stored_dist(uint32_t a, const float* va, uint32_t b, float* tmp) const {
-  float k = kernel_(va, vec(b, tmp), dim_);
+float HnswIndex::stored_dist(uint32_t a, const float* va, uint32_t b) const {
+  float k = kernel_to(va, b);
   if (p_.metric == Metric::Cosine) return 1.0f - (inv_[a] * inv_[b]) * k;
   return sign_ * k;
 }
 
 float HnswIndex::distance_to(const float* q, uint32_t node) const {
-  std::vector<float> tmp(f16_ ? dim_ : 0);
-  return dist(q, node, tmp.data());
+  return dist(q, node);
 }
 
 uint32_t* HnswIndex::links(uint32_t node, int level) {
@@ -381,7 +388,6 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
                              std::vector<Hit>* out) const {
   Scratch& s = scratch();
   s.visit_reset(levels_.size());
-  if (f16_ && s.b.size() < dim_) s.b.resize(dim_);
   std::vector<Hit>& cand = s.cand;  // min-heap
   std::vector<Hit>& res = *out;     // max-heap of accepted
   res.clear();
@@ -433,7 +439,7 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
     if (!cand.empty()) __builtin_prefetch(links(cand.front().node, level));
     for (uint32_t j = 0; j < nf; j++) {
       uint32_t n = fresh[j];
-      Hit h{dist(q, n, s.b.data()), n};
+      Hit h{dist(q, n), n};
       if (res.size() < ef || hit_less(h, res.front())) {
         cand.push_back(h);
         std::push_heap(cand.begin(), cand.end(), HitGreater());
@@ -456,8 +462,7 @@ void HnswIndex::search(const float* q, size_t k, size_t ef, const std::function<
                        std::vector<Hit>* out) const {
   out->clear();
   if (entry_ < 0 || k == 0) return;
-  std::vector<float> tmp(f16_ ? dim_ : 0);
-  std::vector<Hit> ep{{dist(q, (uint32_t)entry_, tmp.data()), (uint32_t)entry_}}, next;
+  std::vector<Hit> ep{{dist(q, (uint32_t)entry_), (uint32_t)entry_}}, next;
   auto all = [](uint32_t) { return true; };
   for (int l = max_level_; l >= 1; l--) {
     search_layer(q, ep, kUpperBeam, l, all, &next);
@@ -478,13 +483,12 @@ void HnswIndex::search(const float* q, size_t k, size_t ef, const std::function<
 void HnswIndex::exact(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out) const {
   out->clear();
   if (k == 0) return;
-  std::vector<float> tmp(f16_ ? dim_ : 0);
   std::vector<Hit> heap;
   heap.reserve(k + 1);
   for (uint32_t n = 0; n < levels_.size(); n++) {
     if (!refs_[n]) continue;
     if (accept && !accept(n)) continue;
-    Hit h{dist(q, n, tmp.data()), n};
+    Hit h{dist(q, n), n};
     if (heap.size() < k) {
       heap.push_back(h);
       std::push_heap(heap.begin(), heap.end(), HitLessF());
@@ -506,7 +510,7 @@ void HnswIndex::select_neighbors(const std::vector<Hit>& cand, uint32_t m, std::
                                  const std::vector<uint8_t>* pre) const {
   out->clear();
   Scratch& s = scratch();
-  if (s.a.size() < dim_) s.a.resize(dim_), s.b.resize(dim_);
+  if (s.a.size() < dim_) s.a.resize(dim_);
   s.kept_pre.clear();
   for (size_t i = 0; i < cand.size(); i++) {
     const Hit& c = cand[i];
@@ -520,7 +524,7 @@ void HnswIndex::select_neighbors(const std::vector<Hit>& cand, uint32_t m, std::
     for (size_t k = 0; k < out->size(); k++) {
       if (c_pre && s.kept_pre[k]) continue;
       if (!cv) cv = vec(c.node, s.a.data());
-      if (stored_dist(c.node, cv, (*out)[k], s.b.data()) < c.distance) {
+      if (stored_dist(c.node, cv, (*out)[k]) < c.distance) {
         keep = false;
         break;
       }
@@ -530,11 +534,11 @@ void HnswIndex::select_neighbors(const std::vector<Hit>& cand, uint32_t m, std::
 }
 
 void HnswIndex::find_candidates(uint32_t node, int top, std::vector<std::vector<Hit>>* per_level) const {
-  std::vector<float> qbuf(dim_), tmp(f16_ ? dim_ : 0);
+  std::vector<float> qbuf(dim_);
   normalized(node, qbuf.data());
   const float* q = qbuf.data();
   per_level->resize(top + 1);
-  std::vector<Hit> ep{{dist(q, (uint32_t)entry_, tmp.data()), (uint32_t)entry_}}, next;
+  std::vector<Hit> ep{{dist(q, (uint32_t)entry_), (uint32_t)entry_}}, next;
   auto all = [](uint32_t) { return true; };
   for (int l = max_level_; l > top; l--) {
     search_layer(q, ep, 1, l, all, &next);
@@ -553,14 +557,12 @@ void HnswIndex::add_link(uint32_t from, uint32_t to, int level) {
     ls[++ls[0]] = to;
     return;
   }
-  Scratch& s = scratch();
-  if (s.a.size() < dim_) s.a.resize(dim_), s.b.resize(dim_);
   std::vector<float> fv(dim_);
   normalized(from, fv.data());
   std::vector<Hit> cand;
   cand.reserve(cap + 1);
-  for (uint32_t i = 1; i <= ls[0]; i++) cand.push_back({dist(fv.data(), ls[i], s.b.data()), ls[i]});
-  cand.push_back({dist(fv.data(), to, s.b.data()), to});
+  for (uint32_t i = 1; i <= ls[0]; i++) cand.push_back({dist(fv.data(), ls[i]), ls[i]});
+  cand.push_back({dist(fv.data(), to), to});
   std::sort(cand.begin(), cand.end(), HitLessF());
   std::vector<uint32_t> kept;
   select_neighbors(cand, cap, &kept);
@@ -577,7 +579,7 @@ void HnswIndex::add_link(uint32_t from, uint32_t to, int level) {
 void HnswIndex::link_node(uint32_t node, const std::vector<std::vector<Hit>>& per_level, const std::vector<Hit>& bound,
                           uint32_t chunk_start, std::vector<LinkRequest>* reverse) {
   int level = levels_[node];
-  std::vector<float> qv(dim_), tmp(f16_ ? dim_ : 0);
+  std::vector<float> qv(dim_);
   normalized(node, qv.data());
   const float* q = qv.data();
   std::vector<uint32_t> chosen;
@@ -589,7 +591,7 @@ void HnswIndex::link_node(uint32_t node, const std::vector<std::vector<Hit>>& pe
     near.clear();
     for (uint32_t y = chunk_start; y < node; y++)
       if (levels_[y] >= l) {
-        Hit h{dist(q, y, tmp.data()), y};
+        Hit h{dist(q, y), y};
         if (l >= (int)bound.size() || hit_less(h, bound[l])) near.push_back(h);
       }
     if (near.empty()) {

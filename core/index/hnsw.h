@@ -140,9 +140,10 @@ class HnswIndex {
   void read_all() const;  // every lazily loaded block
   const float* vec(uint32_t node, float* scratch) const;  // the stored vector as f32
   void normalized(uint32_t node, float* out) const;       // as a query: normalised for cosine
-  float dist(const float* q, uint32_t node, float* scratch) const;
+  float kernel_to(const float* a, uint32_t node) const;
+  float dist(const float* q, uint32_t node) const;
   // Between stored vectors: node a (its vector va, as vec() gives it) and b.
-  float stored_dist(uint32_t a, const float* va, uint32_t b, float* scratch) const;
+  float stored_dist(uint32_t a, const float* va, uint32_t b) const;
   float inv_norm(const float* v) const;
   void clear_graph();
   uint32_t* links(uint32_t node, int level);
@@ -172,6 +173,7 @@ class HnswIndex {
   uint32_t dim_;
   bool f16_;
   Kernel kernel_;  // dot or l2sq, chosen once
+  DistanceKernelF16 kernel16_;  // the same over f16 storage
   float sign_;     // distance = bias_ + sign_ * kernel
   float bias_;
   HnswParams p_;

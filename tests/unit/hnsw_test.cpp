@@ -204,3 +204,35 @@ TEST_CASE("cosine refuses a zero vector; non-finite values are refused") {
   REQUIRE(idx.prepare_query(v, &out, "v").is_ok());
   CHECK(out[0] == doctest::Approx(0.6));
 }
+
+TEST_CASE("every kernel sums in the canonical order: the same bits, f32 and f16 alike") {
+  // Every finite half value appears; lengths cover whole blocks of 32 and tails.
+  std::vector<uint16_t> halves;
+  for (uint32_t h = 0; h < 65536; h++)
+    if ((h & 0x7C00u) != 0x7C00u) halves.push_back((uint16_t)h);
+  std::vector<float> decoded(halves.size());
+  f16_to_f32(halves.data(), decoded.data(), halves.size());
+  bench::Clustered gen(800, 3);
+  auto q = gen.points(1, 11);
+  auto sets = kernel_sets();
+  REQUIRE(sets.back().name == std::string("scalar"));
+  CHECK(sets.front().name == std::string(kernel_name()));
+  const KernelSet& ref = sets.back();
+  auto same = [](float x, float y) { return std::isnan(x) ? std::isnan(y) : memcmp(&x, &y, 4) == 0; };
+  size_t checked = 0;
+  for (const KernelSet& k : sets)
+    for (size_t n : {1, 7, 31, 32, 33, 100, 768, 800})
+      for (size_t off = 0; off + n <= halves.size(); off += 997 * n)
+        for (bool l2 : {false, true}) {
+          const float* b = &decoded[off];
+          float want = (l2 ? ref.l2sq : ref.dot)(q.data(), b, n);
+          float f32 = (l2 ? k.l2sq : k.dot)(q.data(), b, n);
+          float f16 = (l2 ? k.l2sq16 : k.dot16)(q.data(), &halves[off], n);
+          if (!same(f32, want) || !same(f16, want))
+            FAIL_CHECK(k.name << " n " << n << " at " << off << (l2 ? " l2: " : " dot: ") << f32 << " / " << f16
+                              << " (f16) vs scalar " << want);
+          checked++;
+        }
+  MESSAGE("kernels: " << sets.size() << ", cases " << checked);
+  CHECK(checked > 100 * sets.size());
+}
