@@ -251,9 +251,10 @@ std::vector<KernelSet> kernel_sets() {
 #if defined(__wasm_simd128__)
   out.push_back({"simd128", simd128_kernel<false, float>, simd128_kernel<true, float>, simd128_kernel<false, uint16_t>,
                  simd128_kernel<true, uint16_t>});
-#endif
+#else  // (in WASM the scalar kernels would only add size)
   out.push_back({"scalar", scalar_kernel<false, float>, scalar_kernel<true, float>, scalar_kernel<false, uint16_t>,
                  scalar_kernel<true, uint16_t>});
+#endif
   return out;
 }
 

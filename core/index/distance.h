@@ -36,7 +36,8 @@ DistanceKernelF16 dot_f16_kernel();
 DistanceKernelF16 l2sq_f16_kernel();
 
 // Every implementation this CPU can run, fastest first (the first is the one
-// in use); for tests that hold them all to the same bits.
+// in use; natively the last is the scalar one); for tests that hold them all
+// to the same bits.
 struct KernelSet {
   const char* name;
   DistanceKernel dot, l2sq;
