@@ -616,7 +616,11 @@ void HnswIndex::link_node(uint32_t node, const std::vector<std::vector<Hit>>& pe
 
 // Runs f(i) for i in [begin, end) on a fixed set of threads (natively; in
 // order on the calling thread in WASM). The threads start once per
-// link_pending() and wait between the many small phases of a build.
+// link_pending() and wait between the many small phases of a build: first
+// polling for a while (yielding the CPU, so threads that share one still
+// progress), then asleep. A phase follows the last within microseconds,
+// much sooner than a sleeping thread wakes on a VM, where a wake-up can
+// cost tens of microseconds per phase.
 class Workers {
  public:
   explicit Workers(int threads) {
@@ -651,8 +655,9 @@ class Workers {
       }
       cv_.notify_all();
       work();
+      if (poll([&] { return active_.load() == 0; })) return;
       std::unique_lock lk(mu_);
-      done_.wait(lk, [&] { return active_ == 0; });
+      done_.wait(lk, [&] { return active_.load() == 0; });
       return;
     }
 #endif
@@ -661,12 +666,22 @@ class Workers {
 
  private:
 #if !defined(__EMSCRIPTEN__)
+  // True as soon as ready() holds, false after about 100 us of polling.
+  template <typename Ready>
+  static bool poll(const Ready& ready) {
+    for (int i = 0; i < 2000; i++) {
+      if (ready()) return true;
+      std::this_thread::yield();
+    }
+    return ready();
+  }
   void work() {
     for (uint32_t i; (i = next_.fetch_add(1)) < end_;) call_(ctx_, i);
   }
   void loop() {
     uint64_t seen = 0;
     for (;;) {
+      poll([&] { return gen_.load() != seen || stop_.load(); });
       {
         std::unique_lock lk(mu_);
         cv_.wait(lk, [&] { return stop_ || gen_ != seen; });
@@ -674,16 +689,18 @@ class Workers {
         seen = gen_;
       }
       work();
-      std::lock_guard lk(mu_);
-      if (--active_ == 0) done_.notify_one();
+      if (active_.fetch_sub(1) == 1) {
+        std::lock_guard lk(mu_);
+        done_.notify_one();
+      }
     }
   }
   std::vector<std::thread> ts_;
   std::mutex mu_;
   std::condition_variable cv_, done_;
-  bool stop_ = false;
-  uint64_t gen_ = 0;
-  int active_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> gen_{0};
+  std::atomic<int> active_{0};
   std::atomic<uint32_t> next_{0};
   uint32_t end_ = 0;
   const void* ctx_ = nullptr;
