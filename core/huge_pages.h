@@ -6,10 +6,16 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <memory>
+
+#include <vector>
 
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
 #include <sys/mman.h>
+
+#include <cstdlib>
+#define KITFOX_MREMAP 1
 #endif
 
 namespace kitfox {
@@ -44,6 +50,63 @@ struct HugePageAllocator {
   void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
   template <typename U>
   bool operator==(const HugePageAllocator<U>&) const { return true; }
+};
+
+// A byte array that grows at its end (the part of a vector table written
+// since the last checkpoint). On Linux it is a mapping of its own, grown with
+// mremap: growing copies nothing and touches no page, so every page is
+// written once, when its bytes are stored (a std::vector that doubles zeroes
+// each byte and then copies it at every doubling). Bytes added by resize()
+// are not initialised: the caller writes them.
+class GrowBuffer {
+ public:
+  GrowBuffer() = default;
+  GrowBuffer(const GrowBuffer&) = delete;
+  GrowBuffer& operator=(const GrowBuffer&) = delete;
+  ~GrowBuffer() { release(); }
+
+  char* data() { return p_; }
+  const char* data() const { return p_; }
+  size_t size() const { return n_; }
+  size_t capacity() const { return cap_; }
+
+  void resize(size_t n) {
+    if (n > cap_) reserve(std::max(n, cap_ * 2));
+    n_ = n;
+  }
+  // Frees the memory (size 0).
+  void release() {
+#ifdef KITFOX_MREMAP
+    if (p_) munmap(p_, cap_);
+#else
+    std::vector<char>().swap(v_);
+#endif
+    p_ = nullptr;
+    n_ = cap_ = 0;
+  }
+
+ private:
+  void reserve(size_t want) {
+#ifdef KITFOX_MREMAP
+    constexpr size_t kGrain = 64 << 10;
+    size_t cap = (want + kGrain - 1) / kGrain * kGrain;
+    void* p = p_ ? mremap(p_, cap_, cap, MREMAP_MAYMOVE)
+                 : mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) std::abort();  // out of memory, as a std::vector would
+    p_ = static_cast<char*>(p);
+    cap_ = cap;
+    advise_huge_pages(p_, cap_);
+#else
+    v_.resize(want);
+    p_ = v_.data();
+    cap_ = want;
+#endif
+  }
+  char* p_ = nullptr;
+  size_t n_ = 0, cap_ = 0;
+#ifndef KITFOX_MREMAP
+  std::vector<char> v_;
+#endif
 };
 
 }  // namespace kitfox

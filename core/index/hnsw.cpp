@@ -60,6 +60,7 @@ struct Scratch {
   std::vector<Hit> cand, res;
   std::vector<float> a;            // select_neighbors: a candidate's vector (f16: decoded)
   std::vector<uint8_t> kept_pre;  // select_neighbors: which kept ones were pre-selected
+  std::vector<uint16_t> halves;   // put: an f16 vector's stored form
   void visit_reset(size_t n) {
     if (marks.size() < n) marks.resize(n + n / 2, 0);
     if (++gen == 0) {
@@ -200,8 +201,7 @@ const uint32_t* HnswIndex::links(uint32_t node, int level) const {
 void HnswIndex::rebase(const char* table, const char* links0) {
   base_ = table;
   base_n_ = (uint32_t)node_doc_.size();
-  extra_.clear();
-  extra_.shrink_to_fit();
+  extra_.release();
   lazy_table_.reset();
   lazy_links_.reset();
   links0_.clear();
@@ -249,20 +249,24 @@ int HnswIndex::random_level(uint32_t node) const {
   return level;
 }
 
-uint32_t HnswIndex::fingerprint(const float* v) const {
-  // FNV-1a over the stored bytes.
-  uint32_t h = 2166136261u;
-  if (f16_) {
-    for (uint32_t i = 0; i < dim_; i++) {
-      uint16_t x = float_to_half(v[i]);
-      h = (h ^ (x & 0xFF)) * 16777619u;
-      h = (h ^ (x >> 8)) * 16777619u;
-    }
-  } else {
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(v);
-    for (size_t i = 0; i < (size_t)dim_ * 4; i++) h = (h ^ b[i]) * 16777619u;
+// Of the stored bytes (vbytes_): four 64-bit lanes, each word xored in and
+// multiplied (independent chains, so about a byte per cycle), then mixed.
+// Only a filter: equal fingerprints are confirmed by comparing the bytes.
+uint32_t HnswIndex::fingerprint(const char* bytes) const {
+  uint64_t h[4] = {1, 2, 3, 4};
+  size_t words = vbytes_ / 8, i = 0;
+  for (; i < words; i++) {
+    uint64_t w;
+    memcpy(&w, bytes + i * 8, 8);
+    h[i & 3] = (h[i & 3] ^ w) * 0x9E3779B97F4A7C15ull;
   }
-  return h;
+  uint64_t tail = 0;
+  memcpy(&tail, bytes + words * 8, vbytes_ - words * 8);
+  uint64_t x = splitmix(h[0] ^ tail);
+  x = splitmix(x ^ h[1]);
+  x = splitmix(x ^ h[2]);
+  x = splitmix(x ^ h[3] ^ vbytes_);
+  return (uint32_t)(x >> 32) ^ (uint32_t)x;
 }
 
 void HnswIndex::build_doc_map() {
@@ -279,13 +283,16 @@ void HnswIndex::build_doc_map() {
 
 void HnswIndex::put(int64_t doc, const float* v) {
   build_doc_map();
-  uint32_t fp = fingerprint(v);
-  std::vector<float> tmp(f16_ ? dim_ : 0);
-  auto same = [&](uint32_t n) {
-    if (fp_[n] != fp) return false;
-    const float* s = vec(n, tmp.data());
-    return memcmp(s, v, (size_t)dim_ * 4) == 0;
-  };
+  // The stored form: the floats themselves, or their halves.
+  const char* bytes = reinterpret_cast<const char*>(v);
+  std::vector<uint16_t>& halves = scratch().halves;
+  if (f16_) {
+    halves.resize(dim_);
+    for (uint32_t i = 0; i < dim_; i++) halves[i] = float_to_half(v[i]);
+    bytes = reinterpret_cast<const char*>(halves.data());
+  }
+  uint32_t fp = fingerprint(bytes);
+  auto same = [&](uint32_t n) { return fp_[n] == fp && memcmp(raw(n), bytes, vbytes_) == 0; };
   auto it = doc_node_.find(doc);
   if (it != doc_node_.end()) {
     if (same(it->second)) return;
@@ -304,12 +311,7 @@ void HnswIndex::put(int64_t doc, const float* v) {
   uint32_t n = (uint32_t)levels_.size();
   size_t off = extra_.size();
   extra_.resize(off + vbytes_);
-  if (f16_) {
-    uint16_t* h = reinterpret_cast<uint16_t*>(extra_.data() + off);
-    for (uint32_t i = 0; i < dim_; i++) h[i] = float_to_half(v[i]);
-  } else {
-    memcpy(extra_.data() + off, v, vbytes_);
-  }
+  memcpy(extra_.data() + off, bytes, vbytes_);
   int level = random_level(n);
   own_links();
   levels_.push_back((uint8_t)level);
@@ -824,7 +826,7 @@ void HnswIndex::serialize(std::string& meta, std::string& table, std::string& gr
   append_extent(table, base_, (size_t)base_n_ * vbytes_, lazy_table_.get());
   table.append(extra_.data(), extra_.size());
 
-  put_u32(graph, 4);  // layout version
+  put_u32(graph, 5);  // layout version (5: fingerprints of the stored bytes, 4 lanes)
   put_u32(graph, (uint32_t)p_.metric);
   put_u32(graph, p_.m);
   put_u32(graph, p_.ef_construction);
@@ -863,7 +865,7 @@ bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const Ex
   if (refsum != docs || nm > refsum) return false;
   base_ = table.data();
   base_n_ = (uint32_t)n;
-  extra_.clear();
+  extra_.release();
   lazy_table_.reset();
   if (how.lazy && n) lazy_table_ = std::make_unique<LazyExtent>(ext, how.read, how.chunk);
   doc_count_ = docs;
@@ -892,7 +894,7 @@ void HnswIndex::clear_graph() {
 bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const ExtentLoad& how) {
   uint64_t n = node_doc_.size();
   Reader r(graph);
-  if (r.u32() != 4 || r.u32() != (uint32_t)p_.metric || r.u32() != p_.m || r.u32() != p_.ef_construction) return false;
+  if (r.u32() != 5 || r.u32() != (uint32_t)p_.metric || r.u32() != p_.m || r.u32() != p_.ef_construction) return false;
   if (r.u64() != n) return false;
   int64_t entry = (int64_t)r.u64();
   int max_level = (int)r.u32();
@@ -969,7 +971,7 @@ void HnswIndex::rebuild_graph(int threads) {
     const float* v = vec(node, tmp.data());
     int level = random_level(node);
     levels_.push_back((uint8_t)level);
-    fp_.push_back(fingerprint(v));
+    fp_.push_back(fingerprint(raw(node)));
     if (p_.metric == Metric::Cosine) inv_.push_back(inv_norm(v));
     links0_.resize(links0_.size() + 1 + 2 * p_.m, 0);
     upper_off_.push_back((uint32_t)upper_.size());

@@ -150,7 +150,7 @@ class HnswIndex {
   const uint32_t* links(uint32_t node, int level) const;
   uint32_t max_links(int level) const { return level == 0 ? 2 * p_.m : p_.m; }
   int random_level(uint32_t node) const;
-  uint32_t fingerprint(const float* v) const;
+  uint32_t fingerprint(const char* stored_bytes) const;
   void build_doc_map();
   struct Candidates;
   // accept(node) decides which visited nodes may be results (all are walked).
@@ -184,7 +184,7 @@ class HnswIndex {
   // Vector table: nodes below base_n_ in a loaded image, the rest here.
   const char* base_ = nullptr;
   uint32_t base_n_ = 0;
-  std::vector<char, HugePageAllocator<char>> extra_;
+  GrowBuffer extra_;
   // Blocks of the table and the level-0 lists still to read (lazy loading).
   mutable std::unique_ptr<LazyExtent> lazy_table_, lazy_links_;
 

@@ -139,6 +139,27 @@ TEST_CASE("identical vectors share a node; deletes leave tombstones that are nev
   for (auto& h : out) CHECK(h.node != 1);
 }
 
+TEST_CASE("f16: vectors with the same halves share a node, others do not") {
+  HnswIndex idx(35, true, HnswParams{Metric::L2, 4, 20, 20});  // 70 bytes: words and a tail
+  std::vector<float> a(35), b(35), c(35), pa, pb, pc;
+  for (int i = 0; i < 35; i++) a[i] = 0.1f * (float)i - 1.5f;
+  b = a;
+  b[34] = std::nextafter(a[34], 0.0f);  // rounds to the same half
+  c = a;
+  c[34] = a[34] + 0.25f;  // in the tail, a different half
+  REQUIRE(idx.prepare(a.data(), &pa, "a").is_ok());
+  REQUIRE(idx.prepare(b.data(), &pb, "b").is_ok());
+  REQUIRE(idx.prepare(c.data(), &pc, "c").is_ok());
+  idx.put(1, pa.data());
+  idx.put(2, pb.data());
+  idx.put(3, pc.data());
+  idx.link_pending(1);
+  CHECK(idx.nodes() == 2);
+  CHECK(idx.documents() == 3);
+  CHECK(idx.node_of(1) == idx.node_of(2));
+  CHECK(idx.node_of(3) != idx.node_of(1));
+}
+
 TEST_CASE("serialize and load: the same answers, the vector table used in place") {
   const uint32_t dim = 32;
   bench::Clustered gen(dim, 10);
