@@ -879,13 +879,14 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
   for (const SelectItem& s : st.select)
     if (s.expr || s.path.size() != 1 || s.path[0] != "id") ids_only = false;
   for (size_t i = (size_t)offset; i < heap.size(); i++) {
-    const uint64_t* loc = c.ids.find(heap[i].id);
-    if (!loc) continue;
     Value row;
     if (ids_only) {
+      // Every document an index names exists (writes keep both in step).
       row = Value::object();
       row.append("id", Value::integer(heap[i].id));
     } else {
+      const uint64_t* loc = c.ids.find(heap[i].id);
+      if (!loc) continue;
       Value d;
       KF_TRY(decode_document(c.def, heap[i].id, body(*loc), &d, &c));
       Status perr;
@@ -960,6 +961,7 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
   };
   auto expand = [&](const std::vector<Hit>& hits) {
     heap.clear();
+    for (const Hit& h : hits) index->prefetch_docs(h.node);  // the misses side by side
     for (const Hit& h : hits) {
       ids.clear();
       index->docs_of(h.node, &ids);
