@@ -33,28 +33,6 @@ uint16_t float_to_half(float f) {
   return (uint16_t)h;
 }
 
-float half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
-  uint32_t x;
-  if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do { e++; mant <<= 1; } while (!(mant & 0x400));
-      x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3FF) << 13);
-    }
-  } else if (exp == 31) {
-    x = sign | 0x7F800000 | (mant << 13);
-  } else {
-    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
 void encode_value(std::string& out, const Value& v, bool f16) {
   switch (v.kind()) {
     case Kind::Null: return;  // not stored

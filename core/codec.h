@@ -84,7 +84,29 @@ class Reader {
 };
 
 uint16_t float_to_half(float f);
-float half_to_float(uint16_t h);
+
+// A half to f32, exactly, without branches (the distance kernels decode with
+// it as they read f16 vectors): normals rebias the exponent, subnormals are
+// scaled by a float multiply, inf/nan keep their payload.
+inline float half_to_float(uint16_t half) {
+  uint32_t h = half;
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t em = h & 0x7FFFu;
+  // Normal numbers: shift into place and rebias (112 << 23).
+  uint32_t normal = (em << 13) + (112u << 23);
+  // Inf/NaN: exponent all ones.
+  uint32_t is_inf = 0u - (uint32_t)(em >= 0x7C00u);
+  normal |= is_inf & 0x7F800000u;
+  // Subnormals and zero: em * 2^-24, exact in float.
+  float sub = (float)em * 5.9604644775390625e-08f;
+  uint32_t subbits;
+  memcpy(&subbits, &sub, 4);
+  uint32_t is_sub = 0u - (uint32_t)(em < 0x0400u);
+  uint32_t bits = sign | ((normal & ~is_sub) | (subbits & is_sub));
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
 
 // Resolves tag-12 references: the vector of `node` in field `field_id`'s table.
 class VectorSource {

@@ -4,17 +4,15 @@
 // asking for them makes searches over memory we own 10-20% faster. A
 // no-op elsewhere, and for memory we do not own (a mapped file).
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
+#include <cstdlib>
 #include <memory>
-
 #include <vector>
 
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
 #include <sys/mman.h>
-
-#include <cstdlib>
 #define KITFOX_MREMAP 1
 #endif
 

@@ -1,5 +1,7 @@
 #include "distance.h"
 
+#include "../codec.h"
+
 #include <cstring>
 #include <vector>
 
@@ -17,29 +19,20 @@ namespace {
 
 inline float reduce8(const float a[8]) { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])); }
 
-// One half to f32, exactly: normals rebias the exponent, subnormals are
-// scaled by a float multiply, inf/nan keep their payload. No branches.
-inline float half_bits_to_float(uint32_t h) {
-  uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t em = h & 0x7FFFu;
-  // Normal numbers: shift into place and rebias (112 << 23).
-  uint32_t normal = (em << 13) + (112u << 23);
-  // Inf/NaN: exponent all ones.
-  uint32_t is_inf = 0u - (uint32_t)(em >= 0x7C00u);
-  normal |= is_inf & 0x7F800000u;
-  // Subnormals and zero: em * 2^-24, exact in float.
-  float sub = (float)em * 5.9604644775390625e-08f;
-  uint32_t subbits;
-  memcpy(&subbits, &sub, 4);
-  uint32_t is_sub = 0u - (uint32_t)(em < 0x0400u);
-  uint32_t bits = sign | ((normal & ~is_sub) | (subbits & is_sub));
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
 inline float load_elem(const float* b, size_t i) { return b[i]; }
-inline float load_elem(const uint16_t* b, size_t i) { return half_bits_to_float(b[i]); }
+inline float load_elem(const uint16_t* b, size_t i) { return half_to_float(b[i]); }
+
+// The dimensions after the last full block of 32, one by one.
+template <bool L2, typename B>
+inline float add_tail(float r, const float* a, const B* b, size_t main, size_t n) {
+  for (size_t i = main; i < n; i++) {
+    float x = load_elem(b, i);
+    float d = L2 ? a[i] - x : a[i];
+    float p = L2 ? d * d : d * x;
+    r = r + p;
+  }
+  return r;
+}
 
 // The canonical order, one element at a time; `B` is float (f32 storage) or
 // uint16_t (f16 storage, decoded as it is read).
@@ -56,26 +49,7 @@ float scalar_kernel(const float* a, const B* b, size_t n) {
     }
   float f[8];
   for (int k = 0; k < 8; k++) f[k] = (s[k] + s[k + 8]) + (s[k + 16] + s[k + 24]);
-  float r = reduce8(f);
-  for (size_t i = main; i < n; i++) {
-    float x = load_elem(b, i);
-    float d = L2 ? a[i] - x : a[i];
-    float p = L2 ? d * d : d * x;
-    r = r + p;
-  }
-  return r;
-}
-
-// The dimensions after the last full block of 32, one by one.
-template <bool L2, typename B>
-inline float add_tail(float r, const float* a, const B* b, size_t main, size_t n) {
-  for (size_t i = main; i < n; i++) {
-    float x = load_elem(b, i);
-    float d = L2 ? a[i] - x : a[i];
-    float p = L2 ? d * d : d * x;
-    r = r + p;
-  }
-  return r;
+  return add_tail<L2>(reduce8(f), a, b, main, n);
 }
 
 #ifdef KITFOX_X86
@@ -157,7 +131,7 @@ bool has_avx512() {
 
 #if defined(__wasm_simd128__)
 inline v128_t load4(const float* b) { return wasm_v128_load(b); }
-// Four halves to f32 at once, the same arithmetic as half_bits_to_float.
+// Four halves to f32 at once, the same arithmetic as half_to_float.
 inline v128_t half4_to_float4(v128_t h) {
   v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
   v128_t em = wasm_v128_and(h, wasm_i32x4_splat(0x7FFF));
@@ -211,7 +185,7 @@ static bool has_f16c() {
 }
 #endif
 
-// Exact for every half value (half_bits_to_float). No branches.
+// Exact for every half value (half_to_float). No branches.
 void f16_to_f32(const uint16_t* in, float* out, size_t n) {
 #ifdef KITFOX_X86
   if (has_f16c()) return f16_to_f32_f16c(in, out, n);
@@ -220,7 +194,7 @@ void f16_to_f32(const uint16_t* in, float* out, size_t n) {
 #if defined(__wasm_simd128__)
   for (; i + 4 <= n; i += 4) wasm_v128_store(out + i, load4(in + i));
 #endif
-  for (; i < n; i++) out[i] = half_bits_to_float(in[i]);
+  for (; i < n; i++) out[i] = half_to_float(in[i]);
 }
 
 namespace {
