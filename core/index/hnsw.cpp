@@ -668,7 +668,7 @@ class Workers {
 
  private:
 #if !defined(__EMSCRIPTEN__)
-  // True as soon as ready() holds, false after about 100 us of polling.
+  // True as soon as ready() holds, false after 2,000 yields (about a millisecond).
   template <typename Ready>
   static bool poll(const Ready& ready) {
     for (int i = 0; i < 2000; i++) {

@@ -22,10 +22,10 @@
 // in one canonical order. New nodes are linked in chunks of kChunk: every
 // node of a chunk searches the graph as it stood before the chunk and writes
 // its own lists from what it found plus those of the chunk's earlier nodes
-// the search would have kept (in parallel natively, serially in WASM); then the reverse links are added,
-// grouped by the node they change, each group in a fixed order. The result
-// does not depend on the thread count, so native and WASM build the same
-// graph from the same writes.
+// the search would have kept (in parallel natively, serially in WASM); then
+// the reverse links are added, grouped by the node they change, each group
+// in a fixed order. The result does not depend on the thread count, so
+// native and WASM build the same graph from the same writes.
 #pragma once
 #include <cstdint>
 #include <functional>
