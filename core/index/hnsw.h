@@ -158,10 +158,11 @@ class HnswIndex {
   uint32_t fingerprint(const char* stored_bytes) const;
   void build_doc_map();
   struct Candidates;
-  // accept(node) decides which visited nodes may be results (all are walked).
+  // accept(node) decides which visited nodes may be results (all are walked);
+  // out gets the nearest `keep` of the ef found, nearest first.
   template <typename Accept>
   void search_layer(const float* q, const std::vector<Hit>& entry, size_t ef, int level, const Accept& accept,
-                    std::vector<Hit>* out) const;
+                    std::vector<Hit>* out, size_t keep = SIZE_MAX) const;
   void select_neighbors(const std::vector<Hit>& cand, uint32_t m, std::vector<uint32_t>* out,
                         const std::vector<uint8_t>* pre = nullptr) const;
   void find_candidates(uint32_t node, int top, std::vector<std::vector<Hit>>* per_level) const;
@@ -179,8 +180,7 @@ class HnswIndex {
   bool f16_;
   Kernel kernel_;  // dot or l2sq, chosen once
   DistanceKernelF16 kernel16_;  // the same over f16 storage
-  float sign_;     // distance = bias_ + sign_ * kernel
-  float bias_;
+  float sign_;     // l2 and dot: distance = sign_ * kernel
   HnswParams p_;
   size_t vbytes_;  // bytes per stored vector
   size_t prefetch_bytes_;  // of a neighbour's vector, while its list is scanned
