@@ -49,6 +49,10 @@ class Value {
   void set(std::string_view key, Value v);
   bool erase(std::string_view key);
   void append(std::string key, Value v) { keys_.push_back(std::move(key)); items_.push_back(std::move(v)); }
+  void reserve_keys(size_t n) {
+    keys_.reserve(n);
+    items_.reserve(n);
+  }
   void push(Value v) { items_.push_back(std::move(v)); }
   size_t size() const { return kind_ == Kind::Vector ? vec_.size() : kind_ == Kind::Object || kind_ == Kind::List ? items_.size() : s_.size(); }
 

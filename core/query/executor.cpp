@@ -64,6 +64,13 @@ class Evaluator {
  public:
   Evaluator(const std::vector<Value>& params) : params_(params) {}
 
+  // A literal or a given parameter, in place (no copy); else null.
+  const Value* ref(const Expr& e) const {
+    if (e.kind == ExprKind::Literal) return &e.value;
+    if (e.kind == ExprKind::Param && e.param >= 1 && (size_t)e.param <= params_.size()) return &params_[e.param - 1];
+    return nullptr;
+  }
+
   // Values without a document: literals, params, list/object literals.
   Status constant(const Expr& e, Value* out) const {
     switch (e.kind) {
@@ -869,7 +876,7 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
   if (st.count) return Status(Code::Syntax, "'count' cannot be combined with 'near'", st.near_pos);
   if (!st.order.empty()) return Status(Code::Syntax, "'near' orders rows by distance; it cannot be combined with 'order'", st.order[0].pos);
   size_t need = (size_t)offset + (limit < 0 ? 10 : (size_t)limit);
-  std::vector<DocHit> heap;
+  thread_local std::vector<DocHit> heap;
   Metric metric;
   KF_TRY(near_hits(c, st, ev, need, &heap, &metric));
   QueryResult res;
@@ -883,6 +890,7 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
     if (ids_only) {
       // Every document an index names exists (writes keep both in step).
       row = Value::object();
+      row.reserve_keys(2);
       row.append("id", Value::integer(heap[i].id));
     } else {
       const uint64_t* loc = c.ids.find(heap[i].id);
@@ -906,12 +914,18 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
   if (!f) return not_found_field(st.near_field, c.def, st.near_pos);
   if (f->type.kind != TypeKind::Vector)
     return Status(Code::Type, "'near' needs a vector field; '" + f->name + "' is " + type_name(f->type), st.near_pos);
+  // A query vector given as one, of the field's dimension, is used in place
+  // (prepare_query checks its values); anything else is coerced first.
+  const Value* qvp = ev.ref(*st.near_value);
   Value raw, qv;
-  KF_TRY(ev.constant(*st.near_value, &raw));
-  Type qt = f->type;
-  qt.f16 = false;
-  Status cs = coerce(raw, qt, "near " + f->name, &qv);
-  if (!cs.is_ok()) return Status(cs.code(), cs.message(), st.near_value->pos);
+  if (!qvp || qvp->kind() != Kind::Vector || qvp->vec().size() != f->type.dim) {
+    KF_TRY(ev.constant(*st.near_value, &raw));
+    Type qt = f->type;
+    qt.f16 = false;
+    Status cs = coerce(raw, qt, "near " + f->name, &qv);
+    if (!cs.is_ok()) return Status(cs.code(), cs.message(), st.near_value->pos);
+    qvp = &qv;
+  }
   KF_ASSIGN(int64_t ef, count_arg(ev, st.near_ef, "ef"));
   if (st.near_ef && (ef < 1 || ef > 100000)) return Status(Code::Invalid, "ef must be between 1 and 100000", st.near_ef->pos);
 
@@ -923,8 +937,8 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
   std::optional<HnswIndex> unindexed;
   if (!index) unindexed.emplace(f->type.dim, false, params);
   HnswIndex& shape = index ? *index : *unindexed;
-  std::vector<float> q;
-  Status ps = shape.prepare_query(qv.vec().data(), &q, "near " + f->name);
+  thread_local std::vector<float> q;  // reused: a search allocates nothing once warm
+  Status ps = shape.prepare_query(qvp->vec().data(), &q, "near " + f->name);
   if (!ps.is_ok()) return Status(ps.code(), ps.message(), st.near_value->pos);
   if (ef < 0) ef = params.ef_search;
 
@@ -942,7 +956,7 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
 
   std::vector<DocHit>& heap = *out;  // max-heap of the best `need`
   heap.clear();
-  std::vector<int64_t> ids;
+  thread_local std::vector<int64_t> ids;
   auto exact_filtered = [&]() -> Status {
     heap.clear();
     std::vector<float> v;
@@ -975,7 +989,7 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
     note("near " + fname + ": exact scan of the documents (no index), cosine");
     KF_TRY(exact_filtered());
   } else if (!st.where) {
-    std::vector<Hit> hits;
+    thread_local std::vector<Hit> hits;
     if (st.near_exact) index->exact(q.data(), need, nullptr, &hits);
     else index->search(q.data(), need, (size_t)ef, nullptr, &hits);
     if (t_plan) note("near " + fname + (st.near_exact ? ": exact scan of the vector table" : ": hnsw search, ef " + std::to_string(ef)));
