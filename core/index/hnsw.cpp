@@ -58,6 +58,8 @@ struct Scratch {
   uint16_t gen = 0;
   uint32_t sink = 0;  // keeps the touching loads of search_layer (WASM)
   std::vector<Hit> cand, res;
+  std::vector<Hit> ep, next;       // search, find_candidates: the entry points per level
+  std::vector<float> q;            // find_candidates: the node's normalised vector
   std::vector<float> a;            // select_neighbors: a candidate's vector (f16: decoded)
   std::vector<uint8_t> kept_pre;  // select_neighbors: which kept ones were pre-selected
   std::vector<uint16_t> halves;   // put: an f16 vector's stored form
@@ -472,7 +474,10 @@ void HnswIndex::search(const float* q, size_t k, size_t ef, const std::function<
                        std::vector<Hit>* out) const {
   out->clear();
   if (entry_ < 0 || k == 0) return;
-  std::vector<Hit> ep{{dist(q, (uint32_t)entry_), (uint32_t)entry_}}, next;
+  Scratch& s = scratch();
+  std::vector<Hit>& ep = s.ep;
+  std::vector<Hit>& next = s.next;
+  ep.assign(1, Hit{dist(q, (uint32_t)entry_), (uint32_t)entry_});
   auto all = [](uint32_t) { return true; };
   for (int l = max_level_; l >= 1; l--) {
     search_layer(q, ep, kUpperBeam, l, all, &next);
@@ -543,11 +548,14 @@ void HnswIndex::select_neighbors(const std::vector<Hit>& cand, uint32_t m, std::
 }
 
 void HnswIndex::find_candidates(uint32_t node, int top, std::vector<std::vector<Hit>>* per_level) const {
-  std::vector<float> qbuf(dim_);
-  normalized(node, qbuf.data());
-  const float* q = qbuf.data();
+  Scratch& s = scratch();
+  s.q.resize(dim_);
+  normalized(node, s.q.data());
+  const float* q = s.q.data();
   per_level->resize(top + 1);
-  std::vector<Hit> ep{{dist(q, (uint32_t)entry_), (uint32_t)entry_}}, next;
+  std::vector<Hit>& ep = s.ep;
+  std::vector<Hit>& next = s.next;
+  ep.assign(1, Hit{dist(q, (uint32_t)entry_), (uint32_t)entry_});
   auto all = [](uint32_t) { return true; };
   for (int l = max_level_; l > top; l--) {
     search_layer(q, ep, 1, l, all, &next);
