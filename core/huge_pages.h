@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -59,6 +60,9 @@ struct HugePageAllocator {
 class GrowBuffer {
  public:
   GrowBuffer() = default;
+  // `first_at`: an address hint for the first mapping (tests place it where
+  // the mapping can grow in place).
+  explicit GrowBuffer(void* first_at) : hint_(first_at) {}
   GrowBuffer(const GrowBuffer&) = delete;
   GrowBuffer& operator=(const GrowBuffer&) = delete;
   ~GrowBuffer() { release(); }
@@ -88,12 +92,24 @@ class GrowBuffer {
 #ifdef KITFOX_MREMAP
     constexpr size_t kGrain = 64 << 10;
     size_t cap = (want + kGrain - 1) / kGrain * kGrain;
-    void* p = p_ ? mremap(p_, cap_, cap, MREMAP_MAYMOVE)
-                 : mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) std::abort();  // out of memory, as a std::vector would
+    void* p = p_ ? mremap(p_, cap_, cap, MREMAP_MAYMOVE) : MAP_FAILED;
+    if (p == MAP_FAILED) {
+      // The first mapping, or (should mremap refuse) a new one and a copy.
+      p = mmap(p_ ? nullptr : hint_, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) std::abort();  // out of memory, as a std::vector would
+      if (p_) {
+        memcpy(p, p_, n_);
+        munmap(p_, cap_);
+      }
+    }
     p_ = static_cast<char*>(p);
     cap_ = cap;
-    advise_huge_pages(p_, cap_);
+#ifdef MADV_HUGEPAGE
+    // Advice for the whole mapping, never part of it: advising only its
+    // 2 MiB-aligned middle would split it into several mappings, and mremap
+    // cannot grow a range that spans more than one (it fails with EFAULT).
+    if (cap_ >= (4u << 20)) madvise(p_, cap_, MADV_HUGEPAGE);
+#endif
 #else
     v_.resize(want);
     p_ = v_.data();
@@ -101,6 +117,7 @@ class GrowBuffer {
 #endif
   }
   char* p_ = nullptr;
+  void* hint_ = nullptr;
   size_t n_ = 0, cap_ = 0;
 #ifndef KITFOX_MREMAP
   std::vector<char> v_;

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 #include <memory>
 #include <set>
 
@@ -270,4 +274,55 @@ TEST_CASE("every kernel sums in the canonical order: the same bits, f32 and f16 
         }
   MESSAGE("kernels: " << sets.size() << ", cases " << checked);
   CHECK(checked > 100 * sets.size());
+}
+
+TEST_CASE("GrowBuffer keeps its bytes as it grows past huge-page sizes") {
+  // Growth in steps of a vector's size, as the unsaved part of a vector table
+  // grows. Each step writes its bytes; every byte must read back after the
+  // buffer has grown (and, on Linux, been remapped) many times, including past
+  // the sizes where huge pages are requested for part of the mapping.
+  for (size_t step : {512, 1024, 1536, 3072}) {
+    size_t total = 24u << 20;
+    void* hint = nullptr;
+#ifdef __linux__
+    // Where it can grow in place from an address that is not 2 MiB-aligned:
+    // 64 KiB into a free range (mapped to find one, then unmapped).
+    void* r = mmap(nullptr, total + (8u << 20), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(r != MAP_FAILED);
+    munmap(r, total + (8u << 20));
+    hint = (char*)r + (64u << 10);
+#endif
+    GrowBuffer b(hint);
+    for (size_t n = 0; n < total; n += step) {
+      b.resize(n + step);
+      for (size_t i = 0; i < step; i += 8) {
+        uint64_t v = (n + i) * 0x9E3779B97F4A7C15ull;
+        memcpy(b.data() + n + i, &v, 8);
+      }
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i + 8 <= b.size(); i += 8) {
+      uint64_t v, want = i * 0x9E3779B97F4A7C15ull;
+      memcpy(&v, b.data() + i, 8);
+      bad += v != want;
+    }
+    CHECK_MESSAGE(bad == 0, "step " << step);
+    CHECK(b.size() == (total + step - 1) / step * step);
+#ifdef __linux__
+    // One mapping from start to end: were it split (as huge-page advice for
+    // part of it would do), the next mremap could not grow it.
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    uintptr_t lo = (uintptr_t)b.data(), hi = lo + b.capacity();
+    int pieces = 0;
+    while (std::getline(maps, line)) {
+      uintptr_t a = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+      uintptr_t e = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+      pieces += a < hi && e > lo;
+    }
+    CHECK_MESSAGE(pieces == 1, "step " << step << ": the buffer spans " << pieces << " mappings");
+#endif
+    b.release();
+    CHECK(b.size() == 0);
+  }
 }
