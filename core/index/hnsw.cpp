@@ -93,6 +93,7 @@ HnswIndex::HnswIndex(uint32_t dim, bool f16, HnswParams p) : dim_(dim), f16_(f16
   // In WASM, where "prefetching" is a load, the whole vector (up to 1 KiB):
   // at 128 dims f32 the search ran 25% faster than touching 256 bytes.
   touch_bytes_ = std::min<size_t>(vbytes_, 1024);
+  batch_dists_ = vbytes_ <= 1024;
   kernel_ = p.metric == Metric::L2 ? l2sq_kernel() : dot_kernel();
   kernel16_ = p.metric == Metric::L2 ? l2sq_f16_kernel() : dot_f16_kernel();
   sign_ = p.metric == Metric::L2 ? 1.0f : -1.0f;
@@ -440,14 +441,16 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
     }
     s.sink += touched;
     if (!cand.empty()) __builtin_prefetch(links(cand.front().node, level));
-    // The distances first, apart from the branches that use them: a
-    // mispredicted branch would otherwise wait for each distance in turn
-    // instead of letting them overlap (8% faster at 128 dimensions).
+    // Small vectors: the distances first, apart from the branches that use
+    // them, so that their loads overlap (a mispredicted branch would wait for
+    // each in turn): 7-8% faster at 128 and 256 dims f32. Vectors over 1 KiB
+    // spend longer computing than waiting, and interleaving was 2-3% faster.
     float fd[512];
-    for (uint32_t j = 0; j < nf; j++) fd[j] = dist(q, fresh[j]);
+    if (batch_dists_)
+      for (uint32_t j = 0; j < nf; j++) fd[j] = dist(q, fresh[j]);
     for (uint32_t j = 0; j < nf; j++) {
       uint32_t n = fresh[j];
-      Hit h{fd[j], n};
+      Hit h{batch_dists_ ? fd[j] : dist(q, n), n};
       if (res.size() < ef || hit_less(h, res.front())) {
         cand.push_back(h);
         std::push_heap(cand.begin(), cand.end(), HitGreater());

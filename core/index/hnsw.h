@@ -185,6 +185,7 @@ class HnswIndex {
   size_t vbytes_;  // bytes per stored vector
   size_t prefetch_bytes_;  // of a neighbour's vector, while its list is scanned
   size_t touch_bytes_;     // the same in WASM (loaded)
+  bool batch_dists_;       // search_layer: a node's neighbour distances before comparing them
 
   // Vector table: nodes below base_n_ in a loaded image, the rest here.
   const char* base_ = nullptr;
