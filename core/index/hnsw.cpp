@@ -50,6 +50,12 @@ uint64_t splitmix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Accepts every node: one type for search() and find_candidates(), so that
+// they share one instantiation of search_layer.
+struct AllNodes {
+  bool operator()(uint32_t) const { return true; }
+};
+
 // Per-thread search state, reused so that a search allocates nothing once warm.
 struct Scratch {
   // Visited marks: 2 bytes per node keep the array small in cache; cleared
@@ -446,11 +452,12 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
     // each in turn): 7-8% faster at 128 and 256 dims f32. Vectors over 1 KiB
     // spend longer computing than waiting, and interleaving was 2-3% faster.
     float fd[512];
-    if (batch_dists_)
-      for (uint32_t j = 0; j < nf; j++) fd[j] = dist(q, fresh[j]);
+    uint32_t done = 0;  // distances computed (one call site keeps the code small)
     for (uint32_t j = 0; j < nf; j++) {
+      if (j == done)
+        for (uint32_t upto = batch_dists_ ? nf : j + 1; done < upto; done++) fd[done] = dist(q, fresh[done]);
       uint32_t n = fresh[j];
-      Hit h{batch_dists_ ? fd[j] : dist(q, n), n};
+      Hit h{fd[j], n};
       if (res.size() < ef || hit_less(h, res.front())) {
         cand.push_back(h);
         std::push_heap(cand.begin(), cand.end(), HitGreater());
@@ -480,8 +487,9 @@ void HnswIndex::search(const float* q, size_t k, size_t ef, const std::function<
   Scratch& s = scratch();
   std::vector<Hit>& ep = s.ep;
   std::vector<Hit>& next = s.next;
-  ep.assign(1, Hit{dist(q, (uint32_t)entry_), (uint32_t)entry_});
-  auto all = [](uint32_t) { return true; };
+  ep.clear();
+  ep.push_back(Hit{dist(q, (uint32_t)entry_), (uint32_t)entry_});
+  AllNodes all;
   for (int l = max_level_; l >= 1; l--) {
     search_layer(q, ep, kUpperBeam, l, all, &next);
     ep.swap(next);
@@ -558,8 +566,9 @@ void HnswIndex::find_candidates(uint32_t node, int top, std::vector<std::vector<
   per_level->resize(top + 1);
   std::vector<Hit>& ep = s.ep;
   std::vector<Hit>& next = s.next;
-  ep.assign(1, Hit{dist(q, (uint32_t)entry_), (uint32_t)entry_});
-  auto all = [](uint32_t) { return true; };
+  ep.clear();
+  ep.push_back(Hit{dist(q, (uint32_t)entry_), (uint32_t)entry_});
+  AllNodes all;
   for (int l = max_level_; l > top; l--) {
     search_layer(q, ep, 1, l, all, &next);
     ep.swap(next);
