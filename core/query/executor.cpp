@@ -302,6 +302,49 @@ class Evaluator {
   const std::vector<Value>& params_;
 };
 
+// A where clause tested on the fields it reads, each decoded alone: a
+// filter on one small field need not decode a document's text and vectors
+// (a 128-dim vector is 512 bytes to copy) for every row it rejects.
+class RowFilter {
+ public:
+  RowFilter(const Evaluator& ev, const Expr* where, const Collection& c) : ev_(ev), where_(where), c_(c) {
+    if (!where) return;
+    collect(*where);
+    // One document shape, reused: the id, then each field the clause names
+    // (null when a document lacks it, which a path reads the same way).
+    doc_ = Value::object();
+    doc_.reserve_keys(1 + fields_.size());
+    doc_.append("id", Value());
+    for (const Field* f : fields_) doc_.append(f->name, Value());
+  }
+  // Whether document `id` (stored as `body`) passes; every document passes
+  // an absent clause. A document that does not decode is an error.
+  Status test(int64_t id, std::string_view body, bool* pass) {
+    *pass = true;
+    if (!where_) return Status::ok();
+    std::vector<Value>& v = doc_.mutable_items();
+    v[0] = Value::integer(id);
+    for (size_t i = 0; i < fields_.size(); i++) KF_TRY(decode_field(body, fields_[i]->id, &v[i + 1], &c_));
+    KF_TRY(ev_.eval(*where_, doc_, &t_));
+    *pass = Evaluator::truthy(t_);
+    return Status::ok();
+  }
+
+ private:
+  void collect(const Expr& e) {
+    if (e.kind == ExprKind::Path && !e.path.empty()) {
+      const Field* f = c_.def.field(e.path[0]);
+      if (f && std::find(fields_.begin(), fields_.end(), f) == fields_.end()) fields_.push_back(f);
+    }
+    for (const ExprPtr& k : e.kids) collect(*k);
+  }
+  const Evaluator& ev_;
+  const Expr* where_;
+  const Collection& c_;
+  std::vector<const Field*> fields_;  // the fields the clause names
+  Value doc_, t_;
+};
+
 namespace {
 
 Result<int64_t> count_arg(const Evaluator& ev, const ExprPtr& e, const char* what) {
@@ -488,13 +531,14 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
 // f returns false. Each is decoded into `doc`.
 template <typename F>
 Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, F&& f) {
-  Value doc, t;
+  Value doc;
+  RowFilter filter(ev, where, c);
   auto visit = [&](int64_t id, uint64_t loc, bool* more) -> Status {
-    KF_TRY(decode_document(c.def, id, eng.body(loc), &doc, &c));
-    if (where) {
-      KF_TRY(ev.eval(*where, doc, &t));
-      if (!Evaluator::truthy(t)) return Status::ok();
-    }
+    std::string_view b = eng.body(loc);
+    bool pass;
+    KF_TRY(filter.test(id, b, &pass));
+    if (!pass) return Status::ok();
+    KF_TRY(decode_document(c.def, id, b, &doc, &c));
     *more = f(doc);
     return Status::ok();
   };
@@ -759,16 +803,18 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
            (st.order[0].desc ? " (descending)" : ""));
       if (st.where) note("filter: where " + expr_text(*st.where));
       int64_t skipped = 0;
-      Value doc, t;
+      Value doc;
       Status inner;
+      RowFilter filter(ev, st.where.get(), *c);
       idx->ordered(st.order[0].desc, [&](const Value&, int64_t id) {
         if (limit >= 0 && (int64_t)res.rows.size() >= limit) return false;
         const uint64_t* loc = c->ids.find(id);
         if (!loc) return true;
-        inner = decode_document(c->def, id, body(*loc), &doc, c);
-        if (inner.is_ok() && st.where) inner = ev.eval(*st.where, doc, &t);
+        bool pass;
+        inner = filter.test(id, body(*loc), &pass);
+        if (inner.is_ok() && pass) inner = decode_document(c->def, id, body(*loc), &doc, c);
         if (!inner.is_ok()) return false;
-        if (st.where && !Evaluator::truthy(t)) return true;
+        if (!pass) return true;
         if (skipped < offset) {
           skipped++;
           return true;
@@ -943,15 +989,15 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
   if (ef < 0) ef = params.ef_search;
 
   // Filter test of one document.
-  Value doc, t;
   Status inner;
+  RowFilter filter(ev, st.where.get(), c);
   auto passes = [&](int64_t id) {
     if (!st.where) return true;
     const uint64_t* loc = c.ids.find(id);
     if (!loc) return false;
-    inner = decode_document(c.def, id, body(*loc), &doc, &c);
-    if (inner.is_ok()) inner = ev.eval(*st.where, doc, &t);
-    return inner.is_ok() && Evaluator::truthy(t);
+    bool pass;
+    inner = filter.test(id, body(*loc), &pass);
+    return inner.is_ok() && pass;
   };
 
   std::vector<DocHit>& heap = *out;  // max-heap of the best `need`
@@ -1093,16 +1139,16 @@ Result<QueryResult> Engine::match_query(Collection& c, const Statement& st, cons
   note("match " + c.def.name + "." + f->name + ": bm25 top-k (wand) over " + std::to_string(tokens.size()) + " tokens" +
        (st.where ? ", filtering while merging" : ""));
 
-  Value doc, t;
   Status inner;
+  RowFilter filter(ev, st.where.get(), c);
   std::function<bool(int64_t)> accept;
   if (st.where)
     accept = [&](int64_t id) {
       const uint64_t* loc = c.ids.find(id);
       if (!loc) return false;
-      inner = decode_document(c.def, id, body(*loc), &doc, &c);
-      if (inner.is_ok()) inner = ev.eval(*st.where, doc, &t);
-      return inner.is_ok() && Evaluator::truthy(t);
+      bool pass;
+      inner = filter.test(id, body(*loc), &pass);
+      return inner.is_ok() && pass;
     };
 
   struct Out {
@@ -1217,15 +1263,15 @@ Status Engine::lookup_children(const Lookup& lk, const Value& parent, const Eval
     Value doc;
   };
   std::vector<Child> kids;
-  Value doc, t;
+  Value doc;
+  RowFilter filter(ev, cs.where.get(), *c);
   for (int64_t id : ids) {
     const uint64_t* loc = c->ids.find(id);
     if (!loc) continue;
+    bool pass;
+    KF_TRY(filter.test(id, body(*loc), &pass));
+    if (!pass) continue;
     KF_TRY(decode_document(c->def, id, body(*loc), &doc, c));
-    if (cs.where) {
-      KF_TRY(ev.eval(*cs.where, doc, &t));
-      if (!Evaluator::truthy(t)) continue;
-    }
     Child ch;
     for (const OrderKey& k : cs.order) {
       Value kv;
