@@ -527,9 +527,11 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
   return false;
 }
 
-// Visits the documents a where clause selects, in ascending id order, until
-// f returns false. Each is decoded into `doc`.
-template <typename F>
+// Visits the documents a where clause selects, in ascending id order (or an
+// index's candidate order), until f returns false. Each is decoded into `doc`.
+// kWhole false: f takes the id alone, and no document is decoded beyond the
+// fields the filter reads (scan_where_ids).
+template <bool kWhole = true, typename F>
 Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, F&& f) {
   Value doc;
   RowFilter filter(ev, where, c);
@@ -538,8 +540,12 @@ Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* w
     bool pass;
     KF_TRY(filter.test(id, b, &pass));
     if (!pass) return Status::ok();
-    KF_TRY(decode_document(c.def, id, b, &doc, &c));
-    *more = f(doc);
+    if constexpr (kWhole) {
+      KF_TRY(decode_document(c.def, id, b, &doc, &c));
+      *more = f(doc);
+    } else {
+      *more = f(id);
+    }
     return Status::ok();
   };
   std::vector<int64_t> ids;
@@ -564,6 +570,12 @@ Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* w
     return st.is_ok() && more;
   });
   return st;
+}
+
+// The ids of the documents a where clause selects, as scan_where visits them.
+template <typename F>
+Status scan_where_ids(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, F&& f) {
+  return scan_where<false>(eng, c, ev, where, std::forward<F>(f));
 }
 
 // The source-like text of an expression, for explain.
@@ -773,7 +785,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
   if (st.count) {
     int64_t n = 0;
     if (!st.where) n = (int64_t)c->ids.size();
-    else KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value&) { n++; return true; }));
+    else KF_TRY(scan_where_ids(*this, *c, ev, st.where.get(), [&](int64_t) { n++; return true; }));
     res.rows.push_back(row1("count", Value::integer(n)));
     return res;
   }
@@ -1005,17 +1017,17 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
   thread_local std::vector<int64_t> ids;
   auto exact_filtered = [&]() -> Status {
     heap.clear();
-    std::vector<float> v;
-    return scan_where(*this, c, ev, st.where.get(), [&](const Value& d) {
-      int64_t id = d.items()[0].as_int();
-      if (index) {
+    if (index)  // the vectors are in the index: no document is decoded
+      return scan_where_ids(*this, c, ev, st.where.get(), [&](int64_t id) {
         int64_t node = index->node_of(id);
         if (node >= 0) keep_best(heap, need, {index->distance_to(q.data(), (uint32_t)node), id});
-      } else {
-        const Value* fv = d.get(f->name);
-        if (fv && fv->kind() == Kind::Vector && shape.prepare_query(fv->vec().data(), &v, f->name).is_ok())
-          keep_best(heap, need, {distance(params.metric, q.data(), v.data(), f->type.dim), id});
-      }
+        return true;
+      });
+    std::vector<float> v;
+    return scan_where(*this, c, ev, st.where.get(), [&](const Value& d) {
+      const Value* fv = d.get(f->name);
+      if (fv && fv->kind() == Kind::Vector && shape.prepare_query(fv->vec().data(), &v, f->name).is_ok())
+        keep_best(heap, need, {distance(params.metric, q.data(), v.data(), f->type.dim), d.items()[0].as_int()});
       return true;
     });
   };
@@ -1943,10 +1955,10 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
     case StmtKind::Del: {
       if (st.where) KF_TRY(check_expr(c->def, *st.where));
       int64_t n = 0;
-      KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value& doc) {
+      KF_TRY(scan_where_ids(*this, *c, ev, st.where.get(), [&](int64_t id) {
         put_u8(ops, format::kOpDel);
         put_varint(ops, c->def.id);
-        put_varint(ops, zigzag(doc.items()[0].as_int()));
+        put_varint(ops, zigzag(id));
         nops++;
         n++;
         return true;
