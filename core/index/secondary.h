@@ -64,13 +64,12 @@ void SecondaryIndex::ordered(bool desc, F&& f) const {
       if (!f(k, id)) return;
     return;
   }
-  // Descending by key, ascending by id within a key.
+  // Descending by key, ascending by id within a key: each group of equal
+  // keys is found by its first entry (a tree search), not by stepping back
+  // through it, so a limit stops the walk after as many entries as it takes.
   auto it = sorted_.end();
-  std::vector<int64_t> group;
   while (it != sorted_.begin()) {
-    auto last = std::prev(it);
-    auto first = last;
-    while (first != sorted_.begin() && compare(std::prev(first)->first, last->first) == 0) --first;
+    auto first = sorted_.lower_bound({std::prev(it)->first, INT64_MIN});
     for (auto g = first; g != it; ++g)
       if (!f(g->first, g->second)) return;
     it = first;
