@@ -807,8 +807,22 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
 
   // Ordered by one field with a @sorted index: walk the index in order (equal
   // keys by ascending id, as the sort gives), filter, stop at the limit.
+  // Unless the where takes few candidates from an id lookup or another index:
+  // the walk reads about want x N / candidates documents before it has `want`
+  // rows (when the filter is independent of the order), sorting reads the
+  // candidates once, so candidates^2 < want x N sorts them instead.
   if (st.order.size() == 1 && !st.order[0].expr) {
     int si = find_secondary(*c, st.order[0].path, true);
+    if (si >= 0 && st.where) {
+      std::vector<int64_t> cand;
+      std::vector<std::string>* plan = t_plan;
+      t_plan = nullptr;  // a probe: scan_where plans again (and notes) if it wins
+      bool narrowed = id_lookup(ev, st.where.get(), &cand) || index_candidates(*this, *c, ev, st.where.get(), &cand);
+      t_plan = plan;
+      double n = (double)c->ids.size(), k = (double)cand.size();
+      double want = limit < 0 ? n : (double)(offset + limit);
+      if (narrowed && k * k < want * n) si = -1;
+    }
     if (si >= 0) {
       KF_ASSIGN(SecondaryIndex * idx, secondary(*c, (size_t)si));
       note("index " + c->def.name + "." + join(st.order[0].path) + " (@sorted) gives the order" +
