@@ -527,6 +527,84 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
   return false;
 }
 
+// The count of a where clause that an index answers exactly, without
+// testing any document: the index's candidates are then exactly the
+// documents the clause selects. The clause is on one top-level field of a
+// scalar type (int, float, text, bool, timestamp) that has an index, and is
+// either one `field = constant` / `field in [constants]`, or a range on a
+// @sorted index with a lower bound: `field > | >= c` alone or with one
+// `field < | <= c2`. No constant is null, and a range's constants are of the
+// field's kind (numbers for int and float): the index orders keys of other
+// kinds and nulls (first) too, where the language's comparison is unknown.
+// The index keys each document by the field's value, compared as the
+// language compares it (5 and 5.0 are one key, ISO text matches a
+// timestamp), and is updated with every write.
+bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, int64_t* n) {
+  if (!where) return false;
+  std::vector<const Expr*> conj{where};
+  if (where->kind == ExprKind::And) {
+    conj = {where->kids[0].get(), where->kids[1].get()};
+    if (conj[0]->kind == ExprKind::And || conj[1]->kind == ExprKind::And) return false;
+  }
+  auto is_const = [](const Expr& x) { return x.kind == ExprKind::Literal || x.kind == ExprKind::Param || x.kind == ExprKind::ListLit; };
+  const std::vector<std::string>* path = nullptr;
+  int lower = 0, upper = 0, equal = 0;
+  for (const Expr* e : conj) {
+    const Expr* p = nullptr;
+    const Expr* konst = nullptr;
+    CmpOp op = CmpOp::Eq;
+    if (e->kind == ExprKind::Compare && e->op != CmpOp::Ne && e->op != CmpOp::Contains) {
+      bool left = e->kids[0]->kind == ExprKind::Path && is_const(*e->kids[1]);
+      bool right = e->kids[1]->kind == ExprKind::Path && is_const(*e->kids[0]);
+      if (!left && !right) return false;
+      p = left ? e->kids[0].get() : e->kids[1].get();
+      konst = left ? e->kids[1].get() : e->kids[0].get();
+      op = e->op;
+      if (right) op = op == CmpOp::Lt ? CmpOp::Gt : op == CmpOp::Gt ? CmpOp::Lt : op == CmpOp::Le ? CmpOp::Ge : op == CmpOp::Ge ? CmpOp::Le : op;
+    } else if (e->kind == ExprKind::In && !e->negate && e->kids[0]->kind == ExprKind::Path && is_const(*e->kids[1])) {
+      p = e->kids[0].get();
+      konst = e->kids[1].get();
+    } else {
+      return false;
+    }
+    if (path && p->path != *path) return false;
+    path = &p->path;
+    if (path->size() != 1 || (*path)[0] == "id") return false;
+    const Field* f = c.def.field((*path)[0]);
+    if (!f) return false;
+    TypeKind k = f->type.kind;
+    if (k != TypeKind::Int && k != TypeKind::Float && k != TypeKind::Text && k != TypeKind::Bool && k != TypeKind::Timestamp)
+      return false;
+    Value kv;
+    if (!ev.constant(*konst, &kv).is_ok() || kv.is_null()) return false;
+    if (e->kind == ExprKind::In) {
+      if (kv.kind() != Kind::List) return false;
+      for (const Value& x : kv.items())
+        if (x.is_null()) return false;
+      equal++;
+      continue;
+    }
+    if (op == CmpOp::Eq) {
+      equal++;
+      continue;
+    }
+    Value key;
+    if (!index_constant(c, *path, kv, &key)) return false;
+    bool numeric = k == TypeKind::Int || k == TypeKind::Float;
+    bool same = numeric ? key.kind() == Kind::Int || key.kind() == Kind::Float
+                        : key.kind() == (k == TypeKind::Text ? Kind::Text : k == TypeKind::Bool ? Kind::Bool : Kind::Timestamp);
+    if (!same) return false;
+    (op == CmpOp::Gt || op == CmpOp::Ge ? lower : upper)++;
+  }
+  bool exact = conj.size() == 1 ? equal == 1 || lower == 1 : lower == 1 && upper == 1;
+  if (!exact || find_secondary(c, *path, lower > 0) < 0) return false;
+  std::vector<int64_t> ids;
+  if (!index_candidates(eng, c, ev, where, &ids)) return false;
+  note("count: the index's candidates, exactly the documents the where selects");
+  *n = (int64_t)ids.size();
+  return true;
+}
+
 // Visits the documents a where clause selects, in ascending id order (or an
 // index's candidate order), until f returns false. Each is decoded into `doc`.
 // kWhole false: f takes the id alone, and no document is decoded beyond the
@@ -785,7 +863,8 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
   if (st.count) {
     int64_t n = 0;
     if (!st.where) n = (int64_t)c->ids.size();
-    else KF_TRY(scan_where_ids(*this, *c, ev, st.where.get(), [&](int64_t) { n++; return true; }));
+    else if (!index_count(*this, *c, ev, st.where.get(), &n))
+      KF_TRY(scan_where_ids(*this, *c, ev, st.where.get(), [&](int64_t) { n++; return true; }));
     res.rows.push_back(row1("count", Value::integer(n)));
     return res;
   }
