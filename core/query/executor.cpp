@@ -426,6 +426,38 @@ bool index_constant(const Collection& c, const std::vector<std::string>& path, V
   return true;
 }
 
+// One conjunct an index can answer: `path op constant` (either side; the op
+// as seen from the path: 5 < x is x > 5; never != or ~) or `path in
+// constant`. False for anything else.
+struct IndexTerm {
+  const Expr* path = nullptr;
+  const Expr* konst = nullptr;
+  CmpOp op = CmpOp::Eq;  // Eq for in
+  bool in = false;
+};
+bool index_term(const Expr& e, IndexTerm* t) {
+  auto is_const = [](const Expr& x) { return x.kind == ExprKind::Literal || x.kind == ExprKind::Param || x.kind == ExprKind::ListLit; };
+  *t = IndexTerm{};
+  if (e.kind == ExprKind::Compare && e.op != CmpOp::Ne && e.op != CmpOp::Contains) {
+    bool left = e.kids[0]->kind == ExprKind::Path && is_const(*e.kids[1]);
+    bool right = e.kids[1]->kind == ExprKind::Path && is_const(*e.kids[0]);
+    if (!left && !right) return false;
+    t->path = left ? e.kids[0].get() : e.kids[1].get();
+    t->konst = left ? e.kids[1].get() : e.kids[0].get();
+    CmpOp op = e.op;
+    if (right) op = op == CmpOp::Lt ? CmpOp::Gt : op == CmpOp::Gt ? CmpOp::Lt : op == CmpOp::Le ? CmpOp::Ge : op == CmpOp::Ge ? CmpOp::Le : op;
+    t->op = op;
+    return true;
+  }
+  if (e.kind == ExprKind::In && !e.negate && e.kids[0]->kind == ExprKind::Path && is_const(*e.kids[1])) {
+    t->path = e.kids[0].get();
+    t->konst = e.kids[1].get();
+    t->in = true;
+    return true;
+  }
+  return false;
+}
+
 // Candidate ids from a secondary index for one of the where clause's
 // conjuncts: a superset of the matches (the whole clause is still evaluated
 // on each), so the answer is exactly the scan's.
@@ -442,34 +474,16 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
       conj.push_back(e);
     }
   }
-  auto is_const = [](const Expr& x) { return x.kind == ExprKind::Literal || x.kind == ExprKind::Param || x.kind == ExprKind::ListLit; };
   // Pass 1: equality and in (any kind; unique first). Pass 2: ranges (sorted).
   for (int pass = 0; pass < 2; pass++)
     for (const Expr* e : conj) {
-      const Expr* path = nullptr;
-      const Expr* konst = nullptr;
-      CmpOp op = CmpOp::Eq;
-      if (e->kind == ExprKind::Compare && e->op != CmpOp::Ne && e->op != CmpOp::Contains) {
-        bool left = e->kids[0]->kind == ExprKind::Path && is_const(*e->kids[1]);
-        bool right = e->kids[1]->kind == ExprKind::Path && is_const(*e->kids[0]);
-        if (!left && !right) continue;
-        path = left ? e->kids[0].get() : e->kids[1].get();
-        konst = left ? e->kids[1].get() : e->kids[0].get();
-        op = e->op;
-        if (right) {  // 5 < x is x > 5
-          if (op == CmpOp::Lt) op = CmpOp::Gt;
-          else if (op == CmpOp::Gt) op = CmpOp::Lt;
-          else if (op == CmpOp::Le) op = CmpOp::Ge;
-          else if (op == CmpOp::Ge) op = CmpOp::Le;
-        }
-      } else if (e->kind == ExprKind::In && !e->negate && e->kids[0]->kind == ExprKind::Path && is_const(*e->kids[1])) {
-        path = e->kids[0].get();
-        konst = e->kids[1].get();
-      } else {
-        continue;
-      }
+      IndexTerm term;
+      if (!index_term(*e, &term)) continue;
+      const Expr* path = term.path;
+      const Expr* konst = term.konst;
+      CmpOp op = term.op;
       if (path->path[0] == "id") continue;
-      bool range = e->kind == ExprKind::Compare && op != CmpOp::Eq;
+      bool range = !term.in && op != CmpOp::Eq;
       if ((pass == 0) == range) continue;
       int i = find_secondary(c, path->path, range);
       if (i < 0) continue;
@@ -479,7 +493,7 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
       if (!si.is_ok()) return false;
       std::string name = c.def.name + "." + expr_text(*path) + " (@" + secondary_name(c.def.secondary[i].kind) + ")";
       ids->clear();
-      if (e->kind == ExprKind::In) {
+      if (term.in) {
         if (kv.kind() != Kind::List) return false;
         std::vector<int64_t> part;
         for (const Value& x : kv.items()) {
@@ -505,17 +519,11 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
             };
             take(op, k);
             for (const Expr* o : conj) {
-              if (o == e || o->kind != ExprKind::Compare) continue;
-              bool l2 = o->kids[0]->kind == ExprKind::Path && is_const(*o->kids[1]);
-              bool r2 = o->kids[1]->kind == ExprKind::Path && is_const(*o->kids[0]);
-              if (!l2 && !r2) continue;
-              const Expr* p2 = l2 ? o->kids[0].get() : o->kids[1].get();
-              if (p2->path != path->path) continue;
-              CmpOp o2 = o->op;
-              if (r2) o2 = o2 == CmpOp::Lt ? CmpOp::Gt : o2 == CmpOp::Gt ? CmpOp::Lt : o2 == CmpOp::Le ? CmpOp::Ge : o2 == CmpOp::Ge ? CmpOp::Le : o2;
+              IndexTerm t2;
+              if (o == e || !index_term(*o, &t2) || t2.in || t2.path->path != path->path) continue;
               Value v2, k2;
-              if (!ev.constant(*(l2 ? o->kids[1] : o->kids[0]), &v2).is_ok()) continue;
-              if (index_constant(c, path->path, v2, &k2)) take(o2, std::move(k2));
+              if (!ev.constant(*t2.konst, &v2).is_ok()) continue;
+              if (index_constant(c, path->path, v2, &k2)) take(t2.op, std::move(k2));
             }
             (*si)->range(has_lo ? &lo : nullptr, lo_incl, has_hi ? &hi : nullptr, hi_incl, ids);
           }
@@ -546,29 +554,15 @@ bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* wh
     conj = {where->kids[0].get(), where->kids[1].get()};
     if (conj[0]->kind == ExprKind::And || conj[1]->kind == ExprKind::And) return false;
   }
-  auto is_const = [](const Expr& x) { return x.kind == ExprKind::Literal || x.kind == ExprKind::Param || x.kind == ExprKind::ListLit; };
   const std::vector<std::string>* path = nullptr;
   int lower = 0, upper = 0, equal = 0;
   for (const Expr* e : conj) {
-    const Expr* p = nullptr;
-    const Expr* konst = nullptr;
-    CmpOp op = CmpOp::Eq;
-    if (e->kind == ExprKind::Compare && e->op != CmpOp::Ne && e->op != CmpOp::Contains) {
-      bool left = e->kids[0]->kind == ExprKind::Path && is_const(*e->kids[1]);
-      bool right = e->kids[1]->kind == ExprKind::Path && is_const(*e->kids[0]);
-      if (!left && !right) return false;
-      p = left ? e->kids[0].get() : e->kids[1].get();
-      konst = left ? e->kids[1].get() : e->kids[0].get();
-      op = e->op;
-      if (right) op = op == CmpOp::Lt ? CmpOp::Gt : op == CmpOp::Gt ? CmpOp::Lt : op == CmpOp::Le ? CmpOp::Ge : op == CmpOp::Ge ? CmpOp::Le : op;
-    } else if (e->kind == ExprKind::In && !e->negate && e->kids[0]->kind == ExprKind::Path && is_const(*e->kids[1])) {
-      p = e->kids[0].get();
-      konst = e->kids[1].get();
-    } else {
-      return false;
-    }
-    if (path && p->path != *path) return false;
-    path = &p->path;
+    IndexTerm term;
+    if (!index_term(*e, &term)) return false;
+    const Expr* konst = term.konst;
+    CmpOp op = term.op;
+    if (path && term.path->path != *path) return false;
+    path = &term.path->path;
     if (path->size() != 1 || (*path)[0] == "id") return false;
     const Field* f = c.def.field((*path)[0]);
     if (!f) return false;
@@ -577,7 +571,7 @@ bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* wh
       return false;
     Value kv;
     if (!ev.constant(*konst, &kv).is_ok() || kv.is_null()) return false;
-    if (e->kind == ExprKind::In) {
+    if (term.in) {
       if (kv.kind() != Kind::List) return false;
       for (const Value& x : kv.items())
         if (x.is_null()) return false;
