@@ -63,8 +63,8 @@ void SecondaryIndex::equal(const Value& v, std::vector<int64_t>* out) const {
   if (h != hash_.end()) *out = h->second;
 }
 
-void SecondaryIndex::range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, std::vector<int64_t>* out) const {
-  out->clear();
+template <typename F>
+void SecondaryIndex::walk_range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f) const {
   Value l = lo ? normalize(*lo) : Value(), h = hi ? normalize(*hi) : Value();
   auto it = lo ? sorted_.lower_bound({l, INT64_MIN}) : sorted_.begin();
   for (; it != sorted_.end(); ++it) {
@@ -78,9 +78,20 @@ void SecondaryIndex::range(const Value* lo, bool lo_incl, const Value* hi, bool 
       int c = compare(k, h);
       if (c > 0 || (c == 0 && !hi_incl)) break;
     }
-    out->push_back(it->second);
+    f(it->second);
   }
+}
+
+void SecondaryIndex::range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, std::vector<int64_t>* out) const {
+  out->clear();
+  walk_range(lo, lo_incl, hi, hi_incl, [&](int64_t id) { out->push_back(id); });
   std::sort(out->begin(), out->end());
+}
+
+size_t SecondaryIndex::count_range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl) const {
+  size_t n = 0;
+  walk_range(lo, lo_incl, hi, hi_incl, [&](int64_t) { n++; });
+  return n;
 }
 
 int64_t SecondaryIndex::holder(const Value& v, int64_t except) const {

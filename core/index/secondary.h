@@ -30,6 +30,8 @@ class SecondaryIndex {
   // Sorted only: documents with lo <(=) key <(=) hi (either bound may be
   // absent), ascending by id.
   void range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, std::vector<int64_t>* out) const;
+  // Sorted only: how many documents range() would give (null keys never).
+  size_t count_range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl) const;
   // The document holding key v other than `except`, or -1 (for @unique).
   int64_t holder(const Value& v, int64_t except) const;
   // Sorted only: visits (key, id) in key order (ascending or descending;
@@ -50,6 +52,8 @@ class SecondaryIndex {
     }
   };
   static std::string hash_key(const Value& v);
+  template <typename F>
+  void walk_range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f) const;
 
   IndexKind kind_;
   std::unordered_map<std::string, std::vector<int64_t>> hash_;  // hash, unique

@@ -460,8 +460,11 @@ bool index_term(const Expr& e, IndexTerm* t) {
 
 // Candidate ids from a secondary index for one of the where clause's
 // conjuncts: a superset of the matches (the whole clause is still evaluated
-// on each), so the answer is exactly the scan's.
-bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids) {
+// on each), so the answer is exactly the scan's. With `count`, a range only
+// counts its candidates (*count; ids stays empty); other candidates are
+// collected, and *count is their number.
+bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids,
+                      size_t* count = nullptr) {
   if (!where || c.def.secondary.empty()) return false;
   std::vector<const Expr*> conj, stack{where};
   while (!stack.empty()) {
@@ -493,6 +496,7 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
       if (!si.is_ok()) return false;
       std::string name = c.def.name + "." + expr_text(*path) + " (@" + secondary_name(c.def.secondary[i].kind) + ")";
       ids->clear();
+      bool counted = false;
       if (term.in) {
         if (kv.kind() != Kind::List) return false;
         std::vector<int64_t> part;
@@ -525,11 +529,14 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
               if (!ev.constant(*t2.konst, &v2).is_ok()) continue;
               if (index_constant(c, path->path, v2, &k2)) take(t2.op, std::move(k2));
             }
-            (*si)->range(has_lo ? &lo : nullptr, lo_incl, has_hi ? &hi : nullptr, hi_incl, ids);
+            if (count) *count = (*si)->count_range(has_lo ? &lo : nullptr, lo_incl, has_hi ? &hi : nullptr, hi_incl), counted = true;
+            else (*si)->range(has_lo ? &lo : nullptr, lo_incl, has_hi ? &hi : nullptr, hi_incl, ids);
           }
         }
-        note("index " + name + (op == CmpOp::Eq ? ": equality, " : ": range, ") + std::to_string(ids->size()) + " candidates");
+        note("index " + name + (op == CmpOp::Eq ? ": equality, " : ": range, ") +
+             std::to_string(counted ? *count : ids->size()) + " candidates");
       }
+      if (count && !counted) *count = ids->size();
       return true;
     }
   return false;
@@ -540,10 +547,9 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
 // documents the clause selects. The clause is on one top-level field of a
 // scalar type (int, float, text, bool, timestamp) that has an index, and is
 // either one `field = constant` / `field in [constants]`, or a range on a
-// @sorted index with a lower bound: `field > | >= c` alone or with one
-// `field < | <= c2`. No constant is null, and a range's constants are of the
-// field's kind (numbers for int and float): the index orders keys of other
-// kinds and nulls (first) too, where the language's comparison is unknown.
+// @sorted index: one bound, or a lower and an upper one. No constant is
+// null, and a range's constants are of the field's kind (numbers for int and
+// float), as are the keys of a typed field; a range never yields null keys.
 // The index keys each document by the field's value, compared as the
 // language compares it (5 and 5.0 are one key, ISO text matches a
 // timestamp), and is updated with every write.
@@ -590,12 +596,13 @@ bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* wh
     if (!same) return false;
     (op == CmpOp::Gt || op == CmpOp::Ge ? lower : upper)++;
   }
-  bool exact = conj.size() == 1 ? equal == 1 || lower == 1 : lower == 1 && upper == 1;
-  if (!exact || find_secondary(c, *path, lower > 0) < 0) return false;
+  bool exact = conj.size() == 1 ? equal + lower + upper == 1 : lower == 1 && upper == 1;
+  if (!exact || find_secondary(c, *path, lower + upper > 0) < 0) return false;
   std::vector<int64_t> ids;
-  if (!index_candidates(eng, c, ev, where, &ids)) return false;
+  size_t count = 0;
+  if (!index_candidates(eng, c, ev, where, &ids, &count)) return false;
   note("count: the index's candidates, exactly the documents the where selects");
-  *n = (int64_t)ids.size();
+  *n = (int64_t)count;
   return true;
 }
 
