@@ -197,21 +197,6 @@ void f16_to_f32(const uint16_t* in, float* out, size_t n) {
   for (; i < n; i++) out[i] = half_to_float(in[i]);
 }
 
-namespace {
-template <bool L2, typename B>
-float (*pick_kernel())(const float*, const B*, size_t) {
-#ifdef KITFOX_X86
-  if (has_avx512()) return avx512_kernel<L2, B>;
-  if (has_avx2()) return avx2_kernel<L2, B>;
-#endif
-#if defined(__wasm_simd128__)
-  return simd128_kernel<L2, B>;
-#else
-  return scalar_kernel<L2, B>;
-#endif
-}
-}  // namespace
-
 std::vector<KernelSet> kernel_sets() {
   std::vector<KernelSet> out;
 #ifdef KITFOX_X86
@@ -232,10 +217,16 @@ std::vector<KernelSet> kernel_sets() {
   return out;
 }
 
-DistanceKernel dot_kernel() { return pick_kernel<false, float>(); }
-DistanceKernel l2sq_kernel() { return pick_kernel<true, float>(); }
-DistanceKernelF16 dot_f16_kernel() { return pick_kernel<false, uint16_t>(); }
-DistanceKernelF16 l2sq_f16_kernel() { return pick_kernel<true, uint16_t>(); }
+// The kernels in use: the fastest set this CPU runs (one choice, made once).
+static const KernelSet& in_use() {
+  static const KernelSet k = kernel_sets().front();
+  return k;
+}
+
+DistanceKernel dot_kernel() { return in_use().dot; }
+DistanceKernel l2sq_kernel() { return in_use().l2sq; }
+DistanceKernelF16 dot_f16_kernel() { return in_use().dot16; }
+DistanceKernelF16 l2sq_f16_kernel() { return in_use().l2sq16; }
 
 float dot_f32(const float* a, const float* b, size_t n) {
   static const DistanceKernel k = dot_kernel();
@@ -247,16 +238,6 @@ float l2sq_f32(const float* a, const float* b, size_t n) {
   return k(a, b, n);
 }
 
-const char* kernel_name() {
-#ifdef KITFOX_X86
-  if (has_avx512()) return "avx512";
-  if (has_avx2()) return "avx2";
-#endif
-#if defined(__wasm_simd128__)
-  return "simd128";
-#else
-  return "scalar";
-#endif
-}
+const char* kernel_name() { return in_use().name; }
 
 }  // namespace kitfox

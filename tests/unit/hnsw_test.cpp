@@ -255,7 +255,12 @@ TEST_CASE("every kernel sums in the canonical order: the same bits, f32 and f16 
   auto q = gen.points(1, 11);
   auto sets = kernel_sets();
   REQUIRE(sets.back().name == std::string("scalar"));
+  // The first set is the one in use: the index's kernels and the name reported.
   CHECK(sets.front().name == std::string(kernel_name()));
+  CHECK((sets.front().dot == dot_kernel()));
+  CHECK((sets.front().l2sq == l2sq_kernel()));
+  CHECK((sets.front().dot16 == dot_f16_kernel()));
+  CHECK((sets.front().l2sq16 == l2sq_f16_kernel()));
   const KernelSet& ref = sets.back();
   auto same = [](float x, float y) { return std::isnan(x) ? std::isnan(y) : memcmp(&x, &y, 4) == 0; };
   size_t checked = 0;
