@@ -67,6 +67,9 @@ struct Scratch {
   std::vector<Hit> ep, next;       // search, find_candidates: the entry points per level
   std::vector<float> q;            // find_candidates: the node's normalised vector
   std::vector<float> a;            // select_neighbors: a candidate's vector (f16: decoded)
+  std::vector<float> from;         // add_link: the node whose full list is chosen again
+  std::vector<Hit> relink;         // add_link: its links and the new one
+  std::vector<uint32_t> kept;      // add_link: the ones it keeps
   std::vector<uint8_t> kept_pre;  // select_neighbors: which kept ones were pre-selected
   std::vector<uint16_t> halves;   // put: an f16 vector's stored form
   void visit_reset(size_t n) {
@@ -579,21 +582,28 @@ void HnswIndex::find_candidates(uint32_t node, int top, std::vector<std::vector<
   }
 }
 
-void HnswIndex::add_link(uint32_t from, uint32_t to, int level) {
+void HnswIndex::add_link(uint32_t from, uint32_t to, int level, bool* have_from) {
   uint32_t* ls = links(from, level);
   uint32_t cap = max_links(level);
   if (ls[0] < cap) {
     ls[++ls[0]] = to;
     return;
   }
-  std::vector<float> fv(dim_);
-  normalized(from, fv.data());
-  std::vector<Hit> cand;
-  cand.reserve(cap + 1);
-  for (uint32_t i = 1; i <= ls[0]; i++) cand.push_back({dist(fv.data(), ls[i]), ls[i]});
-  cand.push_back({dist(fv.data(), to), to});
+  // A full list: choose again among its links and the new one, in the
+  // thread's buffers (`from`'s vector normalised once per group of requests).
+  Scratch& s = scratch();
+  if (!*have_from) {
+    s.from.resize(dim_);
+    normalized(from, s.from.data());
+    *have_from = true;
+  }
+  const float* fv = s.from.data();
+  std::vector<Hit>& cand = s.relink;
+  cand.clear();
+  for (uint32_t i = 1; i <= ls[0]; i++) cand.push_back({dist(fv, ls[i]), ls[i]});
+  cand.push_back({dist(fv, to), to});
   std::sort(cand.begin(), cand.end(), HitLessF());
-  std::vector<uint32_t> kept;
+  std::vector<uint32_t>& kept = s.kept;
   select_neighbors(cand, cap, &kept);
   ls[0] = (uint32_t)kept.size();
   for (size_t i = 0; i < kept.size(); i++) ls[1 + i] = kept[i];
@@ -798,8 +808,9 @@ void HnswIndex::link_pending(int threads) {
       if (i == 0 || reverse[i].target != reverse[i - 1].target) group_start.push_back(i);
     group_start.push_back((uint32_t)reverse.size());
     pool.run(0, (uint32_t)group_start.size() - 1, [&](uint32_t g) {
+      bool have_target = false;  // the group's target vector, normalised in scratch
       for (uint32_t i = group_start[g]; i < group_start[g + 1]; i++)
-        add_link(reverse[i].target, reverse[i].from, reverse[i].level);
+        add_link(reverse[i].target, reverse[i].from, reverse[i].level, &have_target);
     });
     linked_ = e;
   }

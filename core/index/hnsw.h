@@ -173,7 +173,9 @@ class HnswIndex {
   };
   void link_node(uint32_t node, const std::vector<std::vector<Hit>>& per_level, const std::vector<Hit>& bound,
                  uint32_t chunk_start, std::vector<LinkRequest>* reverse);
-  void add_link(uint32_t from, uint32_t to, int level);
+  // Adds to -> from's list at `level`, choosing again when it is full;
+  // *have_from says whether scratch holds from's normalised vector already.
+  void add_link(uint32_t from, uint32_t to, int level, bool* have_from);
 
   using Kernel = float (*)(const float*, const float*, size_t);
   uint32_t dim_;
