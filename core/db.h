@@ -44,6 +44,10 @@ struct OpenOptions {
   // checkpoint checks every block first, warm() checks the rest. Off: every
   // block is checked on open (as with `recover`).
   bool lazy_extents = true;
+  // With lazy_extents, where the file is mapped: a background thread checks
+  // the blocks no query has touched yet (native builds only). Off: they stay
+  // unchecked until a query, warm() or a checkpoint reaches them.
+  bool check_in_background = true;
 };
 
 // Parses "always", "off" or a period in milliseconds ("250", "250ms").

@@ -250,7 +250,9 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
 Engine::Engine(FileSystem& fs, std::string name, OpenOptions o) : fs_(fs), name_(std::move(name)), opts_(o) {}
 
 Engine::~Engine() {
-  if (!closed_) close();
+  // An engine dropped half-way through its open must not checkpoint what
+  // little it loaded over the file.
+  if (opened_ && !closed_) close();
 }
 
 // The file read into memory that is not zeroed first (where it cannot be mapped).
@@ -379,15 +381,16 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
     // A new database: an empty image, flushed, so the file is whole from the start.
     std::vector<std::vector<IdEntry>> ids;
     std::vector<TableAt> tables;
-    bytes = e->build_image(&ids, &tables);
+    KF_ASSIGN(bytes, e->build_image(&ids, &tables));
     KF_TRY(e->file_->write(0, bytes.data(), bytes.size()));
     KF_TRY(e->file_->sync());
   }
   KF_TRY(e->load(std::move(bytes), std::move(map)));
   e->last_sync_ms_ = now_ms();
+  e->opened_ = true;
 #ifdef KITFOX_THREADS
   if (o.sync == SyncMode::Period) e->flusher_ = std::thread([p = e.get()] { p->flusher_loop(); });
-  if (e->lazy_ && !e->lazy_read_) {
+  if (e->lazy_ && !e->lazy_read_ && o.check_in_background) {
     uint64_t unchecked = 0;
     e->for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) { unchecked += idx.unread_bytes(); });
     if (unchecked) e->checker_ = std::thread([p = e.get()] { p->checker_loop(); });
@@ -531,35 +534,54 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     pending_extent_ = nullptr;
   }
 
-  // The tail.
+  // The tail. A bad record is a torn last write only when nothing whole
+  // follows it; a record whose only fault is its length (it checks with the
+  // length that ends it where the next write starts, or at the end of the
+  // file) is damage too, and `recover` keeps it.
   uint64_t good_end = off;
   std::vector<RecordView> writes;
+  uint64_t repaired = 0;  // write records kept by `recover` with their length put right
   while (damage == 0) {
     ScanResult s = read_record(file, off, &r);
     if (s == ScanResult::End) break;
-    bool bad = s != ScanResult::Ok || r.kind != format::kWrite || r.body.size() < 8;
-    if (!bad) {
-      uint64_t seq;
-      memcpy(&seq, r.body.data(), 8);
-      bad = seq != seq_ + writes.size() + 1;
+    uint64_t want_seq = seq_ + writes.size() + 1;
+    auto in_order = [&](const RecordView& w) {
+      uint64_t seq = 0;
+      if (w.kind == format::kWrite && w.body.size() >= 8) memcpy(&seq, w.body.data(), 8);
+      return seq == want_seq;
+    };
+    if (s == ScanResult::Ok && in_order(r)) {
+      writes.push_back(r);
+      off = r.end;
+      good_end = off;
+      continue;
     }
-    if (bad) {
-      if (s == ScanResult::Torn || !valid_record_after(file, off)) {
-        report_.torn_bytes = file.size() - off;  // an unfinished last write: never acknowledged
-      } else {
-        damage = off;
-        damage_what = s == ScanResult::Bad ? "a damaged record (checksum mismatch) in the write log"
-                                           : "an out-of-order record in the write log";
-      }
+    uint64_t next = next_write_after(file, off, want_seq - 1);
+    RecordView fixed;
+    bool only_length = s != ScanResult::Ok && whole_but_length(file, off, next ? next : file.size(), &fixed) &&
+                       in_order(fixed);
+    if (!next && !only_length) {
+      report_.torn_bytes = file.size() - off;  // an unfinished last write: never acknowledged
       break;
     }
-    writes.push_back(r);
-    off = r.end;
-    good_end = off;
+    if (only_length && opts_.recover) {
+      writes.push_back(fixed);
+      repaired++;
+      report_.warnings.push_back("recovered '" + name_ + "': the write record " + at(off) +
+                                 " had a damaged length field; its checksum holds with the length put right, so it was kept");
+      off = fixed.end;
+      good_end = off;
+      continue;
+    }
+    damage = off;
+    damage_what = only_length ? "a write record with a damaged length field (whole otherwise)"
+                  : s != ScanResult::Ok ? "a damaged record (checksum mismatch or bad length) in the write log, with later writes after it"
+                                        : "an out-of-order record in the write log";
+    break;
   }
 
-  if (damage) {
-    if (!opts_.recover)
+  if (damage || repaired) {
+    if (damage && !opts_.recover)
       return Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(damage) + ": " + damage_what +
                                        ". Nothing was changed; open with recover (kitfox --recover) to keep everything before it");
     // Keep the damaged original beside the file, then keep what came before.
@@ -567,12 +589,16 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     KF_TRY(copy->truncate(0));
     KF_TRY(copy->write(0, file.data(), file.size()));
     KF_TRY(copy->sync());
+  }
+  if (damage) {
     report_.recovered_offset = damage;
     report_.recovered_bytes = file.size() - damage;
     report_.warnings.push_back("recovered '" + name_ + "': dropped " + std::to_string(report_.recovered_bytes) +
                                " bytes from offset " + std::to_string(damage) + " (" + damage_what +
                                "); the damaged original is saved as '" + name_ + ".damaged'");
     good_end = damage;
+  } else if (repaired) {
+    report_.warnings.push_back("the damaged original is saved as '" + name_ + ".damaged'");
   }
 
   // Documents: the derived id index is checked against the Docs records and
@@ -671,7 +697,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     KF_TRY(file_->truncate(good_end));
     KF_TRY(file_->sync());
   }
-  if (damage || !image_done) {
+  if (damage || repaired || !image_done) {
     // Rewrite a whole file from what was kept.
     KF_TRY(checkpoint_locked());
   }
@@ -926,7 +952,13 @@ Result<uint64_t> Engine::write_record(std::string_view ops, uint32_t nops, bool 
     const char* where;
     uint64_t l = arena_.append(body, &where);
     Status ap = apply_write(std::string_view(where, body.size()), (uint32_t)(l >> 40), l & ((1ull << 40) - 1), false);
-    if (!ap.is_ok()) std::abort();  // ops built by the executor always apply
+    if (!ap.is_ok()) {
+      // Ops built by the executor always apply; should one not, the record
+      // is in the file but not in memory: no further write may land.
+      failure_ = "a write did not apply in memory (" + ap.message() + ")";
+      failed_ = true;
+      return Status(Code::Failed, failure_);
+    }
   } else {
     link_touched();
     seq_++;
@@ -1047,7 +1079,7 @@ static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string h
   return at;
 }
 
-std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables) {
+Result<std::string> Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables) {
   std::string out;
   uint64_t total = format::kHeaderSize + 64;
   for (auto& [name, c] : colls_) {
@@ -1093,11 +1125,18 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
     bool rewrite = !c->vindex.empty() || !c->retired.empty();
     std::string nb;
     Value doc;
+    Status bad;
     c->ids.scan([&](const IdEntry& e) {
       std::string_view b = arena_.body(e.loc);
       if (rewrite) {
+        // Writes are refused when their documents would not decode, so this
+        // fails only on damage; the checkpoint stops and the old file stays.
         Status ds = decode_document(c->def, e.id, b, &doc, c);
-        if (!ds.is_ok()) std::abort();  // documents in memory always decode
+        if (!ds.is_ok()) {
+          bad = Status(Code::Corrupt, "checkpoint stopped: document " + std::to_string(e.id) + " of '" + c->def.name +
+                                          "' does not decode (" + ds.message() + "); the file is unchanged");
+          return false;
+        }
         nb.clear();
         size_t count = 0;
         for (const Field& f : c->def.fields) {
@@ -1122,6 +1161,7 @@ std::string Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std:
       if (chunk.size() >= kDocsChunkBytes) flush();
       return true;
     });
+    KF_TRY(bad);
     flush();
     docs += ids.size();
     std::string ib;
@@ -1170,7 +1210,7 @@ Status Engine::checkpoint_locked() {
   }
   std::vector<std::vector<IdEntry>> new_ids;
   std::vector<TableAt> tables;
-  std::string image = build_image(&new_ids, &tables);
+  KF_ASSIGN(std::string image, build_image(&new_ids, &tables));
   const std::string side = name_ + "~";
   {
     KF_ASSIGN(auto f, fs_.open(side, OpenFlags{true, true}));

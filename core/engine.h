@@ -192,7 +192,7 @@ class Engine {
     uint64_t table;  // offsets in the image: the vector table
     uint64_t links;  // and the level-0 lists
   };
-  std::string build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables);
+  Result<std::string> build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables);
   Status sync_to(uint64_t seq);
   Status check_writable() const;
   bool checkpoint_worthwhile(bool closing) const;
@@ -264,6 +264,7 @@ class Engine {
   std::atomic<bool> failed_{false};
   std::string failure_;
   bool closed_ = false;
+  bool opened_ = false;  // open() succeeded
 #ifdef KITFOX_THREADS
   std::thread flusher_;
   bool stop_flusher_ = false;

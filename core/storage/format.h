@@ -15,13 +15,16 @@
 //   tail   one Write record per write statement, batch or transaction, each
 //          `u64 sequence | ops...`, appended after ImageEnd.
 //
-// Opening reads the file in one pass. A record that runs past the end of the
-// file, or a bad record in the tail with no valid record after it, is a torn
-// tail: it is cut off and reported (it was never acknowledged as durable, as
-// an acknowledged write is flushed whole). Any other bad record is damage: the
-// open fails with an error naming the offset, unless `recover` is asked for,
-// which keeps everything before the damage and saves the damaged original as
-// NAME.damaged.
+// Opening reads the file in one pass. A bad tail record (past the end of the
+// file, a checksum mismatch, out of sequence) with no whole later Write after
+// it is a torn tail: it is cut off and reported (it was never acknowledged as
+// durable, as an acknowledged write is flushed whole). Any other bad record is
+// damage, and so is one that checks with the length that ends it where the
+// next Write starts or at the end of the file (the checksum covers the
+// length: only the length field changed). Damage fails the open with an error
+// naming the offset, unless `recover` is asked for, which keeps a record whose
+// only fault is its length, everything before other damage, and saves the
+// damaged original as NAME.damaged.
 //
 // An Extent record holds the big array of the record before it; that record
 // carries the Extent's checksums per block of about 1 KiB (storage/extent.h),

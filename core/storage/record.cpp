@@ -61,14 +61,35 @@ ScanResult read_record(std::string_view file, uint64_t off, RecordView* rec) {
   return ScanResult::Ok;
 }
 
-bool valid_record_after(std::string_view file, uint64_t offset) {
+uint64_t next_write_after(std::string_view file, uint64_t offset, uint64_t seq) {
   RecordView r;
-  for (uint64_t p = offset + 1; p + format::kFrameOverhead <= file.size(); p++) {
-    // A tail record is a Write whose body starts with its sequence number.
+  for (uint64_t p = offset + 1; p + format::kFrameOverhead + 8 <= file.size(); p++) {
+    // A tail record is a Write whose body starts with its sequence number:
+    // the kind and the sequence are tested before any checksum is computed.
     if ((uint8_t)file[p + 4] != format::kWrite) continue;
-    if (read_record(file, p, &r) == ScanResult::Ok && r.body.size() >= 8) return true;
+    uint64_t s;
+    memcpy(&s, file.data() + p + 5, 8);
+    if (s <= seq || s - seq > file.size()) continue;
+    if (read_record(file, p, &r) == ScanResult::Ok && r.body.size() >= 8) return p;
   }
-  return false;
+  return 0;
+}
+
+bool whole_but_length(std::string_view file, uint64_t off, uint64_t end, RecordView* rec) {
+  if (end > file.size() || end < off + format::kFrameOverhead) return false;
+  uint64_t len = end - off - format::kFrameOverhead;
+  if (len > kMaxRecordBytes) return false;
+  uint32_t len32 = (uint32_t)len, crc;
+  memcpy(&crc, file.data() + end - 4, 4);
+  uint8_t kind = (uint8_t)file[off + 4];
+  uint32_t c = crc32c(0, &len32, 4);
+  c = crc32c(c, file.data() + off + 4, kind == format::kExtent ? 1 : 1 + len);
+  if (c != crc) return false;
+  rec->offset = off;
+  rec->end = end;
+  rec->kind = kind;
+  rec->body = file.substr(off + 5, len);
+  return true;
 }
 
 }  // namespace kitfox

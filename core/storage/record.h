@@ -26,8 +26,14 @@ enum class ScanResult { Ok, End, Torn, Bad };
 // Bad: the frame is inside the file but its checksum or length is wrong.
 ScanResult read_record(std::string_view file, uint64_t offset, RecordView* rec);
 
-// True when some valid record starts after `offset`: tells damage in the
-// middle of a tail from a torn last write.
-bool valid_record_after(std::string_view file, uint64_t offset);
+// The offset of the first whole Write record after `offset` whose sequence
+// is above `seq`, or 0 when there is none. A torn tail can only be the last
+// write, cut short: a whole later write after a bad record proves damage.
+uint64_t next_write_after(std::string_view file, uint64_t offset, uint64_t seq);
+
+// When the record at `offset` is whole but for its length field: with the
+// length that makes it end at `end`, its checksum holds (the checksum covers
+// the length, so a torn record never passes). Fills `rec` and returns true.
+bool whole_but_length(std::string_view file, uint64_t offset, uint64_t end, RecordView* rec);
 
 }  // namespace kitfox

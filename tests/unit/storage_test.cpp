@@ -89,6 +89,14 @@ OpenOptions no_checkpoint() {
   return o;
 }
 
+// The defaults but for the flusher thread: a refused open must leave the
+// file as it was even with automatic checkpoints on.
+OpenOptions plain() {
+  OpenOptions o;
+  o.sync = SyncMode::Off;
+  return o;
+}
+
 std::unique_ptr<Database> open_db(FileSystem& fs, const std::string& name = "db", OpenOptions o = no_checkpoint()) {
   auto r = Database::open(fs, name, o);
   INFO(r.status().to_string());
@@ -179,7 +187,7 @@ TEST_CASE("a flipped byte in the image refuses to open, naming the offset; recov
   bad[docs->offset + 20] ^= 0x40;
   write_file(*fs, "db", bad);
 
-  auto r = Database::open(*fs, "db", no_checkpoint());
+  auto r = Database::open(*fs, "db", plain());
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == Code::Corrupt);
   CHECK(r.status().message().find("at offset " + std::to_string(docs->offset)) != std::string::npos);
@@ -206,15 +214,80 @@ TEST_CASE("a damaged record in the middle of the tail is damage, not a torn tail
   std::string bad = bytes;
   bad[third.offset + 12] ^= 1;
   write_file(*fs, "db", bad);
-  auto r = Database::open(*fs, "db", no_checkpoint());
+  auto r = Database::open(*fs, "db", plain());
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().message().find("at offset " + std::to_string(third.offset)) != std::string::npos);
+  CHECK(read_file(*fs, "db") == bad);
 
   OpenOptions o = no_checkpoint();
   o.recover = true;
   auto db = open_db(*fs, "db", o);
   CHECK(count(*db) == 2 + 6 - 4);
   CHECK(db->open_report().recovered_bytes == bytes.size() - third.offset);
+}
+
+TEST_CASE("a damaged length in any tail record is damage, never a torn tail; recover keeps the record") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 300, 5);
+  const std::string bytes = read_file(*fs, "db");
+  auto recs = records(bytes);
+  std::vector<RecordView> tail(recs.end() - 5, recs.end());
+  for (const RecordView& w : tail) REQUIRE(w.kind == format::kWrite);
+  // Every byte of every tail record's length: a length past the end of the
+  // file, or short, or long, with later writes after it or none (the last).
+  for (size_t i = 0; i < tail.size(); i++) {
+    for (int b = 0; b < 4; b++) {
+      CAPTURE(i);
+      CAPTURE(b);
+      std::string bad = bytes;
+      bad[tail[i].offset + b] ^= 1;
+      write_file(*fs, "db", bad);
+      auto r = Database::open(*fs, "db", plain());
+      REQUIRE_FALSE(r.is_ok());
+      CHECK(r.status().code() == Code::Corrupt);
+      CHECK(r.status().message().find("at offset " + std::to_string(tail[i].offset) + ":") != std::string::npos);
+      CHECK(read_file(*fs, "db") == bad);  // refused: nothing changed, nothing cut, no image written over it
+
+      OpenOptions o = no_checkpoint();
+      o.recover = true;
+      auto db = open_db(*fs, "db", o);
+      CHECK(db->open_report().torn_bytes == 0);
+      CHECK(db->open_report().recovered_bytes == 0);
+      CHECK(count(*db) == 305);  // the record was whole but for its length: kept
+      CHECK(read_file(*fs, "db.damaged") == bad);
+      db->close();
+      auto again = open_db(*fs);
+      CHECK(again->open_report().warnings.empty());
+      CHECK(count(*again) == 305);
+      again->close();
+      REQUIRE(fs->remove("db.damaged").is_ok());
+    }
+  }
+}
+
+TEST_CASE("a torn write followed by a whole later write is damage; recover keeps what came before") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 3, 4);
+  const std::string bytes = read_file(*fs, "db");
+  auto recs = records(bytes);
+  const RecordView& second = recs[recs.size() - 3];
+  REQUIRE(second.kind == format::kWrite);
+  // The second write's body damaged as well as its length: it cannot be put right.
+  std::string bad = bytes;
+  bad[second.offset + 3] ^= 0x10;
+  bad[second.offset + 14] ^= 0x01;
+  write_file(*fs, "db", bad);
+  auto r = Database::open(*fs, "db", plain());
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().message().find("at offset " + std::to_string(second.offset) + ":") != std::string::npos);
+  CHECK(read_file(*fs, "db") == bad);
+  OpenOptions o = no_checkpoint();
+  o.recover = true;
+  auto db = open_db(*fs, "db", o);
+  CHECK(db->open_report().torn_bytes == 0);
+  CHECK(db->open_report().recovered_offset == second.offset);
+  CHECK(count(*db) == 3 + 1);
+  CHECK(read_file(*fs, "db.damaged") == bad);
 }
 
 TEST_CASE("a bad header is refused with a clear error") {
