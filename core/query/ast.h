@@ -18,7 +18,7 @@ enum class ExprKind : uint8_t {
   ObjectLit,  // keys + kids
   Not,      // kids[0]
   And,
-  Or,       // kids[0], kids[1]
+  Or,       // And, Or: two or more kids, none of the node's own kind
   Compare,  // kids[0] op kids[1]
   In,       // kids[0] in kids[1]; negate for `not in`
   Has,      // kids[0] has kids[1]

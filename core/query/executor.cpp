@@ -150,14 +150,15 @@ class Evaluator {
       }
       case ExprKind::And:
       case ExprKind::Or: {
-        bool is_and = e.kind == ExprKind::And;
-        Value a;
-        KF_TRY(eval(*e.kids[0], doc, &a));
-        if (!a.is_null() && truthy(a) != is_and) { *out = Value::boolean(!is_and); return Status::ok(); }
-        Value b;
-        KF_TRY(eval(*e.kids[1], doc, &b));
-        if (!b.is_null() && truthy(b) != is_and) { *out = Value::boolean(!is_and); return Status::ok(); }
-        *out = a.is_null() || b.is_null() ? Value() : Value::boolean(is_and);
+        // Three-valued: one decisive term decides; else null if any was null.
+        bool is_and = e.kind == ExprKind::And, any_null = false;
+        for (const ExprPtr& k : e.kids) {
+          Value v;
+          KF_TRY(eval(*k, doc, &v));
+          if (v.is_null()) any_null = true;
+          else if (truthy(v) != is_and) { *out = Value::boolean(!is_and); return Status::ok(); }
+        }
+        *out = any_null ? Value() : Value::boolean(is_and);
         return Status::ok();
       }
       case ExprKind::Compare: {
@@ -471,8 +472,7 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
     const Expr* e = stack.back();
     stack.pop_back();
     if (e->kind == ExprKind::And) {
-      stack.push_back(e->kids[1].get());
-      stack.push_back(e->kids[0].get());
+      for (size_t i = e->kids.size(); i-- > 0;) stack.push_back(e->kids[i].get());
     } else {
       conj.push_back(e);
     }
@@ -557,8 +557,8 @@ bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* wh
   if (!where) return false;
   std::vector<const Expr*> conj{where};
   if (where->kind == ExprKind::And) {
+    if (where->kids.size() != 2) return false;
     conj = {where->kids[0].get(), where->kids[1].get()};
-    if (conj[0]->kind == ExprKind::And || conj[1]->kind == ExprKind::And) return false;
   }
   const std::vector<std::string>* path = nullptr;
   int lower = 0, upper = 0, equal = 0;
@@ -675,8 +675,15 @@ std::string expr_text(const Expr& e) {
       return s + (e.kind == ExprKind::ListLit ? "]" : "}");
     }
     case ExprKind::Not: return "not " + expr_text(*e.kids[0]);
-    case ExprKind::And: return "(" + expr_text(*e.kids[0]) + " and " + expr_text(*e.kids[1]) + ")";
-    case ExprKind::Or: return "(" + expr_text(*e.kids[0]) + " or " + expr_text(*e.kids[1]) + ")";
+    case ExprKind::And:
+    case ExprKind::Or: {
+      std::string s = "(";
+      for (size_t i = 0; i < e.kids.size(); i++) {
+        if (i) s += e.kind == ExprKind::And ? " and " : " or ";
+        s += expr_text(*e.kids[i]);
+      }
+      return s + ")";
+    }
     case ExprKind::Compare: return expr_text(*e.kids[0]) + " " + ops[(int)e.op] + " " + expr_text(*e.kids[1]);
     case ExprKind::In: return expr_text(*e.kids[0]) + (e.negate ? " not in " : " in ") + expr_text(*e.kids[1]);
     case ExprKind::Has: return expr_text(*e.kids[0]) + " has " + expr_text(*e.kids[1]);
@@ -1672,6 +1679,15 @@ Status check_doc_size(size_t n, int64_t pos) {
   return Status::ok();
 }
 
+// The depth of the deepest value inside `v` (0 for a scalar or an empty
+// list or object), as the codec counts it.
+int nested_depth(const Value& v) {
+  if (v.kind() != Kind::List && v.kind() != Kind::Object) return 0;
+  int d = 0;
+  for (const Value& k : v.items()) d = std::max(d, 1 + nested_depth(k));
+  return d;
+}
+
 // json path assignment: creates objects along the way.
 Status assign_path(Value* root, const std::vector<std::string>& path, size_t from, Value v, int64_t pos) {
   Value* cur = root;
@@ -2002,6 +2018,12 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
         Type t = a.path.size() > 1 ? Type{TypeKind::Json} : f->type;
         Status s = coerce(raw, t, join(a.path), &typed);
         if (!s.is_ok()) return Status(s.code(), s.message(), a.pos);
+        // A value set at a.b.c sits two levels down in a's value: the
+        // document written must decode again.
+        if (a.path.size() - 1 + nested_depth(typed) > (size_t)kMaxDepth)
+          return Status(Code::Limit, "'" + join(a.path) + "' would nest a value deeper than " + std::to_string(kMaxDepth) +
+                                         " levels",
+                        a.pos);
         if (a.path.size() == 1 && f->required && typed.is_null())
           return Status(Code::Constraint, "required field '" + f->name + "' cannot be set to null", a.pos);
         auto vi = c->vindex.find(f->id);

@@ -36,12 +36,22 @@ class Parser {
   }
   Status expected(const std::string& what) const {
     const Token& t = peek();
-    std::string got = t.kind == Tok::End ? "end of statement" : "'" + std::string(t.text) + "'";
-    return Status(Code::Syntax, "expected " + what + ", got " + got, t.pos);
+    std::string msg = "expected " + what + ", got ";
+    if (t.kind == Tok::End) {
+      msg += "end of statement";
+    } else {
+      msg += '\'';
+      msg += t.text;
+      msg += '\'';
+    }
+    return Status(Code::Syntax, std::move(msg), t.pos);
   }
   Status expect_kw(const char* kw) {
     if (accept_kw(kw)) return Status::ok();
-    return expected(std::string("'") + kw + "'");
+    std::string what = "'";
+    what += kw;
+    what += '\'';
+    return expected(what);
   }
   Status expect(Tok k) {
     if (accept(k)) return Status::ok();
@@ -302,9 +312,9 @@ Status Parser::value_expr(ExprPtr* out, int depth) {
         while (peek().kind == Tok::Dot) {
           next();
           const Token& k2 = peek();
-          if (k2.kind == Tok::Ident) key += "." + std::string(k2.text);
-          else if (k2.kind == Tok::String) key += "." + k2.str;
-          else return expected("a key after '.'");
+          if (k2.kind != Tok::Ident && k2.kind != Tok::String) return expected("a key after '.'");
+          key += '.';
+          key += k2.kind == Tok::Ident ? std::string_view(k2.text) : std::string_view(k2.str);
           next();
         }
         for (const std::string& existing : (*out)->keys)
@@ -451,15 +461,29 @@ Status Parser::not_expr(ExprPtr* out, int depth) {
   return predicate(out, depth);
 }
 
+// `and` and `or` chains are one node each, their terms its kids in order (a
+// parenthesised chain of the same kind joins it): a chain of any length
+// nests no deeper than one term, so nothing recurses once per term.
+static void join(ExprKind kind, int64_t pos, ExprPtr* out, ExprPtr rhs) {
+  if ((*out)->kind != kind) {
+    ExprPtr e = make(kind, pos);
+    e->kids.push_back(std::move(*out));
+    *out = std::move(e);
+  }
+  if (rhs->kind == kind) {
+    for (ExprPtr& k : rhs->kids) (*out)->kids.push_back(std::move(k));
+  } else {
+    (*out)->kids.push_back(std::move(rhs));
+  }
+}
+
 Status Parser::and_expr(ExprPtr* out, int depth) {
   KF_TRY(not_expr(out, depth));
   while (is_kw("and")) {
-    auto e = make(ExprKind::And, next().pos);
+    int64_t pos = next().pos;
     ExprPtr rhs;
     KF_TRY(not_expr(&rhs, depth));
-    e->kids.push_back(std::move(*out));
-    e->kids.push_back(std::move(rhs));
-    *out = std::move(e);
+    join(ExprKind::And, pos, out, std::move(rhs));
   }
   return Status::ok();
 }
@@ -468,12 +492,10 @@ Status Parser::expr(ExprPtr* out, int depth) {
   KF_TRY(depth_check(depth));
   KF_TRY(and_expr(out, depth));
   while (is_kw("or")) {
-    auto e = make(ExprKind::Or, next().pos);
+    int64_t pos = next().pos;
     ExprPtr rhs;
     KF_TRY(and_expr(&rhs, depth));
-    e->kids.push_back(std::move(*out));
-    e->kids.push_back(std::move(rhs));
-    *out = std::move(e);
+    join(ExprKind::Or, pos, out, std::move(rhs));
   }
   return Status::ok();
 }

@@ -180,6 +180,23 @@ describe('errors', () => {
     db.close();
   });
 
+  test('long and / or chains run (no stack overflow), and the handle works after', async () => {
+    const db = await fresh();
+    db.query('insert t [{n: 1}, {n: 2}, {n: 3}]');
+    for (const op of [' and ', ' or ']) {
+      const terms = ['n > 0'];
+      for (let i = 1; i < 30000; i++) terms.push(op === ' and ' ? `n > -${i}` : `n = ${i + 2}`);
+      const rows = db.query(`get t select n where ${terms.join(op)}`);
+      assert.deepEqual(rows.map((r) => r.n), [1, 2, 3]);
+    }
+    // Too deep a nesting is a KitfoxError, and the handle goes on working.
+    const deep = '('.repeat(100) + 'n = 1' + ')'.repeat(100);
+    assert.throws(() => db.query(`get t where ${deep}`), (e) => e instanceof KitfoxError && e.code === 'limit');
+    db.query('put t {n: 4}');
+    assert.equal(count(db), 4);
+    db.close();
+  });
+
   test('a failed write statement writes nothing', async () => {
     const db = await fresh();
     db.query('put t {id: 5, name: "a"}');

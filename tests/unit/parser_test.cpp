@@ -28,6 +28,24 @@ TEST_CASE("operator precedence: not binds tighter than and, and than or") {
   CHECK(st.where->kids[1]->kids[0]->kind == ExprKind::Not);
 }
 
+TEST_CASE("and / or chains are one node each, however long: no recursion per term") {
+  Statement st;
+  REQUIRE(parse_statement("get t where a = 1 and (b = 2 and c = 3) and d = 4 or e = 5 or (f = 6 or g = 7)", &st).is_ok());
+  REQUIRE(st.where->kind == ExprKind::Or);
+  REQUIRE(st.where->kids.size() == 4);  // (a and b and c and d), e, f, g
+  CHECK(st.where->kids[0]->kind == ExprKind::And);
+  CHECK(st.where->kids[0]->kids.size() == 4);
+  CHECK(st.where->kids[3]->kind == ExprKind::Compare);
+  // 30,000 terms: parsed (and later freed) without deep recursion.
+  for (const char* op : {" and ", " or "}) {
+    std::string q = "get t where n > 0";
+    for (int i = 1; i < 30000; i++) q += std::string(op) + "n > " + std::to_string(i);
+    Statement big;
+    REQUIRE(parse_statement(q, &big).is_ok());
+    CHECK(big.where->kids.size() == 30000);
+  }
+}
+
 TEST_CASE("keywords are case-insensitive; names are not") {
   Statement st;
   REQUIRE(parse_statement("GET Things WHERE Year = 1 COUNT", &st).is_ok());
