@@ -62,7 +62,11 @@ class GrowBuffer {
   GrowBuffer() = default;
   // `first_at`: an address hint for the first mapping (tests place it where
   // the mapping can grow in place).
+#ifdef KITFOX_MREMAP
   explicit GrowBuffer(void* first_at) : hint_(first_at) {}
+#else
+  explicit GrowBuffer(void*) {}
+#endif
   GrowBuffer(const GrowBuffer&) = delete;
   GrowBuffer& operator=(const GrowBuffer&) = delete;
   ~GrowBuffer() { release(); }
@@ -117,9 +121,10 @@ class GrowBuffer {
 #endif
   }
   char* p_ = nullptr;
-  void* hint_ = nullptr;
   size_t n_ = 0, cap_ = 0;
-#ifndef KITFOX_MREMAP
+#ifdef KITFOX_MREMAP
+  void* hint_ = nullptr;
+#else
   std::vector<char> v_;
 #endif
 };
