@@ -256,11 +256,13 @@ mkfifo "$T/fifo"
 holder=$!
 exec 3>"$T/fifo"
 echo 'get t count' >&3
-# The holder has the database open once it has answered.
-for _ in $(seq 1 100); do
+# The holder has the database open once it has answered: wait for that
+# (five minutes at most, which no slow machine needs), and say so if not.
+for _ in $(seq 1 3000); do
   if grep -q count "$T/holder.out"; then break; fi
   sleep 0.1
 done
+check "the holder answered" has "$(cat "$T/holder.out")" "count"
 run "$K" a.kfdb -c 'get t count'
 check "a second process cannot open a held database" is "$RC" 1
 check "the error says the database is locked" has_i "$ERR" "locked"

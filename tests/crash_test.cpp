@@ -89,11 +89,24 @@ int main(int argc, char** argv) {
       child(path, fds[1], acked + 1);
     }
     close(fds[1]);
-    std::this_thread::sleep_for(std::chrono::microseconds(2000 + rng() % 40000));
+    // Three rounds in four wait for the child's first acknowledged write, so
+    // the kill lands among writes however slow the machine; the fourth kills
+    // at a random moment, often during the open.
+    int64_t v;
+    if (round % 4 != 0) {
+      if (read(fds[0], &v, sizeof v) != sizeof v) {
+        fprintf(stderr, "round %d: the child acknowledged nothing\n", round);
+        failed++;
+        break;
+      }
+      acked = std::max(acked, v);
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 40000));
+    }
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
-    int64_t v;
     while (read(fds[0], &v, sizeof v) == sizeof v) acked = std::max(acked, v);
     close(fds[0]);
     if (WIFEXITED(status)) {
