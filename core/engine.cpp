@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -84,6 +85,11 @@ size_t Arena::memory_bytes() const {
 }
 
 bool Collection::vector(uint32_t field_id, uint64_t node, Value* out) const {
+  if (lost_tables.count(field_id)) {
+    *out = Value();
+    lost_refs++;
+    return true;
+  }
   for (auto* m : {&vindex, &retired}) {
     auto it = m->find(field_id);
     if (it == m->end()) continue;
@@ -412,11 +418,21 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
       int64_t b = first_bad_block(*e);
       if (b >= 0) {
         // The graph is derived (rebuilt); the vector table is data.
-        for (auto& [key, vr] : vector_records_)
+        for (auto& [key, vr] : vector_records_) {
           if (&vr.links == e) {
             vr.graph_bad = true;
             return Status::ok();
           }
+          if (&vr.table == e && opts_.recover) {
+            // Recovering: the table is given up (its documents keep their
+            // other fields), the rest of the image is kept.
+            vr.has_table = false;
+            given_up_tables_++;
+            report_.warnings.push_back("recovered '" + name_ + "': a damaged block in a vector table " +
+                                       at(e->file_offset + (uint64_t)b * e->block_bytes));
+            return Status::ok();
+          }
+        }
         return Status(Code::Corrupt, "a damaged block (checksum mismatch) in the vector table " +
                                          at(e->file_offset + (uint64_t)b * e->block_bytes));
       }
@@ -483,6 +499,44 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
   return Status::ok();
 }
 
+// Recovering: the damaged image records that can be stepped over, because
+// they are derived (IdIndex, Graph, rebuilt) or vector tables (given up,
+// their documents kept), and their length still leads to a whole record. Only
+// when the image reaches its ImageEnd and holds as many documents as it says:
+// a record whose kind byte was damaged could be documents, and then the
+// count tells.
+static std::vector<uint64_t> steppable_damage(std::string_view file) {
+  std::vector<uint64_t> out;
+  uint64_t off = format::kHeaderSize, docs = 0;
+  RecordView r;
+  for (;;) {
+    ScanResult s = read_record(file, off, &r);
+    if (s == ScanResult::Ok) {
+      Reader rd(r.body);
+      if (r.kind == format::kDocs) {
+        rd.varint();
+        docs += rd.varint();
+      } else if (r.kind == format::kImageEnd) {
+        rd.u64();
+        rd.u64();
+        return rd.ok() && rd.u64() == docs ? out : std::vector<uint64_t>{};
+      }
+      off = r.end;
+      continue;
+    }
+    if (s != ScanResult::Bad) return {};
+    uint8_t kind = (uint8_t)file[off + 4];
+    uint32_t len;
+    memcpy(&len, file.data() + off, 4);
+    uint64_t end = off + format::kFrameOverhead + len;
+    RecordView next;
+    bool derived = kind == format::kIdIndex || kind == format::kGraph || kind == format::kVectors || kind == format::kExtent;
+    if (!derived || end > file.size() || read_record(file, end, &next) != ScanResult::Ok) return {};
+    out.push_back(off);
+    off = end;
+  }
+}
+
 Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   std::string_view file = map ? std::string_view(map->data(), map->size()) : std::string_view(bytes);
   std::string err = check_header(file);
@@ -496,9 +550,40 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   bool image_done = false;
   RecordView r;
 
+  // Damaged records `recover` kept or stepped over (the file is rewritten).
+  uint64_t repaired = 0;
+
   // The image.
+  std::vector<uint64_t> steppable;
+  if (opts_.recover) steppable = steppable_damage(file);
   while (!image_done) {
     ScanResult s = read_record(file, off, &r);
+    if (s == ScanResult::Bad && std::find(steppable.begin(), steppable.end(), off) != steppable.end()) {
+      uint8_t kind = (uint8_t)file[off + 4];
+      uint32_t len;
+      memcpy(&len, file.data() + off, 4);
+      report_.warnings.push_back("recovered '" + name_ + "': stepped over a damaged " +
+                                 (kind == format::kIdIndex ? "id index (rebuilt from the documents)"
+                                  : kind == format::kVectors ? "vector table record (its vectors are lost)"
+                                  : kind == format::kExtent  ? "extent"
+                                                             : "HNSW graph (rebuilt from the vector table)") +
+                                 " " + at(off));
+      off += format::kFrameOverhead + len;
+      if (kind == format::kExtent && pending_extent_) {
+        for (auto& [key, vr] : vector_records_) {
+          if (&vr.table == pending_extent_) vr.has_table = false;
+          if (&vr.links == pending_extent_) vr.has_graph = false;
+        }
+        pending_extent_ = nullptr;
+      }
+      // A vector index record's extent goes with it.
+      RecordView x;
+      if ((kind == format::kVectors || kind == format::kGraph) && read_record(file, off, &x) == ScanResult::Ok &&
+          x.kind == format::kExtent)
+        off = x.end;
+      repaired++;
+      continue;
+    }
     if (s != ScanResult::Ok) {
       damage = off;
       damage_what = s == ScanResult::End || s == ScanResult::Torn ? "the image is cut short" : "a damaged record (checksum mismatch)";
@@ -540,7 +625,6 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   // file) is damage too, and `recover` keeps it.
   uint64_t good_end = off;
   std::vector<RecordView> writes;
-  uint64_t repaired = 0;  // write records kept by `recover` with their length put right
   while (damage == 0) {
     ScanResult s = read_record(file, off, &r);
     if (s == ScanResult::End) break;
@@ -580,6 +664,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     break;
   }
 
+  repaired += given_up_tables_;
   if (damage || repaired) {
     if (damage && !opts_.recover)
       return Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(damage) + ": " + damage_what +
@@ -659,10 +744,18 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
       auto v = vector_records_.find(key);
       auto index = std::make_unique<HnswIndex>(f.type.dim, f.type.f16, f.index.hnsw);
       if (v == vector_records_.end() || !v->second.has_table) {
-        // No table: the documents hold their vectors; index them.
+        // No table: the documents hold their vectors; index them. Recovering,
+        // a document's reference into a lost table reads as null.
+        if (opts_.recover) coll->lost_tables.insert(f.id);
         KF_TRY(build_index(coll, f, &index));
         report_.index_rebuilt = true;
         report_.warnings.push_back("the vector index of '" + coll->def.name + "." + f.name + "' was built from the documents");
+        if (coll->lost_refs) {
+          report_.warnings.push_back("recovered '" + name_ + "': the vector table of '" + coll->def.name + "." + f.name +
+                                     "' was lost: " + std::to_string(coll->lost_refs) +
+                                     " documents keep their other fields, their '" + f.name + "' is now null");
+          coll->lost_refs = 0;
+        }
       } else {
         VectorRecords& vr = v->second;
         // The table is data (image documents refer to it): it must load.
@@ -1236,7 +1329,10 @@ Status Engine::checkpoint_locked() {
   size_t i = 0;
   for (auto& [name, c] : colls_) c->ids.assign(std::move(new_ids[i++]));
   for (const TableAt& t : tables) t.index->rebase(arena_.segment(0).data() + t.table, arena_.segment(0).data() + t.links);
-  for (auto& [name, c] : colls_) c->retired.clear();
+  for (auto& [name, c] : colls_) {
+    c->retired.clear();
+    c->lost_tables.clear();  // the documents no longer refer to a lost table
+  }
   return Status::ok();
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -67,6 +68,11 @@ struct Collection : VectorSource {
   // @hash/@unique/@sorted, parallel to def.secondary; built on first use.
   std::vector<std::unique_ptr<SecondaryIndex>> sindex;
   std::mutex sec_mu;
+
+  // Fields whose vector table a recovery lost: image documents' references
+  // into it read as null (counted) until the recovery's checkpoint rewrites them.
+  std::set<uint32_t> lost_tables;
+  mutable uint64_t lost_refs = 0;
 
   bool vector(uint32_t field_id, uint64_t node, Value* out) const override;
 };
@@ -234,6 +240,7 @@ class Engine {
   };
   std::map<uint64_t, VectorRecords> vector_records_;
   ExtentRef* pending_extent_ = nullptr;  // the Extent the last record announced
+  uint64_t given_up_tables_ = 0;          // recovering: vector tables with a damaged block
   bool lazy_ = false;       // extents are checked on first use
   bool lazy_read_ = false;  // and read then (not read on open)
   ExtentLoad extent_load();

@@ -336,6 +336,121 @@ TEST_CASE("a damaged vector table: open fails naming the offset; read lazily, th
   CHECK(bad.status().message().find("at offset " + std::to_string(at)) != std::string::npos);
 }
 
+static std::string file_bytes(FileSystem& fs, const std::string& name) {
+  auto f = fs.open(name, {});
+  REQUIRE(f.is_ok());
+  std::string bytes(*(*f)->size(), '\0');
+  size_t got;
+  REQUIRE((*f)->read(0, bytes.data(), bytes.size(), &got).is_ok());
+  return bytes;
+}
+
+static void put_bytes(FileSystem& fs, const std::string& name, const std::string& bytes) {
+  auto f = fs.open(name, OpenFlags{true, true});
+  REQUIRE(f.is_ok());
+  REQUIRE((*f)->truncate(0).is_ok());
+  REQUIRE((*f)->write(0, bytes.data(), bytes.size()).is_ok());
+}
+
+TEST_CASE("recover steps over damaged derived records and keeps the documents of a lost vector table") {
+  auto fs = make_memory_file_system();
+  bench::Clustered gen(kDim, 10);
+  {
+    auto db = open_db(*fs);
+    load(*db, gen);
+    db->close();
+  }
+  const std::string good = file_bytes(*fs, "v.kfdb");
+  auto qs = gen.points(10, 31);
+  std::vector<std::string> want;
+  {
+    auto db = open_db(*fs);
+    for (size_t i = 0; i < 10; i++) {
+      auto r = db->query("get docs select id near e $1 exact limit 5", {vec_value(&qs[i * kDim])});
+      REQUIRE(r.is_ok());
+      want.push_back(to_json(Value::list(r->rows)));
+    }
+  }
+  put_bytes(*fs, "v.kfdb", good);
+  std::vector<RecordView> recs;
+  for (uint64_t off = format::kHeaderSize; off < good.size();) {
+    RecordView r;
+    REQUIRE(read_record(good, off, &r) == ScanResult::Ok);
+    recs.push_back(r);
+    off = r.end;
+  }
+  auto first = [&](uint8_t kind) {
+    for (const RecordView& r : recs)
+      if (r.kind == kind) return r;
+    FAIL("no record of kind " << (int)kind);
+    return RecordView{};
+  };
+  OpenOptions rec;
+  rec.sync = SyncMode::Off;
+  rec.recover = true;
+  // A byte of the body of a derived record, or of the vector table's record,
+  // or the file cut inside the vector table.
+  struct Case {
+    const char* what;
+    uint8_t kind;
+    bool cut;
+    bool vectors_kept;
+  };
+  for (const Case& c : {Case{"id index", format::kIdIndex, false, true}, Case{"graph", format::kGraph, false, true},
+                        Case{"vector table record", format::kVectors, false, false},
+                        Case{"cut inside the vector table", format::kVectors, true, false}}) {
+    CAPTURE(c.what);
+    RecordView r = first(c.kind);
+    std::string bad = good;
+    if (c.cut) {
+      bad.resize(r.end + 100);  // past the Vectors record, inside its Extent
+    } else {
+      bad[r.offset + 5 + r.body.size() / 2] ^= 0x20;
+    }
+    put_bytes(*fs, "v.kfdb", bad);
+    auto refused = Database::open(*fs, "v.kfdb", {});
+    REQUIRE_FALSE(refused.is_ok());
+    CHECK(refused.status().code() == Code::Corrupt);
+    CHECK(file_bytes(*fs, "v.kfdb") == bad);
+    {
+      auto db = Database::open(*fs, "v.kfdb", rec);
+      INFO(db.status().to_string());
+      REQUIRE(db.is_ok());
+      CHECK_FALSE((*db)->open_report().warnings.empty());
+      auto n = (*db)->query("get docs count");
+      REQUIRE(n.is_ok());
+      CHECK(n->rows[0].get("count")->as_int() == 4000);
+      auto with = (*db)->query("get docs where e is not null count");
+      REQUIRE(with.is_ok());
+      CHECK(with->rows[0].get("count")->as_int() == (c.vectors_kept ? 4000 : 0));
+      if (c.vectors_kept) {
+        for (size_t i = 0; i < 10; i++) {
+          auto q = (*db)->query("get docs select id near e $1 exact limit 5", {vec_value(&qs[i * kDim])});
+          REQUIRE(q.is_ok());
+          CHECK(to_json(Value::list(q->rows)) == want[i]);
+        }
+      }
+      CHECK(file_bytes(*fs, "v.kfdb.damaged") == bad);
+      (*db)->close();
+    }
+    auto again = open_db(*fs);  // the recovered file is whole
+    CHECK(again->open_report().warnings.empty());
+    REQUIRE(again->query("get docs count").is_ok());
+    again->close();
+    REQUIRE(fs->remove("v.kfdb.damaged").is_ok());
+  }
+  // A damaged Docs record whose kind byte now reads as a derived record's is
+  // not stepped over: the image's document count tells, and recover keeps
+  // what came before it.
+  RecordView docs = first(format::kDocs);
+  std::string bad = good;
+  bad[docs.offset + 4] = (char)format::kIdIndex;
+  put_bytes(*fs, "v.kfdb", bad);
+  auto db = Database::open(*fs, "v.kfdb", rec);
+  REQUIRE(db.is_ok());
+  CHECK((*db)->open_report().recovered_offset == docs.offset);
+}
+
 // A directory under /tmp for a real (mapped) file, removed at the end.
 struct MappedDir {
   std::string path;
