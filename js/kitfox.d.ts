@@ -82,6 +82,16 @@ export interface OpenOptions {
    */
   lockTimeout?: number;
   /**
+   * Browser (OPFS) only: how vector tables and HNSW graphs are read. true:
+   * block by block when a query first needs them; false: the whole file in
+   * one read on open. By default the host times a few small reads on open
+   * and reads on demand when they are cheap (a normal profile, OPFS on
+   * disk), the whole file when they are slow (a private window, OPFS in
+   * memory). ConnectTimings.readsOnDemand says which way was taken. See
+   * docs/wasm.md.
+   */
+  readsOnDemand?: boolean;
+  /**
    * Opening leaves vector tables and HNSW graphs to be read when a query
    * first needs them; while the host is idle the rest is read in slices of
    * a few milliseconds. false turns those background reads off (default

@@ -138,7 +138,7 @@ function ioError(e, what) {
 
 export class OpfsHost {
   // Use OpfsHost.open().
-  constructor(name, dir, file, entries, unlock) {
+  constructor(name, dir, file, entries, unlock, readsOnDemand) {
     this.atomicReplace = false;
     // How the engine reads vector tables and graphs (core/file.h
     // read_chunk): block by block on first use when a read call is cheap,
@@ -147,7 +147,10 @@ export class OpfsHost {
     // in a private window, whose OPFS lives in memory behind an IPC hop
     // (about 0.3 ms a call in Chromium) and a first `near` would make a few
     // thousand of them: then only the block checks wait for first use.
-    this.readChunk = slowReads(entries.get(name).handle) ? Number.MAX_SAFE_INTEGER : 0;
+    // The open option `readsOnDemand` (true or false) chooses instead of
+    // the timed reads.
+    const onDemand = readsOnDemand ?? !slowReads(entries.get(name).handle);
+    this.readChunk = onDemand ? 0 : Number.MAX_SAFE_INTEGER;
     this.name = name;
     this.dir = dir;
     this.fileName = file;
@@ -161,8 +164,13 @@ export class OpfsHost {
   // Takes the lock and opens the handles of `name` (an OPFS path such as
   // 'notes.kfdb' or 'app/notes.kfdb'). `create: false` refuses a missing
   // database; `lockTimeout` (ms, default 0) waits that long for another
-  // holder to let go. Throws HostError: 'locked', 'not_found', 'invalid' or 'io'.
-  static async open(name, { create = true, lockTimeout = 0 } = {}) {
+  // holder to let go; `readsOnDemand` (true: block by block on first use,
+  // false: the whole file on open; default: timed, see the constructor)
+  // says how vector tables and graphs are read. Throws HostError: 'locked',
+  // 'not_found', 'invalid' or 'io'.
+  static async open(name, { create = true, lockTimeout = 0, readsOnDemand } = {}) {
+    if (readsOnDemand !== undefined && typeof readsOnDemand !== 'boolean')
+      throw new HostError('invalid', `invalid error: readsOnDemand must be true or false, got ${String(readsOnDemand)}`);
     const deadline = performance.now() + lockTimeout;
     const unlock = await webLock(name, lockTimeout);
     if (!unlock) throw lockedError(name);
@@ -185,6 +193,7 @@ export class OpfsHost {
         handles.push(sideHandle);
       }
       const sideSize = sideHandle.getSize();
+      const existed = !!main; // made here: a new database, not an empty file
       if (!main) {
         // A whole NAME~ without NAME (a crash in a first checkpoint's copy is
         // not possible, but a user may have deleted NAME): the engine decides.
@@ -194,10 +203,10 @@ export class OpfsHost {
         handles.push(mainHandle);
       }
       const entries = new Map([
-        [name, { name, handle: mainHandle, present: true }],
+        [name, { name, handle: mainHandle, present: existed }],
         [name + '~', { name: name + '~', handle: sideHandle, present: sideSize > 0 }],
       ]);
-      return new OpfsHost(name, dir, file, entries, unlock);
+      return new OpfsHost(name, dir, file, entries, unlock, readsOnDemand);
     } catch (e) {
       for (const h of handles) h.close();
       unlock();

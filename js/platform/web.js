@@ -91,7 +91,7 @@ export async function openFileHost(name, options = {}) {
     const lockTimeout = options.lockTimeout ?? 0;
     if (typeof lockTimeout !== 'number' || !(lockTimeout >= 0))
       throw kitfoxError('invalid', `lockTimeout must be a number of milliseconds, got ${String(lockTimeout)}`);
-    host = await OpfsHost.open(name, { create: options.create !== false, lockTimeout });
+    host = await OpfsHost.open(name, { create: options.create !== false, lockTimeout, readsOnDemand: options.readsOnDemand ?? undefined });
   } catch (e) {
     if (e instanceof KitfoxError) throw e;
     throw new KitfoxError(e && e.code ? e.code : 'io', e && e.message ? e.message : String(e));

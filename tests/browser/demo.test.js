@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { results, root, startBrowser } from './helpers.js';
+import { newContext, results, root, startBrowser } from './helpers.js';
 
 let env;
 
@@ -22,7 +22,7 @@ after(async () => {
 });
 
 test('web demo: create a sample, query, refresh, reopen', async () => {
-  const context = await env.browser.newContext({ viewport: { width: 1200, height: 1000 } });
+  const context = await newContext(env.browser, { viewport: { width: 1200, height: 1000 } });
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -67,7 +67,7 @@ test('web demo: create a sample, query, refresh, reopen', async () => {
   assert.match(reopen, /^\d+(\.\d+)? (ms|s)$/);
   const ms = Number(await page.getAttribute('body', 'data-reopen-ms'));
   console.log(`web demo: reopen after refresh (2,000 docs): ${ms} ms; detail: ${await page.textContent('#reopen-detail')}`);
-  assert.ok(ms > 0 && ms < 5000);
+  assert.ok(Number.isFinite(ms) && ms > 0, `the reopen time shown: ${ms}`); // how long it takes: bench/browser/
   await page.waitForFunction(() => document.querySelectorAll('#results tbody tr').length === 10);
   assert.match(await page.textContent('#time-index'), /\d/);
 
@@ -78,7 +78,7 @@ test('web demo: create a sample, query, refresh, reopen', async () => {
 });
 
 test('web demo: export the file (the native CLI opens it) and import it back', async () => {
-  const context = await env.browser.newContext();
+  const context = await newContext(env.browser);
   const page = await context.newPage();
   await page.goto(`${env.url}/web-demo/`);
   await page.waitForSelector('body[data-ready="true"]');

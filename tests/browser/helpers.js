@@ -23,6 +23,18 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
+// The bound on every wait for an event (Playwright's waits default to 30 s):
+// one that a busy 2-core CI machine cannot reach, so that a test fails only
+// when what it waits for never happens. Timing is measured in bench/.
+export const SAFETY_MS = 60000;
+
+// A browser context (incognito) whose waits are bounded by SAFETY_MS.
+export async function newContext(browser, options) {
+  const context = await browser.newContext(options);
+  context.setDefaultTimeout(SAFETY_MS);
+  return context;
+}
+
 // Starts the server and the browser; `stop()` ends both.
 export async function startBrowser() {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: bash scripts/setup.sh installs Debian's chromium`);
@@ -45,6 +57,7 @@ export async function startBrowser() {
 export async function startProfile() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kitfox-profile-'));
   const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  context.setDefaultTimeout(SAFETY_MS);
   return {
     context,
     async stop() {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 
 import { Kitfox } from '../../js/index.js';
-import { cliLines, runCli, tempDir } from './helpers.js';
+import { cliLines, runCli, tempDir, within } from './helpers.js';
 
 const dir = tempDir();
 let n = 0;
@@ -52,12 +52,42 @@ describe('persistence', () => {
       db.checkpoint();
       assert.ok(!fs.existsSync(file + '~'));
       db.query('put t {n: 2}');
-      if (sync === 10) await new Promise((r) => setTimeout(r, 30)); // the period timer flushes
-      db.close();
+      db.close(); // flushes in every mode
       const again = await Kitfox.open(file);
       assert.equal(again.query('get t count')[0].count, 2);
       again.close();
     }
+  });
+
+  test('in the period mode a timer flushes the last write, with no write after it', async () => {
+    // The single-threaded engine flushes in the period mode on a write that
+    // comes a period after the last flush; for the last write of a burst,
+    // Kitfox sets a timer (js/kitfox.js, _run) that calls kfSync. The test
+    // waits for that call (an event, with only a safety bound), not for a
+    // guessed time; close() flushes anyway, so the file cannot tell.
+    const file = newPath();
+    const db = await Kitfox.open(file, { sync: 10 });
+    const core = db._core;
+    const kfSync = core.kfSync;
+    let flushed;
+    const timerRan = new Promise((resolve) => (flushed = resolve));
+    core.kfSync = (h, ...rest) => {
+      const rc = kfSync.call(core, h, ...rest);
+      if (h === db._h) flushed(rc);
+      return rc;
+    };
+    try {
+      db.query('create collection t (n int)');
+      db.query('put t {n: 1}');
+      const rc = await within(timerRan, 'the period timer never flushed');
+      assert.ok(rc >= 0, `kfSync from the timer failed (${rc})`);
+    } finally {
+      core.kfSync = kfSync;
+    }
+    db.close();
+    const again = await Kitfox.open(file);
+    assert.equal(again.query('get t count')[0].count, 1);
+    again.close();
   });
 
   test('create: false refuses a missing file', async () => {

@@ -26,3 +26,19 @@ export function cliLines(args) {
   const out = runCli(args).trim();
   return out === '' ? [] : out.split('\n');
 }
+
+// Waits for `promise` (an event, never a guess at how long something takes),
+// with a safety bound no slow machine reaches: missing it fails with `what`.
+export const SAFETY_MS = 60000;
+
+export async function within(promise, what, ms = SAFETY_MS) {
+  let timer;
+  const missed = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} (nothing after ${ms / 1000} s)`)), ms);
+  });
+  try {
+    return await Promise.race([promise, missed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -2,20 +2,24 @@
 // with code 'locked', whether the holder is another process or this one.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 
 import { Kitfox } from '../../js/index.js';
-import { cli, cliLines, root, runCli, tempDir } from './helpers.js';
+import { cli, cliLines, root, runCli, tempDir, within } from './helpers.js';
 
 const dir = tempDir();
 const hold = path.join(root, 'tests', 'js', 'fixtures', 'hold.js');
+const holders = [];
+after(() => {
+  for (const c of holders) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); // a failed test leaves none behind
+});
 
 // Starts a child that holds `file`; resolves once it has it.
 function holder(file, lock) {
   const child = spawn(process.execPath, [hold, file, lock], { stdio: ['pipe', 'pipe', 'inherit'] });
+  holders.push(child);
   const lines = [];
   let waiters = [];
   child.stdout.setEncoding('utf8');
@@ -24,14 +28,17 @@ function holder(file, lock) {
     waiters = waiters.filter((w) => !w());
   });
   const waitFor = (word) =>
-    new Promise((resolve, reject) => {
-      const check = () => {
-        if (lines.includes(word)) return resolve(), true;
-        return false;
-      };
-      if (!check()) waiters.push(check);
-      child.once('exit', (code) => reject(new Error(`holder exited (${code}) before '${word}'`)));
-    });
+    within(
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (lines.includes(word)) return resolve(), true;
+          return false;
+        };
+        if (!check()) waiters.push(check);
+        child.once('exit', (code) => reject(new Error(`holder exited (${code}) before '${word}'`)));
+      }),
+      `the holder never said '${word}'`,
+    );
   const exited = new Promise((r) => child.once('exit', r));
   return { child, waitFor, exited };
 }
@@ -100,18 +107,31 @@ describe('the native build and Node exclude each other', { skip: process.platfor
   test('a CLI holding a database locks Node out, and Node holding it locks the CLI out', async () => {
     const file = path.join(dir, 'shared.kfdb');
     runCli([file, '-c', 'create collection t (n int)']);
-    // The CLI opens the database, then reads statements from stdin until it
-    // closes: it holds the lock meanwhile. Wait until its lock socket is
-    // bound (without probing, which would race it for the lock).
+    // The CLI opens the database (taking the lock) before it reads a line
+    // of stdin (native/cli.cpp, cmd_main), and prints each statement's rows
+    // as soon as the statement ran: its first line of output says it holds
+    // the lock. No probing, which would race it for the lock.
     const cliHolder = spawn(cli, [file], { stdio: ['pipe', 'pipe', 'pipe'] });
-    cliHolder.stdin.write('put t {n: 1};\n');
-    const key = path.join(fs.realpathSync(path.dirname(file)), path.basename(file));
-    const name = 'kitfox-lock:' + crypto.createHash('sha256').update(key).digest('hex');
-    for (let i = 0; i < 200 && !fs.readFileSync('/proc/net/unix', 'utf8').includes(name); i++)
-      await new Promise((r) => setTimeout(r, 25));
-    await assert.rejects(Kitfox.open(file), { code: 'locked' });
-    cliHolder.stdin.end();
-    await new Promise((resolve) => cliHolder.once('exit', resolve));
+    let stderr = '';
+    cliHolder.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+    const exited = new Promise((resolve) => cliHolder.once('close', (code) => resolve(code))); // after its output ended
+    const firstLine = new Promise((resolve, reject) => {
+      let out = '';
+      cliHolder.stdout.setEncoding('utf8').on('data', (d) => {
+        out += d;
+        if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
+      });
+      exited.then((code) => reject(new Error(`the CLI exited (${code}) before any output: ${stderr}`)));
+    });
+    try {
+      cliHolder.stdin.write('get t count;\nput t {n: 1};\n');
+      assert.equal(await within(firstLine, 'the CLI never answered its first statement'), '{"count":0}');
+      await assert.rejects(Kitfox.open(file), { code: 'locked' });
+      cliHolder.stdin.end();
+      assert.equal(await within(exited, 'the CLI did not exit after the end of its input'), 0, stderr);
+    } finally {
+      if (cliHolder.exitCode === null && cliHolder.signalCode === null) cliHolder.kill('SIGKILL'); // a failed test leaves no holder behind
+    }
     const db = await Kitfox.open(file);
     db.checkpoint(); // the lock must outlive the side file's rename too
     assert.throws(() => runCli([file, '-c', 'get t count']), (e) => /locked/.test(String(e.stderr)));
