@@ -385,6 +385,8 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   }
   if (!map) {
     // A new database: an empty image, flushed, so the file is whole from the start.
+    if (exists && !fsize)
+      e->report_.warnings.push_back("'" + name + "' was an empty file (0 bytes): a new database was made in it");
     std::vector<std::vector<IdEntry>> ids;
     std::vector<TableAt> tables;
     KF_ASSIGN(bytes, e->build_image(&ids, &tables));

@@ -12,5 +12,8 @@ constexpr uint64_t kMaxStatementBytes = 256u << 20; // one statement's text
 constexpr uint32_t kMaxVectorDim = 65536;
 constexpr uint32_t kMaxFields = 4096;               // fields per collection
 constexpr uint64_t kMaxNameBytes = 256;             // collection and field names
+// Timestamps, in ms from the epoch: the range of JavaScript's Date (years
+// -271821 to 275760), so a stored timestamp reads back in every build.
+constexpr int64_t kMaxTimestampMs = 8640000000000000;
 
 }  // namespace kitfox

@@ -133,17 +133,22 @@ static Status coerce_scalar(const Value& in, TypeKind k, const std::string& what
         return Status::ok();
       }
       return mismatch(in, "bytes", what);
-    case TypeKind::Timestamp:
-      if (in.kind() == Kind::Timestamp) { *out = in; return Status::ok(); }
-      if (in.kind() == Kind::Int) { *out = Value::timestamp(in.as_int()); return Status::ok(); }
-      if (in.kind() == Kind::Text) {
-        int64_t ms;
+    case TypeKind::Timestamp: {
+      int64_t ms;
+      if (in.kind() == Kind::Timestamp || in.kind() == Kind::Int) {
+        ms = in.as_int();
+      } else if (in.kind() == Kind::Text) {
         if (!parse_timestamp(in.as_string(), &ms))
           return Status(Code::Type, "expected an ISO-8601 timestamp for '" + what + "', got \"" + in.as_string() + "\"");
-        *out = Value::timestamp(ms);
-        return Status::ok();
+      } else {
+        return mismatch(in, "timestamp", what);
       }
-      return mismatch(in, "timestamp", what);
+      if (ms > kMaxTimestampMs || ms < -kMaxTimestampMs)
+        return Status(Code::Type, "timestamp " + std::to_string(ms) + " ms for '" + what +
+                                      "' is out of range (at most 8.64e15 ms either side of 1970, as a JavaScript Date)");
+      *out = Value::timestamp(ms);
+      return Status::ok();
+    }
     case TypeKind::Json:
       return to_json_value(in, what, 0, out);
     default:

@@ -24,6 +24,10 @@ const BIG_MIN = -(2n ** 63n);
 const BIG_MAX = 2n ** 63n - 1n;
 
 const utf8Encoder = new TextEncoder();
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+export const wellFormed = String.prototype.isWellFormed
+  ? (s) => s.isWellFormed()
+  : (s) => !LONE_SURROGATE.test(s);
 const utf8Decoder = new TextDecoder('utf-8');
 
 // ---------------------------------------------------------------- encoding
@@ -112,6 +116,9 @@ export class Encoder {
         return;
       }
     }
+    // UTF-8 has no form for a lone surrogate: refused, as the same \u escape
+    // in statement text is (TextEncoder would store U+FFFD silently).
+    if (!wellFormed(s)) throw new BadValue('type', 'a string with an unpaired UTF-16 surrogate cannot be stored');
     // Room for the longest varint, then slide the text down to the real one.
     this.reserve(n * 3 + 10);
     const { written } = utf8Encoder.encodeInto(s, this.buf.subarray(this.pos + 5));

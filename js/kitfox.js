@@ -11,7 +11,7 @@
 //   db.close();
 //
 // See kitfox.d.ts for the whole API and docs/wasm.md for how values map.
-import { decodeRows, decodeBatch, encodeParams } from './codec.js';
+import { decodeRows, decodeBatch, encodeParams, wellFormed } from './codec.js';
 import { loadCore } from './core.js';
 import { KitfoxError, kitfoxError } from './errors.js';
 import { MemoryHost } from './hosts/memory.js';
@@ -156,6 +156,10 @@ export class Kitfox {
     const ptr = core.kfInput(maxText + plen) >>> 0;
     const heap = core.HEAPU8;
     const { written } = utf8.encodeInto(text, heap.subarray(ptr, ptr + maxText));
+    // ASCII text writes one byte a character; other text is checked for a
+    // lone surrogate, which TextEncoder would turn into U+FFFD silently.
+    if (written !== text.length && !wellFormed(text))
+      throw kitfoxError('syntax', 'the statement text holds an unpaired UTF-16 surrogate');
     if (enc) heap.set(enc, ptr + written);
     const n = core.kfQuery(h, written, plen, flags);
     if (n < 0) throw core.kfLastError();

@@ -404,35 +404,39 @@ void print_statement_error(const Status& s, std::string_view stmt, const std::st
   print_error(s.to_string());
   if (!where.empty()) fprintf(stderr, "kitfox: in the statement %s\n", where.c_str());
   if (s.position() < 0 || static_cast<uint64_t>(s.position()) > stmt.size()) return;
+  // Only the line the position is on, and of a long line only the part
+  // around it (a 300 MB statement is not echoed back).
+  constexpr size_t kContext = 60;
   const size_t pos = static_cast<size_t>(s.position());
-  size_t start = 0;
-  bool caret_done = false;
-  while (start <= stmt.size()) {
-    size_t end = stmt.find('\n', start);
-    if (end == std::string_view::npos) end = stmt.size();
-    std::string_view line = stmt.substr(start, end - start);
-    fprintf(stderr, "  %.*s\n", static_cast<int>(line.size()), line.data());
-    if (!caret_done && pos >= start && pos <= end) {
-      // Tabs are copied so the caret lines up however wide the terminal shows them.
-      std::string caret = "  ";
-      std::string_view before = line.substr(0, pos - start);
-      for (size_t i = 0; i < before.size();) {
-        uint32_t cp;
-        size_t n = utf8_decode(before, i, &cp);
-        if (cp == '\t') {
-          caret += '\t';
-        } else {
-          caret.append(static_cast<size_t>(codepoint_width(cp)), ' ');
-        }
-        i += n;
-      }
-      caret += '^';
-      fprintf(stderr, "%s\n", caret.c_str());
-      caret_done = true;
+  size_t start = pos == 0 ? std::string_view::npos : stmt.rfind('\n', pos - 1);
+  start = start == std::string_view::npos ? 0 : start + 1;
+  size_t end = stmt.find('\n', pos);
+  if (end == std::string_view::npos) end = stmt.size();
+  auto boundary = [&](size_t i) {  // back to the start of a UTF-8 sequence
+    while (i > start && i < stmt.size() && (static_cast<unsigned char>(stmt[i]) & 0xC0) == 0x80) i--;
+    return i;
+  };
+  size_t from = pos - start > kContext ? boundary(pos - kContext) : start;
+  size_t to = end - pos > kContext ? boundary(pos + kContext) : end;
+  std::string_view line = stmt.substr(from, to - from);
+  const char* lead = from > start ? "..." : "";
+  fprintf(stderr, "  %s%.*s%s\n", lead, static_cast<int>(line.size()), line.data(), to < end ? "..." : "");
+  std::string caret = "  ";
+  caret += lead;
+  std::string_view before = stmt.substr(from, pos - from);
+  for (size_t i = 0; i < before.size();) {
+    uint32_t cp;
+    size_t n = utf8_decode(before, i, &cp);
+    // Tabs are copied so the caret lines up however wide the terminal shows them.
+    if (cp == '\t') {
+      caret += '\t';
+    } else {
+      caret.append(static_cast<size_t>(codepoint_width(cp)), ' ');
     }
-    if (end == stmt.size()) break;
-    start = end + 1;
+    i += n;
   }
+  caret += '^';
+  fprintf(stderr, "%s\n", caret.c_str());
 }
 
 void print_open_report(const OpenReport& r, const std::string& file) {
@@ -537,13 +541,18 @@ bool is_query(std::string_view stmt) {
 class Session {
  public:
   Session(Database& db, std::string file, std::vector<Value> params, bool table)
-      : db_(db), file_(std::move(file)), params_(std::move(params)), table_(table) {}
+      : db_(db), file_(std::move(file)), params_(std::move(params)), table_(table),
+        warned_(db.open_report().warnings.size()) {}
 
   // Runs one statement and prints its rows; false on an error (printed).
   // `where` says where the statement came from, for the error message;
   // `always_footer` (the prompt) prints something even for an empty result.
   bool run(const std::string& text, const std::string& where, bool always_footer = false) {
     auto r = db_.query(text, params_);
+    // What a statement found on its way (a damaged graph rebuilt when first
+    // read) is said as it happens, as open's warnings are.
+    const std::vector<std::string>& warnings = db_.open_report().warnings;
+    for (; warned_ < warnings.size(); warned_++) fprintf(stderr, "kitfox: warning: %s\n", warnings[warned_].c_str());
     if (!r.is_ok()) {
       out_flush();  // rows printed so far come before the error
       print_statement_error(r.status(), text, where);
@@ -580,6 +589,7 @@ class Session {
   std::string file_;
   std::vector<Value> params_;
   bool table_;
+  size_t warned_;  // warnings of the open report printed so far
 };
 
 enum class DotResult { Handled, Quit, Error };

@@ -237,6 +237,29 @@ run "$K" stats v.kfdb
 check "stats checks every block and fails on a damaged one" is "$RC" 1
 check "stats names the damaged block of the vector table" has "$ERR" "damaged block (checksum mismatch) in the vector table at offset"
 
+# A damaged block of the graph (the level-0 lists end the file, before its
+# 33-byte end record) is found by the first near, which rebuilds the graph:
+# the warning reaches a -c session as it happens.
+run "$K" g.kfdb -c 'create collection v (e vector<64> @hnsw(l2, m=4, ef_construction=16))'
+run "$K" import g.kfdb v "$T/v.ndjson"
+run "$K" checkpoint g.kfdb
+size=$(stat -c %s g.kfdb)
+printf '\xff\xff\xff\xff' | dd of=g.kfdb bs=1 seek=$((size - 20000)) conv=notrunc status=none
+q="[$(awk 'BEGIN { for (j = 0; j < 64; j++) printf "%s0.5", (j ? "," : "") }')]"
+run "$K" g.kfdb -c "get v select id near e $q limit 1"
+check "a near over a damaged graph block answers" is "$RC" 0
+check "the graph rebuild is reported to the session" has "$ERR" "rebuilt"
+
+# --- long statements in errors ----------------------------------------------------
+
+long="get t where n = $(printf '1 + %.0s' $(seq 1 20000))1 and"
+run "$K" a.kfdb -c "$long"
+check "a long bad statement fails" is "$RC" 1
+check "a long bad statement is not echoed whole" test "${#ERR}" -lt 1000
+check "the echoed part ends at the caret" has "$ERR" "^"
+run "$K" a.kfdb -c $'get t\nwhere n = 1\nordr n'
+check "only the line of the error is echoed" lacks "$ERR" "where n = 1"
+
 # --- a torn tail ---------------------------------------------------------------
 
 run "$K" a.kfdb -c 'put t {name: "last", n: 10}'

@@ -234,7 +234,8 @@ class Evaluator {
     if (fn == "norm") *out = Value::real(std::sqrt(n0));
     else if (fn == "dot") *out = Value::real(dot);
     else if (fn == "l2") *out = Value::real(std::sqrt(l2));
-    else *out = n0 > 0 && n1 > 0 ? Value::real(dot / (std::sqrt(n0) * std::sqrt(n1))) : Value();
+    // Rounding can take |cos| a hair past 1 (cosine(e, e) of 1.0000000000000002).
+    else *out = n0 > 0 && n1 > 0 ? Value::real(std::clamp(dot / (std::sqrt(n0) * std::sqrt(n1)), -1.0, 1.0)) : Value();
     return Status::ok();
   }
 
@@ -1012,6 +1013,9 @@ namespace {
 // a float; shown as the double with the float's shortest decimal form (0.1,
 // not 0.10000000149011612).
 double shown_distance(Metric m, float d) {
+  // Rounding can make 1 - cos of a vector to itself a hair below 0 (and an
+  // l2 square too): a distance shown is never negative, but dot's may be.
+  if (m != Metric::Dot && d < 0) d = 0;
   return float_as_shortest_double(m == Metric::L2 ? std::sqrt(d) : d);
 }
 

@@ -30,7 +30,7 @@ void append_header(std::string& out) {
 
 std::string check_header(std::string_view b) {
   if (b.size() < format::kHeaderSize || memcmp(b.data(), format::kMagic, 8) != 0)
-    return "not a kitfox database (no kitfox header)";
+    return "not a kitfox database (no kitfox header at offset 0)";
   uint32_t crc;
   memcpy(&crc, b.data() + 28, 4);
   if (crc != crc32c(0, b.data(), 28)) return "the file header is damaged (checksum mismatch at offset 0)";

@@ -152,6 +152,10 @@ describe('errors', () => {
       [new Date(NaN)],
       [2n ** 63n],
       [new Int32Array(3)],
+      ['lone \uD800 surrogate'],
+      ['\uDC00'],
+      [{ ['key \uDBFF']: 1 }],
+      [new Date(8.64e15 + 1)],
     ];
     for (const params of bad) {
       assert.throws(() => db.query('put t {j: $1}', params), (e) => e instanceof KitfoxError && e.code === 'type', String(params[0]));
@@ -166,6 +170,20 @@ describe('errors', () => {
     assert.throws(() => db.query('put t', 'not an array'), { code: 'json' });
     assert.throws(() => db.query('put t {n: 1}', { not: 'an array' }), { code: 'invalid' });
     assert.throws(() => db.query(42), { code: 'invalid' });
+    // The same refusals as in statement text.
+    assert.throws(() => db.query('put t {name: "\\uD800"}'), { code: 'syntax' });
+    assert.throws(() => db.query('put t {name: "\uD800"}'), { code: 'syntax' });
+    // Timestamps the JS Date cannot hold are refused on the way in, from any side.
+    assert.throws(() => db.query('put t {ts: $1}', [8.64e15 + 1]), { code: 'type' });
+    assert.throws(() => db.query('put t {ts: -8640000000000001}'), { code: 'type' });
+    db.query('put t {ts: $1}', [8.64e15]);
+    const [{ ts }] = db.query('get t select ts where ts is not null');
+    assert.equal(ts.getTime(), 8.64e15);
+    db.query('del t where ts is not null');
+    // Well-formed text beyond ASCII and pairs of surrogates go through.
+    db.query('put t {name: $1}', ['pair 𝄞 é']);
+    assert.equal(db.query('get t where name = "pair 𝄞 é" count')[0].count, 1);
+    db.query('del t where name = "pair 𝄞 é"');
     assert.deepEqual(db.query('get t select name'), [{ id: 1, name: 'keep' }]);
     db.close();
   });

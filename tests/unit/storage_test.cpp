@@ -304,12 +304,24 @@ TEST_CASE("a torn write followed by a whole later write is damage; recover keeps
   CHECK(read_file(*fs, "db.damaged") == bad);
 }
 
+TEST_CASE("an empty existing file becomes a new database, with a warning; a new file has none") {
+  auto fs = make_memory_file_system();
+  write_file(*fs, "db", "");
+  {
+    auto db = open_db(*fs);
+    REQUIRE(db->open_report().warnings.size() == 1);
+    CHECK(db->open_report().warnings[0].find("was an empty file (0 bytes)") != std::string::npos);
+  }
+  auto fresh = open_db(*fs, "other");
+  CHECK(fresh->open_report().warnings.empty());
+}
+
 TEST_CASE("a bad header is refused with a clear error") {
   auto fs = make_memory_file_system();
   write_file(*fs, "db", "hello, this is not a database at all....");
   auto r = Database::open(*fs, "db");
   REQUIRE_FALSE(r.is_ok());
-  CHECK(r.status().message().find("not a kitfox database") != std::string::npos);
+  CHECK(r.status().message().find("not a kitfox database (no kitfox header at offset 0)") != std::string::npos);
   CHECK(read_file(*fs, "db") == "hello, this is not a database at all....");
 }
 

@@ -336,6 +336,29 @@ TEST_CASE("a damaged vector table: open fails naming the offset; read lazily, th
   CHECK(bad.status().message().find("at offset " + std::to_string(at)) != std::string::npos);
 }
 
+TEST_CASE("a vector's cosine distance to itself is never negative, its cosine similarity never above 1") {
+  auto fs = make_memory_file_system();
+  auto db = open_db(*fs);
+  bench::Clustered gen(kDim, 10);
+  load(*db, gen);
+  auto all = db->query("get docs select id, e limit 300");
+  REQUIRE(all.is_ok());
+  int negative = 0, above = 0;
+  for (const Value& row : all->rows) {
+    for (const char* q : {"get docs select id near e $1 limit 1", "get docs select id near e $1 exact limit 1"}) {
+      auto r = db->query(q, {*row.get("e")});
+      REQUIRE(r.is_ok());
+      REQUIRE(r->rows.size() == 1);
+      if (r->rows[0].get("_distance")->as_float() < 0) negative++;
+    }
+    auto c = db->query("get docs select cosine(e, $1) where id = $2", {*row.get("e"), *row.get("id")});
+    REQUIRE(c.is_ok());
+    if (c->rows[0].items()[1].as_float() > 1) above++;
+  }
+  CHECK(negative == 0);
+  CHECK(above == 0);
+}
+
 static std::string file_bytes(FileSystem& fs, const std::string& name) {
   auto f = fs.open(name, {});
   REQUIRE(f.is_ok());
