@@ -119,15 +119,17 @@ Status decode_value(Reader& r, Value* out, int depth) {
     }
     case kVecF32: {
       uint64_t n = r.varint();
+      if (n > r.left() / 4) return Status(Code::Corrupt, "vector length beyond the document");
       std::string_view b = r.bytes(n * 4);
       if (!r.ok()) break;
       std::vector<float> v(n);
-      memcpy(v.data(), b.data(), n * 4);
+      if (n) memcpy(v.data(), b.data(), n * 4);
       *out = Value::vector(std::move(v));
       break;
     }
     case kVecF16: {
       uint64_t n = r.varint();
+      if (n > r.left() / 2) return Status(Code::Corrupt, "vector length beyond the document");
       std::string_view b = r.bytes(n * 2);
       if (!r.ok()) break;
       std::vector<float> v(n);
@@ -160,17 +162,24 @@ void encode_document(const CollectionDef& def, const Value& fields, std::string&
   }
 }
 
-static void skip_value(Reader& r) {
+// Steps over one value; a damaged one (nested too deeply, a length beyond
+// the document) fails the reader.
+static void skip_value(Reader& r, int depth = 0) {
+  if (depth > kMaxDepth) return r.fail();
   uint8_t tag = r.u8();
   switch (tag) {
     case kVecRef: r.varint(); return;
     case kInt: case kTimestamp: r.varint(); return;
     case kFloat: r.u64(); return;
     case kText: case kBytes: r.str(); return;
-    case kList: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) skip_value(r); return; }
-    case kObject: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) { r.str(); skip_value(r); } return; }
-    case kVecF32: r.bytes(r.varint() * 4); return;
-    case kVecF16: r.bytes(r.varint() * 2); return;
+    case kList: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) skip_value(r, depth + 1); return; }
+    case kObject: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) { r.str(); skip_value(r, depth + 1); } return; }
+    case kVecF32: case kVecF16: {
+      uint64_t n = r.varint(), item = tag == kVecF32 ? 4 : 2;
+      if (n > r.left() / item) return r.fail();
+      r.bytes(n * item);
+      return;
+    }
     case 0: case kFalse: case kTrue: return;
     default: r.fail();
   }

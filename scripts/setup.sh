@@ -16,6 +16,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # an npm dev dependency) against Node's headers in /usr/include/node (.npmrc).
 # chromium is the browser the browser tests and the browser benchmark drive
 # through the npm package playwright-core (which never downloads a browser).
+# clang and its libFuzzer runtime (libclang-rt-14-dev) build the fuzzers.
 REQUIREMENTS=(
   "cmd:cmake                      cmake"
   "cmd:g++                        g++"
@@ -27,6 +28,8 @@ REQUIREMENTS=(
   "cmd:em++                       emscripten"
   "cmd:python3                    python3"
   "/usr/bin/chromium              chromium"
+  "cmd:clang++                    clang"
+  "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev"
 )
 
 log() { echo "setup: $*"; }

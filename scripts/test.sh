@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-STAGES=(native asan node browser)
+STAGES=(native asan fuzz node browser)
 
 header() {
   printf '\n==== %s ====\n' "$*"
@@ -48,6 +48,15 @@ stage_asan() {
   ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
     ctest --test-dir build-asan --output-on-failure
+}
+
+# The libFuzzer harnesses (tests/fuzz/: statements, JSON, the value codec,
+# database files from arbitrary bytes), built with clang and the sanitizers
+# in build-fuzz/, each run for a fixed number of seeded inputs
+# (scripts/fuzz.sh NAME SECONDS runs one for long).
+stage_fuzz() {
+  header "fuzz: build (clang, libFuzzer, sanitizers, build-fuzz/) and a short run of each harness"
+  bash scripts/fuzz.sh
 }
 
 # The WASM build (dist/) and the npm package's tests under Node's test

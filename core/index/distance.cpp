@@ -6,6 +6,7 @@
 #include <vector>
 
 #if defined(__x86_64__) && !defined(__EMSCRIPTEN__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define KITFOX_X86 1
 #endif
@@ -82,15 +83,23 @@ __attribute__((target("avx2,f16c"))) float avx2_kernel(const float* a, const B* 
   return add_tail<L2>(reduce8(fa), a, b, main, n);
 }
 
+// CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports knows no "f16c").
+static bool cpu_has_f16c() {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool yes = __builtin_cpu_supports("avx2") && cpu_has_f16c();
   return yes;
 }
 
 // GCC 12 warns about an uninitialised temporary inside its own AVX-512 headers.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // Two 16-lane accumulators hold the same 32 partial sums; folding each one's
 // 256-bit halves first keeps the canonical association
@@ -180,7 +189,7 @@ static __attribute__((target("f16c,avx"))) void f16_to_f32_f16c(const uint16_t* 
 }
 
 static bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool yes = cpu_has_f16c() && __builtin_cpu_supports("avx");
   return yes;
 }
 #endif

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The libFuzzer harnesses of tests/fuzz/, built with clang, ASan and UBSan
+# in build-fuzz/.
+#
+#   scripts/fuzz.sh                  a short, seeded run of every harness (npm test runs this)
+#   scripts/fuzz.sh NAME [SECONDS]   a long run of one (statement, json, codec, open), 600 s by
+#                                    default; what it finds is kept in build-fuzz/corpus/NAME
+#
+# Seeds: the statements of tests/queries/*.test, real database files, JSON and
+# encoded values (tests/fuzz/make_seeds.cpp), and every input that once broke
+# something (tests/fuzz/regressions/NAME/, run each time). A crash leaves its
+# input in build-fuzz/crashes/; copy it into tests/fuzz/regressions/NAME/
+# with the fix.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+
+HARNESSES=(statement json codec open)
+# Runs of the short mode: each takes 10-20 s on one core under the sanitizers.
+declare -A RUNS=([statement]=200000 [json]=150000 [codec]=500000 [open]=20000)
+declare -A MAXLEN=([statement]=2048 [json]=2048 [codec]=512 [open]=65536)
+
+CXX=clang++ configure_once build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKITFOX_FUZZ=ON -DKITFOX_TESTS=OFF
+cmake --build build-fuzz -j2 >build-fuzz/build.log 2>&1 || { cat build-fuzz/build.log; exit 1; }
+
+seeds=build-fuzz/seeds
+rm -rf "$seeds" && mkdir -p "$seeds/statement" build-fuzz/crashes
+build-fuzz/tests/fuzz/kitfox_fuzz_seeds "$seeds"
+# One file per statement of the query scripts (the lines after a
+# `statement` or `query` header, up to ---- or a blank line).
+awk -v out="$seeds/statement" '
+  /^(statement|query)/ { inside = 1; text = ""; next }
+  inside && (/^----/ || /^$/) { if (text != "") { f = sprintf("%s/%05d", out, ++n); printf "%s", text > f; close(f) } inside = 0; next }
+  inside { text = text (text == "" ? "" : "\n") $0 }
+' tests/queries/*.test
+
+run() {
+  local name=$1
+  shift
+  local corpus=build-fuzz/corpus/$name regress=tests/fuzz/regressions/$name log=build-fuzz/$name.log
+  mkdir -p "$corpus" "$regress"
+  local dict=()
+  [[ -f tests/fuzz/$name.dict ]] && dict=(-dict="tests/fuzz/$name.dict")
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "build-fuzz/tests/fuzz/kitfox_fuzz_$name" "${dict[@]}" "$@" -max_len="${MAXLEN[$name]}" -timeout=30 -rss_limit_mb=2048 \
+    -artifact_prefix="build-fuzz/crashes/$name-" "$corpus" "$seeds/$name" "$regress" >"$log" 2>&1 || {
+    tail -n 60 "$log"
+    echo "fuzz: $name found a failure; its input is in build-fuzz/crashes/ (log: $log)" >&2
+    return 1
+  }
+  echo "fuzz $name: $(grep -E '^(#[0-9]+|Done)' "$log" | tail -n 1)"
+}
+
+if (($# == 0)); then
+  # Short and seeded: the same inputs each time, from a fresh corpus.
+  for name in "${HARNESSES[@]}"; do
+    rm -rf "build-fuzz/corpus/$name"
+    run "$name" -seed=1 -runs="${RUNS[$name]}"
+  done
+else
+  name=$1
+  [[ " ${HARNESSES[*]} " == *" $name "* ]] || { echo "fuzz.sh: unknown harness '$name' (${HARNESSES[*]})" >&2; exit 2; }
+  run "$name" -max_total_time="${2:-600}" -print_final_stats=1
+fi

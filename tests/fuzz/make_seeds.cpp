@@ -1,0 +1,76 @@
+// Writes the seed inputs of the fuzzers into DIR/{open,codec,json}/: real
+// database files (an image alone, an image and a tail, after a compaction),
+// encoded values and JSON texts. The statement seeds are the statements of
+// tests/queries/*.test (scripts/fuzz.sh extracts them).
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/stat.h>
+
+#include "codec.h"
+#include "fuzz_common.h"
+
+using namespace kitfox;
+
+static void write(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), (std::streamsize)bytes.size());
+  if (!out) fuzz::fail("writing " + path);
+}
+
+static std::string file_of(FileSystem& fs, const std::string& name) {
+  auto f = fs.open(name, {});
+  if (!f.is_ok()) fuzz::fail("no file " + name);
+  std::string bytes(*(*f)->size(), '\0');
+  size_t got = 0;
+  if (!(*f)->read(0, bytes.data(), bytes.size(), &got).is_ok()) fuzz::fail("reading " + name);
+  return bytes;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: kitfox_fuzz_seeds DIR\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  for (const char* sub : {"", "/open", "/codec", "/json"}) mkdir((dir + sub).c_str(), 0755);
+
+  auto fs = make_memory_file_system();
+  {
+    auto db = fuzz::sample_db(*fs);
+    db->checkpoint();
+    write(dir + "/open/image.kfdb", file_of(*fs, "f.kfdb"));
+    db->query("put t {name: \"tail\", n: 4, e: [0, 0, 0, 1]}");
+    db->query("set t {meta.x: 5} where n = 1");
+    db->query("del u where k = 2");
+    write(dir + "/open/image_and_tail.kfdb", file_of(*fs, "f.kfdb"));
+    db->compact();
+    write(dir + "/open/compacted.kfdb", file_of(*fs, "f.kfdb"));
+    db->close();
+  }
+  const char* json[] = {
+      "{\"name\": \"x\", \"n\": 1, \"meta\": {\"a\": [1, 2.5, null, true]}, \"e\": [0.1, 0.2, 0.3, 0.4]}",
+      "[1, -2, 3e10, 1.5e-300, \"\\u00e9\\ud834\\udd1e\", {}]",
+      "{\"deep\": [[[[{\"k\": \"v\"}]]]], \"neg\": -9223372036854775808}",
+      "\"text\"",
+  };
+  int i = 0;
+  for (const char* j : json) {
+    write(dir + "/json/" + std::to_string(i++) + ".json", j);
+    auto v = parse_json(j);
+    if (!v.is_ok()) fuzz::fail(std::string("seed JSON: ") + j);
+    std::string enc;
+    encode_value(enc, *v, false);
+    write(dir + "/codec/" + std::to_string(i) + ".bin", enc);
+  }
+  std::string vec;
+  encode_value(vec, Value::vector({1, 2, 3}), false);
+  write(dir + "/codec/vector.bin", vec);
+  std::string half;
+  encode_value(half, Value::vector({1, 2, 3}), true);
+  write(dir + "/codec/vector_f16.bin", half);
+  std::string ts;
+  encode_value(ts, Value::timestamp(1700000000000), false);
+  write(dir + "/codec/timestamp.bin", ts);
+  return 0;
+}
