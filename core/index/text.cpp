@@ -109,6 +109,9 @@ void tokenize_text(std::string_view text, std::vector<std::string>* out) {
 
 void TextIndex::put(int64_t doc, const std::vector<std::string>& tokens) {
   remove(doc);
+  // A document without text is not in the index (not counted in N or the
+  // average length), whether it was written so or indexed on first use.
+  if (tokens.empty()) return;
   std::unordered_map<std::string_view, uint32_t> tf;
   for (const std::string& t : tokens) tf[t]++;
   std::vector<std::string> distinct;

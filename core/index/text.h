@@ -30,7 +30,8 @@ class TextIndex {
  public:
   TextIndex(double k1, double b) : k1_(k1), b_(b) {}
 
-  // Sets document `doc`'s text (its previous text, if any, is replaced).
+  // Sets document `doc`'s text (its previous text, if any, is replaced);
+  // no tokens removes it.
   void put(int64_t doc, const std::vector<std::string>& tokens);
   void remove(int64_t doc);
   size_t documents() const { return lengths_.size(); }
