@@ -10,12 +10,29 @@ const HOST_CODES = { not_found: 3, locked: 10, io: 8, invalid: 12 };
 
 let loading = null;
 
+// A call into the module that threw instead of returning (a trap: the stack
+// ran out, memory could not grow, an abort) leaves the module's state
+// unknown, so the module is given up: every database open in it refuses
+// further calls with this `failed` error (what was acknowledged before is in
+// its file), and the next open loads a new module.
+export function trapped(mod, e) {
+  if (e instanceof KitfoxError) return e;
+  if (!mod.kfBroken) {
+    const what = e && e.message ? `${e.name || 'Error'}: ${e.message}` : String(e);
+    mod.kfBroken = new KitfoxError('failed', `failed error: the engine stopped on an internal error (${what}); open the database again`, -1);
+    if (loading === mod.kfLoaded) loading = null;
+  }
+  return mod.kfBroken;
+}
+
 export function loadCore() {
   if (!loading) {
-    loading = init().catch((e) => {
+    const p = init().catch((e) => {
       loading = null; // let a later open try again
       throw e;
     });
+    loading = p;
+    p.then((mod) => (mod.kfLoaded = p), () => {}); // runs before any awaiting open sees the module
   }
   return loading;
 }

@@ -12,7 +12,7 @@
 //
 // See kitfox.d.ts for the whole API and docs/wasm.md for how values map.
 import { decodeRows, decodeBatch, encodeParams, wellFormed } from './codec.js';
-import { loadCore } from './core.js';
+import { loadCore, trapped } from './core.js';
 import { KitfoxError, kitfoxError } from './errors.js';
 import { MemoryHost } from './hosts/memory.js';
 import { currentPlatform } from './platform/current.js';
@@ -73,8 +73,15 @@ export class Kitfox {
     const later = delay === 0 && globalThis.setImmediate ? globalThis.setImmediate : (f) => setTimeout(f, delay);
     const step = () => {
       this._warmer = null;
-      if (this._h === 0) return;
-      if (this._core.kfWarm(this._h, Math.max(WARM_SLICE, this._host.readChunk ?? 0)) > 0) this._warmLater();
+      if (this._h === 0 || this._core.kfBroken) return;
+      let left;
+      try {
+        left = this._core.kfWarm(this._h, Math.max(WARM_SLICE, this._host.readChunk ?? 0));
+      } catch (e) {
+        trapped(this._core, e); // the next call says so
+        return;
+      }
+      if (left > 0) this._warmLater();
     };
     this._warmer = later(step);
     this._warmer?.unref?.();
@@ -113,7 +120,14 @@ export class Kitfox {
       throw e;
     }
     const hostId = core.kfAddHost(host);
-    const h = core.kfOpen(hostId, host.atomicReplace, name, sync, options.create !== false, host.readChunk ?? 0);
+    let h;
+    try {
+      h = core.kfOpen(hostId, host.atomicReplace, name, sync, options.create !== false, host.readChunk ?? 0);
+    } catch (e) {
+      core.kfRemoveHost(hostId);
+      host.release();
+      throw trapped(core, e);
+    }
     if (h < 0) {
       const err = core.kfLastError();
       core.kfRemoveHost(hostId);
@@ -133,7 +147,17 @@ export class Kitfox {
 
   _handle() {
     if (this._h === 0) throw kitfoxError('invalid', 'the database is closed');
+    if (this._core.kfBroken) throw this._core.kfBroken;
     return this._h;
+  }
+
+  // Calls the module; a trap gives the module up (core.js, trapped).
+  _call(f) {
+    try {
+      return f(this._core);
+    } catch (e) {
+      throw trapped(this._core, e);
+    }
   }
 
   // Writes the statement and its params into the module's input buffer and
@@ -161,12 +185,18 @@ export class Kitfox {
     if (written !== text.length && !wellFormed(text))
       throw kitfoxError('syntax', 'the statement text holds an unpaired UTF-16 surrogate');
     if (enc) heap.set(enc, ptr + written);
-    const n = core.kfQuery(h, written, plen, flags);
+    let n;
+    try {
+      n = core.kfQuery(h, written, plen, flags);
+    } catch (e) {
+      throw trapped(core, e);
+    }
     if (n < 0) throw core.kfLastError();
     if (this._period && !this._timer) {
       this._timer = setTimeout(() => {
         this._timer = null;
-        if (this._h) core.kfSync(this._h); // a failure makes the next write fail
+        // A failure makes the next write fail.
+        if (this._h && !core.kfBroken) this._call((c) => c.kfSync(this._h));
       }, this._period);
       this._timer.unref?.();
     }
@@ -210,7 +240,7 @@ export class Kitfox {
     const core = this._core;
     const ptr = core.kfInput(enc.length) >>> 0;
     core.HEAPU8.set(enc, ptr);
-    const n = core.kfBatch(h, enc.length);
+    const n = this._call((c) => c.kfBatch(h, enc.length));
     if (n < 0) throw core.kfLastError();
     return decodeBatch(this._output());
   }
@@ -245,23 +275,27 @@ export class Kitfox {
 
   // Writes a new image of the file and empties its write log.
   checkpoint() {
-    if (this._core.kfCheckpoint(this._handle()) < 0) throw this._core.kfLastError();
+    const h = this._handle();
+    if (this._call((c) => c.kfCheckpoint(h)) < 0) throw this._core.kfLastError();
   }
 
   // Flushes every write so far to durable storage.
   sync() {
-    if (this._core.kfSync(this._handle()) < 0) throw this._core.kfLastError();
+    const h = this._handle();
+    if (this._call((c) => c.kfSync(h)) < 0) throw this._core.kfLastError();
   }
 
   // The database file's bytes (after a checkpoint): open them again with
   // Kitfox.open(bytes), or write them to a file the CLI opens.
   export() {
-    if (this._core.kfExportFile(this._handle()) < 0) throw this._core.kfLastError();
+    const h = this._handle();
+    if (this._call((c) => c.kfExportFile(h)) < 0) throw this._core.kfLastError();
     return this._output().slice();
   }
 
   stats() {
-    const s = JSON.parse(this._core.kfStats(this._handle()));
+    const h = this._handle();
+    const s = JSON.parse(this._call((c) => c.kfStats(h)));
     s.wasmMemoryBytes = this._core.HEAPU8.buffer.byteLength;
     return s;
   }
@@ -273,8 +307,16 @@ export class Kitfox {
   close() {
     if (this._h === 0) return this._host.released;
     const core = this._core;
-    const rc = core.kfClose(this._h);
-    const err = rc < 0 ? core.kfLastError() : null;
+    // A given-up module is not called again (its state is unknown): the
+    // file is let go as it is, with every acknowledged write in it.
+    let err = null;
+    if (!core.kfBroken) {
+      try {
+        if (core.kfClose(this._h) < 0) err = core.kfLastError();
+      } catch (e) {
+        err = trapped(core, e);
+      }
+    }
     this._h = 0;
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;

@@ -345,3 +345,38 @@ describe('methods', () => {
     b.close();
   });
 });
+
+describe('a trap in the module', () => {
+  test('gives the module up: every database in it refuses with failed, close lets go, a new open works', async () => {
+    const a = await Kitfox.open(':memory:');
+    const b = await Kitfox.open(':memory:');
+    a.query('create collection t (n int)');
+    b.query('create collection t (n int)');
+    assert.equal(a._core, b._core); // one module per process
+    // As the module throws when its stack runs out (a RangeError from
+    // inside a call): simulated, since nothing in the engine is known to.
+    const core = a._core;
+    const real = core.kfQuery;
+    core.kfQuery = () => {
+      throw new RangeError('Maximum call stack size exceeded');
+    };
+    try {
+      assert.throws(() => a.query('put t {n: 1}'), (e) => e instanceof KitfoxError && e.code === 'failed' && /RangeError/.test(e.message));
+    } finally {
+      core.kfQuery = real;
+    }
+    // Nothing calls into the given-up module again: no hang, a clear error.
+    assert.throws(() => a.query('get t count'), { code: 'failed' });
+    assert.throws(() => b.batch([['put t {n: 2}']]), { code: 'failed' });
+    assert.throws(() => b.checkpoint(), { code: 'failed' });
+    a.close();
+    b.close();
+    assert.ok(a.closed && b.closed);
+    const c = await Kitfox.open(':memory:');
+    assert.notEqual(c._core, core);
+    c.query('create collection t (n int)');
+    c.query('put t {n: 3}');
+    assert.equal(count(c), 1);
+    c.close();
+  });
+});
