@@ -14,8 +14,11 @@
 #include "db.h"
 #include "storage/format.h"
 #include "storage/record.h"
+#include "test_files.h"
 
 using namespace kitfox;
+using kitfox::testing::read_file;
+using kitfox::testing::write_file;
 
 namespace {
 
@@ -33,22 +36,6 @@ OpenOptions options(bool recover = false) {
   o.check_in_background = false;
   o.recover = recover;
   return o;
-}
-
-std::string read_file(FileSystem& fs, const std::string& name) {
-  auto f = fs.open(name, {});
-  REQUIRE(f.is_ok());
-  std::string s(*(*f)->size(), '\0');
-  size_t got;
-  REQUIRE((*f)->read(0, s.data(), s.size(), &got).is_ok());
-  return s;
-}
-
-void write_file(FileSystem& fs, const std::string& name, const std::string& bytes) {
-  auto f = fs.open(name, OpenFlags{true, true});
-  REQUIRE(f.is_ok());
-  REQUIRE((*f)->truncate(0).is_ok());
-  REQUIRE((*f)->write(0, bytes.data(), bytes.size()).is_ok());
 }
 
 // The five writes of the tail, in order.

@@ -14,8 +14,11 @@
 #include "storage/format.h"
 #include "storage/id_index.h"
 #include "storage/record.h"
+#include "test_files.h"
 
 using namespace kitfox;
+using kitfox::testing::read_file;
+using kitfox::testing::write_file;
 
 namespace {
 
@@ -79,22 +82,6 @@ class FaultyFs : public FileSystem {
   FileSystem& in_;
   Faults* x_;
 };
-
-std::string read_file(FileSystem& fs, const std::string& name) {
-  auto f = fs.open(name, {});
-  REQUIRE(f.is_ok());
-  std::string s(*(*f)->size(), '\0');
-  size_t got;
-  REQUIRE((*f)->read(0, s.data(), s.size(), &got).is_ok());
-  return s;
-}
-
-void write_file(FileSystem& fs, const std::string& name, const std::string& bytes) {
-  auto f = fs.open(name, OpenFlags{true, false});
-  REQUIRE(f.is_ok());
-  REQUIRE((*f)->truncate(0).is_ok());
-  REQUIRE((*f)->write(0, bytes.data(), bytes.size()).is_ok());
-}
 
 OpenOptions no_checkpoint() {
   OpenOptions o;

@@ -19,6 +19,7 @@
 #include "storage/extent.h"
 #include "storage/format.h"
 #include "storage/record.h"
+#include "test_files.h"
 
 using namespace kitfox;
 
@@ -359,22 +360,6 @@ TEST_CASE("a vector's cosine distance to itself is never negative, its cosine si
   CHECK(above == 0);
 }
 
-static std::string file_bytes(FileSystem& fs, const std::string& name) {
-  auto f = fs.open(name, {});
-  REQUIRE(f.is_ok());
-  std::string bytes(*(*f)->size(), '\0');
-  size_t got;
-  REQUIRE((*f)->read(0, bytes.data(), bytes.size(), &got).is_ok());
-  return bytes;
-}
-
-static void put_bytes(FileSystem& fs, const std::string& name, const std::string& bytes) {
-  auto f = fs.open(name, OpenFlags{true, true});
-  REQUIRE(f.is_ok());
-  REQUIRE((*f)->truncate(0).is_ok());
-  REQUIRE((*f)->write(0, bytes.data(), bytes.size()).is_ok());
-}
-
 TEST_CASE("recover steps over damaged derived records and keeps the documents of a lost vector table") {
   auto fs = make_memory_file_system();
   bench::Clustered gen(kDim, 10);
@@ -383,7 +368,7 @@ TEST_CASE("recover steps over damaged derived records and keeps the documents of
     load(*db, gen);
     db->close();
   }
-  const std::string good = file_bytes(*fs, "v.kfdb");
+  const std::string good = testing::read_file(*fs, "v.kfdb");
   auto qs = gen.points(10, 31);
   std::vector<std::string> want;
   {
@@ -394,7 +379,7 @@ TEST_CASE("recover steps over damaged derived records and keeps the documents of
       want.push_back(to_json(Value::list(r->rows)));
     }
   }
-  put_bytes(*fs, "v.kfdb", good);
+  testing::write_file(*fs, "v.kfdb", good);
   std::vector<RecordView> recs;
   for (uint64_t off = format::kHeaderSize; off < good.size();) {
     RecordView r;
@@ -430,11 +415,11 @@ TEST_CASE("recover steps over damaged derived records and keeps the documents of
     } else {
       bad[r.offset + 5 + r.body.size() / 2] ^= 0x20;
     }
-    put_bytes(*fs, "v.kfdb", bad);
+    testing::write_file(*fs, "v.kfdb", bad);
     auto refused = Database::open(*fs, "v.kfdb", {});
     REQUIRE_FALSE(refused.is_ok());
     CHECK(refused.status().code() == Code::Corrupt);
-    CHECK(file_bytes(*fs, "v.kfdb") == bad);
+    CHECK(testing::read_file(*fs, "v.kfdb") == bad);
     {
       auto db = Database::open(*fs, "v.kfdb", rec);
       INFO(db.status().to_string());
@@ -453,7 +438,7 @@ TEST_CASE("recover steps over damaged derived records and keeps the documents of
           CHECK(to_json(Value::list(q->rows)) == want[i]);
         }
       }
-      CHECK(file_bytes(*fs, "v.kfdb.damaged") == bad);
+      CHECK(testing::read_file(*fs, "v.kfdb.damaged") == bad);
       (*db)->close();
     }
     auto again = open_db(*fs);  // the recovered file is whole
@@ -468,7 +453,7 @@ TEST_CASE("recover steps over damaged derived records and keeps the documents of
   RecordView docs = first(format::kDocs);
   std::string bad = good;
   bad[docs.offset + 4] = (char)format::kIdIndex;
-  put_bytes(*fs, "v.kfdb", bad);
+  testing::write_file(*fs, "v.kfdb", bad);
   auto db = Database::open(*fs, "v.kfdb", rec);
   REQUIRE(db.is_ok());
   CHECK((*db)->open_report().recovered_offset == docs.offset);
