@@ -48,6 +48,9 @@ struct OpenOptions {
   // the blocks no query has touched yet (native builds only). Off: they stay
   // unchecked until a query, warm() or a checkpoint reaches them.
   bool check_in_background = true;
+  // The memory the rows of one query may take (as documents a sort holds,
+  // or rows kept); a query past it fails with a `limit` error.
+  uint64_t max_result_bytes = 1ull << 30;
 };
 
 // Parses "always", "off" or a period in milliseconds ("250", "250ms").

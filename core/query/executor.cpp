@@ -358,6 +358,43 @@ Result<int64_t> count_arg(const Evaluator& ev, const ExprPtr& e, const char* wha
   return v.as_int();
 }
 
+// The memory one query's rows may take (OpenOptions.max_result_bytes),
+// charged as each row (or each document a sort holds) is kept: an estimate
+// of the values' memory, strings and vectors by their bytes.
+class RowBudget {
+ public:
+  explicit RowBudget(uint64_t max) : max_(max), left_(max) {}
+  // False, with *err set, once what is kept passes the budget.
+  bool take(const Value& v, Status* err) {
+    uint64_t n = bytes(v);
+    if (n > left_) {
+      *err = Status(Code::Limit, "the rows of this query take more than " + std::to_string(max_ >> 20) +
+                                     " MiB (max_result_bytes): add a limit or select fewer fields");
+      return false;
+    }
+    left_ -= n;
+    return true;
+  }
+
+ private:
+  static uint64_t bytes(const Value& v) {
+    uint64_t n = sizeof(Value);
+    switch (v.kind()) {
+      case Kind::Text:
+      case Kind::Bytes: return n + v.as_string().size();
+      case Kind::Vector: return n + v.vec().size() * sizeof(float);
+      case Kind::List:
+      case Kind::Object:
+        for (const Value& k : v.items()) n += bytes(k);
+        if (v.kind() == Kind::Object)
+          for (const std::string& k : v.keys()) n += sizeof(std::string) + k.size();
+        return n;
+      default: return n;
+    }
+  }
+  uint64_t max_, left_;
+};
+
 // The ids a where clause pins down exactly (id = c, id in [...]), if any.
 bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
   if (!w) return false;
@@ -779,6 +816,8 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     Evaluator ev(params);
     QueryResult out;
     Value doc;
+    RowBudget budget(opts_.max_result_bytes);
+    Status over;
     for (Value& row : r->rows) {
       const Value* idv = row.get("id");
       if (!idv || idv->kind() != Kind::Int)
@@ -790,6 +829,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
       KF_TRY(lookup_children(*st.lookup, doc, ev, &children));
       if (st.lookup->required && children.items().empty()) continue;
       row.append(st.lookup->collection, std::move(children));
+      if (!budget.take(row, &over)) return over;
       out.rows.push_back(std::move(row));
     }
     if (st.lookup->required) {
@@ -880,6 +920,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
 
   Status perr;
   auto project = [&](Value doc) -> Value { return project_row(st, std::move(doc), ev, &perr); };
+  RowBudget budget(opts_.max_result_bytes);
 
   if (st.order.empty()) {
     int64_t skipped = 0;
@@ -887,6 +928,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
       if (skipped < offset) { skipped++; return true; }
       if (limit >= 0 && (int64_t)res.rows.size() >= limit) return false;
       res.rows.push_back(project(doc));
+      if (perr.is_ok()) budget.take(res.rows.back(), &perr);
       return perr.is_ok() && (limit < 0 || (int64_t)res.rows.size() < limit);
     }));
     KF_TRY(perr);
@@ -934,7 +976,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
           return true;
         }
         res.rows.push_back(project(doc));
-        return perr.is_ok();
+        return perr.is_ok() && budget.take(res.rows.back(), &perr);
       });
       KF_TRY(inner);
       KF_TRY(perr);
@@ -969,6 +1011,7 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
       it.keys.push_back(v ? *v : Value());
     }
     it.doc = doc;
+    if (!budget.take(it.doc, &perr)) return false;
     items.push_back(std::move(it));
     return true;
   }));

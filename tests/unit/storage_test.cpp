@@ -303,6 +303,40 @@ TEST_CASE("an empty existing file becomes a new database, with a warning; a new 
   CHECK(fresh->open_report().warnings.empty());
 }
 
+TEST_CASE("the rows of one query are bounded by max_result_bytes: scans, sorts, index walks, lookups") {
+  auto fs = make_memory_file_system();
+  OpenOptions o = no_checkpoint();
+  o.max_result_bytes = 128 << 10;
+  auto db = open_db(*fs, "db", o);
+  REQUIRE(db->query("create collection t (n int @sorted, g int @hash, s text)").is_ok());
+  REQUIRE(db->query("create collection u (k int)").is_ok());
+  Value list = Value::list();
+  for (int i = 0; i < 2000; i++) {
+    Value d = Value::object();
+    d.append("n", Value::integer(i));
+    d.append("g", Value::integer(1));
+    d.append("s", Value::text(std::string(100, 'x')));
+    list.push(std::move(d));
+  }
+  REQUIRE(db->query("insert t $1", {list}).is_ok());
+  REQUIRE(db->query("put u {k: 1}").is_ok());
+  // About 1 MiB of rows each (the lookup: one row with 2,000 children).
+  for (const char* q : {"get t", "get t order s", "get t order n desc", "get t where n >= 0 order n limit 1500",
+                        "get u lookup t on g = k select s"}) {
+    CAPTURE(q);
+    auto r = db->query(q);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == Code::Limit);
+    CHECK(r.status().message().find("max_result_bytes") != std::string::npos);
+  }
+  // Within the budget: answered. A sort holds every document it sorts, a
+  // count none.
+  CHECK(db->query("get t limit 100").is_ok());
+  CHECK(db->query("get t order n desc limit 100").is_ok());
+  CHECK(db->query("get t select n order s limit 10").status().code() == Code::Limit);
+  CHECK(count(*db) == 2000);
+}
+
 TEST_CASE("a bad header is refused with a clear error") {
   auto fs = make_memory_file_system();
   write_file(*fs, "db", "hello, this is not a database at all....");
