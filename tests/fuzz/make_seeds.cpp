@@ -1,6 +1,6 @@
-// Writes the seed inputs of the fuzzers into DIR/{open,codec,json}/: real
+// Writes the seed inputs of the fuzzers into DIR/{open,codec,json,import}/: real
 // database files (an image alone, an image and a tail, after a compaction),
-// encoded values and JSON texts. The statement seeds are the statements of
+// encoded values, JSON texts and import input. The statement seeds are the statements of
 // tests/queries/*.test (scripts/fuzz.sh extracts them).
 #include <cstdio>
 #include <fstream>
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  for (const char* sub : {"", "/open", "/codec", "/json"}) mkdir((dir + sub).c_str(), 0755);
+  for (const char* sub : {"", "/open", "/codec", "/json", "/import"}) mkdir((dir + sub).c_str(), 0755);
 
   auto fs = make_memory_file_system();
   {
@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
     encode_value(enc, *v, false);
     write(dir + "/codec/" + std::to_string(i) + ".bin", enc);
   }
+  // Import input: a chunk-size byte, then NDJSON or a JSON array.
+  write(dir + "/import/ndjson", std::string("\x07") + "{\"name\": \"a\", \"n\": 1}\n\n{\"meta\": {\"k\": [1, 2]}, \"e\": [1, 2, 3, 4]}\n{\"n\": \"bad\"}\n");
+  write(dir + "/import/array", std::string("\x20") + "\xEF\xBB\xBF [ {\"name\": \"x,]\\\"\"}, {\"n\": 2} ,{\"tags\": [\"a\"]} ]  ");
   std::string vec;
   encode_value(vec, Value::vector({1, 2, 3}), false);
   write(dir + "/codec/vector.bin", vec);
