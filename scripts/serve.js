@@ -3,10 +3,10 @@
 // GET and HEAD only, nothing outside the root. No dependencies.
 //
 //   node scripts/serve.js [--port N] [--fallback-port] [--root DIR] [--open PATH]
-//       prints the URL of PATH (default /web-demo/) and serves until stopped
-//       (--fallback-port: a free port when N is taken);
+//       prints the URL of PATH (default /web-demo/), which / redirects to,
+//       and serves until stopped (--fallback-port: a free port when N is taken);
 //   import { serve } from './serve.js'; const s = await serve({ port: 0 });
-//       s.url, await s.close()
+//       s.url, await s.close()  (`home: PATH`: / redirects there)
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -35,7 +35,7 @@ function send(res, status, text) {
 }
 
 // `files` maps extra URL paths to files anywhere (e.g. { '/db.kfdb': '/tmp/x.kfdb' }).
-export function serve({ port = 0, root = repo, host = '127.0.0.1', quiet = true, files = {} } = {}) {
+export function serve({ port = 0, root = repo, host = '127.0.0.1', quiet = true, files = {}, home = null } = {}) {
   const base = path.resolve(root);
   const server = http.createServer((req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed\n');
@@ -44,6 +44,10 @@ export function serve({ port = 0, root = repo, host = '127.0.0.1', quiet = true,
       rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     } catch {
       return send(res, 400, 'bad path\n');
+    }
+    if (home && rel === '/') {
+      res.writeHead(302, { location: home });
+      return res.end();
     }
     let file = Object.hasOwn(files, rel) ? files[rel] : path.resolve(base, '.' + rel);
     if (!Object.hasOwn(files, rel) && file !== base && !file.startsWith(base + path.sep)) return send(res, 403, 'outside the root\n');
@@ -100,16 +104,16 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const root = opt('--root', repo);
   const open = opt('--open', '/web-demo/');
   const fallback = args.includes('--fallback-port');
-  serve({ port, root })
+  serve({ port, root, home: open })
     .catch((e) => {
       if (fallback && e.code === 'EADDRINUSE') {
         console.log(`port ${port} is taken: using a free one`);
-        return serve({ port: 0, root });
+        return serve({ port: 0, root, home: open });
       }
       throw e;
     })
     .then(
-    (s) => console.log(`serving ${root} at ${s.url}\n\n  kitfox web demo: ${s.url}${open}\n\n(Ctrl+C stops it)`),
+    (s) => console.log(`kitfox web demo: ${s.url}${open}  (Ctrl+C stops it; PORT=N npm start for another port)`),
     (e) => {
       console.error(`serve: ${e.message}${e.code === 'EADDRINUSE' ? ` (use --port N or PORT=N)` : ''}`);
       process.exit(1);
