@@ -114,14 +114,9 @@ TEST_CASE("every part of every record damaged: refused with an offset, reported,
   for (const Answers& a : want)
     for (const Status& s : a.errors) REQUIRE(s.is_ok());
 
-  std::vector<RecordView> recs;
-  for (uint64_t off = format::kHeaderSize; off < good.size();) {
-    RecordView r;
-    REQUIRE(read_record(good, off, &r) == ScanResult::Ok);
-    recs.push_back(r);
-    off = r.end;
-  }
+  std::vector<RecordView> recs = testing::records(good);
   REQUIRE(recs.size() > 10);
+  REQUIRE(recs.back().end == good.size());
 
   struct Copy {
     std::string what;

@@ -18,6 +18,7 @@
 
 using namespace kitfox;
 using kitfox::testing::read_file;
+using kitfox::testing::records;
 using kitfox::testing::write_file;
 
 namespace {
@@ -119,18 +120,6 @@ void make_db(FileSystem& fs, int image_docs, int tail_docs) {
   REQUIRE(db->checkpoint().is_ok());
   for (int i = 0; i < tail_docs; i++) REQUIRE(db->query("put t {name: \"tail\", n: $1}", {Value::integer(i)}).is_ok());
   REQUIRE(db->close().is_ok());
-}
-
-// Offsets of the records of a file.
-std::vector<RecordView> records(const std::string& file) {
-  std::vector<RecordView> v;
-  uint64_t off = format::kHeaderSize;
-  RecordView r;
-  while (read_record(file, off, &r) == ScanResult::Ok) {
-    v.push_back(r);
-    off = r.end;
-  }
-  return v;
 }
 
 }  // namespace

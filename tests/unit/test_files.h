@@ -1,10 +1,14 @@
-// Whole files of a FileSystem as strings, for tests that damage them.
+// Whole files of a FileSystem as strings, and their records, for tests that
+// damage them.
 #pragma once
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "file.h"
+#include "storage/format.h"
+#include "storage/record.h"
 
 namespace kitfox::testing {
 
@@ -23,6 +27,19 @@ inline void write_file(FileSystem& fs, const std::string& name, const std::strin
   REQUIRE(f.is_ok());
   REQUIRE((*f)->truncate(0).is_ok());
   REQUIRE((*f)->write(0, bytes.data(), bytes.size()).is_ok());
+}
+
+// The records of a file's bytes, from the header up to the first that does
+// not read whole.
+inline std::vector<RecordView> records(const std::string& file) {
+  std::vector<RecordView> v;
+  uint64_t off = format::kHeaderSize;
+  RecordView r;
+  while (read_record(file, off, &r) == ScanResult::Ok) {
+    v.push_back(r);
+    off = r.end;
+  }
+  return v;
 }
 
 }  // namespace kitfox::testing

@@ -380,13 +380,8 @@ TEST_CASE("recover steps over damaged derived records and keeps the documents of
     }
   }
   testing::write_file(*fs, "v.kfdb", good);
-  std::vector<RecordView> recs;
-  for (uint64_t off = format::kHeaderSize; off < good.size();) {
-    RecordView r;
-    REQUIRE(read_record(good, off, &r) == ScanResult::Ok);
-    recs.push_back(r);
-    off = r.end;
-  }
+  std::vector<RecordView> recs = testing::records(good);
+  REQUIRE(recs.back().end == good.size());
   auto first = [&](uint8_t kind) {
     for (const RecordView& r : recs)
       if (r.kind == kind) return r;
