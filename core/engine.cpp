@@ -754,7 +754,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
         report_.warnings.push_back("the vector index of '" + coll->def.name + "." + f.name + "' was built from the documents");
         if (coll->lost_refs) {
           report_.warnings.push_back("recovered '" + name_ + "': the vector table of '" + coll->def.name + "." + f.name +
-                                     "' was lost: " + std::to_string(coll->lost_refs) +
+                                     "' was lost: " + std::to_string(coll->lost_refs.load()) +
                                      " documents keep their other fields, their '" + f.name + "' is now null");
           coll->lost_refs = 0;
         }

@@ -72,7 +72,7 @@ struct Collection : VectorSource {
   // Fields whose vector table a recovery lost: image documents' references
   // into it read as null (counted) until the recovery's checkpoint rewrites them.
   std::set<uint32_t> lost_tables;
-  mutable uint64_t lost_refs = 0;
+  mutable std::atomic<uint64_t> lost_refs{0};
 
   bool vector(uint32_t field_id, uint64_t node, Value* out) const override;
 };

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <map>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "codec.h"
@@ -29,20 +31,26 @@ struct Faults {
   std::atomic<bool> fail_sync{false};
   std::atomic<bool> fail_write{false};
   std::atomic<int> sync_delay_us{0};  // a slow disk, so flushes can be shared
-  std::atomic<bool> hold_sync{false};  // a flush waits while this is set
-};
 
-// Waits until `done()` holds: a bound no slow machine misses, and a clear
-// failure if it never does.
-template <typename F>
-bool wait_until(F done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // A flush can be held until released; writes and flushes are announced,
+  // so a test waits for them (not for time).
+  std::mutex m;
+  std::condition_variable cv;
+  bool held = false;
+  int writes = 0;
+  void hold(bool on) {
+    std::lock_guard g(m);
+    held = on;
+    cv.notify_all();
   }
-  return true;
-}
+  // Waits until `done()` holds (checked at every write and flush): the
+  // bound only ends a test that would hang, with a clear failure.
+  template <typename F>
+  bool wait_for(F done) {
+    std::unique_lock lk(m);
+    return cv.wait_for(lk, std::chrono::minutes(5), done);
+  }
+};
 
 class FaultyFile : public File {
  public:
@@ -50,11 +58,19 @@ class FaultyFile : public File {
   Status read(uint64_t o, void* b, size_t n, size_t* got) override { return f_->read(o, b, n, got); }
   Status write(uint64_t o, const void* b, size_t n) override {
     if (x_->fail_write) return Status(Code::Io, "injected write failure");
-    return f_->write(o, b, n);
+    Status st = f_->write(o, b, n);
+    std::lock_guard g(x_->m);
+    x_->writes++;
+    x_->cv.notify_all();
+    return st;
   }
   Status sync() override {
-    x_->syncs++;
-    while (x_->hold_sync) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    {
+      std::unique_lock lk(x_->m);
+      x_->syncs++;
+      x_->cv.notify_all();
+      x_->cv.wait(lk, [&] { return !x_->held; });
+    }
     if (x_->sync_delay_us) std::this_thread::sleep_for(std::chrono::microseconds(x_->sync_delay_us));
     if (x_->fail_sync) return Status(Code::Io, "injected flush failure");
     return f_->sync();
@@ -502,24 +518,26 @@ TEST_CASE("always mode: writers that arrive during a flush share the next one") 
   o.auto_checkpoint = false;
   auto db = open_db(fs, "db", o);
   REQUIRE(db->query("create collection t (w int)").is_ok());
-  int before = faults.syncs;
+  int before = faults.syncs, writes = faults.writes;
   uint64_t records = db->stats().tail_records;
   // The first writer's flush is held; seven more writers land their records
   // meanwhile (the write lock is not held over a flush) and wait. Released,
   // the first flush ends and one more covers all seven: two in all, whatever
   // the order the threads run in.
-  faults.hold_sync = true;
+  faults.hold(true);
   std::atomic<int> errors{0};
   auto put = [&](int w) {
     if (!db->query("put t {w: $1}", {Value::integer(w)}).is_ok()) errors++;
   };
   std::vector<std::thread> ts;
   ts.emplace_back(put, 0);
-  REQUIRE(wait_until([&] { return faults.syncs == before + 1; }));
+  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
   for (int w = 1; w < 8; w++) ts.emplace_back(put, w);
-  REQUIRE(wait_until([&] { return db->stats().tail_records == records + 8; }));
+  // Each put writes its record in one write to the file.
+  REQUIRE(faults.wait_for([&] { return faults.writes == writes + 8; }));
+  CHECK(db->stats().tail_records == records + 8);
   CHECK(faults.syncs == before + 1);  // nobody acknowledged, nothing else flushed
-  faults.hold_sync = false;
+  faults.hold(false);
   for (auto& t : ts) t.join();
   CHECK(errors == 0);
   CHECK(faults.syncs == before + 2);
