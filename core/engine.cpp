@@ -501,6 +501,17 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
   return Status::ok();
 }
 
+// The vector index record whose Extent never came (damaged, or cut off)
+// is as if absent.
+void Engine::drop_pending_extent() {
+  if (!pending_extent_) return;
+  for (auto& [key, vr] : vector_records_) {
+    if (&vr.table == pending_extent_) vr.has_table = false;
+    if (&vr.links == pending_extent_) vr.has_graph = false;
+  }
+  pending_extent_ = nullptr;
+}
+
 // Recovering: the damaged image records that can be stepped over, because
 // they are derived (IdIndex, Graph, rebuilt) or vector tables (given up,
 // their documents kept), and their length still leads to a whole record. Only
@@ -571,13 +582,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
                                                              : "HNSW graph (rebuilt from the vector table)") +
                                  " " + at(off));
       off += format::kFrameOverhead + len;
-      if (kind == format::kExtent && pending_extent_) {
-        for (auto& [key, vr] : vector_records_) {
-          if (&vr.table == pending_extent_) vr.has_table = false;
-          if (&vr.links == pending_extent_) vr.has_graph = false;
-        }
-        pending_extent_ = nullptr;
-      }
+      if (kind == format::kExtent) drop_pending_extent();
       // A vector index record's extent goes with it.
       RecordView x;
       if ((kind == format::kVectors || kind == format::kGraph) && read_record(file, off, &x) == ScanResult::Ok &&
@@ -612,14 +617,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     off = r.end;
   }
   image_bytes_ = image_done ? off : 0;
-  if (pending_extent_) {
-    // Kept up to damage: a record whose extent was lost is as if absent.
-    for (auto& [key, vr] : vector_records_) {
-      if (&vr.table == pending_extent_) vr.has_table = false;
-      if (&vr.links == pending_extent_) vr.has_graph = false;
-    }
-    pending_extent_ = nullptr;
-  }
+  drop_pending_extent();  // kept up to damage: a record whose extent was lost is as if absent
 
   // The tail. A bad record is a torn last write only when nothing whole
   // follows it; a record whose only fault is its length (it checks with the

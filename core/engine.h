@@ -240,6 +240,7 @@ class Engine {
   };
   std::map<uint64_t, VectorRecords> vector_records_;
   ExtentRef* pending_extent_ = nullptr;  // the Extent the last record announced
+  void drop_pending_extent();
   uint64_t given_up_tables_ = 0;          // recovering: vector tables with a damaged block
   bool lazy_ = false;       // extents are checked on first use
   bool lazy_read_ = false;  // and read then (not read on open)
