@@ -92,6 +92,28 @@ struct Stats {
 };
 
 class Engine;
+class Database;
+struct Prepared;
+
+// A statement parsed and bound once (Database::prepare), run many times with
+// new parameters. Bound again by itself when a collection it reads or writes
+// is altered, dropped or given an index; a statement whose collection or
+// field no longer exists fails with `not_found` until it exists again. Safe
+// to run from many threads at once natively. It must not outlive its Database.
+class Statement {
+ public:
+  Statement() = default;
+  // Runs as Database::query runs the text (inside a transaction of this thread too).
+  Result<QueryResult> query(const std::vector<Value>& params = {}) const;
+  const std::string& text() const;
+  bool is_write() const;
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  friend class Database;
+  Database* db_ = nullptr;
+  std::shared_ptr<Prepared> p_;
+};
 
 class Database {
  public:
@@ -100,10 +122,15 @@ class Database {
   ~Database();
 
   // Runs one statement. Write statements are atomic: on error nothing changed.
-  // `begin` starts queueing the statements this thread runs on this handle;
-  // `commit` runs them as one batch and returns their rows in order;
-  // `rollback` drops the queue. Other threads' statements are not part of it.
+  // The text is kept parsed in a small cache of recent statements, so a
+  // statement run again costs what a prepared one does.
+  // `begin` opens a transaction on this handle for this thread: its writes
+  // are queued ({"queued": n}); its reads see the database with the queued
+  // writes applied; `commit` lands the writes as one batch and returns their
+  // rows in order; `rollback` drops them. Other threads never see them.
   Result<QueryResult> query(std::string_view text, const std::vector<Value>& params = {});
+  // Parses and binds a statement once; see Statement.
+  Result<Statement> prepare(std::string_view text);
   // Runs statements (put, insert, set, del and reads) as one atomic write:
   // each sees the ones before it, and all land as one record or none does.
   Result<std::vector<QueryResult>> batch(const std::vector<BatchItem>& items);
@@ -121,11 +148,13 @@ class Database {
   const OpenReport& open_report() const;
 
  private:
+  friend class Statement;
   Database();
+  Result<QueryResult> run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned);
   std::unique_ptr<Engine> engine_;
   // Open transactions (between begin and commit), per thread.
-  std::mutex txn_mu_;
-  std::map<std::thread::id, std::vector<BatchItem>> txns_;
+  struct Transactions;
+  std::unique_ptr<Transactions> txns_;
 };
 
 // JSON text of a value: objects and lists as JSON, timestamps as ISO-8601

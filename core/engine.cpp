@@ -7,6 +7,7 @@
 #include "codec.h"
 #include "engine_limits.h"
 #include "huge_pages.h"
+#include "query/binder.h"
 #include "query/parser.h"
 #include "storage/format.h"
 #include "storage/record.h"
@@ -905,6 +906,7 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
           }
           KF_TRY(sync_indexes(c));
         }
+        catalog_version_++;
         break;
       }
       case format::kOpDrop: {
@@ -914,6 +916,7 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
         if (!c) return Status(Code::Corrupt, "a drop of an unknown collection");
         by_id_.erase(cid);
         colls_.erase(c->def.name);
+        catalog_version_++;
         break;
       }
       default: return Status(Code::Corrupt, "unknown op " + std::to_string(op));
@@ -953,12 +956,26 @@ void Engine::rollback(std::vector<Undo>& undo) {
     c->next_id = it->next_id;
     for (auto& [fid, index] : c->vindex) index->remove(it->id);
     for (auto& [fid, v] : it->vectors) c->vindex[fid]->put(it->id, v.data());  // revives its node
+    // The text and secondary indexes take the document as it was back.
+    std::string_view was = it->loc != IdIndex::kDead ? arena_.body(it->loc) : std::string_view();
+    for (auto& [fid, ti] : c->tindex) {
+      Value v;
+      if (it->loc != IdIndex::kDead && decode_field(was, fid, &v, c).is_ok()) {
+        text_tokens(v, &tokens_);
+        ti->put(it->id, tokens_);
+      } else {
+        ti->remove(it->id);
+      }
+    }
+    for (size_t i = 0; i < c->sindex.size(); i++) {
+      if (!c->sindex[i]) continue;
+      Value key;
+      if (it->loc != IdIndex::kDead && secondary_key(*c, c->def.secondary[i], was, &key).is_ok()) c->sindex[i]->put(it->id, key);
+      else c->sindex[i]->remove(it->id);
+    }
   }
-  for (auto& [name, c] : colls_) {
+  for (auto& [name, c] : colls_)
     for (auto& [fid, index] : c->vindex) index->drop_pending();
-    c->tindex.clear();  // rebuilt on first use
-    c->sindex.clear();
-  }
   touched_.clear();
   undo.clear();
 }
@@ -1441,24 +1458,57 @@ uint64_t Engine::warm(uint64_t budget) {
   return left;
 }
 
-Result<QueryResult> Engine::query(std::string_view text, const std::vector<Value>& params) {
-  Statement st;
-  KF_TRY(parse_statement(text, &st));
+Result<std::shared_ptr<Prepared>> Engine::prepare(std::string_view text, bool cache) {
+  if (cache && text.size() <= StatementCache::kMaxText)
+    if (auto p = cache_.find(text)) return p;
+  auto p = std::make_shared<Prepared>();
+  p->text = std::string(text);
+  KF_TRY(parse_statement(p->text, &p->st));
+  if (cache) cache_.add(p);
+  return p;
+}
+
+Status Engine::bound(Prepared& p) {
+  uint64_t v = catalog_version_.load(std::memory_order_relaxed);
+  if (p.bound_at.load(std::memory_order_acquire) == v) return Status::ok();
+  std::lock_guard g(p.bind_mu);
+  if (p.bound_at.load(std::memory_order_relaxed) == v) return Status::ok();
+  KF_TRY(bind(*this, p.st));
+  p.bound_at.store(v, std::memory_order_release);
+  return Status::ok();
+}
+
+Status Engine::bind_now(Prepared& p) {
+  std::shared_lock lk(mu_);
+  return bound(p);
+}
+
+Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, bool owned) {
+  const ParsedStatement& st = p.st;
   if (closed_) return Status(Code::Invalid, "the database is closed");
-  if (st.kind == StmtKind::Checkpoint || st.kind == StmtKind::Compact) {
-    KF_TRY(checkpoint());
-    return QueryResult{};
+  switch (st.kind) {
+    case StmtKind::Checkpoint:
+    case StmtKind::Compact:
+      KF_TRY(checkpoint());
+      return QueryResult{};
+    case StmtKind::Begin:
+    case StmtKind::Commit:
+    case StmtKind::Rollback:
+      return Status(Code::Invalid, "transactions belong to a Database handle", st.pos);
+    default: break;
   }
   bool repaired = false;
   if (!st.is_write()) {
     {
       std::shared_lock lk(mu_);
+      KF_TRY(bound(p));
       Result<QueryResult> r = execute_read(st, params);
       if (!extents_damaged()) return r;
     }
     // A block found damaged: rebuilding a graph needs the database alone.
     std::unique_lock lk(mu_);
     KF_TRY(check_extents(&repaired));
+    KF_TRY(bound(p));
     return execute_read(st, params);  // from the rebuilt graph
   }
   uint64_t wait_seq = 0;
@@ -1466,7 +1516,8 @@ Result<QueryResult> Engine::query(std::string_view text, const std::vector<Value
   {
     std::unique_lock lk(mu_);
     KF_TRY(check_writable());
-    r = execute_write(st, params);
+    KF_TRY(bound(p));
+    r = execute_write(st, params, owned ? &p.st : nullptr);
     if (r.is_ok()) wait_seq = seq_;
     KF_TRY(check_extents(&repaired));
   }
@@ -1481,16 +1532,29 @@ Result<QueryResult> Engine::query(std::string_view text, const std::vector<Value
   return r;
 }
 
+namespace {
+Status in_statement(size_t i, const Status& s) {
+  return Status(s.code(), "statement " + std::to_string(i + 1) + ": " + s.message(), s.position());
+}
+}  // namespace
+
 Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& items) {
-  std::vector<Statement> parsed(items.size());
+  std::vector<PreparedItem> prepared(items.size());
   for (size_t i = 0; i < items.size(); i++) {
-    Status ps = parse_statement(items[i].text, &parsed[i]);
-    if (!ps.is_ok()) return Status(ps.code(), "statement " + std::to_string(i + 1) + ": " + ps.message(), ps.position());
-    StmtKind k = parsed[i].kind;
+    auto p = prepare(items[i].text, true);
+    if (!p.is_ok()) return in_statement(i, p.status());
+    prepared[i] = {std::move(p.value()), items[i].params};
+  }
+  return run_batch(prepared, false);
+}
+
+Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedItem>& items, bool dry_run) {
+  for (size_t i = 0; i < items.size(); i++) {
+    StmtKind k = items[i].p->st.kind;
     if (k != StmtKind::Put && k != StmtKind::Insert && k != StmtKind::Set && k != StmtKind::Del && k != StmtKind::Get &&
         k != StmtKind::Collections && k != StmtKind::Describe)
-      return Status(Code::Invalid, "statement " + std::to_string(i + 1) +
-                                       ": only put, insert, set, del and reads can be part of a batch", parsed[i].pos);
+      return in_statement(i, Status(Code::Invalid, "only put, insert, set, del and reads can be part of a batch",
+                                    items[i].p->st.pos));
   }
   if (closed_) return Status(Code::Invalid, "the database is closed");
   std::vector<QueryResult> out;
@@ -1504,22 +1568,24 @@ Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& ite
     txn_nops_ = 0;
     undo_.clear();
     for (size_t i = 0; i < items.size(); i++) {
-      const Statement& st = parsed[i];
-      auto r = st.is_write() ? execute_write(st, items[i].params) : execute_read(st, items[i].params);
+      const ParsedStatement& st = items[i].p->st;
+      Status b = bound(*items[i].p);
+      auto r = !b.is_ok() ? Result<QueryResult>(b)
+               : st.is_write() ? execute_write(st, items[i].params) : execute_read(st, items[i].params);
       if (!r.is_ok()) {
         rollback(undo_);
         in_txn_ = false;
-        return Status(r.status().code(), "statement " + std::to_string(i + 1) + ": " + r.status().message(),
-                      r.status().position());
+        return in_statement(i, r.status());
       }
       out.push_back(std::move(r.value()));
     }
     in_txn_ = false;
     bool repaired = false;
     Status damaged = check_extents(&repaired);
-    if (!damaged.is_ok()) {
+    if (!damaged.is_ok() || dry_run) {
       rollback(undo_);
-      return damaged;
+      if (!damaged.is_ok()) return damaged;
+      return out;
     }
     if (txn_nops_) {
       auto w = write_record(txn_ops_, txn_nops_, false);
@@ -1539,7 +1605,13 @@ Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& ite
 
 // ---------------------------------------------------------------- Database
 
-Database::Database() = default;
+// The statements a thread queued since its begin, by thread.
+struct Database::Transactions {
+  std::mutex mu;
+  std::map<std::thread::id, std::vector<Engine::PreparedItem>> open;
+};
+
+Database::Database() : txns_(std::make_unique<Transactions>()) {}
 Database::~Database() = default;
 
 Result<std::unique_ptr<Database>> Database::open(FileSystem& fs, const std::string& name, const OpenOptions& o) {
@@ -1549,67 +1621,93 @@ Result<std::unique_ptr<Database>> Database::open(FileSystem& fs, const std::stri
   return db;
 }
 
-// begin / commit / rollback: a bare keyword, any case, optional ';'.
-static bool is_word(std::string_view text, const char* word) {
-  size_t a = 0, b = text.size();
-  while (a < b && (text[a] == ' ' || text[a] == '\t' || text[a] == '\n' || text[a] == '\r')) a++;
-  while (b > a && (text[b - 1] == ' ' || text[b - 1] == '\t' || text[b - 1] == '\n' || text[b - 1] == '\r' || text[b - 1] == ';')) b--;
-  size_t n = strlen(word);
-  if (b - a != n) return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = text[a + i];
-    if (c >= 'A' && c <= 'Z') c += 32;
-    if (c != word[i]) return false;
-  }
-  return true;
+Result<QueryResult> Database::query(std::string_view text, const std::vector<Value>& params) {
+  KF_ASSIGN(auto p, engine_->prepare(text, true));
+  return run(p, params, p.use_count() == 1);
 }
 
-Result<QueryResult> Database::query(std::string_view text, const std::vector<Value>& params) {
-  auto me = std::this_thread::get_id();
-  if (is_word(text, "begin")) {
-    std::lock_guard g(txn_mu_);
-    if (txns_.count(me)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)");
-    txns_[me];
-    return QueryResult{};
-  }
-  if (is_word(text, "rollback")) {
-    std::lock_guard g(txn_mu_);
-    if (!txns_.erase(me)) return Status(Code::Invalid, "no transaction is open (rollback without begin)");
-    return QueryResult{};
-  }
-  if (is_word(text, "commit")) {
-    std::vector<BatchItem> items;
-    {
-      std::lock_guard g(txn_mu_);
-      auto it = txns_.find(me);
-      if (it == txns_.end()) return Status(Code::Invalid, "no transaction is open (commit without begin)");
-      items = std::move(it->second);
-      txns_.erase(it);
-    }
-    KF_ASSIGN(auto results, engine_->batch(items));
-    QueryResult all;
-    for (auto& r : results)
-      for (auto& row : r.rows) all.rows.push_back(std::move(row));
-    return all;
-  }
-  {
-    std::unique_lock g(txn_mu_);
-    auto it = txns_.find(me);
-    if (it != txns_.end()) {
-      g.unlock();
-      Statement st;
-      KF_TRY(parse_statement(text, &st));  // a syntax error is reported now, not at commit
-      g.lock();
-      it->second.push_back({std::string(text), params});
-      Value row = Value::object();
-      row.append("queued", Value::integer((int64_t)it->second.size()));
-      QueryResult r;
-      r.rows.push_back(std::move(row));
-      return r;
-    }
-  }
-  return engine_->query(text, params);
+Result<Statement> Database::prepare(std::string_view text) {
+  KF_ASSIGN(auto p, engine_->prepare(text, false));
+  Statement s;
+  s.db_ = this;
+  s.p_ = std::move(p);
+  KF_TRY(engine_->bind_now(*s.p_));
+  return s;
 }
+
+Result<QueryResult> Database::run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned) {
+  const StmtKind kind = p->st.kind;
+  auto me = std::this_thread::get_id();
+  Transactions& t = *txns_;
+  switch (kind) {
+    case StmtKind::Begin: {
+      std::lock_guard g(t.mu);
+      if (t.open.count(me)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)", p->st.pos);
+      t.open[me];
+      return QueryResult{};
+    }
+    case StmtKind::Rollback: {
+      std::lock_guard g(t.mu);
+      if (!t.open.erase(me)) return Status(Code::Invalid, "no transaction is open (rollback without begin)", p->st.pos);
+      return QueryResult{};
+    }
+    case StmtKind::Commit: {
+      std::vector<Engine::PreparedItem> items;
+      {
+        std::lock_guard g(t.mu);
+        auto it = t.open.find(me);
+        if (it == t.open.end()) return Status(Code::Invalid, "no transaction is open (commit without begin)", p->st.pos);
+        items = std::move(it->second);
+        t.open.erase(it);
+      }
+      KF_ASSIGN(auto results, engine_->run_batch(items, false));
+      QueryResult all;
+      for (auto& r : results)
+        for (auto& row : r.rows) all.rows.push_back(std::move(row));
+      return all;
+    }
+    default: break;
+  }
+  std::unique_lock g(t.mu);
+  auto it = t.open.find(me);
+  if (it == t.open.end()) {
+    g.unlock();
+    return engine_->run(*p, params, owned);
+  }
+  std::vector<Engine::PreparedItem>& queue = it->second;
+  bool is_read = kind == StmtKind::Get || kind == StmtKind::Collections || kind == StmtKind::Describe;
+  if (!is_read && kind != StmtKind::Put && kind != StmtKind::Insert && kind != StmtKind::Set && kind != StmtKind::Del)
+    return Status(Code::Invalid, "only put, insert, set, del and reads can be part of a transaction", p->st.pos);
+  if (!is_read) {
+    KF_TRY(engine_->bind_now(*p));  // an unknown name is reported now, not at commit
+    queue.push_back({p, params});
+    Value row = Value::object();
+    row.append("queued", Value::integer((int64_t)queue.size()));
+    QueryResult r;
+    r.rows.push_back(std::move(row));
+    return r;
+  }
+  if (queue.empty()) {
+    g.unlock();
+    return engine_->run(*p, params, owned);
+  }
+  // A read sees the transaction's writes: they run before it, then are undone.
+  std::vector<Engine::PreparedItem> items = queue;
+  g.unlock();
+  items.push_back({p, params});
+  KF_ASSIGN(auto results, engine_->run_batch(items, true));
+  return std::move(results.back());
+}
+
+Result<QueryResult> Statement::query(const std::vector<Value>& params) const {
+  if (!p_) return Status(Code::Invalid, "an empty statement (not prepared)");
+  return db_->run(p_, params, false);
+}
+const std::string& Statement::text() const {
+  static const std::string none;
+  return p_ ? p_->text : none;
+}
+bool Statement::is_write() const { return p_ && p_->st.is_write(); }
 
 Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items) { return engine_->batch(items); }
 Status Database::checkpoint() { return engine_->checkpoint(); }

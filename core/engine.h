@@ -18,6 +18,7 @@
 #include "index/secondary.h"
 #include "index/text.h"
 #include "query/ast.h"
+#include "query/prepared.h"
 #include "schema.h"
 #include "storage/id_index.h"
 
@@ -138,8 +139,21 @@ class Engine {
   static Result<std::unique_ptr<Engine>> open(FileSystem& fs, const std::string& name, const OpenOptions& o);
   ~Engine();
 
-  Result<QueryResult> query(std::string_view text, const std::vector<Value>& params);
   Result<std::vector<QueryResult>> batch(const std::vector<BatchItem>& items);
+
+  // Parses a statement, from the statement cache when `cache` (and adds it).
+  Result<std::shared_ptr<Prepared>> prepare(std::string_view text, bool cache);
+  // Runs a prepared statement (binding it first if the catalog changed).
+  // `owned`: nothing else holds p, so a write may take its literals.
+  Result<QueryResult> run(Prepared& p, const std::vector<Value>& params, bool owned);
+  Status bind_now(Prepared& p);  // binds it now (an error if a name is unknown)
+  struct PreparedItem {
+    std::shared_ptr<Prepared> p;
+    std::vector<Value> params;
+  };
+  // Runs statements as one atomic write; `dry_run`: then undoes them all
+  // (what a transaction's read sees: the transaction's writes before it).
+  Result<std::vector<QueryResult>> run_batch(const std::vector<PreparedItem>& items, bool dry_run);
   Status checkpoint();
   Status sync();
   Status close();
@@ -154,16 +168,20 @@ class Engine {
   // Writes one record holding `nops` ops and applies it. Called under the
   // write lock; returns the sequence number to wait for in `always` mode.
   Result<uint64_t> commit(std::string_view ops, uint32_t nops);
-  Result<QueryResult> execute_read(const Statement& st, const std::vector<Value>& params);
-  Result<QueryResult> execute_write(const Statement& st, const std::vector<Value>& params);
-  Result<QueryResult> near_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
+  Result<QueryResult> execute_read(const ParsedStatement& st, const std::vector<Value>& params);
+  // `owned`: st itself, when nothing else holds it (its literals may be moved out).
+  Result<QueryResult> execute_write(const ParsedStatement& st, const std::vector<Value>& params,
+                                    ParsedStatement* owned = nullptr);
+  Result<QueryResult> read(const ParsedStatement& st, const std::vector<Value>& params);
+  Result<QueryResult> read_rows(const ParsedStatement& st, const std::vector<Value>& params, bool paged);
+  Result<QueryResult> near_query(Collection& c, const ParsedStatement& st, const class Evaluator& ev, int64_t limit,
                                  int64_t offset);
   Status lookup_children(const struct Lookup& lk, const Value& parent, const class Evaluator& ev, Value* out);
-  Result<QueryResult> aggregate_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
+  Result<QueryResult> aggregate_query(Collection& c, const ParsedStatement& st, const class Evaluator& ev, int64_t limit,
                                       int64_t offset);
-  Result<QueryResult> match_query(Collection& c, const Statement& st, const class Evaluator& ev, int64_t limit,
+  Result<QueryResult> match_query(Collection& c, const ParsedStatement& st, const class Evaluator& ev, int64_t limit,
                                   int64_t offset);
-  Status near_hits(Collection& c, const Statement& st, const class Evaluator& ev, size_t need,
+  Status near_hits(Collection& c, const ParsedStatement& st, const class Evaluator& ev, size_t need,
                    std::vector<struct DocHit>* out, Metric* metric);
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
@@ -215,6 +233,11 @@ class Engine {
   std::unique_ptr<File> file_;
 
   FairSharedMutex mu_;  // reads shared, writes exclusive
+  // Bumped (under the write lock) by every change to a collection's
+  // definition: a prepared statement bound at an older one is bound again.
+  std::atomic<uint64_t> catalog_version_{1};
+  StatementCache cache_;
+  Status bound(Prepared& p);
   std::map<std::string, std::unique_ptr<Collection>> colls_;
   std::map<uint32_t, Collection*> by_id_;
   uint32_t next_coll_id_ = 1;

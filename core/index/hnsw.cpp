@@ -72,6 +72,7 @@ struct Scratch {
   std::vector<uint32_t> kept;      // add_link: the ones it keeps
   std::vector<uint8_t> kept_pre;  // select_neighbors: which kept ones were pre-selected
   std::vector<uint16_t> halves;   // put: an f16 vector's stored form
+  std::vector<Hit> pending;       // search: the nearest unlinked nodes
   void visit_reset(size_t n) {
     if (marks.size() < n) marks.resize(n + n / 2, 0);
     if (++gen == 0) {
@@ -486,8 +487,11 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
 void HnswIndex::search(const float* q, size_t k, size_t ef, const std::function<bool(uint32_t)>& accept,
                        std::vector<Hit>* out) const {
   out->clear();
-  if (entry_ < 0 || k == 0) return;
+  if (k == 0) return;
   Scratch& s = scratch();
+  s.pending.clear();
+  if (linked_ < levels_.size()) add_pending(q, k, accept, out);
+  if (entry_ < 0) return;
   std::vector<Hit>& ep = s.ep;
   std::vector<Hit>& next = s.next;
   ep.clear();
@@ -506,6 +510,26 @@ void HnswIndex::search(const float* q, size_t k, size_t ef, const std::function<
   } else {
     search_layer(q, ep, std::max(ef, k), 0, all, out, k);  // every node is live
   }
+  if (!s.pending.empty()) {
+    out->erase(std::remove_if(out->begin(), out->end(), [&](const Hit& h) { return h.node >= linked_; }), out->end());
+    out->insert(out->end(), s.pending.begin(), s.pending.end());
+    std::sort(out->begin(), out->end(), HitLessF());
+    if (out->size() > k) out->resize(k);
+  }
+}
+
+// Nodes put since the last link_pending (a batch's, before it lands) are not
+// in the graph yet: search() takes the nearest of them exactly, so that a
+// statement of a batch or transaction sees the vectors written before it.
+void HnswIndex::add_pending(const float* q, size_t k, const std::function<bool(uint32_t)>& accept,
+                            std::vector<Hit>* out) const {
+  std::vector<Hit>& p = scratch().pending;
+  p.clear();
+  for (uint32_t n = linked_; n < levels_.size(); n++)
+    if (refs_[n] && (!accept || accept(n))) p.push_back(Hit{dist(q, n), n});
+  std::sort(p.begin(), p.end(), HitLessF());
+  if (p.size() > k) p.resize(k);
+  if (entry_ < 0) *out = p;
 }
 
 void HnswIndex::exact(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out) const {

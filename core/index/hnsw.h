@@ -94,6 +94,10 @@ class HnswIndex {
               std::vector<Hit>* out) const;
   // Exact k nearest live nodes over the whole table (or those accepted).
   void exact(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out) const;
+ private:
+  void add_pending(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out) const;
+
+ public:
   // The documents on a node (usually one).
   void docs_of(uint32_t node, std::vector<int64_t>* out) const;
   // Starts loading what docs_of(node) reads.

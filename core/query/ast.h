@@ -47,6 +47,7 @@ struct Expr {
 enum class StmtKind : uint8_t {
   CreateCollection, DropCollection, AlterAdd, AlterDrop, AlterRename, Collections, Describe,
   Put, Insert, Set, Del, Get, Checkpoint, Compact, CreateIndex, DropIndex,
+  Begin, Commit, Rollback,
 };
 
 struct FieldDecl {
@@ -81,7 +82,7 @@ struct SelectItem {
   int64_t pos = 0;
 };
 
-struct Statement;
+struct ParsedStatement;
 
 // lookup C2 on child_field [= parent_field] [required] <child clauses>
 struct Lookup {
@@ -91,10 +92,10 @@ struct Lookup {
   int64_t child_pos = 0;
   std::vector<std::string> parent_path{"id"};
   bool required = false;
-  std::unique_ptr<Statement> child;  // a get: select, where, order, limit, offset, lookup
+  std::unique_ptr<ParsedStatement> child;  // a get: select, where, order, limit, offset, lookup
 };
 
-struct Statement {
+struct ParsedStatement {
   StmtKind kind;
   int64_t pos = 0;
   std::string collection;
@@ -130,7 +131,8 @@ struct Statement {
 
   bool is_write() const {
     return kind != StmtKind::Get && kind != StmtKind::Collections && kind != StmtKind::Describe &&
-           kind != StmtKind::Checkpoint && kind != StmtKind::Compact;
+           kind != StmtKind::Checkpoint && kind != StmtKind::Compact && kind != StmtKind::Begin &&
+           kind != StmtKind::Commit && kind != StmtKind::Rollback;
   }
 };
 

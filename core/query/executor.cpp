@@ -13,6 +13,7 @@
 #include "../storage/format.h"
 #include "../engine.h"
 #include "../index/text.h"
+#include "binder.h"
 #include <functional>
 #include <map>
 #include <set>
@@ -22,14 +23,6 @@ namespace kitfox {
 
 namespace {
 
-Status not_found_field(const std::string& name, const CollectionDef& def, int64_t pos) {
-  return Status(Code::NotFound, "unknown field '" + name + "' in collection '" + def.name + "'", pos);
-}
-
-Status no_collection(const std::string& name, int64_t pos) {
-  return Status(Code::NotFound, "collection '" + name + "' does not exist", pos);
-}
-
 std::string join(const std::vector<std::string>& p) {
   std::string s;
   for (size_t i = 0; i < p.size(); i++) {
@@ -37,25 +30,6 @@ std::string join(const std::vector<std::string>& p) {
     s += p[i];
   }
   return s;
-}
-
-// Checks every field path of an expression against the schema.
-Status check_path(const CollectionDef& def, const std::vector<std::string>& path, int64_t pos) {
-  if (path[0] == "id") {
-    if (path.size() > 1) return Status(Code::Type, "'id' is an int and has no keys", pos);
-    return Status::ok();
-  }
-  const Field* f = def.field(path[0]);
-  if (!f) return not_found_field(path[0], def, pos);
-  if (path.size() > 1 && f->type.kind != TypeKind::Json)
-    return Status(Code::Type, "field '" + path[0] + "' is " + type_name(f->type) + "; only json fields have keys", pos);
-  return Status::ok();
-}
-
-Status check_expr(const CollectionDef& def, const Expr& e) {
-  if (e.kind == ExprKind::Path) return check_path(def, e.path, e.pos);
-  for (const ExprPtr& k : e.kids) KF_TRY(check_expr(def, *k));
-  return Status::ok();
 }
 
 }  // namespace
@@ -746,7 +720,7 @@ std::string expr_text(const Expr& e) {
 
 }  // namespace
 
-Value project_row(const Statement& st, Value doc, const Evaluator& ev, Status* err) {
+Value project_row(const ParsedStatement& st, Value doc, const Evaluator& ev, Status* err) {
   if (st.select.empty()) return doc;
   Value r = Value::object();
   r.append("id", *doc.get("id"));
@@ -781,15 +755,12 @@ Value row1(const char* k, Value v) {
 
 // ---------------------------------------------------------------- reads
 
-Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<Value>& params) {
+Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::vector<Value>& params) {
   if (st.explain) {
     // Runs the query, then returns one row per step and the row count.
     std::vector<std::string> plan;
     t_plan = &plan;
-    Statement& plain = const_cast<Statement&>(st);
-    plain.explain = false;
-    auto r = execute_read(st, params);
-    plain.explain = true;
+    auto r = read(st, params);
     t_plan = nullptr;
     KF_TRY(r.status());
     QueryResult out;
@@ -804,20 +775,14 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     out.rows.push_back(std::move(last));
     return out;
   }
+  return read(st, params);
+}
+
+Result<QueryResult> Engine::read(const ParsedStatement& st, const std::vector<Value>& params) {
   if (st.lookup) {
     // The base query first (unpaged when `required` may drop parents), then
     // each parent's children.
-    Statement& base = const_cast<Statement&>(st);
-    std::unique_ptr<Lookup> lk = std::move(base.lookup);
-    ExprPtr lim, off;
-    if (lk->required) {
-      lim = std::move(base.limit);
-      off = std::move(base.offset);
-    }
-    auto r = execute_read(st, params);
-    base.lookup = std::move(lk);
-    if (lim) base.limit = std::move(lim);
-    if (off) base.offset = std::move(off);
+    auto r = read_rows(st, params, !st.lookup->required);
     KF_TRY(r.status());
     Collection* c = find(st.collection);
     Evaluator ev(params);
@@ -850,6 +815,11 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
     }
     return out;
   }
+  return read_rows(st, params, true);
+}
+
+// A read without its lookup; `paged` false: without its limit and offset.
+Result<QueryResult> Engine::read_rows(const ParsedStatement& st, const std::vector<Value>& params, bool paged) {
   QueryResult res;
   if (st.kind == StmtKind::Collections) {
     for (auto& [name, c] : colls_) {
@@ -895,12 +865,10 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
 
   // get
   Evaluator ev(params);
-  if (st.where) KF_TRY(check_expr(c->def, *st.where));
-  for (const SelectItem& s : st.select) KF_TRY(s.expr ? check_expr(c->def, *s.expr) : check_path(c->def, s.path, s.pos));
-  for (const OrderKey& k : st.order) KF_TRY(k.expr ? check_expr(c->def, *k.expr) : check_path(c->def, k.path, k.pos));
   KF_ASSIGN(int64_t limit, count_arg(ev, st.limit, "limit"));
   KF_ASSIGN(int64_t offset, count_arg(ev, st.offset, "offset"));
-  if (offset < 0) offset = 0;
+  if (offset < 0 || !paged) offset = 0;
+  if (!paged) limit = -1;
 
   bool aggregate = !st.group.empty();
   for (const SelectItem& si : st.select) aggregate |= si.expr && si.expr->kind == ExprKind::Aggregate;
@@ -908,7 +876,6 @@ Result<QueryResult> Engine::execute_read(const Statement& st, const std::vector<
   if (aggregate) {
     if (st.near_pos >= 0 || st.match_pos >= 0 || st.count)
       return Status(Code::Syntax, "aggregates and group cannot be combined with near, match or count", st.pos);
-    for (const SelectItem& g : st.group) KF_TRY(check_path(c->def, g.path, g.pos));
     return aggregate_query(*c, st, ev, limit, offset);
   }
   if (st.match_pos < 0 && (st.fuse || st.rerank_pos >= 0))
@@ -1084,7 +1051,7 @@ void keep_best(std::vector<DocHit>& heap, size_t k, DocHit h) {
 
 }  // namespace
 
-Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const Evaluator& ev, int64_t limit,
+Result<QueryResult> Engine::near_query(Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t limit,
                                        int64_t offset) {
   if (st.count) return Status(Code::Syntax, "'count' cannot be combined with 'near'", st.near_pos);
   if (!st.order.empty()) return Status(Code::Syntax, "'near' orders rows by distance; it cannot be combined with 'order'", st.order[0].pos);
@@ -1121,7 +1088,7 @@ Result<QueryResult> Engine::near_query(Collection& c, const Statement& st, const
 }
 
 // The `need` nearest documents passing the filter, nearest first.
-Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev, size_t need,
+Status Engine::near_hits(Collection& c, const ParsedStatement& st, const Evaluator& ev, size_t need,
                          std::vector<DocHit>* out, Metric* metric_out) {
   const Field* f = c.def.field(st.near_field);
   if (!f) return not_found_field(st.near_field, c.def, st.near_pos);
@@ -1280,7 +1247,7 @@ Status Engine::near_hits(Collection& c, const Statement& st, const Evaluator& ev
 
 // ---------------------------------------------------------------- match
 
-Result<QueryResult> Engine::match_query(Collection& c, const Statement& st, const Evaluator& ev, int64_t limit,
+Result<QueryResult> Engine::match_query(Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t limit,
                                         int64_t offset) {
   if (st.count) return Status(Code::Syntax, "'count' cannot be combined with 'match'", st.match_pos);
   if (!st.order.empty())
@@ -1398,7 +1365,7 @@ Result<QueryResult> Engine::match_query(Collection& c, const Statement& st, cons
 Status Engine::lookup_children(const Lookup& lk, const Value& parent, const Evaluator& ev, Value* out) {
   Collection* c = find(lk.collection);
   if (!c) return no_collection(lk.collection, lk.pos);
-  const Statement& cs = *lk.child;
+  const ParsedStatement& cs = *lk.child;
   *out = Value::list();
   // The parent's key.
   const Value* key = &parent;
@@ -1419,9 +1386,6 @@ Status Engine::lookup_children(const Lookup& lk, const Value& parent, const Eval
     KF_ASSIGN(SecondaryIndex * si, secondary(*c, (size_t)i));
     if (key) si->equal(*key, &ids);
   }
-  if (cs.where) KF_TRY(check_expr(c->def, *cs.where));
-  for (const SelectItem& s : cs.select) KF_TRY(s.expr ? check_expr(c->def, *s.expr) : check_path(c->def, s.path, s.pos));
-  for (const OrderKey& k : cs.order) KF_TRY(k.expr ? check_expr(c->def, *k.expr) : check_path(c->def, k.path, k.pos));
   KF_ASSIGN(int64_t limit, count_arg(ev, cs.limit, "limit"));
   KF_ASSIGN(int64_t offset, count_arg(ev, cs.offset, "offset"));
   if (offset < 0) offset = 0;
@@ -1508,7 +1472,7 @@ struct GroupLess {
 
 }  // namespace
 
-Result<QueryResult> Engine::aggregate_query(Collection& c, const Statement& st, const Evaluator& ev, int64_t limit,
+Result<QueryResult> Engine::aggregate_query(Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t limit,
                                             int64_t offset) {
   std::vector<std::string> group_labels;
   for (const SelectItem& g : st.group) group_labels.push_back(join(g.path));
@@ -1830,7 +1794,8 @@ class UniqueCheck {
   std::set<int64_t> written_;
 };
 
-Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector<Value>& params) {
+Result<QueryResult> Engine::execute_write(const ParsedStatement& st, const std::vector<Value>& params,
+                                          ParsedStatement* owned) {
   QueryResult res;
   Evaluator ev(params);
   std::string ops;
@@ -1996,8 +1961,9 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
     case StmtKind::Put:
     case StmtKind::Insert: {
       Value body;
-      // The statement runs once: its literals can be moved out rather than copied.
-      KF_TRY(ev.take(const_cast<Expr&>(*st.body), &body));
+      // A statement that runs once (`owned`) gives its literals up rather
+      // than having them copied.
+      KF_TRY(owned ? ev.take(*owned->body, &body) : ev.constant(*st.body, &body));
       const bool is_list = body.kind() == Kind::List;
       size_t n = is_list ? body.items().size() : 1;
       int64_t next_id = c->next_id;
@@ -2054,7 +2020,6 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
       break;
     }
     case StmtKind::Set: {
-      if (st.where) KF_TRY(check_expr(c->def, *st.where));
       // Resolve and type the assigned values once.
       struct Assign {
         const Field* field;
@@ -2064,8 +2029,6 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
       };
       std::vector<Assign> as;
       for (const Assignment& a : st.assignments) {
-        if (a.path[0] == "id") return Status(Code::Invalid, "a document's id cannot be changed", a.pos);
-        KF_TRY(check_path(c->def, a.path, a.pos));
         const Field* f = c->def.field(a.path[0]);
         Value raw, typed;
         KF_TRY(ev.constant(*a.value, &raw));
@@ -2123,7 +2086,6 @@ Result<QueryResult> Engine::execute_write(const Statement& st, const std::vector
       break;
     }
     case StmtKind::Del: {
-      if (st.where) KF_TRY(check_expr(c->def, *st.where));
       int64_t n = 0;
       KF_TRY(scan_where_ids(*this, *c, ev, st.where.get(), [&](int64_t id) {
         put_u8(ops, format::kOpDel);

@@ -15,7 +15,7 @@ class Parser {
  public:
   Parser(std::vector<Token>& toks, std::string_view text) : t_(toks), text_(text) {}
 
-  Status statement(Statement* st);
+  Status statement(ParsedStatement* st);
 
  private:
   const Token& peek(size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
@@ -68,14 +68,14 @@ class Parser {
   Status type(Type* out);
   Status field_decl(FieldDecl* out);
   Status index_spec(IndexSpec* out);
-  Status index_target(Statement* st);  // on C (path)
+  Status index_target(ParsedStatement* st);  // on C (path)
   Status value_expr(ExprPtr* out, int depth);  // literal, param, list, object
   Status expr(ExprPtr* out, int depth);
   Status and_expr(ExprPtr* out, int depth);
   Status not_expr(ExprPtr* out, int depth);
   Status predicate(ExprPtr* out, int depth);
   Status operand(ExprPtr* out, int depth);
-  Status get_clauses(Statement* st);
+  Status get_clauses(ParsedStatement* st);
   Status depth_check(int depth) const {
     if (depth > kMaxDepth) return Status(Code::Limit, "statement nested deeper than " + std::to_string(kMaxDepth) + " levels", peek().pos);
     return Status::ok();
@@ -188,7 +188,7 @@ Status Parser::field_decl(FieldDecl* out) {
   return Status::ok();
 }
 
-Status Parser::index_target(Statement* st) {
+Status Parser::index_target(ParsedStatement* st) {
   KF_TRY(expect_kw("on"));
   KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
   KF_TRY(expect(Tok::LParen));
@@ -513,7 +513,7 @@ Status Parser::item(Item* out) {
   return Status::ok();
 }
 
-Status Parser::get_clauses(Statement* st) {
+Status Parser::get_clauses(ParsedStatement* st) {
   bool seen_select = false, seen_order = false;
   for (;;) {
     const Token& t = peek();
@@ -562,7 +562,7 @@ Status Parser::get_clauses(Statement* st) {
         KF_TRY(path(&lk->parent_path, &p));
       }
       lk->required = accept_kw("required");
-      lk->child = std::make_unique<Statement>();
+      lk->child = std::make_unique<ParsedStatement>();
       lk->child->kind = StmtKind::Get;
       lk->child->collection = lk->collection;
       lk->child->pos = t.pos;
@@ -619,7 +619,7 @@ Status Parser::get_clauses(Statement* st) {
   }
 }
 
-Status Parser::statement(Statement* st) {
+Status Parser::statement(ParsedStatement* st) {
   const Token& first = peek();
   st->pos = first.pos;
   if (accept_kw("explain")) {
@@ -750,8 +750,14 @@ Status Parser::statement(Statement* st) {
     st->kind = StmtKind::Checkpoint;
   } else if (accept_kw("compact")) {
     st->kind = StmtKind::Compact;
+  } else if (accept_kw("begin")) {
+    st->kind = StmtKind::Begin;
+  } else if (accept_kw("commit")) {
+    st->kind = StmtKind::Commit;
+  } else if (accept_kw("rollback")) {
+    st->kind = StmtKind::Rollback;
   } else {
-    return expected("a statement (create, drop, alter, put, insert, set, del, get, collections, describe)");
+    return expected("a statement (create, drop, alter, put, insert, set, del, get, collections, describe, begin, commit, rollback)");
   }
   accept(Tok::Semicolon);
   if (peek().kind != Tok::End) {
@@ -763,7 +769,7 @@ Status Parser::statement(Statement* st) {
 
 }  // namespace
 
-Status parse_statement(std::string_view text, Statement* out) {
+Status parse_statement(std::string_view text, ParsedStatement* out) {
   if (text.size() > kMaxStatementBytes) return Status(Code::Limit, "statement longer than 256 MiB", 0);
   // Reused per thread: a large statement's token array is not mapped afresh each time.
   thread_local std::vector<Token> toks;

@@ -8,6 +8,6 @@
 namespace kitfox {
 
 // Parses one statement (a trailing ';' is allowed).
-Status parse_statement(std::string_view text, Statement* out);
+Status parse_statement(std::string_view text, ParsedStatement* out);
 
 }  // namespace kitfox

@@ -1,4 +1,4 @@
-// Statement text, parsed and run against a small database in memory: any
+// ParsedStatement text, parsed and run against a small database in memory: any
 // text is an answer or an error, never a crash, a hang or a sanitizer report.
 // A statement that fails changes nothing (the count of each collection and
 // the file's bytes stay as they were).
@@ -12,7 +12,7 @@ using namespace kitfox;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  Statement st;
+  ParsedStatement st;
   if (!parse_statement(text, &st).is_ok()) return 0;
   auto fs = make_memory_file_system();
   auto db = fuzz::sample_db(*fs);

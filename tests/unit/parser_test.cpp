@@ -5,7 +5,7 @@
 using namespace kitfox;
 
 TEST_CASE("parses statements into their parts") {
-  Statement st;
+  ParsedStatement st;
   REQUIRE(parse_statement("get articles select title, meta.lang where year >= 2024 and tags has \"db\" order year desc limit 10", &st).is_ok());
   CHECK(st.kind == StmtKind::Get);
   CHECK(st.collection == "articles");
@@ -21,7 +21,7 @@ TEST_CASE("parses statements into their parts") {
 }
 
 TEST_CASE("operator precedence: not binds tighter than and, and than or") {
-  Statement st;
+  ParsedStatement st;
   REQUIRE(parse_statement("get t where a = 1 or not b = 2 and c = 3", &st).is_ok());
   CHECK(st.where->kind == ExprKind::Or);
   CHECK(st.where->kids[1]->kind == ExprKind::And);
@@ -29,7 +29,7 @@ TEST_CASE("operator precedence: not binds tighter than and, and than or") {
 }
 
 TEST_CASE("and / or chains are one node each, however long: no recursion per term") {
-  Statement st;
+  ParsedStatement st;
   REQUIRE(parse_statement("get t where a = 1 and (b = 2 and c = 3) and d = 4 or e = 5 or (f = 6 or g = 7)", &st).is_ok());
   REQUIRE(st.where->kind == ExprKind::Or);
   REQUIRE(st.where->kids.size() == 4);  // (a and b and c and d), e, f, g
@@ -40,14 +40,14 @@ TEST_CASE("and / or chains are one node each, however long: no recursion per ter
   for (const char* op : {" and ", " or "}) {
     std::string q = "get t where n > 0";
     for (int i = 1; i < 30000; i++) q += std::string(op) + "n > " + std::to_string(i);
-    Statement big;
+    ParsedStatement big;
     REQUIRE(parse_statement(q, &big).is_ok());
     CHECK(big.where->kids.size() == 30000);
   }
 }
 
 TEST_CASE("keywords are case-insensitive; names are not") {
-  Statement st;
+  ParsedStatement st;
   REQUIRE(parse_statement("GET Things WHERE Year = 1 COUNT", &st).is_ok());
   CHECK(st.collection == "Things");
   CHECK(st.count);
@@ -55,7 +55,7 @@ TEST_CASE("keywords are case-insensitive; names are not") {
 }
 
 TEST_CASE("create collection with every type") {
-  Statement st;
+  ParsedStatement st;
   REQUIRE(parse_statement("create collection if not exists c (a bool, b int required, c float, d text, e bytes, f timestamp, g json, h [text], i vector<128>, j vector<8, f16>)", &st).is_ok());
   CHECK(st.if_not_exists);
   REQUIRE(st.fields.size() == 10);
@@ -66,7 +66,7 @@ TEST_CASE("create collection with every type") {
 }
 
 TEST_CASE("errors name the position and what was expected") {
-  Statement st;
+  ParsedStatement st;
   Status s = parse_statement("get t where year >", &st);
   CHECK(s.code() == Code::Syntax);
   CHECK(s.position() == 18);
@@ -78,14 +78,14 @@ TEST_CASE("errors name the position and what was expected") {
 }
 
 TEST_CASE("string escapes and unicode") {
-  Statement st;
+  ParsedStatement st;
   REQUIRE(parse_statement(R"(put t {s: "a\"b\\c\n\u00e9\ud83e\udd8a"})", &st).is_ok());
   CHECK(st.body->kids[0]->value.as_string() == "a\"b\\c\n\xc3\xa9\xf0\x9f\xa6\x8a");
   CHECK(parse_statement("put t {s: \"\xff\"}", &st).message() == "statement text is not valid UTF-8");
 }
 
 TEST_CASE("integer edge cases") {
-  Statement st;
+  ParsedStatement st;
   REQUIRE(parse_statement("put t {a: -9223372036854775808, b: 9223372036854775807}", &st).is_ok());
   CHECK(st.body->kids[0]->value.as_int() == INT64_MIN);
   CHECK(st.body->kids[1]->value.as_int() == INT64_MAX);

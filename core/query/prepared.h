@@ -1,0 +1,69 @@
+// A prepared statement: text parsed once, bound to the catalog once, run
+// many times with new parameters. Database::prepare hands one out (as a
+// kitfox::Statement); Database::query takes them from a StatementCache.
+#pragma once
+#include <atomic>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "ast.h"
+
+namespace kitfox {
+
+struct Prepared {
+  std::string text;
+  ParsedStatement st;
+  // The catalog version the statement was last bound at (0: never). A
+  // reader rebinds under bind_mu when it finds an older one: the catalog
+  // changes only under the write lock, so every reader holding the shared
+  // lock sees the same version.
+  std::atomic<uint64_t> bound_at{0};
+  std::mutex bind_mu;
+};
+
+// Recently prepared statements by their text, so that a statement sent as
+// text again costs what a prepared one does. Thread-safe; least recently
+// used first out. Long statements (bulk writes with their documents in the
+// text) are not kept: parsing is most of their cost anyway, and a put runs
+// faster when it can take its literals out of the statement it owns.
+class StatementCache {
+ public:
+  static constexpr size_t kMaxText = 1024;
+  explicit StatementCache(size_t capacity = 128) : capacity_(capacity) {}
+
+  std::shared_ptr<Prepared> find(std::string_view text) {
+    std::lock_guard g(mu_);
+    auto it = map_.find(text);
+    if (it == map_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return *it->second;
+  }
+  void add(std::shared_ptr<Prepared> p) {
+    if (p->text.size() > kMaxText) return;
+    std::lock_guard g(mu_);
+    if (map_.count(p->text)) return;
+    lru_.push_front(std::move(p));
+    map_.emplace(lru_.front()->text, lru_.begin());
+    if (lru_.size() > capacity_) {
+      map_.erase(lru_.back()->text);
+      lru_.pop_back();
+    }
+  }
+  void clear() {
+    std::lock_guard g(mu_);
+    map_.clear();
+    lru_.clear();
+  }
+
+ private:
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<std::shared_ptr<Prepared>> lru_;
+  std::unordered_map<std::string_view, std::list<std::shared_ptr<Prepared>>::iterator> map_;
+};
+
+}  // namespace kitfox

@@ -1,0 +1,211 @@
+// Prepared statements: bound once, bound again when the catalog changes,
+// shared by threads; the statement cache behind Database::query.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "db.h"
+
+using namespace kitfox;
+
+namespace {
+
+std::unique_ptr<Database> open_memory(FileSystem& fs) {
+  auto db = Database::open(fs, "p.kfdb", {});
+  REQUIRE(db.is_ok());
+  return std::move(db.value());
+}
+
+std::string rows(const Result<QueryResult>& r) {
+  if (!r.is_ok()) return "error: " + r.status().message();
+  std::string s;
+  for (const Value& v : r.value().rows) s += to_json(v) + "\n";
+  return s;
+}
+
+void ok(Database& db, const char* text) {
+  auto r = db.query(text);
+  REQUIRE_MESSAGE(r.is_ok(), text, ": ", r.status().to_string());
+}
+
+}  // namespace
+
+TEST_CASE("a prepared statement runs with new parameters") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (name text, n int)");
+  auto put = db->prepare("put t {name: $1, n: $2}");
+  REQUIRE(put.is_ok());
+  CHECK(put->is_write());
+  for (int i = 1; i <= 5; i++)
+    REQUIRE(put->query({Value::text("d" + std::to_string(i)), Value::integer(i * 10)}).is_ok());
+  auto get = db->prepare("get t select name where id = $1");
+  REQUIRE(get.is_ok());
+  CHECK_FALSE(get->is_write());
+  CHECK(get->text() == "get t select name where id = $1");
+  CHECK(rows(get->query({Value::integer(3)})) == "{\"id\":3,\"name\":\"d3\"}\n");
+  CHECK(rows(get->query({Value::integer(5)})) == "{\"id\":5,\"name\":\"d5\"}\n");
+  CHECK(rows(get->query({Value::integer(9)})) == "");
+}
+
+TEST_CASE("prepare reports a syntax error or an unknown name at once") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (n int)");
+  auto bad = db->prepare("get t where");
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().code() == Code::Syntax);
+  auto none = db->prepare("get nope");
+  REQUIRE_FALSE(none.is_ok());
+  CHECK(none.status().message() == "collection 'nope' does not exist");
+  auto field = db->prepare("get t where m = 1");
+  REQUIRE_FALSE(field.is_ok());
+  CHECK(field.status().message() == "unknown field 'm' in collection 't'");
+  CHECK(field.status().position() == 12);
+}
+
+TEST_CASE("a prepared statement is bound again after alter, create index and drop") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (a int, b text)");
+  ok(*db, "put t [{a: 1, b: \"x\"}, {a: 2, b: \"y\"}]");
+  auto get = db->prepare("get t select b where a = $1");
+  REQUIRE(get.is_ok());
+  CHECK(rows(get->query({Value::integer(2)})) == "{\"id\":2,\"b\":\"y\"}\n");
+
+  // An index on the field it filters: the same answer, now from the index.
+  ok(*db, "create index on t (a) @hash");
+  CHECK(rows(get->query({Value::integer(2)})) == "{\"id\":2,\"b\":\"y\"}\n");
+  auto plan = db->query("explain get t select b where a = 2");
+  REQUIRE(plan.is_ok());
+  CHECK(rows(plan).find("@hash") != std::string::npos);
+
+  // A field it selects renamed away: refused, naming the field.
+  ok(*db, "alter collection t rename b to c");
+  auto r = get->query({Value::integer(2)});
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == Code::NotFound);
+  CHECK(r.status().message() == "unknown field 'b' in collection 't'");
+  // ... and back: it works again.
+  ok(*db, "alter collection t rename c to b");
+  CHECK(rows(get->query({Value::integer(1)})) == "{\"id\":1,\"b\":\"x\"}\n");
+
+  // A write bound to a field that was dropped.
+  auto set = db->prepare("set t {b: $1} where a = $2");
+  REQUIRE(set.is_ok());
+  ok(*db, "alter collection t drop b");
+  auto w = set->query({Value::text("z"), Value::integer(1)});
+  REQUIRE_FALSE(w.is_ok());
+  CHECK(w.status().message() == "unknown field 'b' in collection 't'");
+
+  // The collection dropped, then made again with other fields.
+  ok(*db, "drop collection t");
+  auto gone = get->query({Value::integer(1)});
+  REQUIRE_FALSE(gone.is_ok());
+  CHECK(gone.status().message() == "collection 't' does not exist");
+  ok(*db, "create collection t (b text, a int)");
+  ok(*db, "put t {a: 7, b: \"new\"}");
+  CHECK(rows(get->query({Value::integer(7)})) == "{\"id\":1,\"b\":\"new\"}\n");
+}
+
+TEST_CASE("parameters of the wrong type on a later run: a clear error, nothing written") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (n int, v vector<2>)");
+  auto put = db->prepare("put t {n: $1, v: $2}");
+  REQUIRE(put.is_ok());
+  REQUIRE(put->query({Value::integer(1), Value::vector({1, 2})}).is_ok());
+  auto bad = put->query({Value::text("one"), Value::vector({1, 2})});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().code() == Code::Type);
+  CHECK(bad.status().message().find("'n'") != std::string::npos);
+  auto dims = put->query({Value::integer(2), Value::vector({1, 2, 3})});
+  REQUIRE_FALSE(dims.is_ok());
+  CHECK(dims.status().code() == Code::Type);
+  auto missing = put->query({Value::integer(2)});
+  REQUIRE_FALSE(missing.is_ok());
+  CHECK(missing.status().message() == "parameter $2 was not given (1 given)");
+  auto limit = db->prepare("get t limit $1");
+  REQUIRE(limit.is_ok());
+  auto neg = limit->query({Value::integer(-1)});
+  REQUIRE_FALSE(neg.is_ok());
+  CHECK(neg.status().message() == "limit must be a non-negative integer");
+  CHECK(rows(db->query("get t select n")) == "{\"id\":1,\"n\":1}\n");
+  // And the statement still works.
+  REQUIRE(put->query({Value::integer(2), Value::vector({3, 4})}).is_ok());
+  CHECK(rows(db->query("get t count")) == "{\"count\":2}\n");
+}
+
+TEST_CASE("one prepared statement run from several threads at once") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (n int @hash)");
+  auto put = db->prepare("put t {n: $1}");
+  auto get = db->prepare("get t where n = $1");
+  REQUIRE(put.is_ok());
+  REQUIRE(get.is_ok());
+  constexpr int kThreads = 4, kEach = 300;
+  std::vector<std::thread> ts;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; t++)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < kEach; i++) {
+        int n = t * kEach + i;
+        if (!put->query({Value::integer(n)}).is_ok()) failures++;
+        auto r = get->query({Value::integer(n)});
+        if (!r.is_ok() || r->rows.size() != 1 || r->rows[0].get("n")->as_int() != n) failures++;
+      }
+    });
+  // Meanwhile the catalog changes under them: each run binds again as needed.
+  for (int i = 0; i < 20; i++) {
+    ok(*db, "alter collection t add field extra int");
+    ok(*db, "alter collection t drop extra");
+  }
+  for (auto& th : ts) th.join();
+  CHECK(failures == 0);
+  CHECK(rows(db->query("get t count")) == "{\"count\":" + std::to_string(kThreads * kEach) + "}\n");
+}
+
+TEST_CASE("the statement cache: the same text again is the same statement, bound again when needed") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (a int)");
+  ok(*db, "put t {a: 1}");
+  const char* q = "get t select a where id = $1";
+  CHECK(rows(db->query(q, {Value::integer(1)})) == "{\"id\":1,\"a\":1}\n");
+  ok(*db, "alter collection t rename a to b");
+  auto r = db->query(q, {Value::integer(1)});
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().message() == "unknown field 'a' in collection 't'");
+  ok(*db, "alter collection t rename b to a");
+  CHECK(rows(db->query(q, {Value::integer(1)})) == "{\"id\":1,\"a\":1}\n");
+  // A cached put of literals runs again and writes a new document each time.
+  for (int i = 0; i < 3; i++) ok(*db, "put t {a: 5}");
+  CHECK(rows(db->query("get t where a = 5 count")) == "{\"count\":3}\n");
+  // Many different texts: older ones leave the cache, all still run.
+  for (int i = 0; i < 500; i++) {
+    std::string text = "get t where a = " + std::to_string(i) + " count";
+    REQUIRE(db->query(text).is_ok());
+  }
+  CHECK(rows(db->query(q, {Value::integer(1)})) == "{\"id\":1,\"a\":1}\n");
+}
+
+TEST_CASE("prepared statements inside a transaction: writes queue, reads see them") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (n int)");
+  auto put = db->prepare("put t {n: $1}");
+  auto count = db->prepare("get t count");
+  REQUIRE(put.is_ok());
+  REQUIRE(count.is_ok());
+  ok(*db, "begin");
+  CHECK(rows(put->query({Value::integer(1)})) == "{\"queued\":1}\n");
+  CHECK(rows(put->query({Value::integer(2)})) == "{\"queued\":2}\n");
+  CHECK(rows(count->query()) == "{\"count\":2}\n");
+  // Another thread sees nothing of it.
+  std::string other;
+  std::thread([&] { other = rows(count->query()); }).join();
+  CHECK(other == "{\"count\":0}\n");
+  CHECK(rows(db->query("commit")) == "{\"id\":1}\n{\"id\":2}\n");
+  CHECK(rows(count->query()) == "{\"count\":2}\n");
+}
