@@ -201,8 +201,9 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
                        const VectorSource* vs) {
   Reader r(body);
   *out = Value::object();
-  out->append("id", Value::integer(id));
   uint64_t n = r.varint();
+  out->reserve_keys(1 + (size_t)std::min<uint64_t>(n, def.fields.size()));  // grown once, not field by field
+  out->append("id", Value::integer(id));
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     uint32_t fid = (uint32_t)r.varint();
     const Field* f = def.field_by_id(fid);

@@ -1609,6 +1609,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
 struct Database::Transactions {
   std::mutex mu;
   std::map<std::thread::id, std::vector<Engine::PreparedItem>> open;
+  std::atomic<size_t> count{0};  // open.size(), read without mu: none open, none to look up
 };
 
 Database::Database() : txns_(std::make_unique<Transactions>()) {}
@@ -1644,11 +1645,13 @@ Result<QueryResult> Database::run(const std::shared_ptr<Prepared>& p, const std:
       std::lock_guard g(t.mu);
       if (t.open.count(me)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)", p->st.pos);
       t.open[me];
+      t.count = t.open.size();
       return QueryResult{};
     }
     case StmtKind::Rollback: {
       std::lock_guard g(t.mu);
       if (!t.open.erase(me)) return Status(Code::Invalid, "no transaction is open (rollback without begin)", p->st.pos);
+      t.count = t.open.size();
       return QueryResult{};
     }
     case StmtKind::Commit: {
@@ -1659,6 +1662,7 @@ Result<QueryResult> Database::run(const std::shared_ptr<Prepared>& p, const std:
         if (it == t.open.end()) return Status(Code::Invalid, "no transaction is open (commit without begin)", p->st.pos);
         items = std::move(it->second);
         t.open.erase(it);
+        t.count = t.open.size();
       }
       KF_ASSIGN(auto results, engine_->run_batch(items, false));
       QueryResult all;
@@ -1668,6 +1672,9 @@ Result<QueryResult> Database::run(const std::shared_ptr<Prepared>& p, const std:
     }
     default: break;
   }
+  // Only this thread opens or closes its own transaction, so with none open
+  // at all this thread has none.
+  if (t.count.load(std::memory_order_acquire) == 0) return engine_->run(*p, params, owned);
   std::unique_lock g(t.mu);
   auto it = t.open.find(me);
   if (it == t.open.end()) {

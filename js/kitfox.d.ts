@@ -140,6 +140,21 @@ export interface Stats {
   wasmMemoryBytes: number;
 }
 
+/**
+ * A prepared statement (Kitfox.prepare): parsed and bound once, run again
+ * with new parameters without parsing. It is bound again by itself when its
+ * collection is altered, dropped or given an index; while a name it uses is
+ * gone it throws `not_found`.
+ */
+export class Statement {
+  private constructor();
+  readonly text: string;
+  query<R extends Row = Row>(params?: KitfoxParam[]): R[];
+  queryJSON(params?: KitfoxParam[] | string): string[];
+  /** Frees it now (else when it is garbage collected or its database closes). */
+  finalize(): void;
+}
+
 export class Kitfox {
   private constructor();
 
@@ -157,8 +172,15 @@ export class Kitfox {
 
   readonly closed: boolean;
 
-  /** Runs one statement and returns its rows. Write statements are atomic. */
+  /**
+   * Runs one statement and returns its rows. Write statements are atomic.
+   * Recent statement texts are kept parsed, so running the same text again
+   * costs what a prepared statement does (but for sending the text).
+   */
   query<R extends Row = Row>(text: string, params?: KitfoxParam[]): R[];
+
+  /** Parses and binds a statement once; see Statement. */
+  prepare(text: string): Statement;
 
   /**
    * Runs one statement and returns each row as JSON text, exactly as the
@@ -230,8 +252,18 @@ export interface ConnectTimings {
  * A database open in a dedicated worker (kitfox/worker): Kitfox's methods as
  * promises. Errors reject with KitfoxError (code, message, position).
  */
+/** A prepared statement in the worker (KitfoxConnection.prepare). */
+export interface StatementConnection {
+  readonly text: string;
+  query<R extends Row = Row>(params?: KitfoxParam[]): Promise<R[]>;
+  queryJSON(params?: KitfoxParam[] | string): Promise<string[]>;
+  /** Frees it in the worker. */
+  finalize(): Promise<void>;
+}
+
 export interface KitfoxConnection {
   readonly timings: ConnectTimings;
+  prepare(text: string): Promise<StatementConnection>;
   /** True once closed or once the worker stopped. */
   readonly closed: boolean;
   query<R extends Row = Row>(text: string, params?: KitfoxParam[]): Promise<R[]>;

@@ -44,6 +44,63 @@ function checkCount(what, n) {
   return n;
 }
 
+// The prepared statements near() keeps, one per shape of call.
+const NEAR_STATEMENTS = 16;
+
+// Finalizes the statements their owners forgot (the module frees them
+// anyway when their database closes).
+const finalizer =
+  typeof FinalizationRegistry === 'function'
+    ? new FinalizationRegistry(({ db, st }) => {
+        if (db._h !== 0 && !db._core.kfBroken) {
+          try {
+            db._core.kfFinalize(db._h, st);
+          } catch {
+            // the module is given up; nothing to free
+          }
+        }
+      })
+    : null;
+
+// A prepared statement (Kitfox.prepare): parsed and bound once, run with new
+// parameters. Bound again by itself when its collection changes.
+export class Statement {
+  constructor(db, st, text) {
+    this._db = db;
+    this._st = st;
+    this.text = text;
+    this._token = {};
+    finalizer?.register(this, { db, st }, this._token);
+  }
+
+  _handle() {
+    if (this._st === 0) throw kitfoxError('invalid', 'the statement was finalized');
+    return this._st;
+  }
+
+  // Runs it; returns its rows as plain objects.
+  query(params) {
+    this._db._runPrepared(this._handle(), params, 0);
+    return decodeRows(this._db._output());
+  }
+
+  // Runs it; returns each row as JSON text.
+  queryJSON(params) {
+    const n = this._db._runPrepared(this._handle(), params, FLAG_ROWS_JSON);
+    if (n === 0) return [];
+    return new TextDecoder().decode(this._db._output()).split('\n');
+  }
+
+  // Frees it now (else when it is garbage collected or its database closes).
+  finalize() {
+    if (this._st === 0) return;
+    finalizer?.unregister(this._token);
+    const db = this._db;
+    if (db._h !== 0 && !db._core.kfBroken) db._call((c) => c.kfFinalize(db._h, this._st));
+    this._st = 0;
+  }
+}
+
 // Bytes of vectors and graph a background slice reads (see _warmLater).
 const WARM_SLICE = 2 << 20;
 // The first slice waits this long after open: the queries a page makes
@@ -62,6 +119,7 @@ export class Kitfox {
     this._period = info.period;
     this._timer = null;
     this._warmer = null;
+    this._near = new Map(); // near(): prepared statements by their text
     if (info.warm) this._warmLater(WARM_DELAY_MS);
   }
 
@@ -160,11 +218,9 @@ export class Kitfox {
     }
   }
 
-  // Writes the statement and its params into the module's input buffer and
-  // runs it; the result is left in the output buffer.
-  _run(text, params, flags) {
-    const h = this._handle();
-    if (typeof text !== 'string') throw kitfoxError('invalid', 'a statement must be a string');
+  // Writes `text` (may be null) and then the encoded params into the
+  // module's input buffer: returns [text bytes, params bytes, flags].
+  _input(text, params, flags) {
     let enc = null;
     if (typeof params === 'string') {
       enc = utf8.encode(params);
@@ -174,24 +230,48 @@ export class Kitfox {
       if (params.length) enc = encodeParams(params);
     }
     const core = this._core;
-    const maxText = text.length * 3;
+    const maxText = text === null ? 0 : text.length * 3;
     const plen = enc ? enc.length : 0;
     if (maxText + plen > 0x7fffffff) throw kitfoxError('limit', 'a statement and its params must be under 2 GiB');
-    const ptr = core.kfInput(maxText + plen) >>> 0;
+    const ptr = this._call((c) => c.kfInput(maxText + plen)) >>> 0;
     const heap = core.HEAPU8;
-    const { written } = utf8.encodeInto(text, heap.subarray(ptr, ptr + maxText));
-    // ASCII text writes one byte a character; other text is checked for a
-    // lone surrogate, which TextEncoder would turn into U+FFFD silently.
-    if (written !== text.length && !wellFormed(text))
-      throw kitfoxError('syntax', 'the statement text holds an unpaired UTF-16 surrogate');
-    if (enc) heap.set(enc, ptr + written);
-    let n;
-    try {
-      n = core.kfQuery(h, written, plen, flags);
-    } catch (e) {
-      throw trapped(core, e);
+    let written = 0;
+    if (text !== null) {
+      written = utf8.encodeInto(text, heap.subarray(ptr, ptr + maxText)).written;
+      // ASCII text writes one byte a character; other text is checked for a
+      // lone surrogate, which TextEncoder would turn into U+FFFD silently.
+      if (written !== text.length && !wellFormed(text))
+        throw kitfoxError('syntax', 'the statement text holds an unpaired UTF-16 surrogate');
     }
-    if (n < 0) throw core.kfLastError();
+    if (enc) heap.set(enc, ptr + written);
+    return [written, plen, flags];
+  }
+
+  // Runs the statement with its params; the result is left in the output buffer.
+  _run(text, params, flags) {
+    const h = this._handle();
+    if (typeof text !== 'string') throw kitfoxError('invalid', 'a statement must be a string');
+    const [tlen, plen, f] = this._input(text, params, flags);
+    const n = this._call((c) => c.kfQuery(h, tlen, plen, f));
+    if (n < 0) throw this._core.kfLastError();
+    this._wrote();
+    return n;
+  }
+
+  // Runs prepared statement `st`.
+  _runPrepared(st, params, flags) {
+    const h = this._handle();
+    const [, plen, f] = this._input(null, params, flags);
+    const n = this._call((c) => c.kfRun(h, st, plen, f));
+    if (n < 0) throw this._core.kfLastError();
+    this._wrote();
+    return n;
+  }
+
+  // The period sync mode in the single-threaded build flushes on the first
+  // write after the period; a timer makes that happen without one.
+  _wrote() {
+    const core = this._core;
     if (this._period && !this._timer) {
       this._timer = setTimeout(() => {
         this._timer = null;
@@ -200,13 +280,23 @@ export class Kitfox {
       }, this._period);
       this._timer.unref?.();
     }
-    return n;
   }
 
   _output() {
     const core = this._core;
     const p = core.kfOutputPtr() >>> 0;
     return core.HEAPU8.subarray(p, p + (core.kfOutputLen() >>> 0));
+  }
+
+  // Parses and binds a statement once: returns a Statement whose query(params)
+  // runs it again without parsing (see kitfox.d.ts).
+  prepare(text) {
+    const h = this._handle();
+    if (typeof text !== 'string') throw kitfoxError('invalid', 'a statement must be a string');
+    const [tlen] = this._input(text, null, 0);
+    const st = this._call((c) => c.kfPrepare(h, tlen));
+    if (st < 0) throw this._core.kfLastError();
+    return new Statement(this, st, text);
   }
 
   // Runs one statement; returns its rows as plain objects.
@@ -270,7 +360,20 @@ export class Kitfox {
     if (ef !== undefined) q += ` ef ${checkCount('ef', ef)}`;
     if (exact) q += ' exact';
     q += ` limit ${checkCount('limit', limit)}`;
-    return this.query(q, all);
+    // One prepared statement per shape of call, kept while it is in use.
+    let st = this._near.get(q);
+    if (st) {
+      this._near.delete(q); // to the back: most recently used
+    } else {
+      st = this.prepare(q);
+      if (this._near.size >= NEAR_STATEMENTS) {
+        const [oldest, old] = this._near.entries().next().value;
+        this._near.delete(oldest);
+        old.finalize();
+      }
+    }
+    this._near.set(q, st);
+    return st.query(all);
   }
 
   // Writes a new image of the file and empties its write log.
@@ -318,6 +421,7 @@ export class Kitfox {
       }
     }
     this._h = 0;
+    this._near.clear(); // the module freed them with the database
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;
     core.kfRemoveHost(this._hostId);

@@ -2,8 +2,9 @@
 // over OPFS and answers the page's messages.
 //
 //   page -> worker   { id, op, args }      op: open, query, queryJSON, batch,
-//                                           near, checkpoint, sync, export,
-//                                           stats, call, close
+//                                           near, prepare, run, runJSON,
+//                                           finalize, checkpoint, sync,
+//                                           export, stats, call, close
 //   worker -> page   { id, ok: true, value } | { id, ok: false, error }
 //                    { id, progress }       (from a `call`, any number of times)
 //
@@ -63,6 +64,17 @@ function transferables(value, out = new Set(), depth = 0) {
   return out;
 }
 
+// The page's prepared statements, by the id it holds.
+const statements = new Map();
+let nextStatement = 1;
+
+function statement(id) {
+  need();
+  const st = statements.get(id);
+  if (!st) throw new KitfoxError('invalid', 'invalid error: the statement was finalized', -1);
+  return st;
+}
+
 function need() {
   if (!db) throw new KitfoxError('invalid', 'invalid error: the database is not open', -1);
   return db;
@@ -93,6 +105,17 @@ const ops = {
     // first use (OPFS reads are cheap), not with the whole file on open.
     return { startMs: started, loadMs: loaded.value.ms, openMs: t2 - t0, readsOnDemand: db._host.readChunk === 0 };
   },
+  prepare([text]) {
+    const st = need().prepare(text);
+    statements.set(nextStatement, st);
+    return nextStatement++;
+  },
+  run: ([id, params]) => statement(id).query(params),
+  runJSON: ([id, params]) => statement(id).queryJSON(params),
+  finalize([id]) {
+    statements.get(id)?.finalize();
+    statements.delete(id);
+  },
   query: ([text, params]) => need().query(text, params),
   queryJSON: ([text, params]) => need().queryJSON(text, params),
   batch: ([statements]) => need().batch(statements),
@@ -112,6 +135,7 @@ const ops = {
     if (!db) return;
     const d = db;
     db = null;
+    statements.clear();
     await d.close();
   },
 };

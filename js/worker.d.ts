@@ -1,7 +1,7 @@
 // TypeScript declarations for kitfox/worker (js/worker.js).
 import type { ConnectOptions, KitfoxConnection } from './kitfox';
 
-export type { ConnectOptions, ConnectTimings, KitfoxConnection } from './kitfox';
+export type { ConnectOptions, ConnectTimings, KitfoxConnection, StatementConnection } from './kitfox';
 export { KitfoxError } from './kitfox';
 
 /**

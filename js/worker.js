@@ -20,6 +20,27 @@ function toError(e) {
   return new KitfoxError(e.code, e.message, e.position);
 }
 
+export class StatementConnection {
+  // Use KitfoxConnection.prepare().
+  constructor(conn, id, text) {
+    this._conn = conn;
+    this._id = id;
+    this.text = text;
+  }
+
+  query(params) {
+    return this._conn._call('run', [this._id, params]);
+  }
+
+  queryJSON(params) {
+    return this._conn._call('runJSON', [this._id, params]);
+  }
+
+  finalize() {
+    return this._conn._call('finalize', [this._id]);
+  }
+}
+
 export class KitfoxConnection {
   // Use connect().
   constructor(worker) {
@@ -69,6 +90,12 @@ export class KitfoxConnection {
 
   get closed() {
     return this._dead !== null;
+  }
+
+  // A statement prepared in the worker; its query() sends only the params.
+  async prepare(text) {
+    const id = await this._call('prepare', [text]);
+    return new StatementConnection(this, id, text);
   }
 
   query(text, params) {

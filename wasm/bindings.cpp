@@ -26,6 +26,8 @@ struct Slot {
   std::unique_ptr<FileSystem> fs;
   std::unique_ptr<Database> db;  // destroyed before fs, which it refers to
   std::string name;
+  // Prepared statements: handle s is stmts[s - 1] (destroyed before db).
+  std::vector<std::unique_ptr<Statement>> stmts;
 };
 
 std::vector<std::unique_ptr<Slot>> g_slots;  // handle h is g_slots[h - 1]
@@ -85,30 +87,27 @@ uint32_t input(uint32_t n) {
 
 enum Flags { kParamsJson = 1, kRowsJson = 2 };
 
-// Runs the statement in input[0, text_len) with the params in
-// input[text_len, text_len + params_len). Returns the row count or -1.
-int query(int h, uint32_t text_len, uint32_t params_len, int flags) {
-  Slot* s = slot(h);
-  if (!s) return fail(Status(Code::Invalid, "the database is closed"));
-  if ((uint64_t)text_len + params_len > g_in.size()) return fail(Status(Code::Invalid, "input past the buffer"));
-  std::string_view text(g_in.data(), text_len);
-  std::string_view raw(g_in.data() + text_len, params_len);
-  std::vector<Value> params;
-  if (params_len) {
-    Value list;
-    if (flags & kParamsJson) {
-      auto r = parse_json(raw);
-      if (!r) return fail(r.status());
-      list = std::move(r.value());
-    } else {
-      Reader rd(raw);
-      Status st = decode_value(rd, &list);
-      if (!st || !rd.done()) return fail(Status(Code::Invalid, "malformed parameters"));
-    }
-    if (list.kind() != Kind::List) return fail(Status(Code::Invalid, "parameters must be a list"));
-    params = std::move(list.mutable_items());
+// The parameters in `raw`: a binary-encoded list value, or JSON text.
+Status read_params(std::string_view raw, int flags, std::vector<Value>* params) {
+  params->clear();
+  if (raw.empty()) return Status::ok();
+  Value list;
+  if (flags & kParamsJson) {
+    auto r = parse_json(raw);
+    if (!r) return r.status();
+    list = std::move(r.value());
+  } else {
+    Reader rd(raw);
+    Status st = decode_value(rd, &list);
+    if (!st || !rd.done()) return Status(Code::Invalid, "malformed parameters");
   }
-  auto r = s->db->query(text, params);
+  if (list.kind() != Kind::List) return Status(Code::Invalid, "parameters must be a list");
+  *params = std::move(list.mutable_items());
+  return Status::ok();
+}
+
+// Leaves the rows in the output buffer; returns their count or -1.
+int output_rows(Result<QueryResult>& r, int flags) {
   if (!r) return fail(r.status());
   trim(g_out);
   g_out.clear();
@@ -122,6 +121,54 @@ int query(int h, uint32_t text_len, uint32_t params_len, int flags) {
     for (const Value& row : r->rows) encode_value(g_out, row, false);
   }
   return (int)r->rows.size();
+}
+
+// Runs the statement in input[0, text_len) with the params in
+// input[text_len, text_len + params_len). Returns the row count or -1.
+int query(int h, uint32_t text_len, uint32_t params_len, int flags) {
+  Slot* s = slot(h);
+  if (!s) return fail(Status(Code::Invalid, "the database is closed"));
+  if ((uint64_t)text_len + params_len > g_in.size()) return fail(Status(Code::Invalid, "input past the buffer"));
+  std::vector<Value> params;
+  Status ps = read_params(std::string_view(g_in.data() + text_len, params_len), flags, &params);
+  if (!ps) return fail(ps);
+  auto r = s->db->query(std::string_view(g_in.data(), text_len), params);
+  return output_rows(r, flags);
+}
+
+// Prepares the statement in input[0, text_len). Returns its handle (> 0) or -1.
+int prepare(int h, uint32_t text_len) {
+  Slot* s = slot(h);
+  if (!s) return fail(Status(Code::Invalid, "the database is closed"));
+  if (text_len > g_in.size()) return fail(Status(Code::Invalid, "input past the buffer"));
+  auto r = s->db->prepare(std::string_view(g_in.data(), text_len));
+  if (!r) return fail(r.status());
+  size_t i = 0;
+  while (i < s->stmts.size() && s->stmts[i]) i++;
+  if (i == s->stmts.size()) s->stmts.emplace_back();
+  s->stmts[i] = std::make_unique<Statement>(std::move(r.value()));
+  return (int)i + 1;
+}
+
+// Runs prepared statement `st` with the params in input[0, params_len).
+int run(int h, int st, uint32_t params_len, int flags) {
+  Slot* s = slot(h);
+  if (!s) return fail(Status(Code::Invalid, "the database is closed"));
+  if (st <= 0 || (size_t)st > s->stmts.size() || !s->stmts[st - 1])
+    return fail(Status(Code::Invalid, "the statement was finalized"));
+  if (params_len > g_in.size()) return fail(Status(Code::Invalid, "input past the buffer"));
+  std::vector<Value> params;
+  Status ps = read_params(std::string_view(g_in.data(), params_len), flags, &params);
+  if (!ps) return fail(ps);
+  auto r = s->stmts[st - 1]->query(params);
+  return output_rows(r, flags);
+}
+
+void finalize(int h, int st) {
+  Slot* s = slot(h);
+  if (!s || st <= 0 || (size_t)st > s->stmts.size()) return;
+  s->stmts[st - 1].reset();
+  while (!s->stmts.empty() && !s->stmts.back()) s->stmts.pop_back();
 }
 
 // Runs a batch atomically. The input holds one binary-encoded list of
@@ -267,6 +314,9 @@ EMSCRIPTEN_BINDINGS(kitfox) {
   emscripten::function("kfInput", &input);
   emscripten::function("kfQuery", &query);
   emscripten::function("kfBatch", &batch);
+  emscripten::function("kfPrepare", &prepare);
+  emscripten::function("kfRun", &run);
+  emscripten::function("kfFinalize", &finalize);
   emscripten::function("kfOutputPtr", &output_ptr);
   emscripten::function("kfOutputLen", &output_len);
   emscripten::function("kfCheckpoint", &checkpoint);

@@ -404,11 +404,13 @@ bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
   return false;
 }
 
-// explain: the steps a query took, when asked for.
+// explain: the steps a query took, when asked for. The text of a step is
+// built only then.
 thread_local std::vector<std::string>* t_plan = nullptr;
-void note(const std::string& step) {
-  if (t_plan) t_plan->push_back(step);
-}
+#define KF_NOTE(...)                              \
+  do {                                            \
+    if (t_plan) t_plan->push_back(__VA_ARGS__);   \
+  } while (0)
 
 std::string expr_text(const Expr& e);
 
@@ -527,7 +529,7 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
         }
         std::sort(ids->begin(), ids->end());
         ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
-        note("index " + name + ": in, " + std::to_string(ids->size()) + " candidates");
+        KF_NOTE("index " + name + ": in, " + std::to_string(ids->size()) + " candidates");
       } else {
         Value k;
         if (index_constant(c, path->path, kv, &k)) {
@@ -552,7 +554,7 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
             else (*si)->range(has_lo ? &lo : nullptr, lo_incl, has_hi ? &hi : nullptr, hi_incl, ids);
           }
         }
-        note("index " + name + (op == CmpOp::Eq ? ": equality, " : ": range, ") +
+        KF_NOTE("index " + name + (op == CmpOp::Eq ? ": equality, " : ": range, ") +
              std::to_string(counted ? *count : ids->size()) + " candidates");
       }
       if (count && !counted) *count = ids->size();
@@ -620,7 +622,7 @@ bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* wh
   std::vector<int64_t> ids;
   size_t count = 0;
   if (!index_candidates(eng, c, ev, where, &ids, &count)) return false;
-  note("count: the index's candidates, exactly the documents the where selects");
+  KF_NOTE("count: the index's candidates, exactly the documents the where selects");
   *n = (int64_t)count;
   return true;
 }
@@ -632,7 +634,10 @@ bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* wh
 template <bool kWhole = true, typename F>
 Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, F&& f) {
   Value doc;
-  RowFilter filter(ev, where, c);
+  std::vector<int64_t> ids;
+  // An id lookup answers the whole clause: no document is tested.
+  bool by_id = id_lookup(ev, where, &ids);
+  RowFilter filter(ev, by_id ? nullptr : where, c);
   auto visit = [&](int64_t id, uint64_t loc, bool* more) -> Status {
     std::string_view b = eng.body(loc);
     bool pass;
@@ -646,12 +651,10 @@ Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* w
     }
     return Status::ok();
   };
-  std::vector<int64_t> ids;
   bool more = true;
-  bool by_id = id_lookup(ev, where, &ids);
-  if (by_id) note("id lookup: " + std::to_string(ids.size()) + (ids.size() == 1 ? " id" : " ids"));
+  if (by_id) KF_NOTE("id lookup: " + std::to_string(ids.size()) + (ids.size() == 1 ? " id" : " ids"));
   if (by_id || index_candidates(eng, c, ev, where, &ids)) {
-    if (where) note("filter: where " + expr_text(*where));
+    if (where && !by_id) KF_NOTE("filter: where " + expr_text(*where));
     for (int64_t id : ids) {
       const uint64_t* loc = c.ids.find(id);
       if (!loc) continue;
@@ -660,8 +663,8 @@ Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* w
     }
     return Status::ok();
   }
-  note("scan " + c.def.name + " in id order (" + std::to_string(c.ids.size()) + " documents)");
-  if (where) note("filter: where " + expr_text(*where));
+  KF_NOTE("scan " + c.def.name + " in id order (" + std::to_string(c.ids.size()) + " documents)");
+  if (where) KF_NOTE("filter: where " + expr_text(*where));
   Status st;
   c.ids.scan([&](const IdEntry& e) {
     st = visit(e.id, e.loc, &more);
@@ -898,10 +901,10 @@ Result<QueryResult> Engine::read_rows(const ParsedStatement& st, const std::vect
 
   if (st.order.empty()) {
     int64_t skipped = 0;
-    KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](const Value& doc) {
+    KF_TRY(scan_where(*this, *c, ev, st.where.get(), [&](Value& doc) {
       if (skipped < offset) { skipped++; return true; }
       if (limit >= 0 && (int64_t)res.rows.size() >= limit) return false;
-      res.rows.push_back(project(doc));
+      res.rows.push_back(project(std::move(doc)));
       if (perr.is_ok()) budget.take(res.rows.back(), &perr);
       return perr.is_ok() && (limit < 0 || (int64_t)res.rows.size() < limit);
     }));
@@ -929,9 +932,9 @@ Result<QueryResult> Engine::read_rows(const ParsedStatement& st, const std::vect
     }
     if (si >= 0) {
       KF_ASSIGN(SecondaryIndex * idx, secondary(*c, (size_t)si));
-      note("index " + c->def.name + "." + join(st.order[0].path) + " (@sorted) gives the order" +
+      KF_NOTE("index " + c->def.name + "." + join(st.order[0].path) + " (@sorted) gives the order" +
            (st.order[0].desc ? " (descending)" : ""));
-      if (st.where) note("filter: where " + expr_text(*st.where));
+      if (st.where) KF_NOTE("filter: where " + expr_text(*st.where));
       int64_t skipped = 0;
       Value doc;
       Status inner;
@@ -957,7 +960,7 @@ Result<QueryResult> Engine::read_rows(const ParsedStatement& st, const std::vect
       return res;
     }
   }
-  note(std::string("sort by ") + (st.order[0].expr ? st.order[0].label : join(st.order[0].path)) +
+  KF_NOTE(std::string("sort by ") + (st.order[0].expr ? st.order[0].label : join(st.order[0].path)) +
        (st.order.size() > 1 ? " and more" : "") + (limit >= 0 ? " (top " + std::to_string(offset + limit) + ")" : ""));
 
   // Ordered: collect keys, sort (ties by id: the scan is in id order and the
@@ -1166,16 +1169,16 @@ Status Engine::near_hits(Collection& c, const ParsedStatement& st, const Evaluat
 
   std::string fname = t_plan ? c.def.name + "." + f->name : std::string();  // for explain's notes
   if (!index) {
-    note("near " + fname + ": exact scan of the documents (no index), cosine");
+    KF_NOTE("near " + fname + ": exact scan of the documents (no index), cosine");
     KF_TRY(exact_filtered());
   } else if (!st.where) {
     thread_local std::vector<Hit> hits;
     if (st.near_exact) index->exact(q.data(), need, nullptr, &hits);
     else index->search(q.data(), need, (size_t)ef, nullptr, &hits);
-    if (t_plan) note("near " + fname + (st.near_exact ? ": exact scan of the vector table" : ": hnsw search, ef " + std::to_string(ef)));
+    if (t_plan) KF_NOTE("near " + fname + (st.near_exact ? ": exact scan of the vector table" : ": hnsw search, ef " + std::to_string(ef)));
     expand(hits);
   } else if (st.near_exact) {
-    note("near " + fname + ": exact over the documents passing the filter");
+    KF_NOTE("near " + fname + ": exact over the documents passing the filter");
     KF_TRY(exact_filtered());
   } else {
     // Plan by cost, in documents decoded and tested. Exact: the candidates an
@@ -1207,7 +1210,7 @@ Status Engine::near_hits(Collection& c, const ParsedStatement& st, const Evaluat
     auto exact_plan = [&]() -> Status {
       if (!narrowed) return exact_filtered();
       heap.clear();
-      note("filter: where " + expr_text(*st.where));
+      KF_NOTE("filter: where " + expr_text(*st.where));
       for (int64_t id : cand) {
         int64_t node = index->node_of(id);
         if (node >= 0 && passes(id)) keep_best(heap, need, {index->distance_to(q.data(), (uint32_t)node), id});
@@ -1217,11 +1220,11 @@ Status Engine::near_hits(Collection& c, const ParsedStatement& st, const Evaluat
     };
     std::string about = "near " + fname + ": about " + std::to_string((int64_t)est) + " documents pass the filter: ";
     if (exact_cost <= graph_cost) {
-      note(about + "exact over " +
+      KF_NOTE(about + "exact over " +
            (narrowed ? "the " + std::to_string(cand.size()) + " candidates of an index" : std::string("them")));
       KF_TRY(exact_plan());  // few match: searching them all is cheap and exact
     } else {
-      note(about + "hnsw search, ef " + std::to_string(ef) + ", testing candidates");
+      KF_NOTE(about + "hnsw search, ef " + std::to_string(ef) + ", testing candidates");
       std::vector<int64_t> tmp;
       std::function<bool(uint32_t)> accept = [&](uint32_t node) {
         tmp.clear();
@@ -1235,7 +1238,7 @@ Status Engine::near_hits(Collection& c, const ParsedStatement& st, const Evaluat
       KF_TRY(inner);
       expand(hits);
       if (heap.size() < need) {
-        note("near " + fname + ": the graph gave too few: exact over the filtered documents");
+        KF_NOTE("near " + fname + ": the graph gave too few: exact over the filtered documents");
         KF_TRY(exact_plan());
       }
     }
@@ -1270,7 +1273,7 @@ Result<QueryResult> Engine::match_query(Collection& c, const ParsedStatement& st
   size_t need = (size_t)offset + (limit < 0 ? 10 : (size_t)limit);
   KF_ASSIGN(int64_t cand, count_arg(ev, st.candidates, "candidates"));
   KF_ASSIGN(TextIndex * ti, text_index(c, *f));
-  note("match " + c.def.name + "." + f->name + ": bm25 top-k (wand) over " + std::to_string(tokens.size()) + " tokens" +
+  KF_NOTE("match " + c.def.name + "." + f->name + ": bm25 top-k (wand) over " + std::to_string(tokens.size()) + " tokens" +
        (st.where ? ", filtering while merging" : ""));
 
   Status inner;
