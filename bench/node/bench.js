@@ -60,8 +60,15 @@ async function kitfoxRun(run) {
   t = performance.now();
   let sum = 0;
   for (const id of readIds) sum += db.query('get t where id = $1', [id])[0].n;
-  const read = performance.now() - t;
+  const readText = performance.now() - t;
   if (sum <= 0) throw new Error('bad reads');
+
+  t = performance.now();
+  const get = db.prepare('get t where id = $1');
+  let sum2 = 0;
+  for (const id of readIds) sum2 += get.query([id])[0].n;
+  const read = performance.now() - t;
+  if (sum2 !== sum) throw new Error('bad prepared reads');
   db.close();
 
   t = performance.now();
@@ -69,7 +76,7 @@ async function kitfoxRun(run) {
   db.query('get t where id = 1');
   const reopen = performance.now() - t;
   db.close();
-  return { insert, read, reopen, bytes: fs.statSync(file).size };
+  return { insert, read, readText, reopen, bytes: fs.statSync(file).size };
 }
 
 function sqliteRun(run) {
@@ -103,7 +110,7 @@ function sqliteRun(run) {
   db.close();
   let bytes = fs.statSync(file).size;
   for (const ext of ['-wal', '-shm']) if (fs.existsSync(file + ext)) bytes += fs.statSync(file + ext).size;
-  return { insert, read, reopen, bytes };
+  return { insert, read, readText: read, reopen, bytes };
 }
 
 const t0 = performance.now();
@@ -117,7 +124,7 @@ for (let run = 0; run < RUNS; run++) {
 }
 const summary = {};
 for (const [name, runs] of Object.entries(results)) {
-  summary[name] = Object.fromEntries(['insert', 'read', 'reopen', 'bytes'].map((k) => [k, median(runs.map((r) => r[k]))]));
+  summary[name] = Object.fromEntries(['insert', 'read', 'readText', 'reopen', 'bytes'].map((k) => [k, median(runs.map((r) => r[k]))]));
 }
 const k = summary.kitfox;
 const s = summary.sqlite;
@@ -130,7 +137,8 @@ console.log('| --- | ---: | ---: | ---: |');
 const row = (what, a, b, unit, digits, higherBetter) =>
   console.log(`| ${what} | ${fmt(a, digits)} ${unit} | ${fmt(b, digits)} ${unit} | ${(a / b).toFixed(2)}x${higherBetter ? ' (higher is better)' : ''} |`);
 row('bulk insert', DOCS / (k.insert / 1000), DOCS / (s.insert / 1000), 'rows/s', 0, true);
-row('point read by id', READS / (k.read / 1000), READS / (s.read / 1000), 'reads/s', 0, true);
-row('point read latency', (k.read * 1000) / READS, (s.read * 1000) / READS, 'µs', 2);
+row('point read by id, prepared (`db.prepare` / `stmt.get`)', READS / (k.read / 1000), READS / (s.read / 1000), 'reads/s', 0, true);
+row('point read latency, prepared', (k.read * 1000) / READS, (s.read * 1000) / READS, 'µs', 2);
+row('point read latency, kitfox `db.query(text)` (statement cache) vs prepared `get()`', (k.readText * 1000) / READS, (s.read * 1000) / READS, 'µs', 2);
 row('reopen + first read', k.reopen, s.reopen, 'ms', 2);
 row('file size', k.bytes / 1024, s.bytes / 1024, 'KiB', 0);

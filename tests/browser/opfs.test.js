@@ -92,6 +92,36 @@ test('errors come back as KitfoxError with code and position', async () => {
   await page.close();
 });
 
+test('prepared statements in the worker: run with new params, finalize', async () => {
+  const page = await openPage(context, env.url);
+  const r = await page.evaluate(async () => {
+    const db = await kitfox.connect('prepared.kfdb');
+    await db.query('create collection t (name text, v vector<2>)');
+    const put = await db.prepare('put t {name: $1, v: $2}');
+    for (let i = 0; i < 3; i++) await put.query([`n${i}`, new Float32Array([i, 1])]);
+    const get = await db.prepare('get t where id = $1');
+    const row = (await get.query([2]))[0];
+    const json = await get.queryJSON([3]);
+    await get.finalize();
+    let finalized = null;
+    try {
+      await get.query([1]);
+    } catch (e) {
+      finalized = e.code;
+    }
+    await db.close();
+    return { text: put.text, name: row.name, vector: row.v instanceof Float32Array ? [...row.v] : null, json, finalized };
+  });
+  assert.deepEqual(r, {
+    text: 'put t {name: $1, v: $2}',
+    name: 'n1',
+    vector: [1, 1],
+    json: ['{"id":3,"name":"n2","v":[2,1]}'],
+    finalized: 'invalid',
+  });
+  await page.close();
+});
+
 test('a second tab gets locked until the first closes', async () => {
   const a = await openPage(context, env.url);
   const b = await openPage(context, env.url);

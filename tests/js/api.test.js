@@ -252,6 +252,71 @@ describe('methods', () => {
     db.close();
   });
 
+  test('prepare: parsed once, run with new params, bound again after alter; finalize', async () => {
+    const db = await fresh();
+    const put = db.prepare('put t {name: $1, n: $2}');
+    assert.equal(put.text, 'put t {name: $1, n: $2}');
+    for (let i = 1; i <= 4; i++) assert.deepEqual(put.query([`d${i}`, i * 10]), [{ id: i }]);
+    const get = db.prepare('get t select name where id = $1');
+    assert.deepEqual(get.query([3]), [{ id: 3, name: 'd3' }]);
+    assert.deepEqual(get.queryJSON([2]), ['{"id":2,"name":"d2"}']);
+    assert.deepEqual(get.query([99]), []);
+    // Wrong parameters: a clear error, nothing written, the statement still works.
+    assert.throws(() => put.query([1, 2]), { code: 'type' });
+    assert.throws(() => put.query(['x']), { code: 'invalid', message: /parameter \$2 was not given/ });
+    assert.equal(count(db), 4);
+    // The schema changes under it.
+    db.query('alter collection t rename name to title');
+    assert.throws(() => get.query([1]), { code: 'not_found', message: /unknown field 'name'/ });
+    db.query('alter collection t rename title to name');
+    assert.deepEqual(get.query([1]), [{ id: 1, name: 'd1' }]);
+    // Errors at prepare: syntax and unknown names.
+    assert.throws(() => db.prepare('get t where'), { code: 'syntax' });
+    assert.throws(() => db.prepare('get nope'), { code: 'not_found' });
+    assert.throws(() => db.prepare(42), { code: 'invalid' });
+    get.finalize();
+    get.finalize(); // twice is fine
+    assert.throws(() => get.query([1]), { code: 'invalid', message: /finalized/ });
+    db.close();
+    assert.throws(() => put.query(['z', 1]), { code: 'invalid', message: /closed/ });
+  });
+
+  test('transactions: begin/commit/rollback as statements; reads see the queued writes', async () => {
+    const db = await fresh();
+    db.query('put t {n: 1}');
+    const count1 = db.prepare('get t where n >= 1 count');
+    db.query('BEGIN;');
+    assert.deepEqual(db.query('put t {n: 2}'), [{ queued: 1 }]);
+    assert.deepEqual(db.query('set t {n: 5} where n = 1'), [{ queued: 2 }]);
+    assert.deepEqual(count1.query(), [{ count: 2 }]);
+    assert.deepEqual(db.query('get t select n').map((r) => r.n), [5, 2]);
+    assert.throws(() => db.query('create collection u (x int)'), { code: 'invalid', message: /part of a transaction/ });
+    db.query('rollback');
+    assert.deepEqual(db.query('get t select n').map((r) => r.n), [1]);
+    db.query('begin');
+    db.query('put t {n: 3}');
+    assert.deepEqual(db.query('commit'), [{ id: 2 }]);
+    assert.deepEqual(count1.query(), [{ count: 2 }]);
+    assert.throws(() => db.query('commit'), { code: 'invalid', message: /no transaction is open/ });
+    db.close();
+  });
+
+  test('near keeps prepared statements: many shapes of call, each answered right', async () => {
+    const db = await Kitfox.open(':memory:');
+    db.query('create collection docs (k int, embed vector<2>)');
+    const docs = [];
+    for (let i = 0; i < 40; i++) docs.push({ k: i, embed: [Math.cos(i / 7), Math.sin(i / 7)] });
+    db.query('put docs $1', [docs]);
+    // More shapes than near() keeps: old ones leave, every call is still right.
+    for (let round = 0; round < 2; round++)
+      for (let limit = 1; limit <= 24; limit++) {
+        const rows = db.near('docs', 'embed', [1, 0], { limit, exact: true, select: ['k'] });
+        assert.equal(rows.length, limit);
+        assert.equal(rows[0].k, 0);
+      }
+    db.close();
+  });
+
   test('near builds its statement and checks its arguments', async () => {
     const db = await Kitfox.open(':memory:');
     db.query('create collection docs (title text, year int, embed vector<3>)');
