@@ -38,6 +38,10 @@ class SecondaryIndex {
   // equal keys always by ascending id) until f returns false.
   template <typename F>
   void ordered(bool desc, F&& f) const;
+  // Visits each distinct non-null key as f(lowest id holding it, how many
+  // documents hold it) until f returns false; keys in no particular order.
+  template <typename F>
+  void groups(F&& f) const;
   size_t size() const { return key_of_.size(); }
   size_t memory_bytes() const { return key_of_.size() * 96; }
 
@@ -60,6 +64,22 @@ class SecondaryIndex {
   std::set<std::pair<Value, int64_t>, Less> sorted_;            // sorted
   std::unordered_map<int64_t, Value> key_of_;
 };
+
+template <typename F>
+void SecondaryIndex::groups(F&& f) const {
+  if (kind_ != IndexKind::Sorted) {
+    for (auto& [k, ids] : hash_)
+      if (!f(ids.front(), ids.size())) return;
+    return;
+  }
+  for (auto it = sorted_.begin(); it != sorted_.end();) {
+    auto end = it;
+    size_t n = 0;
+    while (end != sorted_.end() && compare(end->first, it->first) == 0) ++end, ++n;
+    if (!it->first.is_null() && !f(it->second, n)) return;
+    it = end;
+  }
+}
 
 template <typename F>
 void SecondaryIndex::ordered(bool desc, F&& f) const {

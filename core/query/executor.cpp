@@ -278,47 +278,68 @@ class Evaluator {
   const std::vector<Value>& params_;
 };
 
-// A where clause tested on the fields it reads, each decoded alone: a
-// filter on one small field need not decode a document's text and vectors
-// (a 128-dim vector is 512 bytes to copy) for every row it rejects.
-class RowFilter {
+// A document decoded only as far as some expressions read it: the id and
+// each top-level field they name (null when the document lacks it, which a
+// path reads the same way), each decoded alone. One object shape, reused
+// from document to document: a filter or a group on one small field need
+// not decode a document's text and vectors (a 128-dim vector is 512 bytes
+// to copy) for every row.
+class PartialDoc {
  public:
-  RowFilter(const Evaluator& ev, const Expr* where, const Collection& c) : ev_(ev), where_(where), c_(c) {
-    if (!where) return;
-    collect(*where);
-    // One document shape, reused: the id, then each field the clause names
-    // (null when a document lacks it, which a path reads the same way).
+  explicit PartialDoc(const Collection& c) : c_(c) {}
+  void need(const Expr& e) {
+    if (e.kind == ExprKind::Path) need(e.path);
+    for (const ExprPtr& k : e.kids) need(*k);
+  }
+  void need(const std::vector<std::string>& path) {
+    const Field* f = path.empty() ? nullptr : c_.def.field(path[0]);
+    if (f && std::find(fields_.begin(), fields_.end(), f) == fields_.end()) fields_.push_back(f);
+  }
+  // After the need() calls.
+  void shape() {
     doc_ = Value::object();
     doc_.reserve_keys(1 + fields_.size());
     doc_.append("id", Value());
     for (const Field* f : fields_) doc_.append(f->name, Value());
+  }
+  Status load(int64_t id, std::string_view body) {
+    std::vector<Value>& v = doc_.mutable_items();
+    v[0] = Value::integer(id);
+    for (size_t i = 0; i < fields_.size(); i++) KF_TRY(decode_field(body, fields_[i]->id, &v[i + 1], &c_));
+    return Status::ok();
+  }
+  const Value& doc() const { return doc_; }
+
+ private:
+  const Collection& c_;
+  std::vector<const Field*> fields_;
+  Value doc_;
+};
+
+// A where clause tested on the fields it reads.
+class RowFilter {
+ public:
+  RowFilter(const Evaluator& ev, const Expr* where, const Collection& c) : ev_(ev), where_(where), doc_(c) {
+    if (!where) return;
+    doc_.need(*where);
+    doc_.shape();
   }
   // Whether document `id` (stored as `body`) passes; every document passes
   // an absent clause. A document that does not decode is an error.
   Status test(int64_t id, std::string_view body, bool* pass) {
     *pass = true;
     if (!where_) return Status::ok();
-    std::vector<Value>& v = doc_.mutable_items();
-    v[0] = Value::integer(id);
-    for (size_t i = 0; i < fields_.size(); i++) KF_TRY(decode_field(body, fields_[i]->id, &v[i + 1], &c_));
-    KF_TRY(ev_.eval(*where_, doc_, &t_));
+    KF_TRY(doc_.load(id, body));
+    KF_TRY(ev_.eval(*where_, doc_.doc(), &t_));
     *pass = Evaluator::truthy(t_);
     return Status::ok();
   }
 
  private:
-  void collect(const Expr& e) {
-    if (e.kind == ExprKind::Path && !e.path.empty()) {
-      const Field* f = c_.def.field(e.path[0]);
-      if (f && std::find(fields_.begin(), fields_.end(), f) == fields_.end()) fields_.push_back(f);
-    }
-    for (const ExprPtr& k : e.kids) collect(*k);
-  }
   const Evaluator& ev_;
   const Expr* where_;
-  const Collection& c_;
-  std::vector<const Field*> fields_;  // the fields the clause names
-  Value doc_, t_;
+  PartialDoc doc_;
+  Value t_;
 };
 
 namespace {
@@ -629,8 +650,8 @@ bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* wh
 
 // Visits the documents a where clause selects, in ascending id order (or an
 // index's candidate order), until f returns false. Each is decoded into `doc`.
-// kWhole false: f takes the id alone, and no document is decoded beyond the
-// fields the filter reads (scan_where_ids).
+// kWhole false: f takes the id and the stored body, and no document is
+// decoded beyond the fields the filter reads (scan_where_ids).
 template <bool kWhole = true, typename F>
 Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, F&& f) {
   Value doc;
@@ -647,7 +668,7 @@ Status scan_where(Engine& eng, Collection& c, const Evaluator& ev, const Expr* w
       KF_TRY(decode_document(c.def, id, b, &doc, &c));
       *more = f(doc);
     } else {
-      *more = f(id);
+      *more = f(id, b);
     }
     return Status::ok();
   };
@@ -890,7 +911,7 @@ Result<QueryResult> Engine::read_rows(const ParsedStatement& st, const std::vect
     int64_t n = 0;
     if (!st.where) n = (int64_t)c->ids.size();
     else if (!index_count(*this, *c, ev, st.where.get(), &n))
-      KF_TRY(scan_where_ids(*this, *c, ev, st.where.get(), [&](int64_t) { n++; return true; }));
+      KF_TRY(scan_where_ids(*this, *c, ev, st.where.get(), [&](int64_t, std::string_view) { n++; return true; }));
     res.rows.push_back(row1("count", Value::integer(n)));
     return res;
   }
@@ -1143,7 +1164,7 @@ Status Engine::near_hits(Collection& c, const ParsedStatement& st, const Evaluat
   auto exact_filtered = [&]() -> Status {
     heap.clear();
     if (index)  // the vectors are in the index: no document is decoded
-      return scan_where_ids(*this, c, ev, st.where.get(), [&](int64_t id) {
+      return scan_where_ids(*this, c, ev, st.where.get(), [&](int64_t id, std::string_view) {
         int64_t node = index->node_of(id);
         if (node >= 0) keep_best(heap, need, {index->distance_to(q.data(), (uint32_t)node), id});
         return true;
@@ -1200,13 +1221,17 @@ Status Engine::near_hits(Collection& c, const ParsedStatement& st, const Evaluat
     double docs = (double)index->documents();
     double est = seen ? (double)pass / (double)seen * docs : 0;
     if (narrowed) est = std::min(est, (double)cand.size());
-    // An index's candidates are searched exactly when there are few of them
-    // (testing one costs about what visiting a graph node does, and a
-    // filter that follows the vectors lets the graph find its matches far
-    // sooner than the uncorrelated estimate says).
-    double exact_cost = narrowed ? ((double)cand.size() <= std::max<double>(4.0 * (double)need, 1000.0) ? 0 : INFINITY)
-                                 : (double)c.ids.size();
+    // Testing a candidate costs about what visiting a graph node does. The
+    // walk's estimate assumes the filter is independent of the vectors: one
+    // that follows them (matches near the query) needs fewer nodes, one
+    // against them (matches far away) many more, up to every match and its
+    // neighbours. So an index's candidates are searched exactly when there
+    // are few of them, or not many more than twice the walk's estimate: the
+    // exact cost is known, the walk's is not.
     double graph_cost = pass ? (double)std::max<size_t>((size_t)ef, need) * docs / std::max(est, 1.0) : INFINITY;
+    double exact_cost = (double)(narrowed ? cand.size() : c.ids.size());
+    if (narrowed && (exact_cost <= std::max<double>(4.0 * (double)need, 1000.0) || exact_cost <= 2 * graph_cost))
+      exact_cost = 0;
     auto exact_plan = [&]() -> Status {
       if (!narrowed) return exact_filtered();
       heap.clear();
@@ -1475,6 +1500,60 @@ struct GroupLess {
 
 }  // namespace
 
+namespace {
+
+// A group over one field that has a secondary index, counting, with no
+// filter: the groups and their sizes are the index's keys and how many
+// documents hold each, and no document is read but one per group, the first
+// (lowest id) holding the key, whose value names the group as a scan would
+// show it (the index keeps 2.0 as 2). Documents the index has no key for
+// form the null group.
+bool groups_from_index(Engine& eng, Collection& c, const ParsedStatement& st, const std::vector<const Expr*>& aggs,
+                       std::map<std::vector<Value>, std::vector<Acc>, GroupLess>* groups) {
+  if (st.where || st.group.size() != 1) return false;
+  const std::vector<std::string>& path = st.group[0].path;
+  for (const Expr* e : aggs) {
+    if (e->path[0] != "count") return false;
+    if (!e->kids.empty() && (e->kids[0]->kind != ExprKind::Path || e->kids[0]->path != path)) return false;
+  }
+  int si = find_secondary(c, path, false);
+  if (si < 0) return false;
+  auto idx = eng.secondary(c, (size_t)si);
+  if (!idx.is_ok()) return false;  // the scan reports it
+  const Field* f = c.def.field(path[0]);
+  uint64_t keyed = 0;
+  bool ok = true;
+  (*idx)->groups([&](int64_t first, size_t n) {
+    const uint64_t* loc = c.ids.find(first);
+    Value v;
+    if (!loc || !decode_field(eng.body(*loc), f->id, &v, &c).is_ok()) return ok = false;
+    for (size_t i = 1; i < path.size() && !v.is_null(); i++) {
+      const Value* x = v.kind() == Kind::Object ? v.get(path[i]) : nullptr;
+      v = x ? *x : Value();
+    }
+    std::vector<Acc>& accs = (*groups)[{std::move(v)}];
+    accs.resize(aggs.size());
+    for (Acc& a : accs) a.count += (int64_t)n;
+    keyed += n;
+    return true;
+  });
+  if (!ok) {
+    groups->clear();
+    return false;
+  }
+  if (keyed < c.ids.size()) {
+    std::vector<Acc>& accs = (*groups)[{Value()}];
+    accs.resize(aggs.size());
+    for (size_t i = 0; i < aggs.size(); i++)
+      if (aggs[i]->kids.empty()) accs[i].count += (int64_t)(c.ids.size() - keyed);  // count(key) skips nulls
+  }
+  KF_NOTE("group " + join(path) + ": the keys and counts of index " + c.def.name + "." + join(path) + " (@" +
+          secondary_name(c.def.secondary[(size_t)si].kind) + "), " + std::to_string(groups->size()) + " groups");
+  return true;
+}
+
+}  // namespace
+
 Result<QueryResult> Engine::aggregate_query(Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t limit,
                                             int64_t offset) {
   std::vector<std::string> group_labels;
@@ -1533,7 +1612,7 @@ Result<QueryResult> Engine::aggregate_query(Collection& c, const ParsedStatement
   if (st.group.empty()) groups[{}].resize(aggs.size());  // a whole-result aggregate has one row, even over nothing
   Status inner;
   std::vector<Value> key;
-  KF_TRY(scan_where(*this, c, ev, st.where.get(), [&](const Value& doc) {
+  auto add = [&](const Value& doc) -> bool {
     key.clear();
     for (const SelectItem& g : st.group) {
       const Value* v = &doc;
@@ -1587,7 +1666,19 @@ Result<QueryResult> Engine::aggregate_query(Collection& c, const ParsedStatement
       a.any = true;
     }
     return true;
-  }));
+  };
+  if (!groups_from_index(*this, c, st, aggs, &groups)) {
+    // Each document decoded as far as the groups and aggregates read it.
+    PartialDoc part(c);
+    for (const SelectItem& g : st.group) part.need(g.path);
+    for (const Expr* e : aggs)
+      if (!e->kids.empty()) part.need(*e->kids[0]);
+    part.shape();
+    KF_TRY(scan_where_ids(*this, c, ev, st.where.get(), [&](int64_t id, std::string_view b) {
+      inner = part.load(id, b);
+      return inner.is_ok() && add(part.doc());
+    }));
+  }
   KF_TRY(inner);
 
   struct Row {
@@ -2090,7 +2181,7 @@ Result<QueryResult> Engine::execute_write(const ParsedStatement& st, const std::
     }
     case StmtKind::Del: {
       int64_t n = 0;
-      KF_TRY(scan_where_ids(*this, *c, ev, st.where.get(), [&](int64_t id) {
+      KF_TRY(scan_where_ids(*this, *c, ev, st.where.get(), [&](int64_t id, std::string_view) {
         put_u8(ops, format::kOpDel);
         put_varint(ops, c->def.id);
         put_varint(ops, zigzag(id));

@@ -677,3 +677,46 @@ TEST_CASE("filtered near is planned by cost: graph with the filter, or exact ove
   REQUIRE(none.is_ok());
   CHECK(none->rows.empty());
 }
+
+TEST_CASE("filtered near against the vectors: an index's many candidates far from the query are searched exactly") {
+  // 16 clusters of about 1,250 documents; the filter keeps one cluster far
+  // from the query, where a filtered walk of the graph would visit most of
+  // the graph before it found ten matches.
+  auto fs = make_memory_file_system();
+  auto db = open_db(*fs);
+  bench::Clustered gen(kDim, 16);
+  REQUIRE(db->query("create collection docs (cat int @hash, e vector<32> @hnsw(cosine, m=8, ef_construction=40))").is_ok());
+  std::vector<uint32_t> cl;
+  const size_t n = 20000;
+  auto pts = gen.points(n, 1, &cl);
+  for (size_t b = 0; b < n; b += 2000) {
+    Value list = Value::list();
+    for (size_t i = b; i < b + 2000; i++) {
+      Value d = Value::object();
+      d.append("cat", Value::integer(cl[i]));
+      d.append("e", vec_value(&pts[i * kDim]));
+      list.push(std::move(d));
+    }
+    REQUIRE(db->query("put docs $1", {list}).is_ok());
+  }
+  const float* q = &gen.centres[0];
+  // The cluster whose centre is farthest from the query.
+  int64_t far = 0;
+  double worst = 2;
+  for (uint32_t c = 1; c < 16; c++) {
+    double dot = 0;
+    for (uint32_t i = 0; i < kDim; i++) dot += (double)q[i] * gen.centres[c * kDim + i];
+    if (dot < worst) worst = dot, far = c;
+  }
+  const std::string text = "get docs select id where cat = $2 near e $1 limit 10";
+  auto plan = db->query("explain " + text, {vec_value(q), Value::integer(far)});
+  REQUIRE(plan.is_ok());
+  std::string p;
+  for (auto& row : plan->rows) p += to_json(row) + "\n";
+  INFO(p);
+  CHECK(p.find("exact over the ") != std::string::npos);
+  CHECK(p.find("candidates of an index") != std::string::npos);
+  auto r = db->query(text, {vec_value(q), Value::integer(far)});
+  REQUIRE(r.is_ok());
+  CHECK(ids(*r) == reference(*db, q, 10, far));
+}
