@@ -160,7 +160,8 @@ class Engine {
   Stats stats();
   const OpenReport& report() const { return report_; }
 
-  // Used by the executor (query/executor.cpp), under the appropriate lock.
+  // Used by the executor (query/executor.cpp, query/ops/), under the appropriate lock.
+  const OpenOptions& options() const { return opts_; }
   Collection* find(std::string_view name);
   const std::map<std::string, std::unique_ptr<Collection>>& collections() const { return colls_; }
   std::string_view body(uint64_t loc) const { return arena_.body(loc); }
@@ -172,17 +173,6 @@ class Engine {
   // `owned`: st itself, when nothing else holds it (its literals may be moved out).
   Result<QueryResult> execute_write(const ParsedStatement& st, const std::vector<Value>& params,
                                     ParsedStatement* owned = nullptr);
-  Result<QueryResult> read(const ParsedStatement& st, const std::vector<Value>& params);
-  Result<QueryResult> read_rows(const ParsedStatement& st, const std::vector<Value>& params, bool paged);
-  Result<QueryResult> near_query(Collection& c, const ParsedStatement& st, const class Evaluator& ev, int64_t limit,
-                                 int64_t offset);
-  Status lookup_children(const struct Lookup& lk, const Value& parent, const class Evaluator& ev, Value* out);
-  Result<QueryResult> aggregate_query(Collection& c, const ParsedStatement& st, const class Evaluator& ev, int64_t limit,
-                                      int64_t offset);
-  Result<QueryResult> match_query(Collection& c, const ParsedStatement& st, const class Evaluator& ev, int64_t limit,
-                                  int64_t offset);
-  Status near_hits(Collection& c, const ParsedStatement& st, const class Evaluator& ev, size_t need,
-                   std::vector<struct DocHit>* out, Metric* metric);
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.

@@ -127,6 +127,7 @@ struct ParsedStatement {
   std::vector<std::string> index_path;
   int64_t index_pos = 0;
   bool explain = false;
+  bool analyze = false;  // explain analyze
   std::unique_ptr<Lookup> lookup;
 
   bool is_write() const {

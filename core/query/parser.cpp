@@ -624,7 +624,8 @@ Status Parser::statement(ParsedStatement* st) {
   st->pos = first.pos;
   if (accept_kw("explain")) {
     st->explain = true;
-    if (!is_kw("get")) return expected("'get' after 'explain'");
+    st->analyze = accept_kw("analyze");
+    if (!is_kw("get")) return expected(st->analyze ? "'get' after 'explain analyze'" : "'get' or 'analyze' after 'explain'");
   }
   if (is_kw("create") && is_kw("index", 1)) {
     next();

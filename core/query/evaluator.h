@@ -1,0 +1,385 @@
+// The evaluator: expressions over documents (three-valued, as
+// docs/query-language.md defines them), and what reads documents for it: a
+// partial decode of the fields an expression names, the where-clause test
+// built on it, and the memory budget of a query's rows.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../codec.h"
+#include "../engine.h"
+#include "ast.h"
+
+namespace kitfox {
+
+class Evaluator {
+ public:
+  Evaluator(const std::vector<Value>& params) : params_(params) {}
+
+  // A literal or a given parameter, in place (no copy); else null.
+  const Value* ref(const Expr& e) const {
+    if (e.kind == ExprKind::Literal) return &e.value;
+    if (e.kind == ExprKind::Param && e.param >= 1 && (size_t)e.param <= params_.size()) return &params_[e.param - 1];
+    return nullptr;
+  }
+
+  // Values without a document: literals, params, list/object literals.
+  Status constant(const Expr& e, Value* out) const {
+    switch (e.kind) {
+      case ExprKind::Literal: *out = e.value; return Status::ok();
+      case ExprKind::Param:
+        if (e.param < 1 || (size_t)e.param > params_.size())
+          return Status(Code::Invalid, "parameter $" + std::to_string(e.param) + " was not given (" +
+                                           std::to_string(params_.size()) + " given)", e.pos);
+        *out = params_[e.param - 1];
+        return Status::ok();
+      case ExprKind::ListLit: {
+        *out = Value::list();
+        out->mutable_items().reserve(e.kids.size());
+        for (const ExprPtr& k : e.kids) {
+          Value v;
+          KF_TRY(constant(*k, &v));
+          out->push(std::move(v));
+        }
+        return Status::ok();
+      }
+      case ExprKind::ObjectLit: {
+        *out = Value::object();
+        for (size_t i = 0; i < e.kids.size(); i++) {
+          Value v;
+          KF_TRY(constant(*e.kids[i], &v));
+          out->append(e.keys[i], std::move(v));
+        }
+        return Status::ok();
+      }
+      default: return Status(Code::Syntax, "expected a value here", e.pos);
+    }
+  }
+
+  // As constant(), moving literal values out of the expression (which must
+  // not be evaluated again).
+  Status take(Expr& e, Value* out) const {
+    switch (e.kind) {
+      case ExprKind::Literal: *out = std::move(e.value); return Status::ok();
+      case ExprKind::ListLit: {
+        *out = Value::list();
+        out->mutable_items().resize(e.kids.size());
+        for (size_t i = 0; i < e.kids.size(); i++) KF_TRY(take(*e.kids[i], &out->mutable_items()[i]));
+        return Status::ok();
+      }
+      case ExprKind::ObjectLit: {
+        *out = Value::object();
+        for (size_t i = 0; i < e.kids.size(); i++) {
+          Value v;
+          KF_TRY(take(*e.kids[i], &v));
+          out->append(std::move(e.keys[i]), std::move(v));
+        }
+        return Status::ok();
+      }
+      default: return constant(e, out);
+    }
+  }
+
+  // Evaluates against a decoded document. Predicates give Bool, or Null when
+  // unknown (a comparison with null); `where` keeps rows that give true.
+  Status eval(const Expr& e, const Value& doc, Value* out) const {
+    switch (e.kind) {
+      case ExprKind::Path: {
+        const Value* v = &doc;
+        for (const std::string& k : e.path) {
+          if (v->kind() != Kind::Object) { v = nullptr; break; }
+          v = v->get(k);
+          if (!v) break;
+        }
+        *out = v ? *v : Value();
+        return Status::ok();
+      }
+      case ExprKind::Not: {
+        Value v;
+        KF_TRY(eval(*e.kids[0], doc, &v));
+        *out = v.is_null() ? Value() : Value::boolean(!truthy(v));
+        return Status::ok();
+      }
+      case ExprKind::And:
+      case ExprKind::Or: {
+        // Three-valued: one decisive term decides; else null if any was null.
+        bool is_and = e.kind == ExprKind::And, any_null = false;
+        for (const ExprPtr& k : e.kids) {
+          Value v;
+          KF_TRY(eval(*k, doc, &v));
+          if (v.is_null()) any_null = true;
+          else if (truthy(v) != is_and) { *out = Value::boolean(!is_and); return Status::ok(); }
+        }
+        *out = any_null ? Value() : Value::boolean(is_and);
+        return Status::ok();
+      }
+      case ExprKind::Compare: {
+        Value a, b;
+        KF_TRY(eval(*e.kids[0], doc, &a));
+        KF_TRY(eval(*e.kids[1], doc, &b));
+        return compare_op(e, a, b, out);
+      }
+      case ExprKind::In:
+      case ExprKind::Has: {
+        Value a, b;
+        KF_TRY(eval(*e.kids[0], doc, &a));
+        KF_TRY(eval(*e.kids[1], doc, &b));
+        const Value& list = e.kind == ExprKind::In ? b : a;
+        const Value& item = e.kind == ExprKind::In ? a : b;
+        if (list.is_null() || item.is_null()) { *out = Value(); return Status::ok(); }
+        if (list.kind() != Kind::List)
+          return Status(Code::Type, std::string(e.kind == ExprKind::In ? "'in' needs a list on its right" : "'has' needs a list on its left") +
+                                        ", got " + kind_name(list.kind()), e.pos);
+        bool found = false;
+        for (const Value& x : list.items())
+          if (equal_loose(x, item)) { found = true; break; }
+        *out = Value::boolean(found != e.negate);
+        return Status::ok();
+      }
+      case ExprKind::IsNull: {
+        Value a;
+        KF_TRY(eval(*e.kids[0], doc, &a));
+        *out = Value::boolean(a.is_null() != e.negate);
+        return Status::ok();
+      }
+      case ExprKind::Call: return call(e, doc, out);
+      case ExprKind::Aggregate:
+        return Status(Code::Syntax, e.path[0] + "() is an aggregate: it belongs in select or order, over a whole result or a group", e.pos);
+      default: return constant(e, out);
+    }
+  }
+
+  static bool truthy(const Value& v) { return v.kind() == Kind::Bool ? v.as_bool() : !v.is_null(); }
+
+ private:
+  // Vector functions, in double precision: cosine(a, b) similarity, l2(a, b)
+  // Euclidean distance, dot(a, b), norm(v). Null in, null out.
+  Status call(const Expr& e, const Value& doc, Value* out) const {
+    const std::string& fn = e.path[0];
+    std::vector<double> v[2];
+    for (size_t i = 0; i < e.kids.size(); i++) {
+      Value a;
+      KF_TRY(eval(*e.kids[i], doc, &a));
+      if (a.is_null()) { *out = Value(); return Status::ok(); }
+      if (a.kind() == Kind::Vector) {
+        v[i].assign(a.vec().begin(), a.vec().end());
+      } else if (a.kind() == Kind::List) {
+        for (const Value& x : a.items()) {
+          if (!x.is_number()) return Status(Code::Type, fn + "() needs vectors or lists of numbers", e.kids[i]->pos);
+          v[i].push_back(x.as_number());
+        }
+      } else {
+        return Status(Code::Type, fn + "() needs vectors, got " + kind_name(a.kind()), e.kids[i]->pos);
+      }
+    }
+    if (e.kids.size() == 2 && v[0].size() != v[1].size())
+      return Status(Code::Type, fn + "(): vectors of " + std::to_string(v[0].size()) + " and " + std::to_string(v[1].size()) + " dimensions", e.pos);
+    double dot = 0, n0 = 0, n1 = 0, l2 = 0;
+    for (size_t i = 0; i < v[0].size(); i++) {
+      n0 += v[0][i] * v[0][i];
+      if (e.kids.size() == 2) {
+        dot += v[0][i] * v[1][i];
+        n1 += v[1][i] * v[1][i];
+        l2 += (v[0][i] - v[1][i]) * (v[0][i] - v[1][i]);
+      }
+    }
+    if (fn == "norm") *out = Value::real(std::sqrt(n0));
+    else if (fn == "dot") *out = Value::real(dot);
+    else if (fn == "l2") *out = Value::real(std::sqrt(l2));
+    // Rounding can take |cos| a hair past 1 (cosine(e, e) of 1.0000000000000002).
+    else *out = n0 > 0 && n1 > 0 ? Value::real(std::clamp(dot / (std::sqrt(n0) * std::sqrt(n1)), -1.0, 1.0)) : Value();
+    return Status::ok();
+  }
+
+  // Timestamps compare with ISO text and with ints (ms).
+  static bool align(const Value& a, const Value& b, Value* a2, Value* b2) {
+    *a2 = a;
+    *b2 = b;
+    if (a.kind() == Kind::Timestamp || b.kind() == Kind::Timestamp) {
+      for (Value* v : {a2, b2}) {
+        if (v->kind() == Kind::Text) {
+          int64_t ms;
+          if (!parse_timestamp(v->as_string(), &ms)) return false;
+          *v = Value::timestamp(ms);
+        } else if (v->kind() == Kind::Int) {
+          *v = Value::timestamp(v->as_int());
+        }
+      }
+    }
+    return true;
+  }
+  static bool comparable(const Value& a, const Value& b) {
+    if (a.is_number() && b.is_number()) return true;
+    return a.kind() == b.kind();
+  }
+  static bool equal_loose(const Value& a, const Value& b) {
+    Value a2, b2;
+    if (!align(a, b, &a2, &b2)) return false;
+    return comparable(a2, b2) && equal(a2, b2);
+  }
+  static bool contains_ci(const std::string& hay, const std::string& needle) {
+    if (needle.empty()) return true;
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c + 32) : c; };
+    auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(),
+                          [&](char x, char y) { return lower(x) == lower(y); });
+    return it != hay.end();
+  }
+  Status compare_op(const Expr& e, const Value& a, const Value& b, Value* out) const {
+    if (a.is_null() || b.is_null()) { *out = Value(); return Status::ok(); }
+    if (e.op == CmpOp::Contains) {
+      if (a.kind() != Kind::Text || b.kind() != Kind::Text)
+        return Status(Code::Type, std::string("'~' compares text with text, got ") + kind_name(a.kind()) + " and " + kind_name(b.kind()), e.pos);
+      *out = Value::boolean(contains_ci(a.as_string(), b.as_string()));
+      return Status::ok();
+    }
+    Value a2, b2;
+    if (!align(a, b, &a2, &b2) || !comparable(a2, b2)) {
+      // Different kinds are never equal; ordering them is meaningless.
+      *out = e.op == CmpOp::Ne ? Value::boolean(true) : e.op == CmpOp::Eq ? Value::boolean(false) : Value();
+      return Status::ok();
+    }
+    int c = compare(a2, b2);
+    bool r = false;
+    switch (e.op) {
+      case CmpOp::Eq: r = c == 0; break;
+      case CmpOp::Ne: r = c != 0; break;
+      case CmpOp::Lt: r = c < 0; break;
+      case CmpOp::Le: r = c <= 0; break;
+      case CmpOp::Gt: r = c > 0; break;
+      case CmpOp::Ge: r = c >= 0; break;
+      default: break;
+    }
+    *out = Value::boolean(r);
+    return Status::ok();
+  }
+
+  const std::vector<Value>& params_;
+};
+
+// A document decoded only as far as some expressions read it: the id and
+// each top-level field they name (null when the document lacks it, which a
+// path reads the same way), each decoded alone. One object shape, reused
+// from document to document: a filter or a group on one small field need
+// not decode a document's text and vectors (a 128-dim vector is 512 bytes
+// to copy) for every row.
+class PartialDoc {
+ public:
+  explicit PartialDoc(const Collection& c) : c_(c) {}
+  void need(const Expr& e) {
+    if (e.kind == ExprKind::Path) need(e.path);
+    for (const ExprPtr& k : e.kids) need(*k);
+  }
+  void need(const std::vector<std::string>& path) {
+    const Field* f = path.empty() ? nullptr : c_.def.field(path[0]);
+    if (f && std::find(fields_.begin(), fields_.end(), f) == fields_.end()) fields_.push_back(f);
+  }
+  // After the need() calls.
+  void shape() {
+    doc_ = Value::object();
+    doc_.reserve_keys(1 + fields_.size());
+    doc_.append("id", Value());
+    for (const Field* f : fields_) doc_.append(f->name, Value());
+  }
+  Status load(int64_t id, std::string_view body) {
+    std::vector<Value>& v = doc_.mutable_items();
+    v[0] = Value::integer(id);
+    for (size_t i = 0; i < fields_.size(); i++) KF_TRY(decode_field(body, fields_[i]->id, &v[i + 1], &c_));
+    return Status::ok();
+  }
+  const Value& doc() const { return doc_; }
+
+ private:
+  const Collection& c_;
+  std::vector<const Field*> fields_;
+  Value doc_;
+};
+
+// A where clause tested on the fields it reads.
+class RowFilter {
+ public:
+  RowFilter(const Evaluator& ev, const Expr* where, const Collection& c) : ev_(ev), where_(where), doc_(c) {
+    if (!where) return;
+    doc_.need(*where);
+    doc_.shape();
+  }
+  // Whether document `id` (stored as `body`) passes; every document passes
+  // an absent clause. A document that does not decode is an error.
+  Status test(int64_t id, std::string_view body, bool* pass) {
+    *pass = true;
+    if (!where_) return Status::ok();
+    KF_TRY(doc_.load(id, body));
+    KF_TRY(ev_.eval(*where_, doc_.doc(), &t_));
+    *pass = Evaluator::truthy(t_);
+    return Status::ok();
+  }
+
+ private:
+  const Evaluator& ev_;
+  const Expr* where_;
+  PartialDoc doc_;
+  Value t_;
+};
+
+// The memory one query's rows may take (OpenOptions.max_result_bytes),
+// charged as each row (or each document a sort holds) is kept: an estimate
+// of the values' memory, strings and vectors by their bytes.
+class RowBudget {
+ public:
+  explicit RowBudget(uint64_t max) : max_(max), left_(max) {}
+  // False, with *err set, once what is kept passes the budget.
+  bool take(const Value& v, Status* err) {
+    uint64_t n = bytes(v);
+    if (n > left_) {
+      *err = Status(Code::Limit, "the rows of this query take more than " + std::to_string(max_ >> 20) +
+                                     " MiB (max_result_bytes): add a limit or select fewer fields");
+      return false;
+    }
+    left_ -= n;
+    return true;
+  }
+
+ private:
+  // Scalars inside a list or object are counted in place (no call each):
+  // a row's estimate costs about 1% of a point read.
+  static uint64_t bytes(const Value& v) {
+    switch (v.kind()) {
+      case Kind::Text:
+      case Kind::Bytes: return sizeof(Value) + v.as_string().size();
+      case Kind::Vector: return sizeof(Value) + v.vec().size() * sizeof(float);
+      case Kind::List:
+      case Kind::Object: {
+        uint64_t n = sizeof(Value) + v.items().size() * sizeof(Value);
+        for (const Value& k : v.items()) {
+          Kind kk = k.kind();
+          if (kk == Kind::Text || kk == Kind::Bytes) n += k.as_string().size();
+          else if (kk == Kind::List || kk == Kind::Object || kk == Kind::Vector) n += bytes(k) - sizeof(Value);
+        }
+        // Keys are short (kept inside the string) but for long ones.
+        if (v.kind() == Kind::Object) n += v.keys().size() * sizeof(std::string);
+        return n;
+      }
+      default: return sizeof(Value);
+    }
+  }
+  uint64_t max_, left_;
+};
+
+// A limit, offset, ef, k or candidates argument: a non-negative integer, or
+// -1 when absent.
+Result<int64_t> count_arg(const Evaluator& ev, const ExprPtr& e, const char* what);
+
+// The source-like text of an expression (explain shows it).
+std::string expr_text(const Expr& e);
+
+// A path as text: a.b.c
+std::string join(const std::vector<std::string>& p);
+
+// "1 candidate", "2 candidates".
+std::string counted_text(uint64_t n, const char* noun);
+
+// A one-field row: {k: v}.
+Value row1(const char* k, Value v);
+
+}  // namespace kitfox

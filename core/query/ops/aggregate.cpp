@@ -1,0 +1,359 @@
+// aggregate: count, sum, avg, min and max over a whole result or per group,
+// the groups then ordered and paged; and group from index, which answers a
+// counting group from a secondary index's keys alone.
+#include "ops.h"
+
+#include <map>
+
+#include "../binder.h"
+
+namespace kitfox {
+
+namespace {
+
+std::string normalize_label(const std::string& s) {
+  std::string o;
+  for (char c : s)
+    if (c != ' ' && c != '\t' && c != '\n') o += (c >= 'A' && c <= 'Z') ? char(c + 32) : c;
+  return o;
+}
+
+struct Acc {
+  int64_t count = 0;
+  bool any = false, is_float = false;
+  int64_t isum = 0;
+  double fsum = 0;
+  Value best;
+};
+
+struct GroupLess {
+  bool operator()(const std::vector<Value>& a, const std::vector<Value>& b) const {
+    for (size_t i = 0; i < a.size(); i++)
+      if (int c = compare(a[i], b[i])) return c < 0;
+    return false;
+  }
+};
+
+}  // namespace
+
+// The columns of an aggregate query and the groups it fills: resolved once
+// by the planner (the errors of a bad select or order come from here).
+class Grouping {
+ public:
+  Grouping(const ParsedStatement& st, const Evaluator& ev, int64_t offset, int64_t limit)
+      : st_(st), ev_(ev), offset_(offset), limit_(limit) {}
+
+  Status resolve(const CollectionDef& def) {
+    for (const SelectItem& g : st_.group) group_labels_.push_back(join(g.path));
+    auto agg_index = [&](const Expr* e, const std::string& label) -> int {
+      std::string n = normalize_label(label);
+      for (size_t i = 0; i < agg_labels_.size(); i++)
+        if (agg_labels_[i] == n) return (int)i;
+      aggs_.push_back(e);
+      agg_labels_.push_back(n);
+      return (int)aggs_.size() - 1;
+    };
+    auto column = [&](const std::vector<std::string>& path, const ExprPtr& expr, const std::string& label, int64_t pos,
+                      Column* col) -> Status {
+      if (expr) {
+        if (expr->kind != ExprKind::Aggregate)
+          return Status(Code::Syntax, "with aggregates, select and order take group keys and aggregates only", pos);
+        if (expr->path[0] != "count" || !expr->kids.empty()) KF_TRY(check_expr(def, *expr->kids[0]));
+        col->label = label;
+        col->agg = agg_index(expr.get(), label);
+        return Status::ok();
+      }
+      std::string j = join(path);
+      for (size_t i = 0; i < group_labels_.size(); i++)
+        if (group_labels_[i] == j) {
+          col->label = j;
+          col->group = (int)i;
+          return Status::ok();
+        }
+      return Status(Code::Syntax, "'" + j + "' is neither a group key nor an aggregate", pos);
+    };
+    if (st_.select.empty())
+      for (size_t i = 0; i < group_labels_.size(); i++) cols_.push_back({group_labels_[i], (int)i, -1});
+    for (const SelectItem& si : st_.select) {
+      Column col;
+      KF_TRY(column(si.path, si.expr, si.label, si.pos, &col));
+      cols_.push_back(col);
+    }
+    for (const OrderKey& k : st_.order) {
+      Column col;
+      KF_TRY(column(k.path, k.expr, k.label, k.pos, &col));
+      order_cols_.push_back(col);
+    }
+    if (st_.group.empty()) groups_[{}].resize(aggs_.size());  // a whole-result aggregate has one row, even over nothing
+    return Status::ok();
+  }
+
+  // The fields the groups and aggregates read.
+  void needs(PartialDoc* part) const {
+    for (const SelectItem& g : st_.group) part->need(g.path);
+    for (const Expr* e : aggs_)
+      if (!e->kids.empty()) part->need(*e->kids[0]);
+  }
+
+  // Counting groups over one path, which a secondary index can answer.
+  bool counts_only(const std::vector<std::string>** path) const {
+    if (st_.where || st_.group.size() != 1) return false;
+    *path = &st_.group[0].path;
+    for (const Expr* e : aggs_) {
+      if (e->path[0] != "count") return false;
+      if (!e->kids.empty() && (e->kids[0]->kind != ExprKind::Path || e->kids[0]->path != **path)) return false;
+    }
+    return true;
+  }
+  // A group of n documents holding the non-null key `key` (counting groups only).
+  void add_counted(Value key, uint64_t n) {
+    std::vector<Acc>& accs = groups_[{std::move(key)}];
+    accs.resize(aggs_.size());
+    for (Acc& a : accs) a.count += (int64_t)n;
+  }
+  void add_nulls(uint64_t n) {
+    std::vector<Acc>& accs = groups_[{Value()}];
+    accs.resize(aggs_.size());
+    for (size_t i = 0; i < aggs_.size(); i++)
+      if (aggs_[i]->kids.empty()) accs[i].count += (int64_t)n;  // count(key) skips nulls
+  }
+  size_t groups() const { return groups_.size(); }
+  const Status& error() const { return inner_; }
+
+  bool add(const Value& doc) {
+    key.clear();
+    for (const SelectItem& g : st_.group) {
+      const Value* v = &doc;
+      for (const std::string& p : g.path) {
+        v = v->kind() == Kind::Object ? v->get(p) : nullptr;
+        if (!v) break;
+      }
+      key.push_back(v ? *v : Value());
+    }
+    auto& accs = groups_[key];
+    if (accs.empty()) accs.resize(aggs_.size());
+    for (size_t i = 0; i < aggs_.size(); i++) {
+      const Expr& e = *aggs_[i];
+      const std::string& fn = e.path[0];
+      Acc& a = accs[i];
+      if (e.kids.empty()) {  // count(*)
+        a.count++;
+        continue;
+      }
+      Value v;
+      inner_ = ev_.eval(*e.kids[0], doc, &v);
+      if (!inner_.is_ok()) return false;
+      if (v.is_null()) continue;
+      a.count++;
+      if (fn == "sum" || fn == "avg") {
+        if (!v.is_number()) {
+          inner_ = Status(Code::Type, fn + "() needs numbers, got " + kind_name(v.kind()), e.pos);
+          return false;
+        }
+        if (v.kind() == Kind::Float && !a.is_float) {
+          a.is_float = true;
+          a.fsum = (double)a.isum;
+        }
+        if (a.is_float) {
+          a.fsum += v.as_number();
+        } else {
+          int64_t sum;
+          if (!__builtin_add_overflow(a.isum, v.as_int(), &sum)) {
+            a.isum = sum;
+          } else if (fn == "avg") {  // an average continues in floating point
+            a.is_float = true;
+            a.fsum = (double)a.isum + (double)v.as_int();
+          } else {
+            inner_ = Status(Code::Limit, agg_labels_[i] + " overflows int64", e.pos);
+            return false;
+          }
+        }
+      } else if (fn == "min" || fn == "max") {
+        if (!a.any || (fn == "min" ? compare(v, a.best) < 0 : compare(v, a.best) > 0)) a.best = v;
+      }
+      a.any = true;
+    }
+    return true;
+  }
+
+  // The rows of the groups, ordered and paged.
+  void write(std::vector<Value>* out) const {
+    struct Row {
+      const std::vector<Value>* key;
+      std::vector<Value> aggs;
+    };
+    std::vector<Row> rows;
+    for (auto& [k, accs] : groups_) {
+      Row r{&k, {}};
+      for (size_t i = 0; i < aggs_.size(); i++) {
+        const std::string& fn = aggs_[i]->path[0];
+        const Acc& a = accs[i];
+        if (fn == "count") r.aggs.push_back(Value::integer(a.count));
+        else if (!a.any) r.aggs.push_back(Value());
+        else if (fn == "sum") r.aggs.push_back(a.is_float ? Value::real(a.fsum) : Value::integer(a.isum));
+        else if (fn == "avg") r.aggs.push_back(Value::real((a.is_float ? a.fsum : (double)a.isum) / (double)a.count));
+        else r.aggs.push_back(a.best);
+      }
+      rows.push_back(std::move(r));
+    }
+    auto value_of = [&](const Row& r, const Column& col) -> const Value& {
+      return col.group >= 0 ? (*r.key)[col.group] : r.aggs[col.agg];
+    };
+    if (!order_cols_.empty()) {
+      std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+        for (size_t i = 0; i < order_cols_.size(); i++) {
+          int c2 = compare(value_of(a, order_cols_[i]), value_of(b, order_cols_[i]));
+          if (c2) return st_.order[i].desc ? c2 > 0 : c2 < 0;
+        }
+        return false;  // ties keep group-key order
+      });
+    }
+    size_t end = limit_ < 0 ? rows.size() : std::min(rows.size(), (size_t)(offset_ + limit_));
+    for (size_t i = (size_t)offset_; i < end; i++) {
+      Value o = Value::object();
+      for (const Column& col : cols_) o.append(col.label, value_of(rows[i], col));
+      out->push_back(std::move(o));
+    }
+  }
+
+ private:
+  struct Column {
+    std::string label;
+    int group = -1;  // a group key
+    int agg = -1;    // or an aggregate
+  };
+  const ParsedStatement& st_;
+  const Evaluator& ev_;
+  int64_t offset_, limit_;
+  std::vector<std::string> group_labels_;
+  std::vector<const Expr*> aggs_;  // the aggregates computed: those selected, then those only ordered by
+  std::vector<std::string> agg_labels_;
+  std::vector<Column> cols_, order_cols_;
+  std::map<std::vector<Value>, std::vector<Acc>, GroupLess> groups_;
+  std::vector<Value> key;  // add(): the group of the row
+  Status inner_;
+};
+
+namespace {
+
+// The rows pushed in, each decoded as far as the groups and aggregates read it.
+class Aggregate : public Stage {
+ public:
+  Aggregate(ExecContext& x, int node, GroupingPtr g, std::vector<Value>* out)
+      : Stage(x, node), g_(std::move(g)), part_(x.c), out_(out) {
+    g_->needs(&part_);
+    part_.shape();
+  }
+  Status finish() override {
+    KF_TRY(x_.err);
+    g_->write(out_);
+    x_.plan.node(node_).rows_out += out_->size();
+    return Status::ok();
+  }
+
+ protected:
+  bool push(Row& r) override {
+    Status s = part_.load(r.id, r.body);
+    if (!s.is_ok()) return x_.fail(std::move(s));
+    if (!g_->add(part_.doc())) return x_.fail(g_->error());
+    return true;
+  }
+
+ private:
+  GroupingPtr g_;
+  PartialDoc part_;
+  std::vector<Value>* out_;
+};
+
+// A group over one field that has a secondary index, counting, with no
+// filter: the groups and their sizes are the index's keys and how many
+// documents hold each, and no document is read but one per group, the first
+// (lowest id) holding the key, whose value names the group as a scan would
+// show it (the index keeps 2.0 as 2). Documents the index has no key for
+// form the null group.
+class GroupFromIndex : public Source {
+ public:
+  GroupFromIndex(ExecContext& x, int node, GroupingPtr g, SecondaryIndex* idx,
+                 const std::vector<std::string>& path, std::vector<Value>* out)
+      : Source(x, node), g_(std::move(g)), idx_(idx), path_(path), out_(out) {}
+
+ protected:
+  Status produce() override {
+    const Field* f = x_.c.def.field(path_[0]);
+    uint64_t keyed = 0;
+    Status bad;
+    idx_->groups([&](int64_t first, size_t n) {
+      const uint64_t* loc = x_.c.ids.find(first);
+      if (!loc) {
+        bad = Status(Code::Corrupt, "index of '" + join(path_) + "' names a missing document " + std::to_string(first));
+        return false;
+      }
+      Value v;
+      bad = decode_field(x_.eng.body(*loc), f->id, &v, &x_.c);
+      if (!bad.is_ok()) return false;
+      for (size_t i = 1; i < path_.size() && !v.is_null(); i++) {
+        const Value* x = v.kind() == Kind::Object ? v.get(path_[i]) : nullptr;
+        v = x ? *x : Value();
+      }
+      g_->add_counted(std::move(v), n);
+      keyed += n;
+      return true;
+    });
+    KF_TRY(bad);
+    if (keyed < x_.c.ids.size()) g_->add_nulls(x_.c.ids.size() - keyed);
+    x_.plan.node(node_).rows_out = g_->groups();
+    g_->write(out_);
+    return Status::ok();
+  }
+
+ private:
+  GroupingPtr g_;
+  SecondaryIndex* idx_;
+  const std::vector<std::string>& path_;
+  std::vector<Value>* out_;
+};
+
+}  // namespace
+
+void GroupingFree::operator()(Grouping* g) const { delete g; }
+
+Result<GroupingPtr> resolve_grouping(const ParsedStatement& st, const CollectionDef& def, const Evaluator& ev,
+                                     int64_t offset, int64_t limit) {
+  GroupingPtr g(new Grouping(st, ev, offset, limit));
+  KF_TRY(g->resolve(def));
+  return g;
+}
+
+bool grouping_counts_only(const Grouping& g, const std::vector<std::string>** path) { return g.counts_only(path); }
+
+int plan_aggregate(Plan& plan, const ParsedStatement& st, int input) {
+  int n = plan.add("aggregate", input);
+  if (plan.describe()) {
+    std::string& d = plan.node(n).detail;
+    for (size_t i = 0; i < st.select.size(); i++) d += (i ? ", " : "") + (st.select[i].expr ? st.select[i].label : join(st.select[i].path));
+    if (!st.group.empty()) {
+      d += std::string(d.empty() ? "" : " ") + "by";
+      for (size_t i = 0; i < st.group.size(); i++) d += (i ? ", " : " ") + join(st.group[i].path);
+    }
+  }
+  return n;
+}
+
+int plan_group_from_index(Plan& plan, const Collection& c, const std::vector<std::string>& path, int si) {
+  int n = plan.add("group from index");
+  if (plan.describe())
+    plan.node(n).detail = join(path) + ": the keys and counts of index " + c.def.name + "." + join(path) + " (@" +
+                          secondary_name(c.def.secondary[(size_t)si].kind) + ")";
+  return n;
+}
+
+std::unique_ptr<Stage> make_aggregate(ExecContext& x, int node, GroupingPtr g, std::vector<Value>* out) {
+  return std::make_unique<Aggregate>(x, node, std::move(g), out);
+}
+
+std::unique_ptr<Source> make_group_from_index(ExecContext& x, int node, GroupingPtr g, SecondaryIndex* idx,
+                                              const std::vector<std::string>& path, std::vector<Value>* out) {
+  return std::make_unique<GroupFromIndex>(x, node, std::move(g), idx, path, out);
+}
+
+}  // namespace kitfox

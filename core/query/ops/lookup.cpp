@@ -1,0 +1,79 @@
+// lookup: each parent row's child documents, `lookup C2 on child_field [=
+// parent_field]`, found by id or through a @hash index on child_field, then
+// run through the child clauses (filter, order, limit, project, a nested
+// lookup) into a list the parent row carries; `required` drops the parents
+// that have none.
+#include "ops.h"
+
+namespace kitfox {
+
+namespace {
+
+class LookupStage : public Stage {
+ public:
+  LookupStage(ExecContext& x, int node, const LookupPlan& lp) : Stage(x, node), lp_(lp) {}
+
+ protected:
+  bool push(Row& r) override {
+    Status s = x_.decode(r);
+    if (!s.is_ok()) return x_.fail(std::move(s));
+    const Lookup& lk = *lp_.lk;
+    // The parent's key.
+    const Value* key = &r.doc;
+    for (const std::string& k : lk.parent_path) {
+      key = key->kind() == Kind::Object ? key->get(k) : nullptr;
+      if (!key) break;
+    }
+    std::vector<int64_t> ids;
+    if (!lp_.index) {
+      if (key && key->kind() == Kind::Int) ids.push_back(key->as_int());
+    } else if (key) {
+      lp_.index->equal(*key, &ids);
+    }
+    r.children = Value::list();
+    uint64_t t0 = x_.analyze ? ExecContext::now_ns() : 0;
+    s = run_child(std::move(ids), &r.children.mutable_items());
+    if (x_.analyze) x_.nested_ns += ExecContext::now_ns() - t0;
+    if (!s.is_ok()) return x_.fail(std::move(s));
+    if (lk.required && r.children.items().empty()) return true;
+    r.has_children = true;
+    return emit(r);
+  }
+
+ private:
+  // The child clauses over `ids`, into `out`.
+  Status run_child(std::vector<int64_t> ids, std::vector<Value>* out) {
+    const ParsedStatement& cs = *lp_.lk->child;
+    ExecContext cx(x_.eng, *lp_.child, cs, x_.ev, x_.plan, x_.analyze);
+    Pipeline p;
+    p.source = make_ids(cx, lp_.source, std::move(ids));
+    if (lp_.filter >= 0) p.add(make_filter(cx, lp_.filter, cs.where.get()));
+    if (lp_.sort >= 0) p.add(make_sort(cx, lp_.sort, cs.order, -1));
+    if (lp_.nested && lp_.nested->lk->required) p.add(make_lookup(cx, lp_.nested->node, *lp_.nested));
+    if (lp_.limit >= 0) p.add(make_limit(cx, lp_.limit, lp_.offset, lp_.count));
+    if (lp_.nested && !lp_.nested->lk->required) p.add(make_lookup(cx, lp_.nested->node, *lp_.nested));
+    p.add(make_project(cx, lp_.project, out, {}));
+    return p.run();
+  }
+
+  const LookupPlan& lp_;
+};
+
+}  // namespace
+
+int plan_lookup(Plan& plan, const LookupPlan& lp, int input) {
+  int n = plan.add("lookup", input, lp.project);
+  if (plan.describe()) {
+    const Lookup& lk = *lp.lk;
+    plan.node(n).detail = lk.collection + " on " + lk.child_field + " = " + join(lk.parent_path) +
+                          (lp.index ? " (@hash index on " + lk.collection + "." + lk.child_field + ")" : "") +
+                          (lk.required ? ", required" : "");
+  }
+  return n;
+}
+
+std::unique_ptr<Stage> make_lookup(ExecContext& x, int node, const LookupPlan& lp) {
+  return std::make_unique<LookupStage>(x, node, lp);
+}
+
+}  // namespace kitfox

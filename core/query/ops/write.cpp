@@ -1,0 +1,335 @@
+// write: put, insert, set and del. Each builds all its documents (typed,
+// checked, encoded) into the ops of one record before anything lands, so a
+// failed statement changes nothing; set and del find their documents
+// through the access path the planner picks for the where clause.
+#include "ops.h"
+
+#include <map>
+#include <set>
+
+#include "../../engine_limits.h"
+#include "../../storage/format.h"
+#include "../planner.h"
+
+namespace kitfox {
+
+namespace {
+
+// Builds the typed field values of one document from its given value.
+// A value that already has its field's type needs no conversion (and is moved).
+bool already_typed(const Value& v, const Type& t) {
+  switch (t.kind) {
+    case TypeKind::Bool: return v.kind() == Kind::Bool;
+    case TypeKind::Int: return v.kind() == Kind::Int;
+    case TypeKind::Text: return v.kind() == Kind::Text;
+    case TypeKind::Timestamp: return v.kind() == Kind::Timestamp;
+    case TypeKind::Float: return v.kind() == Kind::Float && std::isfinite(v.as_float());
+    default: return false;
+  }
+}
+
+// Builds a document's typed fields from `in`, whose values it may move from.
+Status build_document(const CollectionDef& def, Value& in, const Expr* lit, int64_t pos, Value* fields,
+                      bool* has_id, int64_t* id) {
+  if (in.kind() != Kind::Object)
+    return Status(Code::Type, std::string("expected a document (an object), got ") + kind_name(in.kind()), pos);
+  *fields = Value::object();
+  *has_id = false;
+  for (size_t i = 0; i < in.keys().size(); i++) {
+    const std::string& k = in.keys()[i];
+    Value& v = in.mutable_items()[i];
+    int64_t kpos = lit && lit->kind == ExprKind::ObjectLit && i < lit->kids.size() ? lit->kids[i]->pos : pos;
+    if (k == "id") {
+      if (v.is_null()) continue;
+      if (v.kind() != Kind::Int) return Status(Code::Type, std::string("'id' must be an int, got ") + kind_name(v.kind()), kpos);
+      *has_id = true;
+      *id = v.as_int();
+      continue;
+    }
+    const Field* f = def.field(k);
+    if (!f) return not_found_field(k, def, kpos);
+    if (already_typed(v, f->type)) {
+      if (v.kind() == Kind::Text && !valid_utf8(v.as_string()))
+        return Status(Code::Type, "'" + k + "' is not valid UTF-8 text", kpos);
+      fields->append(k, std::move(v));
+      continue;
+    }
+    Value t;
+    Status st = coerce(v, f->type, k, &t);
+    if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
+    if (t.kind() == Kind::Text && !valid_utf8(t.as_string()))
+      return Status(Code::Type, "'" + k + "' is not valid UTF-8 text", kpos);
+    fields->append(k, std::move(t));
+  }
+  for (const Field& f : def.fields) {
+    if (!f.required) continue;
+    const Value* v = fields->get(f.name);
+    if (!v || v->is_null()) return Status(Code::Constraint, "required field '" + f.name + "' is missing", pos);
+  }
+  return Status::ok();
+}
+
+void op_put(std::string& ops, uint32_t cid, int64_t id, std::string_view body) {
+  put_u8(ops, format::kOpPut);
+  put_varint(ops, cid);
+  put_varint(ops, zigzag(id));
+  put_str(ops, body);
+}
+
+Status check_doc_size(size_t n, int64_t pos) {
+  if (n > kMaxDocumentBytes) return Status(Code::Limit, "document is larger than 16 MiB encoded", pos);
+  return Status::ok();
+}
+
+// The depth of the deepest value inside `v` (0 for a scalar or an empty
+// list or object), as the codec counts it.
+int nested_depth(const Value& v) {
+  if (v.kind() != Kind::List && v.kind() != Kind::Object) return 0;
+  int d = 0;
+  for (const Value& k : v.items()) d = std::max(d, 1 + nested_depth(k));
+  return d;
+}
+
+// json path assignment: creates objects along the way.
+Status assign_path(Value* root, const std::vector<std::string>& path, size_t from, Value v, int64_t pos) {
+  Value* cur = root;
+  for (size_t i = from; i < path.size(); i++) {
+    if (cur->is_null()) *cur = Value::object();
+    if (cur->kind() != Kind::Object)
+      return Status(Code::Type, "'" + join(std::vector<std::string>(path.begin(), path.begin() + i)) + "' is not an object", pos);
+    if (i + 1 == path.size()) {
+      cur->set(path[i], std::move(v));
+      return Status::ok();
+    }
+    Value* next = cur->get_mut(path[i]);
+    if (!next) {
+      cur->set(path[i], Value::object());
+      next = cur->get_mut(path[i]);
+    }
+    cur = next;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+
+// @unique: the documents a statement writes, checked together against each
+// other and against the index (a document the statement rewrites no longer
+// holds its old value).
+class UniqueCheck {
+ public:
+  UniqueCheck(Engine& eng, Collection& c) : eng_(eng), c_(c) {
+    for (size_t i = 0; i < c.def.secondary.size(); i++)
+      if (c.def.secondary[i].kind == IndexKind::Unique) uniq_.push_back(i);
+  }
+  bool active() const { return !uniq_.empty(); }
+  // `doc` holds the new field values by name.
+  void add(int64_t id, const Value& doc, int64_t pos) {
+    if (uniq_.empty()) return;
+    Entry e{id, pos, {}};
+    for (size_t i : uniq_) {
+      const SecondaryDef& d = c_.def.secondary[i];
+      const Field* f = c_.def.field_by_id(d.field_id);
+      const Value* v = f ? doc.get(f->name) : nullptr;
+      for (const std::string& k : d.subpath) v = v && v->kind() == Kind::Object ? v->get(k) : nullptr;
+      e.keys.push_back(v ? SecondaryIndex::normalize(*v) : Value());
+    }
+    written_.insert(id);
+    entries_.push_back(std::move(e));
+  }
+  Status check() {
+    for (size_t u = 0; u < uniq_.size(); u++) {
+      const SecondaryDef& d = c_.def.secondary[uniq_[u]];
+      std::string label = c_.def.field_by_id(d.field_id)->name;
+      for (const std::string& k : d.subpath) label += "." + k;
+      KF_ASSIGN(SecondaryIndex * idx, eng_.secondary(c_, uniq_[u]));
+      std::map<std::string, int64_t> seen;
+      for (const Entry& e : entries_) {
+        const Value& key = e.keys[u];
+        if (key.is_null()) continue;
+        std::string kb = to_json(key);
+        auto it = seen.find(kb);
+        if (it != seen.end() && it->second != e.id)
+          return Status(Code::Constraint, "unique '" + label + "': " + kb + " is given to documents " +
+                                              std::to_string(it->second) + " and " + std::to_string(e.id) + "; nothing was written", e.pos);
+        seen[kb] = e.id;
+        std::vector<int64_t> holders;
+        idx->equal(key, &holders);
+        for (int64_t h : holders)
+          if (h != e.id && !written_.count(h))
+            return Status(Code::Constraint, "unique '" + label + "': " + kb + " is already held by document " +
+                                                std::to_string(h) + "; nothing was written", e.pos);
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  struct Entry {
+    int64_t id;
+    int64_t pos;
+    std::vector<Value> keys;
+  };
+  Engine& eng_;
+  Collection& c_;
+  std::vector<size_t> uniq_;
+  std::vector<Entry> entries_;
+  std::set<int64_t> written_;
+};
+
+
+Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
+                       ParsedStatement* owned, std::string* ops, uint32_t* nops, QueryResult* res) {
+  *nops = 0;
+  thread_local std::vector<float> prepared;  // a vector in an index's stored form
+  switch (st.kind) {
+    case StmtKind::Put:
+    case StmtKind::Insert: {
+      Value body;
+      // A statement that runs once (`owned`) gives its literals up rather
+      // than having them copied.
+      KF_TRY(owned ? ev.take(*owned->body, &body) : ev.constant(*st.body, &body));
+      const bool is_list = body.kind() == Kind::List;
+      size_t n = is_list ? body.items().size() : 1;
+      int64_t next_id = c.next_id;
+      UniqueCheck unique(eng, c);
+      std::vector<int64_t> seen;  // insert: ids given in this statement
+      std::string enc;
+      Value fields;
+      res->rows.reserve(n);
+      for (size_t i = 0; i < n; i++) {
+        Value& dv = is_list ? body.mutable_items()[i] : body;
+        const Expr* lit = st.body->kind == ExprKind::ListLit ? st.body->kids[i].get()
+                          : st.body->kind == ExprKind::ObjectLit ? st.body.get() : nullptr;
+        int64_t pos = lit ? lit->pos : st.body->pos;
+        bool has_id = false;
+        int64_t id = 0;
+        Status s = build_document(c.def, dv, lit, pos, &fields, &has_id, &id);
+        if (!s.is_ok()) {
+          if (is_list && !lit) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
+          return s;
+        }
+        for (auto& [fid, index] : c.vindex) {
+          const Field* vf = c.def.field_by_id(fid);
+          const Value* vv = vf ? fields.get(vf->name) : nullptr;
+          if (vv && vv->kind() == Kind::Vector) {
+            Status ps = index->prepare(vv->vec().data(), &prepared, vf->name);
+            if (!ps.is_ok()) return Status(ps.code(), ps.message(), pos);
+          }
+        }
+        if (!has_id) {
+          if (next_id == INT64_MAX) return Status(Code::Limit, "no ids left in '" + c.def.name + "'", pos);
+          id = next_id++;
+        } else if (id >= next_id) {
+          next_id = id == INT64_MAX ? id : id + 1;
+        }
+        if (st.kind == StmtKind::Insert) {
+          if (c.ids.find(id)) return Status(Code::Exists, "id " + std::to_string(id) + " already exists in '" + c.def.name + "'; nothing was inserted", pos);
+          seen.push_back(id);
+        }
+        enc.clear();
+        encode_document(c.def, fields, enc);
+        KF_TRY(check_doc_size(enc.size(), pos));
+        op_put(*ops, c.def.id, id, enc);
+        (*nops)++;
+        unique.add(id, fields, pos);
+        res->rows.push_back(row1("id", Value::integer(id)));
+      }
+      KF_TRY(unique.check());
+      if (seen.size() > 1) {
+        std::vector<int64_t> s2 = seen;
+        std::sort(s2.begin(), s2.end());
+        auto d = std::adjacent_find(s2.begin(), s2.end());
+        if (d != s2.end()) return Status(Code::Exists, "id " + std::to_string(*d) + " is given twice; nothing was inserted", st.body->pos);
+      }
+      break;
+    }
+    case StmtKind::Set: {
+      // Resolve and type the assigned values once.
+      struct Assign {
+        const Field* field;
+        const std::vector<std::string>* path;
+        Value value;
+        int64_t pos;
+      };
+      std::vector<Assign> as;
+      for (const Assignment& a : st.assignments) {
+        const Field* f = c.def.field(a.path[0]);
+        Value raw, typed;
+        KF_TRY(ev.constant(*a.value, &raw));
+        Type t = a.path.size() > 1 ? Type{TypeKind::Json} : f->type;
+        Status s = coerce(raw, t, join(a.path), &typed);
+        if (!s.is_ok()) return Status(s.code(), s.message(), a.pos);
+        // A value set at a.b.c sits two levels down in a's value: the
+        // document written must decode again.
+        if (a.path.size() - 1 + nested_depth(typed) > (size_t)kMaxDepth)
+          return Status(Code::Limit, "'" + join(a.path) + "' would nest a value deeper than " + std::to_string(kMaxDepth) +
+                                         " levels",
+                        a.pos);
+        if (a.path.size() == 1 && f->required && typed.is_null())
+          return Status(Code::Constraint, "required field '" + f->name + "' cannot be set to null", a.pos);
+        auto vi = c.vindex.find(f->id);
+        if (a.path.size() == 1 && vi != c.vindex.end() && typed.kind() == Kind::Vector) {
+          Status ps = vi->second->prepare(typed.vec().data(), &prepared, f->name);
+          if (!ps.is_ok()) return Status(ps.code(), ps.message(), a.pos);
+        }
+        as.push_back({f, &a.path, std::move(typed), a.pos});
+      }
+      int64_t n = 0;
+      std::string enc;
+      Status inner;
+      UniqueCheck unique(eng, c);
+      KF_TRY(visit_where(eng, c, st, ev, true, [&](Row& row) {
+        Value d = std::move(row.doc);
+        row.decoded = false;
+        for (Assign& a : as) {
+          if (a.path->size() == 1) {
+            d.set(a.field->name, a.value);
+          } else {
+            Value* fv = d.get_mut(a.field->name);
+            Value cur = fv ? *fv : Value();
+            inner = assign_path(&cur, *a.path, 1, a.value, a.pos);
+            if (!inner.is_ok()) {
+              inner = Status(inner.code(), "document " + std::to_string(row.id) + ": " + inner.message(), a.pos);
+              return false;
+            }
+            d.set(a.field->name, std::move(cur));
+          }
+        }
+        enc.clear();
+        encode_document(c.def, d, enc);
+        inner = check_doc_size(enc.size(), st.pos);
+        if (!inner.is_ok()) return false;
+        op_put(*ops, c.def.id, row.id, enc);
+        (*nops)++;
+        n++;
+        unique.add(row.id, d, st.pos);
+        return true;
+      }));
+      KF_TRY(inner);
+      KF_TRY(unique.check());
+      res->rows.push_back(row1("updated", Value::integer(n)));
+      break;
+    }
+    case StmtKind::Del: {
+      int64_t n = 0;
+      KF_TRY(visit_where(eng, c, st, ev, false, [&](Row& row) {
+        int64_t id = row.id;
+        put_u8(*ops, format::kOpDel);
+        put_varint(*ops, c.def.id);
+        put_varint(*ops, zigzag(id));
+        (*nops)++;
+        n++;
+        return true;
+      }));
+      res->rows.push_back(row1("deleted", Value::integer(n)));
+      break;
+    }
+    default:
+      return Status(Code::Invalid, "not a write statement", st.pos);
+  }
+  return Status::ok();
+}
+
+}  // namespace kitfox
