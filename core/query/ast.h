@@ -32,10 +32,22 @@ enum class CmpOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Contains };
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
+// Where the parts of a list or object of literals stood, once the parser
+// has folded it into one Literal's value (for the errors of a put): each
+// list element's position, and each object's key positions (for an object
+// literal: `key` alone; for a list: key_start[i] .. key_start[i + 1] are
+// element i's, empty for an element that is not an object).
+struct LiteralPositions {
+  std::vector<int64_t> item;
+  std::vector<uint32_t> key_start;
+  std::vector<int64_t> key;
+};
+
 struct Expr {
   ExprKind kind;
   int64_t pos = 0;
   Value value;
+  std::unique_ptr<LiteralPositions> parts;  // a folded list or object literal
   int param = 0;
   CmpOp op = CmpOp::Eq;
   bool negate = false;

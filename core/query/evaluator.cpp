@@ -11,11 +11,28 @@ Result<int64_t> count_arg(const Evaluator& ev, const ExprPtr& e, const char* wha
   return v.as_int();
 }
 
+namespace {
+
+// A literal as a statement writes it: [1, 2], {a: "x"}.
+std::string literal_text(const Value& v) {
+  if (v.kind() != Kind::List && v.kind() != Kind::Object) return to_json(v);
+  bool obj = v.kind() == Kind::Object;
+  std::string s = obj ? "{" : "[";
+  for (size_t i = 0; i < v.items().size(); i++) {
+    if (i) s += ", ";
+    if (obj) s += v.keys()[i] + ": ";
+    s += literal_text(v.items()[i]);
+  }
+  return s + (obj ? "}" : "]");
+}
+
+}  // namespace
+
 // The source-like text of an expression, for explain.
 std::string expr_text(const Expr& e) {
   static const char* ops[] = {"=", "!=", "<", "<=", ">", ">=", "~"};
   switch (e.kind) {
-    case ExprKind::Literal: return to_json(e.value);
+    case ExprKind::Literal: return literal_text(e.value);
     case ExprKind::Param: return "$" + std::to_string(e.param);
     case ExprKind::Path: return join(e.path);
     case ExprKind::ListLit:

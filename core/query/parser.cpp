@@ -69,7 +69,26 @@ class Parser {
   Status field_decl(FieldDecl* out);
   Status index_spec(IndexSpec* out);
   Status index_target(ParsedStatement* st);  // on C (path)
-  Status value_expr(ExprPtr* out, int depth);  // literal, param, list, object
+  // A literal, a parameter, a list or an object. `fold`: a list or object
+  // of literals only becomes one Literal, parsed straight into its value.
+  Status value_expr(ExprPtr* out, int depth, bool fold = true);
+  // A list or object of literals only (value_expr checked that no
+  // parameter is among them), into `out`; false with *err set.
+  bool literal(Value* out, int depth, LiteralPositions* parts, bool top, Status* err);
+  // How many elements (or keys) the list (or object) opening at token i
+  // holds, at most: its commas one level down, plus one.
+  size_t parts_in(size_t i) const {
+    size_t commas = 0, open = 0;
+    for (size_t j = i; j < t_.size(); j++) {
+      Tok k = t_[j].kind;
+      if (k == Tok::LBracket || k == Tok::LBrace) open++;
+      else if (k == Tok::RBracket || k == Tok::RBrace) {
+        if (--open == 0) break;
+      } else if (k == Tok::Comma && open == 1) commas++;
+      else if (k == Tok::End) break;
+    }
+    return commas + 1;
+  }
   Status expr(ExprPtr* out, int depth);
   Status and_expr(ExprPtr* out, int depth);
   Status not_expr(ExprPtr* out, int depth);
@@ -259,9 +278,162 @@ Status Parser::index_spec(IndexSpec* out) {
   }
 }
 
-Status Parser::value_expr(ExprPtr* out, int depth) {
+bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, Status* err) {
+  *err = depth_check(depth);
+  if (!err->is_ok()) return false;
+  Token& t = t_[i_];
+  switch (t.kind) {
+    case Tok::Int: *out = Value::integer(next().i); return true;
+    case Tok::Float: *out = Value::real(next().f); return true;
+    case Tok::String: *out = Value::text(std::move(t.str)); next(); return true;
+    case Tok::Minus: {
+      const Token& n = peek(1);
+      if (n.kind == Tok::Int) {
+        next();
+        int64_t v = next().i;
+        *out = Value::integer(v == INT64_MIN ? v : -v);
+        return true;
+      }
+      if (n.kind == Tok::Float) {
+        next();
+        *out = Value::real(-next().f);
+        return true;
+      }
+      *err = Status(Code::Syntax, "expected a number after '-'", n.pos);
+      return false;
+    }
+    case Tok::Ident:
+      if (is_kw("true") || is_kw("false")) {
+        *out = Value::boolean(is_kw("true"));
+        next();
+        return true;
+      }
+      if (is_kw("null")) {
+        next();
+        *out = Value();
+        return true;
+      }
+      *err = expected("a value");
+      return false;
+    case Tok::LBracket: {
+      size_t n = parts_in(i_);
+      next();
+      *out = Value::list();
+      std::vector<Value>& items = out->mutable_items();
+      items.reserve(n);
+      if (top) {
+        parts->item.reserve(n);
+        parts->key_start.reserve(n + 1);
+      }
+      if (accept(Tok::RBracket)) return true;
+      for (;;) {
+        if (top) {
+          parts->item.push_back(peek().pos);
+          parts->key_start.push_back((uint32_t)parts->key.size());
+        }
+        items.emplace_back();
+        if (!literal(&items.back(), depth + 1, top && peek().kind == Tok::LBrace ? parts : nullptr, false, err)) return false;
+        if (accept(Tok::Comma)) {
+          if (accept(Tok::RBracket)) break;  // trailing comma
+          continue;
+        }
+        if (!accept(Tok::RBracket)) {
+          *err = expect(Tok::RBracket);
+          return false;
+        }
+        break;
+      }
+      if (top) parts->key_start.push_back((uint32_t)parts->key.size());
+      return true;
+    }
+    case Tok::LBrace: {
+      size_t n = parts_in(i_);
+      next();
+      *out = Value::object();
+      out->reserve_keys(n);
+      if (accept(Tok::RBrace)) return true;
+      for (;;) {
+        const Token& k = peek();
+        std::string key;
+        if (k.kind == Tok::Ident) key = std::string(k.text);
+        else if (k.kind == Tok::String) key = k.str;
+        else {
+          *err = expected("a key");
+          return false;
+        }
+        int64_t kpos = k.pos;
+        next();
+        while (peek().kind == Tok::Dot) {  // a dotted key, as value_expr joins it
+          next();
+          const Token& k2 = peek();
+          if (k2.kind != Tok::Ident && k2.kind != Tok::String) {
+            *err = expected("a key after '.'");
+            return false;
+          }
+          key += '.';
+          key += k2.kind == Tok::Ident ? std::string_view(k2.text) : std::string_view(k2.str);
+          next();
+        }
+        for (const std::string& existing : out->keys())
+          if (existing == key) {
+            *err = Status(Code::Syntax, "key '" + key + "' appears twice", kpos);
+            return false;
+          }
+        if (!accept(Tok::Colon)) {
+          *err = expect(Tok::Colon);
+          return false;
+        }
+        if (parts) parts->key.push_back(kpos);
+        Value v;
+        if (!literal(&v, depth + 1, nullptr, false, err)) return false;
+        out->append(std::move(key), std::move(v));
+        if (accept(Tok::Comma)) {
+          if (accept(Tok::RBrace)) return true;
+          continue;
+        }
+        if (!accept(Tok::RBrace)) {
+          *err = expect(Tok::RBrace);
+          return false;
+        }
+        return true;
+      }
+    }
+    default:
+      *err = expected("a value");
+      return false;
+  }
+}
+
+Status Parser::value_expr(ExprPtr* out, int depth, bool fold) {
   KF_TRY(depth_check(depth));
   const Token& t = peek();
+  if (fold && (t.kind == Tok::LBracket || t.kind == Tok::LBrace)) {
+    // Literals straight into their value; a parameter among them sends the
+    // whole back to the expression nodes below.
+    // Literals only, up to the closing bracket? (Then the strings can be
+    // moved out of their tokens: nothing is parsed twice.)
+    bool only = true;
+    for (size_t j = i_, open = 0; j < t_.size(); j++) {
+      Tok k = t_[j].kind;
+      if (k == Tok::LBracket || k == Tok::LBrace) open++;
+      else if (k == Tok::RBracket || k == Tok::RBrace) {
+        if (--open == 0) break;
+      } else if (k == Tok::Param || k == Tok::End || k == Tok::LParen) {
+        only = false;
+        break;
+      }
+    }
+    if (!only) return value_expr(out, depth, false);
+    auto parts = std::make_unique<LiteralPositions>();
+    Value v;
+    Status err;
+    int64_t pos = t.pos;
+    if (!literal(&v, depth, parts.get(), true, &err)) return err;
+    *out = make(ExprKind::Literal, pos);
+    (*out)->value = std::move(v);
+    (*out)->parts = std::move(parts);
+    return Status::ok();
+  }
   switch (t.kind) {
     case Tok::Int: *out = make(ExprKind::Literal, t.pos); (*out)->value = Value::integer(next().i); return Status::ok();
     case Tok::Float: *out = make(ExprKind::Literal, t.pos); (*out)->value = Value::real(next().f); return Status::ok();
@@ -722,7 +894,7 @@ Status Parser::statement(ParsedStatement* st) {
     KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));
     if (peek().kind != Tok::LBrace) return expected("'{' with the fields to set");
     ExprPtr obj;
-    KF_TRY(value_expr(&obj, 0));
+    KF_TRY(value_expr(&obj, 0, false));
     if (obj->keys.empty()) return Status(Code::Syntax, "'set' needs at least one field", obj->pos);
     for (size_t k = 0; k < obj->keys.size(); k++) {
       Assignment a;

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "db.h"
 #include "query/parser.h"
 
 using namespace kitfox;
@@ -80,14 +81,44 @@ TEST_CASE("errors name the position and what was expected") {
 TEST_CASE("string escapes and unicode") {
   ParsedStatement st;
   REQUIRE(parse_statement(R"(put t {s: "a\"b\\c\n\u00e9\ud83e\udd8a"})", &st).is_ok());
-  CHECK(st.body->kids[0]->value.as_string() == "a\"b\\c\n\xc3\xa9\xf0\x9f\xa6\x8a");
+  CHECK(st.body->value.get("s")->as_string() == "a\"b\\c\n\xc3\xa9\xf0\x9f\xa6\x8a");
   CHECK(parse_statement("put t {s: \"\xff\"}", &st).message() == "statement text is not valid UTF-8");
 }
 
 TEST_CASE("integer edge cases") {
   ParsedStatement st;
   REQUIRE(parse_statement("put t {a: -9223372036854775808, b: 9223372036854775807}", &st).is_ok());
-  CHECK(st.body->kids[0]->value.as_int() == INT64_MIN);
-  CHECK(st.body->kids[1]->value.as_int() == INT64_MAX);
+  CHECK(st.body->value.get("a")->as_int() == INT64_MIN);
+  CHECK(st.body->value.get("b")->as_int() == INT64_MAX);
   CHECK(parse_statement("put t {a: 9223372036854775808}", &st).code() == Code::Limit);
+}
+
+TEST_CASE("a list or object of literals is parsed straight into one value, with its parts' positions") {
+  ParsedStatement st;
+  const char* text = "put t [{a: 1, b: [2.5, -3]}, {c: \"x\", d: null}, 7]";
+  REQUIRE(parse_statement(text, &st).is_ok());
+  REQUIRE(st.body->kind == ExprKind::Literal);
+  CHECK(to_json(st.body->value) == "[{\"a\":1,\"b\":[2.5,-3]},{\"c\":\"x\",\"d\":null},7]");
+  const LiteralPositions& p = *st.body->parts;
+  REQUIRE(p.item.size() == 3);
+  CHECK(p.item[0] == 7);   // {a: ...
+  CHECK(p.item[2] == 48);  // 7
+  REQUIRE(p.key_start.size() == 4);
+  CHECK(p.key.size() == 4);  // a, b, c, d
+  CHECK(p.key[p.key_start[1]] == 30);  // c
+  CHECK(p.key_start[3] - p.key_start[2] == 0);  // 7 has no keys
+  // A parameter among them: expression nodes, as before.
+  REQUIRE(parse_statement("put t [{a: $1}, {a: 2}]", &st).is_ok());
+  CHECK(st.body->kind == ExprKind::ListLit);
+  CHECK(st.body->kids[0]->kind == ExprKind::ObjectLit);
+  CHECK(st.body->kids[1]->kind == ExprKind::Literal);  // {a: 2} alone is literals
+  CHECK(st.body->kids[1]->parts->key == std::vector<int64_t>{17});
+  // set keeps its object's nodes (its keys are paths).
+  REQUIRE(parse_statement("set t {a.b: 1} where id = 1", &st).is_ok());
+  CHECK(st.assignments.size() == 1);
+  // Errors as before: a duplicate key, a non-value, depth.
+  CHECK(parse_statement("put t [{a: 1, a: 2}]", &st).message() == "key 'a' appears twice");
+  CHECK(parse_statement("put t [{a: 1}, {b: x}]", &st).code() == Code::Syntax);
+  std::string deep = "put t {a: " + std::string(70, '[') + std::string(70, ']') + "}";
+  CHECK(parse_statement(deep, &st).code() == Code::Limit);
 }

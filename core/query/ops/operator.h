@@ -59,9 +59,55 @@ struct ExecContext {
   }
 };
 
+// Operators are made and freed for every read: their memory is kept per
+// thread, by size, and used again, so a point read asks malloc for none.
+class OpMemory {
+ public:
+  static void* get(size_t n) {
+    size_t c = cls(n);
+    if (c >= kClasses) return ::operator new(n);
+    Free*& head = lists().heads[c];
+    if (!head) return ::operator new((c + 1) * kGrain);
+    Free* f = head;
+    head = f->next;
+    return f;
+  }
+  static void put(void* p, size_t n) {
+    size_t c = cls(n);
+    if (c >= kClasses) return ::operator delete(p);
+    Free* f = static_cast<Free*>(p);
+    f->next = lists().heads[c];
+    lists().heads[c] = f;
+  }
+
+ private:
+  struct Free {
+    Free* next;
+  };
+  static constexpr size_t kGrain = 64, kClasses = 16;  // blocks of 64 .. 1024 bytes
+  static size_t cls(size_t n) { return (n + kGrain - 1) / kGrain - 1; }
+  struct Lists {
+    Free* heads[kClasses] = {};
+    ~Lists() {
+      for (Free* h : heads)
+        while (h) {
+          Free* n = h->next;
+          ::operator delete(h);
+          h = n;
+        }
+    }
+  };
+  static Lists& lists() {
+    thread_local Lists l;
+    return l;
+  }
+};
+
 // A stage takes the rows of the operator before it.
 class Stage {
  public:
+  static void* operator new(size_t n) { return OpMemory::get(n); }
+  static void operator delete(void* p, size_t n) { OpMemory::put(p, n); }
   Stage(ExecContext& x, int node) : x_(x), node_(node) {}
   virtual ~Stage() = default;
   // One row; false asks the sender to stop (enough rows, or x.err is set).
@@ -96,6 +142,8 @@ class Stage {
 // A source finds rows and pushes them into its first stage.
 class Source {
  public:
+  static void* operator new(size_t n) { return OpMemory::get(n); }
+  static void operator delete(void* p, size_t n) { OpMemory::put(p, n); }
   Source(ExecContext& x, int node) : x_(x), node_(node) {}
   virtual ~Source() = default;
   // Runs to the end (or until a stage asks to stop), then finishes the stages.

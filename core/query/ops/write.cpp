@@ -29,7 +29,12 @@ bool already_typed(const Value& v, const Type& t) {
 }
 
 // Builds a document's typed fields from `in`, whose values it may move from.
-Status build_document(const CollectionDef& def, Value& in, const Expr* lit, int64_t pos, Value* fields,
+// `keys`: where each of its keys stood in the statement (null: at `pos`).
+struct KeyPositions {
+  const int64_t* at = nullptr;
+  size_t n = 0;
+};
+Status build_document(const CollectionDef& def, Value& in, KeyPositions keys, int64_t pos, Value* fields,
                       bool* has_id, int64_t* id) {
   if (in.kind() != Kind::Object)
     return Status(Code::Type, std::string("expected a document (an object), got ") + kind_name(in.kind()), pos);
@@ -38,7 +43,7 @@ Status build_document(const CollectionDef& def, Value& in, const Expr* lit, int6
   for (size_t i = 0; i < in.keys().size(); i++) {
     const std::string& k = in.keys()[i];
     Value& v = in.mutable_items()[i];
-    int64_t kpos = lit && lit->kind == ExprKind::ObjectLit && i < lit->kids.size() ? lit->kids[i]->pos : pos;
+    int64_t kpos = i < keys.n ? keys.at[i] : pos;
     if (k == "id") {
       if (v.is_null()) continue;
       if (v.kind() != Kind::Int) return Status(Code::Type, std::string("'id' must be an int, got ") + kind_name(v.kind()), kpos);
@@ -197,17 +202,39 @@ Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, co
       std::vector<int64_t> seen;  // insert: ids given in this statement
       std::string enc;
       Value fields;
+      std::vector<int64_t> key_pos;
       res->rows.reserve(n);
       for (size_t i = 0; i < n; i++) {
         Value& dv = is_list ? body.mutable_items()[i] : body;
-        const Expr* lit = st.body->kind == ExprKind::ListLit ? st.body->kids[i].get()
-                          : st.body->kind == ExprKind::ObjectLit ? st.body.get() : nullptr;
-        int64_t pos = lit ? lit->pos : st.body->pos;
+        // Where the document stood in the statement (a literal) or the
+        // parameter that gave it.
+        int64_t pos = st.body->pos;
+        KeyPositions keys;
+        bool literal = false;
+        if (const LiteralPositions* lp = st.body->parts.get()) {  // folded literals
+          literal = true;
+          if (!is_list) {
+            keys = {lp->key.data(), lp->key.size()};
+          } else {
+            pos = lp->item[i];
+            keys = {lp->key.data() + lp->key_start[i], (size_t)(lp->key_start[i + 1] - lp->key_start[i])};
+          }
+        } else if (st.body->kind == ExprKind::ListLit || st.body->kind == ExprKind::ObjectLit) {  // with parameters
+          literal = true;
+          const Expr* e = st.body->kind == ExprKind::ListLit ? st.body->kids[i].get() : st.body.get();
+          pos = e->pos;
+          key_pos.clear();
+          if (e->kind == ExprKind::ObjectLit)
+            for (const ExprPtr& k : e->kids) key_pos.push_back(k->pos);
+          else if (e->parts)  // an element of literals only, folded
+            key_pos = e->parts->key;
+          keys = {key_pos.data(), key_pos.size()};
+        }
         bool has_id = false;
         int64_t id = 0;
-        Status s = build_document(c.def, dv, lit, pos, &fields, &has_id, &id);
+        Status s = build_document(c.def, dv, keys, pos, &fields, &has_id, &id);
         if (!s.is_ok()) {
-          if (is_list && !lit) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
+          if (is_list && !literal) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
           return s;
         }
         for (auto& [fid, index] : c.vindex) {
