@@ -19,10 +19,18 @@
 //   params <json array>     parameters for the following statements
 //   reopen                  closes the database and opens it again
 //
+//   prepare NAME            prepares the statement (Database::prepare) under
+//   <statement>             NAME; it must succeed (`prepare error` must fail,
+//                           with an optional ---- and error text as above)
+//
+// A statement written `@NAME` runs the prepared statement NAME with the
+// current params. reopen drops every prepared statement.
+//
 // A statement may span lines until the ---- or the blank line.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,6 +62,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<Database> db = std::move(opened.value());
   std::vector<Value> params;
+  std::map<std::string, Statement> prepared;
   int passed = 0, failed = 0;
   size_t i = 0;
   auto fail = [&](size_t line, const std::string& msg) {
@@ -67,6 +76,7 @@ int main(int argc, char** argv) {
     if (head == "reopen") {
       Status s = db->close();
       if (!s) { fail(head_line, "close: " + s.to_string()); break; }
+      prepared.clear();
       db.reset();
       auto r = Database::open(*fs, "script.kfdb");
       if (!r) { fail(head_line, "reopen: " + r.status().to_string()); break; }
@@ -92,7 +102,35 @@ int main(int argc, char** argv) {
       i++;
       while (i < lines.size() && !lines[i].empty()) expected.push_back(lines[i++]);
     }
-    auto r = db->query(stmt, params);
+    if (head.rfind("prepare ", 0) == 0) {
+      std::string name = head.substr(8);
+      auto p = db->prepare(stmt);
+      if (name == "error") {
+        std::string want;
+        for (auto& e : expected) want += (want.empty() ? "" : "\n") + e;
+        if (p) fail(head_line, "expected prepare to fail\n  in: " + stmt);
+        else if (has_expected && p.status().to_string().find(want) == std::string::npos)
+          fail(head_line, "error text differs\n  want (substring): " + want + "\n  got: " + p.status().to_string());
+        else passed++;
+      } else if (!p) {
+        fail(head_line, "prepare failed: " + p.status().to_string() + "\n  in: " + stmt);
+      } else {
+        prepared[name] = std::move(p.value());
+        passed++;
+      }
+      continue;
+    }
+    Result<QueryResult> r = Status(Code::Invalid, "no result");
+    if (stmt.size() > 1 && stmt[0] == '@') {
+      auto it = prepared.find(stmt.substr(1));
+      if (it == prepared.end()) {
+        fail(head_line, "no statement prepared as '" + stmt.substr(1) + "'");
+        continue;
+      }
+      r = it->second.query(params);
+    } else {
+      r = db->query(stmt, params);
+    }
     if (head == "statement ok") {
       if (!r) fail(head_line, "expected success, got " + r.status().to_string() + "\n  in: " + stmt);
       else passed++;

@@ -20,6 +20,7 @@ async function runScript(file) {
   const dbPath = path.join(work, file.replace(/\.test$/, '.kfdb'));
   let db = await Kitfox.open(dbPath, { sync: 'off' });
   let params = undefined;
+  let prepared = new Map();
   let passed = 0;
   const failures = [];
   const fail = (line, msg) => failures.push(`${file}:${line + 1}: ${msg}`);
@@ -33,6 +34,7 @@ async function runScript(file) {
       }
       const headLine = i++;
       if (head === 'reopen') {
+        prepared = new Map();
         db.close();
         db = await Kitfox.open(dbPath, { sync: 'off' });
         passed++;
@@ -58,10 +60,43 @@ async function runScript(file) {
         i++;
         while (i < lines.length && lines[i] !== '') expected.push(lines[i++]);
       }
+      if (head.startsWith('prepare ')) {
+        const name = head.slice(8);
+        let st = null;
+        let err = null;
+        try {
+          st = db.prepare(text);
+        } catch (e) {
+          if (e.name !== 'KitfoxError') throw e;
+          err = e;
+        }
+        if (name === 'error') {
+          const want = expected.join('\n');
+          if (!err) fail(headLine, `expected prepare to fail\n  in: ${text}`);
+          else if (hasExpected && !err.message.includes(want))
+            fail(headLine, `error text differs\n  want (substring): ${want}\n  got: ${err.message}`);
+          else passed++;
+        } else if (err) {
+          fail(headLine, `prepare failed: ${err.message}\n  in: ${text}`);
+        } else {
+          prepared.set(name, st);
+          passed++;
+        }
+        continue;
+      }
       let rows = null;
       let error = null;
       try {
-        rows = db.queryJSON(text, params);
+        if (text.length > 1 && text[0] === '@') {
+          const st = prepared.get(text.slice(1));
+          if (!st) {
+            fail(headLine, `no statement prepared as '${text.slice(1)}'`);
+            continue;
+          }
+          rows = st.queryJSON(params);
+        } else {
+          rows = db.queryJSON(text, params);
+        }
       } catch (e) {
         if (e.name !== 'KitfoxError') throw e;
         error = e;
