@@ -1,6 +1,13 @@
-// Engine: the database behind Database. It owns the catalog, the documents
-// (encoded, in memory, in arena segments the file was read into), the file and
-// its write log; query/executor.cpp runs statements against it.
+// Engine: the database behind Database. It owns the catalog (catalog.h),
+// the documents (encoded, in memory, in arena segments the file was read
+// into: storage/arena.h), the file and its write log; query/executor.cpp
+// runs statements against it. Its parts, by file (docs/architecture.md):
+//   engine.cpp    open, run a statement or a batch, checkpoint, close, stats
+//   image.cpp     the image: load the file (and replay its tail), build a new one
+//   log.cpp       the record log: write a record, apply its ops, undo a batch
+//   catalog.cpp   collections and their indexes: definitions, index lifecycle
+//   sync.cpp      durability: group commit, the flusher, the background checker
+//   database.cpp  Database, Statement and transactions over the engine
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -12,71 +19,23 @@
 #include <string>
 #include <vector>
 
+#include "catalog.h"
 #include "codec.h"
 #include "db.h"
+#include "port.h"
 #include "index/hnsw.h"
 #include "index/secondary.h"
 #include "index/text.h"
 #include "query/ast.h"
 #include "query/prepared.h"
 #include "schema.h"
+#include "storage/arena.h"
 #include "storage/id_index.h"
 
-#if !defined(__EMSCRIPTEN__)
-#define KITFOX_THREADS 1
-#include <thread>
-#endif
 
 namespace kitfox {
 
-// Where documents live: segment 0 is the file as read on open (or the image a
-// checkpoint wrote), later segments take new writes. A location is
-// segment << 40 | offset and points at `zigzag id | varint len | body`.
-class Arena {
- public:
-  static uint64_t loc(uint32_t seg, uint64_t off) { return (uint64_t)seg << 40 | off; }
-  void reset(std::string seg0);
-  void reset(std::unique_ptr<Mapping> seg0);
-  // Appends bytes that never move; returns their location.
-  uint64_t append(std::string_view bytes, const char** where);
-  std::string_view body(uint64_t loc) const;
-  std::string_view segment(uint32_t i) const { return {segs_[i]->data, segs_[i]->size}; }
-  size_t memory_bytes() const;
 
- private:
-  struct Seg {
-    std::string str;               // owned bytes (never reallocated once written to)
-    std::unique_ptr<Mapping> map;  // or a mapped file
-    const char* data = nullptr;
-    size_t size = 0;
-  };
-  std::vector<std::unique_ptr<Seg>> segs_;
-};
-
-struct Collection : VectorSource {
-  CollectionDef def;
-  int64_t next_id = 1;
-  IdIndex ids;
-  uint64_t bytes = 0;  // live encoded bytes
-  std::map<uint32_t, std::unique_ptr<HnswIndex>> vindex;  // by field id
-  // Dropped or replaced indexes whose tables image documents still refer to,
-  // until the next checkpoint rewrites them.
-  std::map<uint32_t, std::unique_ptr<HnswIndex>> retired;
-  // Full-text indexes, built on first use (so opening stays fast), then kept
-  // up to date by writes.
-  std::map<uint32_t, std::unique_ptr<TextIndex>> tindex;
-  std::mutex text_mu;
-  // @hash/@unique/@sorted, parallel to def.secondary; built on first use.
-  std::vector<std::unique_ptr<SecondaryIndex>> sindex;
-  std::mutex sec_mu;
-
-  // Fields whose vector table a recovery lost: image documents' references
-  // into it read as null (counted) until the recovery's checkpoint rewrites them.
-  std::set<uint32_t> lost_tables;
-  mutable std::atomic<uint64_t> lost_refs{0};
-
-  bool vector(uint32_t field_id, uint64_t node, Value* out) const override;
-};
 
 // A phase-fair reader/writer lock: readers and writers take turns, so
 // neither side starves and a reader waits for at most one writer. glibc's
@@ -210,11 +169,9 @@ class Engine {
   Status sync_to(uint64_t seq);
   Status check_writable() const;
   bool checkpoint_worthwhile(bool closing) const;
-#ifdef KITFOX_THREADS
   void flusher_loop();
   void checker_loop();
   void stop_checker();
-#endif
 
   FileSystem& fs_;
   std::string name_;
@@ -286,27 +243,13 @@ class Engine {
   std::string failure_;
   bool closed_ = false;
   bool opened_ = false;  // open() succeeded
-#ifdef KITFOX_THREADS
-  std::thread flusher_;
+  port::Background flusher_;  // the period mode's flushes
   bool stop_flusher_ = false;
   // Checks the blocks of a mapped file's extents that no query touched yet,
   // in slices beside the queries, after open.
-  std::thread checker_;
+  port::Background checker_;
   std::atomic<bool> stop_checker_{false};
-#endif
 };
 
-// The key a secondary index takes from a document body.
-Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_view body, Value* out);
-
-// The tokens of a text or [text] value (none for others).
-void text_tokens(const Value& v, std::vector<std::string>* out);
-
-// Threads for parallel index builds (1 in WASM).
-int build_threads();
-
-// Collection definitions in records.
-void encode_def(const CollectionDef& d, int64_t next_id, std::string& out);
-Status decode_def(class Reader& r, CollectionDef* d, int64_t* next_id);
 
 }  // namespace kitfox

@@ -1,0 +1,219 @@
+// The catalog's codec (definitions in records) and the index lifecycle:
+// secondary and text indexes built on first use, vector indexes built to
+// match a definition.
+#include "catalog.h"
+
+#include "codec.h"
+#include "engine.h"
+#include "engine_limits.h"
+#include "port.h"
+
+namespace kitfox {
+
+bool Collection::vector(uint32_t field_id, uint64_t node, Value* out) const {
+  if (lost_tables.count(field_id)) {
+    *out = Value();
+    lost_refs++;
+    return true;
+  }
+  for (auto* m : {&vindex, &retired}) {
+    auto it = m->find(field_id);
+    if (it == m->end()) continue;
+    if (node >= it->second->nodes()) return false;
+    std::vector<float> v;
+    it->second->vector_of((uint32_t)node, &v);
+    *out = Value::vector(std::move(v));
+    return true;
+  }
+  return false;
+}
+
+void text_tokens(const Value& v, std::vector<std::string>* out) {
+  out->clear();
+  if (v.kind() == Kind::Text) tokenize_text(v.as_string(), out);
+  else if (v.kind() == Kind::List)
+    for (const Value& e : v.items())
+      if (e.kind() == Kind::Text) tokenize_text(e.as_string(), out);
+}
+
+Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_view body, Value* out) {
+  KF_TRY(decode_field(body, d.field_id, out, &c));
+  for (const std::string& k : d.subpath) {
+    const Value* v = out->kind() == Kind::Object ? out->get(k) : nullptr;
+    Value next = v ? *v : Value();
+    *out = std::move(next);
+  }
+  return Status::ok();
+}
+
+Result<SecondaryIndex*> Engine::secondary(Collection& c, size_t i) {
+  std::lock_guard g(c.sec_mu);
+  if (c.sindex.size() < c.def.secondary.size()) c.sindex.resize(c.def.secondary.size());
+  if (c.sindex[i]) return c.sindex[i].get();
+  auto si = std::make_unique<SecondaryIndex>(c.def.secondary[i].kind);
+  Status st;
+  Value key;
+  c.ids.scan([&](const IdEntry& e) {
+    st = secondary_key(c, c.def.secondary[i], arena_.body(e.loc), &key);
+    if (!st.is_ok()) return false;
+    si->put(e.id, key);
+    return true;
+  });
+  KF_TRY(st);
+  c.sindex[i] = std::move(si);
+  return c.sindex[i].get();
+}
+
+Result<TextIndex*> Engine::text_index(Collection& c, const Field& f) {
+  std::lock_guard g(c.text_mu);
+  auto it = c.tindex.find(f.id);
+  if (it != c.tindex.end()) return it->second.get();
+  auto ti = std::make_unique<TextIndex>(f.index.text.k1, f.index.text.b);
+  Status st;
+  Value v;
+  std::vector<std::string> tokens;
+  c.ids.scan([&](const IdEntry& e) {
+    st = decode_field(arena_.body(e.loc), f.id, &v, &c);
+    if (!st.is_ok()) return false;
+    text_tokens(v, &tokens);
+    if (!tokens.empty()) ti->put(e.id, tokens);
+    return true;
+  });
+  KF_TRY(st);
+  TextIndex* p = ti.get();
+  c.tindex[f.id] = std::move(ti);
+  return p;
+}
+
+
+void encode_def(const CollectionDef& d, int64_t next_id, std::string& out) {
+  put_varint(out, d.id);
+  put_str(out, d.name);
+  put_varint(out, d.next_field_id);
+  put_varint(out, zigzag(next_id));
+  put_varint(out, d.fields.size());
+  for (const Field& f : d.fields) {
+    put_varint(out, f.id);
+    put_str(out, f.name);
+    put_u8(out, (uint8_t)f.type.kind);
+    put_u8(out, (uint8_t)f.type.elem);
+    put_varint(out, f.type.dim);
+    put_u8(out, (f.type.f16 ? 1 : 0) | (f.required ? 2 : 0));
+    put_u8(out, (uint8_t)f.index.kind);
+    if (f.index.kind == IndexKind::Hnsw) {
+      put_u8(out, (uint8_t)f.index.hnsw.metric);
+      put_varint(out, f.index.hnsw.m);
+      put_varint(out, f.index.hnsw.ef_construction);
+      put_varint(out, f.index.hnsw.ef_search);
+    } else if (f.index.kind == IndexKind::Text) {
+      out.append((const char*)&f.index.text.k1, 8);
+      out.append((const char*)&f.index.text.b, 8);
+    }
+  }
+  put_varint(out, d.secondary.size());
+  for (const SecondaryDef& s : d.secondary) {
+    put_varint(out, s.field_id);
+    put_u8(out, (uint8_t)s.kind);
+    put_varint(out, s.subpath.size());
+    for (const std::string& k : s.subpath) put_str(out, k);
+  }
+}
+
+Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
+  d->id = (uint32_t)r.varint();
+  d->name = std::string(r.str());
+  d->next_field_id = (uint32_t)r.varint();
+  *next_id = unzigzag(r.varint());
+  uint64_t n = r.varint();
+  if (n > kMaxFields) return Status(Code::Corrupt, "collection definition with too many fields");
+  d->fields.clear();
+  for (uint64_t i = 0; i < n && r.ok(); i++) {
+    Field f;
+    f.id = (uint32_t)r.varint();
+    f.name = std::string(r.str());
+    f.type.kind = (TypeKind)r.u8();
+    f.type.elem = (TypeKind)r.u8();
+    f.type.dim = (uint32_t)r.varint();
+    uint8_t flags = r.u8();
+    f.type.f16 = flags & 1;
+    f.required = flags & 2;
+    f.index.kind = (IndexKind)r.u8();
+    if (f.index.kind == IndexKind::Hnsw) {
+      f.index.hnsw.metric = (Metric)r.u8();
+      f.index.hnsw.m = (uint32_t)r.varint();
+      f.index.hnsw.ef_construction = (uint32_t)r.varint();
+      f.index.hnsw.ef_search = (uint32_t)r.varint();
+      if (f.index.hnsw.metric < Metric::Cosine || f.index.hnsw.metric > Metric::Dot || f.index.hnsw.m < 2 ||
+          f.index.hnsw.m > 256 || f.type.kind != TypeKind::Vector)
+        return Status(Code::Corrupt, "bad index definition");
+    } else if (f.index.kind == IndexKind::Text) {
+      uint64_t a = r.u64(), b = r.u64();
+      memcpy(&f.index.text.k1, &a, 8);
+      memcpy(&f.index.text.b, &b, 8);
+      if (f.type.kind != TypeKind::Text && !(f.type.kind == TypeKind::List && f.type.elem == TypeKind::Text))
+        return Status(Code::Corrupt, "bad index definition");
+    } else if (f.index.kind != IndexKind::None) {
+      return Status(Code::Corrupt, "unknown index kind");
+    }
+    if (f.type.kind < TypeKind::Bool || f.type.kind > TypeKind::Vector) return Status(Code::Corrupt, "unknown field type");
+    d->fields.push_back(std::move(f));
+  }
+  uint64_t ns = r.varint();
+  if (ns > kMaxFields) return Status(Code::Corrupt, "collection definition with too many indexes");
+  d->secondary.clear();
+  for (uint64_t i = 0; i < ns && r.ok(); i++) {
+    SecondaryDef sd;
+    sd.field_id = (uint32_t)r.varint();
+    sd.kind = (IndexKind)r.u8();
+    uint64_t np = r.varint();
+    if (np > kMaxDepth) return Status(Code::Corrupt, "index path too deep");
+    for (uint64_t k = 0; k < np && r.ok(); k++) sd.subpath.emplace_back(r.str());
+    if (sd.kind != IndexKind::Hash && sd.kind != IndexKind::Unique && sd.kind != IndexKind::Sorted)
+      return Status(Code::Corrupt, "unknown index kind");
+    d->secondary.push_back(std::move(sd));
+  }
+  if (!r.ok()) return Status(Code::Corrupt, "collection definition cut short");
+  return Status::ok();
+}
+
+Status Engine::build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out) {
+  auto index = std::make_unique<HnswIndex>(f.type.dim, f.type.f16, f.index.hnsw);
+  Status st;
+  Value v;
+  c->ids.scan([&](const IdEntry& e) {
+    st = decode_field(arena_.body(e.loc), f.id, &v, c);
+    if (st.is_ok() && v.kind() == Kind::Vector && v.vec().size() == f.type.dim) {
+      st = index->prepare(v.vec().data(), &prepared_, f.name);
+      if (st.is_ok()) index->put(e.id, prepared_.data());
+    }
+    return st.is_ok();
+  });
+  KF_TRY(st);
+  index->link_pending(port::cores());
+  *out = std::move(index);
+  return Status::ok();
+}
+
+Status Engine::sync_indexes(Collection* c) {
+  c->tindex.clear();  // rebuilt on first use against the new definition
+  c->sindex.clear();
+  for (auto it = c->vindex.begin(); it != c->vindex.end();) {
+    const Field* f = c->def.field_by_id(it->first);
+    if (!f || f->index.kind != IndexKind::Hnsw || !(f->index.hnsw == it->second->params())) {
+      c->retired[it->first] = std::move(it->second);  // image documents may still refer to its table
+      it = c->vindex.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const Field& f : c->def.fields) {
+    if (f.index.kind != IndexKind::Hnsw || c->vindex.count(f.id)) continue;
+    std::unique_ptr<HnswIndex> index;
+    KF_TRY(build_index(c, f, &index));
+    if (index->nodes()) checkpoint_soon_ = true;
+    c->vindex[f.id] = std::move(index);
+  }
+  return Status::ok();
+}
+
+}  // namespace kitfox

@@ -1,0 +1,60 @@
+// The catalog: the collections, each with its definition, its documents'
+// id index and its indexes (vector, text, secondary), and the codec of
+// definitions in records. The index lifecycle (built on first use, kept up
+// to date by writes, rebuilt to match a new definition) is in catalog.cpp.
+#pragma once
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codec.h"
+#include "index/hnsw.h"
+#include "index/secondary.h"
+#include "index/text.h"
+#include "schema.h"
+#include "storage/id_index.h"
+#include "value.h"
+
+namespace kitfox {
+
+struct Collection : VectorSource {
+  CollectionDef def;
+  int64_t next_id = 1;
+  IdIndex ids;
+  uint64_t bytes = 0;  // live encoded bytes
+  std::map<uint32_t, std::unique_ptr<HnswIndex>> vindex;  // by field id
+  // Dropped or replaced indexes whose tables image documents still refer to,
+  // until the next checkpoint rewrites them.
+  std::map<uint32_t, std::unique_ptr<HnswIndex>> retired;
+  // Full-text indexes, built on first use (so opening stays fast), then kept
+  // up to date by writes.
+  std::map<uint32_t, std::unique_ptr<TextIndex>> tindex;
+  std::mutex text_mu;
+  // @hash/@unique/@sorted, parallel to def.secondary; built on first use.
+  std::vector<std::unique_ptr<SecondaryIndex>> sindex;
+  std::mutex sec_mu;
+
+  // Fields whose vector table a recovery lost: image documents' references
+  // into it read as null (counted) until the recovery's checkpoint rewrites them.
+  std::set<uint32_t> lost_tables;
+  mutable std::atomic<uint64_t> lost_refs{0};
+
+  bool vector(uint32_t field_id, uint64_t node, Value* out) const override;
+};
+
+// The key a secondary index takes from a document body.
+Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_view body, Value* out);
+
+// The tokens of a text or [text] value (none for others).
+void text_tokens(const Value& v, std::vector<std::string>* out);
+
+
+// Collection definitions in records.
+void encode_def(const CollectionDef& d, int64_t next_id, std::string& out);
+Status decode_def(class Reader& r, CollectionDef* d, int64_t* next_id);
+
+}  // namespace kitfox

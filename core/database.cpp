@@ -1,0 +1,145 @@
+// Database, Statement and transactions: the public API (db.h) over the engine.
+#include <cstring>
+
+#include "engine.h"
+
+namespace kitfox {
+
+
+// The statements a thread queued since its begin, by thread.
+struct Database::Transactions {
+  std::mutex mu;
+  std::map<std::thread::id, std::vector<Engine::PreparedItem>> open;
+  std::atomic<size_t> count{0};  // open.size(), read without mu: none open, none to look up
+};
+
+Database::Database() : txns_(std::make_unique<Transactions>()) {}
+Database::~Database() = default;
+
+Result<std::unique_ptr<Database>> Database::open(FileSystem& fs, const std::string& name, const OpenOptions& o) {
+  KF_ASSIGN(auto e, Engine::open(fs, name, o));
+  std::unique_ptr<Database> db(new Database());
+  db->engine_ = std::move(e);
+  return db;
+}
+
+Result<QueryResult> Database::query(std::string_view text, const std::vector<Value>& params) {
+  KF_ASSIGN(auto p, engine_->prepare(text, true));
+  return run(p, params, p.use_count() == 1);
+}
+
+Result<Statement> Database::prepare(std::string_view text) {
+  KF_ASSIGN(auto p, engine_->prepare(text, false));
+  Statement s;
+  s.db_ = this;
+  s.p_ = std::move(p);
+  KF_TRY(engine_->bind_now(*s.p_));
+  return s;
+}
+
+Result<QueryResult> Database::run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned) {
+  const StmtKind kind = p->st.kind;
+  auto me = std::this_thread::get_id();
+  Transactions& t = *txns_;
+  switch (kind) {
+    case StmtKind::Begin: {
+      std::lock_guard g(t.mu);
+      if (t.open.count(me)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)", p->st.pos);
+      t.open[me];
+      t.count = t.open.size();
+      return QueryResult{};
+    }
+    case StmtKind::Rollback: {
+      std::lock_guard g(t.mu);
+      if (!t.open.erase(me)) return Status(Code::Invalid, "no transaction is open (rollback without begin)", p->st.pos);
+      t.count = t.open.size();
+      return QueryResult{};
+    }
+    case StmtKind::Commit: {
+      std::vector<Engine::PreparedItem> items;
+      {
+        std::lock_guard g(t.mu);
+        auto it = t.open.find(me);
+        if (it == t.open.end()) return Status(Code::Invalid, "no transaction is open (commit without begin)", p->st.pos);
+        items = std::move(it->second);
+        t.open.erase(it);
+        t.count = t.open.size();
+      }
+      KF_ASSIGN(auto results, engine_->run_batch(items, false));
+      QueryResult all;
+      for (auto& r : results)
+        for (auto& row : r.rows) all.rows.push_back(std::move(row));
+      return all;
+    }
+    default: break;
+  }
+  // Only this thread opens or closes its own transaction, so with none open
+  // at all this thread has none.
+  if (t.count.load(std::memory_order_acquire) == 0) return engine_->run(*p, params, owned);
+  std::unique_lock g(t.mu);
+  auto it = t.open.find(me);
+  if (it == t.open.end()) {
+    g.unlock();
+    return engine_->run(*p, params, owned);
+  }
+  std::vector<Engine::PreparedItem>& queue = it->second;
+  bool is_read = kind == StmtKind::Get || kind == StmtKind::Collections || kind == StmtKind::Describe;
+  if (!is_read && kind != StmtKind::Put && kind != StmtKind::Insert && kind != StmtKind::Set && kind != StmtKind::Del)
+    return Status(Code::Invalid, "only put, insert, set, del and reads can be part of a transaction", p->st.pos);
+  if (!is_read) {
+    KF_TRY(engine_->bind_now(*p));  // an unknown name is reported now, not at commit
+    queue.push_back({p, params});
+    Value row = Value::object();
+    row.append("queued", Value::integer((int64_t)queue.size()));
+    QueryResult r;
+    r.rows.push_back(std::move(row));
+    return r;
+  }
+  if (queue.empty()) {
+    g.unlock();
+    return engine_->run(*p, params, owned);
+  }
+  // A read sees the transaction's writes: they run before it, then are undone.
+  std::vector<Engine::PreparedItem> items = queue;
+  g.unlock();
+  items.push_back({p, params});
+  KF_ASSIGN(auto results, engine_->run_batch(items, true));
+  return std::move(results.back());
+}
+
+Result<QueryResult> Statement::query(const std::vector<Value>& params) const {
+  if (!p_) return Status(Code::Invalid, "an empty statement (not prepared)");
+  return db_->run(p_, params, false);
+}
+const std::string& Statement::text() const {
+  static const std::string none;
+  return p_ ? p_->text : none;
+}
+bool Statement::is_write() const { return p_ && p_->st.is_write(); }
+
+Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items) { return engine_->batch(items); }
+Status Database::checkpoint() { return engine_->checkpoint(); }
+Status Database::compact() { return engine_->checkpoint(); }
+Status Database::sync() { return engine_->sync(); }
+uint64_t Database::warm(uint64_t budget) { return engine_->warm(budget); }
+Status Database::close() { return engine_->close(); }
+Stats Database::stats() { return engine_->stats(); }
+const OpenReport& Database::open_report() const { return engine_->report(); }
+
+Result<OpenOptions> parse_sync_option(std::string_view s, OpenOptions o) {
+  if (s == "always") { o.sync = SyncMode::Always; return o; }
+  if (s == "off") { o.sync = SyncMode::Off; return o; }
+  std::string_view n = s;
+  if (n.size() > 2 && n.substr(n.size() - 2) == "ms") n.remove_suffix(2);
+  uint64_t v = 0;
+  if (n.empty() || n.size() > 9) return Status(Code::Invalid, "sync must be 'always', 'off' or a period in milliseconds, got '" + std::string(s) + "'");
+  for (char c : n) {
+    if (c < '0' || c > '9') return Status(Code::Invalid, "sync must be 'always', 'off' or a period in milliseconds, got '" + std::string(s) + "'");
+    v = v * 10 + (c - '0');
+  }
+  o.sync = SyncMode::Period;
+  o.sync_period_ms = (uint32_t)v;
+  return o;
+}
+
+}  // namespace kitfox

@@ -1,0 +1,797 @@
+// The image: opening a file (the image read, mapped or read on demand, and
+// the tail of write records replayed over it, torn tails and damage told
+// apart), building a new image at a checkpoint, and the extents' checks.
+#include <algorithm>
+#include <cstring>
+
+#include "codec.h"
+#include "engine.h"
+#include "engine_limits.h"
+#include "huge_pages.h"
+#include "port.h"
+#include "storage/format.h"
+#include "storage/record.h"
+
+namespace kitfox {
+
+namespace {
+std::string at(uint64_t off) { return "at offset " + std::to_string(off); }
+constexpr size_t kDocsChunkBytes = 4 << 20;  // a checkpoint writes documents in records of about this size
+}  // namespace
+
+// The file read into memory that is not zeroed first (where it cannot be mapped).
+class ReadBuffer final : public Mapping {
+ public:
+  explicit ReadBuffer(size_t n) : p_(new char[n]), n_(n) {}
+  const char* data() const override { return p_.get(); }
+  char* data() { return p_.get(); }
+  size_t size() const override { return n_; }
+
+ private:
+  std::unique_ptr<char[]> p_;
+  size_t n_;
+};
+
+static Result<std::unique_ptr<Mapping>> read_whole(File& f, uint64_t size) {
+  auto buf = std::make_unique<ReadBuffer>((size_t)size);
+  KF_TRY(read_exact(f, 0, buf->data(), size));
+  return std::unique_ptr<Mapping>(std::move(buf));
+}
+
+// The file read into memory but for the bytes of its extents (vector tables,
+// level-0 lists), which are read block by block when first used: the records
+// are walked from the header, reading ahead 1 MiB at a time and stepping over
+// each Extent's bytes. Anything unexpected (a length past the end) reads the
+// rest whole, for load() to judge.
+static Result<std::unique_ptr<Mapping>> read_lazily(File& f, uint64_t size) {
+  constexpr uint64_t kReadAhead = 1 << 20;
+  auto buf = std::make_unique<ReadBuffer>((size_t)size);
+  char* p = buf->data();
+  uint64_t have = 0;  // [0, have) is read, but for the extents stepped over
+  auto ensure = [&](uint64_t end) -> Status {
+    if (end <= have) return Status::ok();
+    uint64_t to = std::min(size, std::max(end, have + kReadAhead));
+    KF_TRY(read_exact(f, have, p + have, to - have));
+    have = to;
+    return Status::ok();
+  };
+  KF_TRY(ensure(std::min(size, format::kHeaderSize)));
+  uint64_t off = format::kHeaderSize;
+  while (off < size) {
+    if (size - off < format::kFrameOverhead) {
+      KF_TRY(ensure(size));
+      break;
+    }
+    KF_TRY(ensure(off + 5));
+    uint32_t len;
+    memcpy(&len, p + off, 4);
+    if (len > kMaxRecordBytes || size - off < format::kFrameOverhead + len) {
+      KF_TRY(ensure(size));
+      break;
+    }
+    uint64_t trailer = off + 5 + len;
+    if ((uint8_t)p[off + 4] == format::kExtent && have < trailer) {
+      KF_TRY(read_exact(f, trailer, p + trailer, 4));
+      have = trailer + 4;
+    } else {
+      KF_TRY(ensure(trailer + 4));
+    }
+    off = trailer + 4;
+  }
+  return std::unique_ptr<Mapping>(std::move(buf));
+}
+
+static Status read_all(File& f, std::string* out) {
+  KF_ASSIGN(uint64_t size, f.size());
+  out->resize(size);
+  if (size) KF_TRY(read_exact(f, 0, out->data(), size));
+  return Status::ok();
+}
+
+// True when `bytes` hold a header and a whole image ending the file.
+static bool whole_image(std::string_view bytes) {
+  if (!check_header(bytes).empty()) return false;
+  uint64_t off = format::kHeaderSize;
+  RecordView r;
+  while (read_record(bytes, off, &r) == ScanResult::Ok) {
+    off = r.end;
+    if (r.kind == format::kImageEnd) return off == bytes.size();
+  }
+  return false;
+}
+
+Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& name, const OpenOptions& o) {
+  std::unique_ptr<Engine> e(new Engine(fs, name, o));
+  const std::string side = name + "~";
+
+  // A leftover side file: a whole image wins (the checkpoint got as far as
+  // flushing it), anything else is an unfinished checkpoint.
+  KF_ASSIGN(bool side_exists, fs.exists(side));
+  if (side_exists) {
+    std::string bytes;
+    {
+      KF_ASSIGN(auto f, fs.open(side, OpenFlags{false, true}));
+      KF_TRY(read_all(*f, &bytes));
+    }
+    if (whole_image(bytes)) {
+      KF_TRY(fs.replace(side, name));
+      e->report_.side_file_restored = true;
+      e->report_.warnings.push_back("finished an interrupted checkpoint: the complete new image in '" + side +
+                                    "' replaced the file");
+    } else {
+      KF_TRY(fs.remove(side));
+    }
+  }
+
+  KF_ASSIGN(bool exists, fs.exists(name));
+  if (!exists && !o.create) return Status(Code::NotFound, "database file '" + name + "' does not exist");
+  KF_ASSIGN(e->file_, fs.open(name, OpenFlags{o.create, true}));
+  std::string bytes;
+  std::unique_ptr<Mapping> map;
+  KF_ASSIGN(uint64_t fsize, e->file_->size());
+  if (fsize) map = e->file_->map(fsize);
+  e->lazy_ = o.lazy_extents && !o.recover;
+  if (fsize && !map) {
+    // A host whose calls cost more than reading the whole file (read_chunk)
+    // gets one read; the checks are still left to first use.
+    e->lazy_read_ = e->lazy_ && e->file_->read_chunk() < fsize;
+    if (e->lazy_read_) {
+      KF_ASSIGN(map, read_lazily(*e->file_, fsize));
+    } else {
+      KF_ASSIGN(map, read_whole(*e->file_, fsize));
+    }
+  }
+  if (!map) {
+    // A new database: an empty image, flushed, so the file is whole from the start.
+    if (exists && !fsize)
+      e->report_.warnings.push_back("'" + name + "' was an empty file (0 bytes): a new database was made in it");
+    std::vector<std::vector<IdEntry>> ids;
+    std::vector<TableAt> tables;
+    KF_ASSIGN(bytes, e->build_image(&ids, &tables));
+    KF_TRY(e->file_->write(0, bytes.data(), bytes.size()));
+    KF_TRY(e->file_->sync());
+  }
+  KF_TRY(e->load(std::move(bytes), std::move(map)));
+  e->last_sync_ms_ = port::now_ms();
+  e->opened_ = true;
+  // Background work (natively: port.h runs none without threads).
+  if (o.sync == SyncMode::Period) e->flusher_.start([p = e.get()] { p->flusher_loop(); });
+  if (port::kThreads && e->lazy_ && !e->lazy_read_ && o.check_in_background) {
+    uint64_t unchecked = 0;
+    e->for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) { unchecked += idx.unread_bytes(); });
+    if (unchecked) e->checker_.start([p = e.get()] { p->checker_loop(); });
+  }
+  return e;
+}
+
+Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
+                                  std::map<uint32_t, std::vector<IdEntry>>* idx) {
+  if (r.kind == format::kExtent) {
+    if (!pending_extent_) return Status(Code::Corrupt, "an extent with no record before it " + at(r.offset));
+    ExtentRef* e = pending_extent_;
+    pending_extent_ = nullptr;
+    e->bytes = r.body;
+    e->file_offset = r.offset + 5;
+    if (!extent_fits(*e, r.body.size())) return Status(Code::Corrupt, "an extent that does not fit its checksums " + at(r.offset));
+    if (!lazy_) {
+      int64_t b = first_bad_block(*e);
+      if (b >= 0) {
+        // The graph is derived (rebuilt); the vector table is data.
+        for (auto& [key, vr] : vector_records_) {
+          if (&vr.links == e) {
+            vr.graph_bad = true;
+            return Status::ok();
+          }
+          if (&vr.table == e && opts_.recover) {
+            // Recovering: the table is given up (its documents keep their
+            // other fields), the rest of the image is kept.
+            vr.has_table = false;
+            given_up_tables_++;
+            report_.warnings.push_back("recovered '" + name_ + "': a damaged block in a vector table " +
+                                       at(e->file_offset + (uint64_t)b * e->block_bytes));
+            return Status::ok();
+          }
+        }
+        return Status(Code::Corrupt, "a damaged block (checksum mismatch) in the vector table " +
+                                         at(e->file_offset + (uint64_t)b * e->block_bytes));
+      }
+    }
+    return Status::ok();
+  }
+  if (pending_extent_) return Status(Code::Corrupt, "a vector index record without its extent " + at(r.offset));
+  if (r.kind == format::kVectors || r.kind == format::kGraph) {
+    Reader rd(r.body);
+    uint64_t key = rd.varint() << 32;
+    key |= rd.varint();
+    VectorRecords& vr = vector_records_[key];
+    if (r.kind == format::kVectors) {
+      vr.meta = rd.str();
+      vr.has_table = true;
+      pending_extent_ = &vr.table;
+    } else {
+      vr.graph_seq = rd.u64();
+      vr.graph = rd.str();
+      vr.has_graph = true;
+      pending_extent_ = &vr.links;
+    }
+    if (!get_extent_checksums(rd, pending_extent_)) return Status(Code::Corrupt, "vector index record cut short " + at(r.offset));
+    uint8_t pad = rd.u8();
+    rd.bytes(pad);
+    if (!rd.ok() || !rd.done()) return Status(Code::Corrupt, "vector index record cut short " + at(r.offset));
+    return Status::ok();
+  }
+  Reader rd(r.body);
+  switch (r.kind) {
+    case format::kCatalog: {
+      next_coll_id_ = rd.u32();
+      uint64_t n = rd.varint();
+      for (uint64_t i = 0; i < n && rd.ok(); i++) {
+        auto c = std::make_unique<Collection>();
+        KF_TRY(decode_def(rd, &c->def, &c->next_id));
+        if (by_id_.count(c->def.id) || colls_.count(c->def.name)) return Status(Code::Corrupt, "collection defined twice in the catalog " + at(r.offset));
+        by_id_[c->def.id] = c.get();
+        colls_[c->def.name] = std::move(c);
+      }
+      break;
+    }
+    case format::kDocs: {
+      uint32_t cid = (uint32_t)rd.varint();
+      uint64_t n = rd.varint();
+      if (!by_id_.count(cid)) return Status(Code::Corrupt, "documents of an unknown collection " + at(r.offset));
+      doc_counts->push_back({cid, n});
+      break;
+    }
+    case format::kIdIndex: {
+      uint32_t cid = (uint32_t)rd.varint();
+      uint64_t n = rd.u64();
+      std::string_view raw = rd.bytes(n * sizeof(IdEntry));
+      if (!rd.ok()) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
+      std::vector<IdEntry> v(n);
+      if (n) memcpy(v.data(), raw.data(), raw.size());
+      (*idx)[cid] = std::move(v);
+      break;
+    }
+    default:
+      return Status(Code::Corrupt, "unexpected record kind " + std::to_string(r.kind) + " in the image " + at(r.offset));
+  }
+  if (!rd.ok()) return Status(Code::Corrupt, "record cut short " + at(r.offset));
+  return Status::ok();
+}
+
+// The vector index record whose Extent never came (damaged, or cut off)
+// is as if absent.
+void Engine::drop_pending_extent() {
+  if (!pending_extent_) return;
+  for (auto& [key, vr] : vector_records_) {
+    if (&vr.table == pending_extent_) vr.has_table = false;
+    if (&vr.links == pending_extent_) vr.has_graph = false;
+  }
+  pending_extent_ = nullptr;
+}
+
+// Recovering: the damaged image records that can be stepped over, because
+// they are derived (IdIndex, Graph, rebuilt) or vector tables (given up,
+// their documents kept), and their length still leads to a whole record. Only
+// when the image reaches its ImageEnd and holds as many documents as it says:
+// a record whose kind byte was damaged could be documents, and then the
+// count tells.
+static std::vector<uint64_t> steppable_damage(std::string_view file) {
+  std::vector<uint64_t> out;
+  uint64_t off = format::kHeaderSize, docs = 0;
+  RecordView r;
+  for (;;) {
+    ScanResult s = read_record(file, off, &r);
+    if (s == ScanResult::Ok) {
+      Reader rd(r.body);
+      if (r.kind == format::kDocs) {
+        rd.varint();
+        docs += rd.varint();
+      } else if (r.kind == format::kImageEnd) {
+        rd.u64();
+        rd.u64();
+        return rd.ok() && rd.u64() == docs ? out : std::vector<uint64_t>{};
+      }
+      off = r.end;
+      continue;
+    }
+    if (s != ScanResult::Bad) return {};
+    uint8_t kind = (uint8_t)file[off + 4];
+    uint32_t len;
+    memcpy(&len, file.data() + off, 4);
+    uint64_t end = off + format::kFrameOverhead + len;
+    RecordView next;
+    bool derived = kind == format::kIdIndex || kind == format::kGraph || kind == format::kVectors || kind == format::kExtent;
+    if (!derived || end > file.size() || read_record(file, end, &next) != ScanResult::Ok) return {};
+    out.push_back(off);
+    off = end;
+  }
+}
+
+Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
+  std::string_view file = map ? std::string_view(map->data(), map->size()) : std::string_view(bytes);
+  std::string err = check_header(file);
+  if (!err.empty()) return Status(Code::Corrupt, "'" + name_ + "': " + err);
+  uint64_t off = format::kHeaderSize;
+  std::vector<std::pair<uint32_t, uint64_t>> doc_counts;
+  std::map<uint32_t, std::vector<IdEntry>> idx;
+  std::vector<RecordView> docs_records;
+  uint64_t damage = 0;
+  std::string damage_what;
+  bool image_done = false;
+  RecordView r;
+
+  // Damaged records `recover` kept or stepped over (the file is rewritten).
+  uint64_t repaired = 0;
+
+  // The image.
+  std::vector<uint64_t> steppable;
+  if (opts_.recover) steppable = steppable_damage(file);
+  while (!image_done) {
+    ScanResult s = read_record(file, off, &r);
+    if (s == ScanResult::Bad && std::find(steppable.begin(), steppable.end(), off) != steppable.end()) {
+      uint8_t kind = (uint8_t)file[off + 4];
+      uint32_t len;
+      memcpy(&len, file.data() + off, 4);
+      report_.warnings.push_back("recovered '" + name_ + "': stepped over a damaged " +
+                                 (kind == format::kIdIndex ? "id index (rebuilt from the documents)"
+                                  : kind == format::kVectors ? "vector table record (its vectors are lost)"
+                                  : kind == format::kExtent  ? "extent"
+                                                             : "HNSW graph (rebuilt from the vector table)") +
+                                 " " + at(off));
+      off += format::kFrameOverhead + len;
+      if (kind == format::kExtent) drop_pending_extent();
+      // A vector index record's extent goes with it.
+      RecordView x;
+      if ((kind == format::kVectors || kind == format::kGraph) && read_record(file, off, &x) == ScanResult::Ok &&
+          x.kind == format::kExtent)
+        off = x.end;
+      repaired++;
+      continue;
+    }
+    if (s != ScanResult::Ok) {
+      damage = off;
+      damage_what = s == ScanResult::End || s == ScanResult::Torn ? "the image is cut short" : "a damaged record (checksum mismatch)";
+      break;
+    }
+    if (r.kind == format::kImageEnd && pending_extent_) {
+      damage = off;
+      damage_what = "a vector index record without its extent";
+      break;
+    }
+    if (r.kind == format::kImageEnd) {
+      Reader rd(r.body);
+      seq_ = rd.u64();
+      image_done = true;
+    } else {
+      Status st = apply_image_record(r, &doc_counts, &idx);
+      if (!st.is_ok()) {
+        damage = off;
+        damage_what = st.message();
+        break;
+      }
+      if (r.kind == format::kDocs) docs_records.push_back(r);
+    }
+    off = r.end;
+  }
+  image_bytes_ = image_done ? off : 0;
+  drop_pending_extent();  // kept up to damage: a record whose extent was lost is as if absent
+
+  // The tail. A bad record is a torn last write only when nothing whole
+  // follows it; a record whose only fault is its length (it checks with the
+  // length that ends it where the next write starts, or at the end of the
+  // file) is damage too, and `recover` keeps it.
+  uint64_t good_end = off;
+  std::vector<RecordView> writes;
+  while (damage == 0) {
+    ScanResult s = read_record(file, off, &r);
+    if (s == ScanResult::End) break;
+    uint64_t want_seq = seq_ + writes.size() + 1;
+    auto in_order = [&](const RecordView& w) {
+      uint64_t seq = 0;
+      if (w.kind == format::kWrite && w.body.size() >= 8) memcpy(&seq, w.body.data(), 8);
+      return seq == want_seq;
+    };
+    if (s == ScanResult::Ok && in_order(r)) {
+      writes.push_back(r);
+      off = r.end;
+      good_end = off;
+      continue;
+    }
+    uint64_t next = next_write_after(file, off, want_seq - 1);
+    RecordView fixed;
+    bool only_length = s != ScanResult::Ok && whole_but_length(file, off, next ? next : file.size(), &fixed) &&
+                       in_order(fixed);
+    if (!next && !only_length) {
+      report_.torn_bytes = file.size() - off;  // an unfinished last write: never acknowledged
+      break;
+    }
+    if (only_length && opts_.recover) {
+      writes.push_back(fixed);
+      repaired++;
+      report_.warnings.push_back("recovered '" + name_ + "': the write record " + at(off) +
+                                 " had a damaged length field; its checksum holds with the length put right, so it was kept");
+      off = fixed.end;
+      good_end = off;
+      continue;
+    }
+    damage = off;
+    damage_what = only_length ? "a write record with a damaged length field (whole otherwise)"
+                  : s != ScanResult::Ok ? "a damaged record (checksum mismatch or bad length) in the write log, with later writes after it"
+                                        : "an out-of-order record in the write log";
+    break;
+  }
+
+  repaired += given_up_tables_;
+  if (damage || repaired) {
+    if (damage && !opts_.recover)
+      return Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(damage) + ": " + damage_what +
+                                       ". Nothing was changed; open with recover (kitfox --recover) to keep everything before it");
+    // Keep the damaged original beside the file, then keep what came before.
+    KF_ASSIGN(auto copy, fs_.open(name_ + ".damaged", OpenFlags{true, false}));
+    KF_TRY(copy->truncate(0));
+    KF_TRY(copy->write(0, file.data(), file.size()));
+    KF_TRY(copy->sync());
+  }
+  if (damage) {
+    report_.recovered_offset = damage;
+    report_.recovered_bytes = file.size() - damage;
+    report_.warnings.push_back("recovered '" + name_ + "': dropped " + std::to_string(report_.recovered_bytes) +
+                               " bytes from offset " + std::to_string(damage) + " (" + damage_what +
+                               "); the damaged original is saved as '" + name_ + ".damaged'");
+    good_end = damage;
+  } else if (repaired) {
+    report_.warnings.push_back("the damaged original is saved as '" + name_ + ".damaged'");
+  }
+
+  // Documents: the derived id index is checked against the Docs records and
+  // rebuilt from them when anything disagrees.
+  // The documents stay where the file was read (or mapped).
+  if (map) arena_.reset(std::move(map));
+  else arena_.reset(std::move(bytes));
+  file = arena_.segment(0);
+  for (auto& [cid, coll] : by_id_) {
+    uint64_t expected = 0;
+    for (auto& [c, n] : doc_counts)
+      if (c == cid) expected += n;
+    auto it = idx.find(cid);
+    bool valid = it != idx.end() && it->second.size() == expected;
+    // The collection's document bytes are summed on the same pass.
+    uint64_t bytes_total = 0;
+    if (valid) {
+      int64_t prev = 0;
+      for (size_t i = 0; i < it->second.size() && valid; i++) {
+        const IdEntry& en = it->second[i];
+        if ((i && en.id <= prev) || en.loc >= image_bytes_) { valid = false; break; }
+        Reader rd(file.data() + en.loc, image_bytes_ - en.loc);
+        if (unzigzag(rd.varint()) != en.id) valid = false;
+        bytes_total += rd.str().size();
+        if (!rd.ok()) valid = false;
+        prev = en.id;
+      }
+    }
+    if (!valid) {
+      if (image_done) {
+        report_.index_rebuilt = true;
+        report_.warnings.push_back("the id index of collection '" + coll->def.name + "' did not match its documents and was rebuilt");
+      }
+      std::vector<IdEntry> v;
+      bytes_total = 0;
+      for (const RecordView& d : docs_records) {
+        Reader rd(d.body);
+        if ((uint32_t)rd.varint() != cid) continue;
+        uint64_t n = rd.varint();
+        for (uint64_t k = 0; k < n && rd.ok(); k++) {
+          uint64_t loc = rd.pos() - file.data();
+          int64_t id = unzigzag(rd.varint());
+          bytes_total += rd.str().size();
+          if (rd.ok()) v.push_back({id, loc});
+        }
+        if (!rd.ok()) return Status(Code::Corrupt, "documents cut short " + at(d.offset));
+      }
+      std::sort(v.begin(), v.end(), [](const IdEntry& a, const IdEntry& b) { return a.id < b.id; });
+      it = idx.insert_or_assign(cid, std::move(v)).first;
+    }
+    coll->bytes = bytes_total;
+    coll->ids.assign(std::move(it->second));
+
+    // Vector indexes: the persisted table and graph, or a rebuild.
+    for (const Field& f : coll->def.fields) {
+      if (f.index.kind != IndexKind::Hnsw) continue;
+      uint64_t key = (uint64_t)cid << 32 | f.id;
+      auto v = vector_records_.find(key);
+      auto index = std::make_unique<HnswIndex>(f.type.dim, f.type.f16, f.index.hnsw);
+      if (v == vector_records_.end() || !v->second.has_table) {
+        // No table: the documents hold their vectors; index them. Recovering,
+        // a document's reference into a lost table reads as null.
+        if (opts_.recover) coll->lost_tables.insert(f.id);
+        KF_TRY(build_index(coll, f, &index));
+        report_.index_rebuilt = true;
+        report_.warnings.push_back("the vector index of '" + coll->def.name + "." + f.name + "' was built from the documents");
+        if (coll->lost_refs) {
+          report_.warnings.push_back("recovered '" + name_ + "': the vector table of '" + coll->def.name + "." + f.name +
+                                     "' was lost: " + std::to_string(coll->lost_refs.load()) +
+                                     " documents keep their other fields, their '" + f.name + "' is now null");
+          coll->lost_refs = 0;
+        }
+      } else {
+        VectorRecords& vr = v->second;
+        // The table is data (image documents refer to it): it must load.
+        if (!index->load_table(vr.meta, vr.table, extent_load()) || index->documents() > coll->ids.size())
+          return Status(Code::Corrupt, "'" + name_ + "': the vector table of '" + coll->def.name + "." + f.name +
+                                           "' does not match its documents");
+        // The graph is derived: rebuilt when it does not validate.
+        if (!vr.has_graph || vr.graph_bad || vr.graph_seq != seq_ || !index->load_graph(vr.graph, vr.links, extent_load())) {
+          index->rebuild_graph(port::cores());
+          report_.index_rebuilt = true;
+          report_.warnings.push_back("the HNSW graph of '" + coll->def.name + "." + f.name +
+                                     "' was missing or did not validate and was rebuilt from its vector table");
+        }
+      }
+      coll->vindex[f.id] = std::move(index);
+    }
+  }
+  vector_records_.clear();
+
+  // Replay the tail over the image.
+  for (const RecordView& w : writes) {
+    if (damage && w.offset >= damage) break;
+    Status st = apply_write(w.body, 0, w.body.data() - file.data(), true);
+    if (!st.is_ok()) return Status(Code::Corrupt, "'" + name_ + "': bad write record " + at(w.offset) + ": " + st.message());
+    tail_records_++;
+  }
+  report_.tail_records = tail_records_;
+  written_seq_ = synced_seq_ = seq_;
+  write_pos_ = good_end;
+
+  if (report_.torn_bytes) {
+    KF_TRY(file_->truncate(good_end));
+    KF_TRY(file_->sync());
+  }
+  if (damage || repaired || !image_done) {
+    // Rewrite a whole file from what was kept.
+    KF_TRY(checkpoint_locked());
+  }
+  return Status::ok();
+}
+
+bool Engine::checkpoint_worthwhile(bool closing) const {
+  uint64_t tail = write_pos_ - image_bytes_;
+  if (tail == 0) return false;
+  if (closing) return tail >= (1u << 20) || tail * 4 >= image_bytes_;
+  return tail >= (64u << 20) && tail >= image_bytes_;
+}
+
+
+// Appends a record (`head`, then the checksums of `bytes` and padding) and the
+// Extent holding `bytes`, whose first byte lands 64-byte aligned in the file.
+// Returns that offset.
+static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string head, std::string_view bytes,
+                                   uint32_t item_bytes) {
+  put_extent_checksums(head, bytes, extent_block_bytes(item_bytes));
+  uint64_t start = out.size() + 5 + head.size() + 1 + 4 + 5;
+  uint8_t pad = (uint8_t)((64 - start % 64) % 64);
+  put_u8(head, pad);
+  head.append(pad, '\0');
+  append_record(out, kind, head);
+  uint64_t at = out.size() + 5;
+  append_record(out, format::kExtent, bytes);
+  return at;
+}
+
+Result<std::string> Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables) {
+  std::string out;
+  uint64_t total = format::kHeaderSize + 64;
+  for (auto& [name, c] : colls_) {
+    total += c->bytes + c->ids.size() * 28 + 64;
+    for (auto& [fid, index] : c->vindex) total += index->memory_bytes() + index->nodes() * index->dim() * 4;
+  }
+  tables->clear();
+  out.reserve(total);
+  advise_huge_pages(out.data(), out.capacity());  // it becomes the memory of tables and lists
+  append_header(out);
+  uint64_t records = 0, docs = 0;
+
+  std::string body;
+  put_u32(body, next_coll_id_);
+  put_varint(body, colls_.size());
+  for (auto& [name, c] : colls_) encode_def(c->def, c->next_id, body);
+  append_record(out, format::kCatalog, body);
+  records++;
+
+  new_ids->clear();
+  for (auto& entry : colls_) {
+    Collection* c = entry.second.get();  // not a structured binding: the lambdas below capture it (clang 14)
+    std::vector<IdEntry> ids;
+    ids.reserve(c->ids.size());
+    // Chunks of documents; entry offsets are known once the chunk header is.
+    std::string chunk;
+    std::vector<std::pair<int64_t, uint64_t>> pending;  // id, offset in chunk
+    auto flush = [&] {
+      if (pending.empty()) return;
+      std::string head;
+      put_varint(head, c->def.id);
+      put_varint(head, pending.size());
+      uint64_t base = out.size() + 5 + head.size();
+      for (auto& [id, o] : pending) ids.push_back({id, base + o});
+      head += chunk;
+      append_record(out, format::kDocs, head);
+      records++;
+      chunk.clear();
+      pending.clear();
+    };
+    // Documents with indexed vectors refer to the vector table instead of
+    // repeating the vector; other documents are copied as they are.
+    bool rewrite = !c->vindex.empty() || !c->retired.empty();
+    std::string nb;
+    Value doc;
+    Status bad;
+    c->ids.scan([&](const IdEntry& e) {
+      std::string_view b = arena_.body(e.loc);
+      if (rewrite) {
+        // Writes are refused when their documents would not decode, so this
+        // fails only on damage; the checkpoint stops and the old file stays.
+        Status ds = decode_document(c->def, e.id, b, &doc, c);
+        if (!ds.is_ok()) {
+          bad = Status(Code::Corrupt, "checkpoint stopped: document " + std::to_string(e.id) + " of '" + c->def.name +
+                                          "' does not decode (" + ds.message() + "); the file is unchanged");
+          return false;
+        }
+        nb.clear();
+        size_t count = 0;
+        for (const Field& f : c->def.fields) {
+          const Value* v = doc.get(f.name);
+          if (v && !v->is_null()) count++;
+        }
+        put_varint(nb, count);
+        for (const Field& f : c->def.fields) {
+          const Value* v = doc.get(f.name);
+          if (!v || v->is_null()) continue;
+          put_varint(nb, f.id);
+          auto vi = c->vindex.find(f.id);
+          int64_t node = vi != c->vindex.end() && v->kind() == Kind::Vector ? vi->second->node_of(e.id) : -1;
+          if (node >= 0) encode_vector_ref(nb, (uint64_t)node);
+          else encode_value(nb, *v, f.type.kind == TypeKind::Vector && f.type.f16);
+        }
+        b = nb;
+      }
+      pending.push_back({e.id, chunk.size()});
+      put_varint(chunk, zigzag(e.id));
+      put_str(chunk, b);
+      if (chunk.size() >= kDocsChunkBytes) flush();
+      return true;
+    });
+    KF_TRY(bad);
+    flush();
+    docs += ids.size();
+    std::string ib;
+    put_varint(ib, c->def.id);
+    put_u64(ib, ids.size());
+    ib.append((const char*)ids.data(), ids.size() * sizeof(IdEntry));
+    append_record(out, format::kIdIndex, ib);
+    records++;
+    new_ids->push_back(std::move(ids));
+
+    for (auto& [fid, index] : c->vindex) {
+      std::string meta, vec, graph, links;
+      index->serialize(meta, vec, graph, links);
+      std::string head;
+      put_varint(head, c->def.id);
+      put_varint(head, fid);
+      put_str(head, meta);
+      uint64_t table_at = append_with_extent(out, format::kVectors, head, vec, index->table_item_bytes());
+      head.clear();
+      put_varint(head, c->def.id);
+      put_varint(head, fid);
+      put_u64(head, seq_);
+      put_str(head, graph);
+      uint64_t links_at = append_with_extent(out, format::kGraph, head, links, index->links_item_bytes());
+      tables->push_back({index.get(), table_at, links_at});
+      records += 4;
+    }
+  }
+  std::string end;
+  put_u64(end, seq_);
+  put_u64(end, records);
+  put_u64(end, docs);
+  append_record(out, format::kImageEnd, end);
+  return out;
+}
+
+Status Engine::checkpoint_locked() {
+  KF_TRY(check_writable());
+  if (lazy_) {
+    // Every block is checked before the image is written from them: a
+    // damaged graph is rebuilt, a damaged vector table stops the checkpoint
+    // (it would carry zeros in place of the vectors).
+    for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.warm(UINT64_MAX); });
+    bool repaired = false;
+    KF_TRY(check_extents(&repaired));
+  }
+  std::vector<std::vector<IdEntry>> new_ids;
+  std::vector<TableAt> tables;
+  KF_ASSIGN(std::string image, build_image(&new_ids, &tables));
+  const std::string side = name_ + "~";
+  {
+    KF_ASSIGN(auto f, fs_.open(side, OpenFlags{true, true}));
+    KF_TRY(f->truncate(0));
+    KF_TRY(f->write(0, image.data(), image.size()));
+    KF_TRY(f->sync());
+    // No flush may be running on the old file while it is replaced.
+    std::unique_lock lk(sync_mu_);
+    sync_cv_.wait(lk, [&] { return !syncing_; });
+    Status st = fs_.replace(side, name_);
+    if (!st.is_ok()) {
+      fs_.remove(side);
+      return st;
+    }
+    file_ = std::move(f);
+    synced_seq_ = written_seq_ = seq_;
+    last_sync_ms_ = port::now_ms();
+  }
+  write_pos_ = image_bytes_ = image.size();
+  tail_records_ = 0;
+  // The image becomes the documents' memory: dead versions are gone from both.
+  arena_.reset(std::move(image));
+  size_t i = 0;
+  for (auto& [name, c] : colls_) c->ids.assign(std::move(new_ids[i++]));
+  for (const TableAt& t : tables) t.index->rebase(arena_.segment(0).data() + t.table, arena_.segment(0).data() + t.links);
+  for (auto& [name, c] : colls_) {
+    c->retired.clear();
+    c->lost_tables.clear();  // the documents no longer refer to a lost table
+  }
+  return Status::ok();
+}
+
+ExtentLoad Engine::extent_load() {
+  ExtentLoad how;
+  how.lazy = lazy_;
+  how.chunk = lazy_read_ ? file_->read_chunk() : 0;  // checks alone go block by block
+  // file_ changes only at a checkpoint, which reads every block first and
+  // rebases the indexes onto the new image.
+  if (lazy_read_) how.read = [this](uint64_t off, char* dst, size_t n) { return read_exact(*file_, off, dst, n); };
+  return how;
+}
+
+bool Engine::extents_damaged() {
+  if (!lazy_) return false;
+  bool damaged = false;
+  for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {
+    damaged = damaged || idx.graph_damaged_at() || idx.table_damaged_at();
+  });
+  return damaged;
+}
+
+Status Engine::check_extents(bool* repaired) {
+  *repaired = false;
+  if (!lazy_) return Status::ok();
+  Status bad = Status::ok();
+  for_each_vindex([&](Collection& c, uint32_t fid, HnswIndex& idx) {
+    std::string what = "'" + c.def.name;
+    for (const Field& f : c.def.fields)
+      if (f.id == fid) what += "." + f.name;
+    what += "'";
+    if (uint64_t off = idx.graph_damaged_at()) {
+      report_.index_rebuilt = true;
+      report_.warnings.push_back("the HNSW graph of " + what + " was damaged " + at(off) +
+                                 " and was rebuilt from its vector table");
+      idx.rebuild_graph(port::cores());
+      *repaired = true;
+    }
+    if (uint64_t off = idx.table_damaged_at(); off && bad.is_ok())
+      bad = Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(off) + ": the vector table of " + what + " (" +
+                                      idx.table_damage() + "). Open with recover (kitfox --recover) to keep what is whole");
+  });
+  return bad;
+}
+
+uint64_t Engine::warm(uint64_t budget) {
+  std::unique_lock lk(mu_);
+  uint64_t done = 0, left = 0;
+  for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {
+    if (done < budget) done += idx.warm(budget - done);
+    left += idx.unread_bytes();
+  });
+  return left;
+}
+
+}  // namespace kitfox

@@ -1,0 +1,265 @@
+// The record log: a write's ops become one record appended to the file
+// (and replayed from it on open), applied to the documents and indexes;
+// inside a batch, an undo log puts everything back when one statement fails.
+#include <algorithm>
+
+#include "codec.h"
+#include "engine.h"
+#include "engine_limits.h"
+#include "port.h"
+#include "storage/format.h"
+#include "storage/record.h"
+
+namespace kitfox {
+
+
+Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_off, bool replay) {
+  Reader head(body);
+  uint64_t seq = head.u64();
+  uint64_t nops = head.varint();
+  if (!head.ok()) return Status(Code::Corrupt, "write record cut short");
+  size_t skip = head.pos() - body.data();
+  KF_TRY(apply_ops(body.substr(skip), nops, seg, body_off + skip, nullptr));
+  (void)replay;
+  link_touched();
+  seq_ = seq;
+  return Status::ok();
+}
+
+void Engine::link_touched() {
+  // New vectors are linked once per record: the same writes give the same graph.
+  std::sort(touched_.begin(), touched_.end());
+  touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+  for (HnswIndex* index : touched_) index->link_pending(port::cores());
+  touched_.clear();
+}
+
+Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uint64_t body_off, std::vector<Undo>* undo) {
+  Reader r(body);
+  auto coll_of = [&](uint32_t cid) -> Collection* {
+    auto it = by_id_.find(cid);
+    return it == by_id_.end() ? nullptr : it->second;
+  };
+  for (uint64_t i = 0; i < nops && r.ok(); i++) {
+    uint8_t op = r.u8();
+    switch (op) {
+      case format::kOpPut: {
+        Collection* c = coll_of((uint32_t)r.varint());
+        uint64_t loc = Arena::loc(seg, body_off + (r.pos() - body.data()));
+        int64_t id = unzigzag(r.varint());
+        std::string_view b = r.str();
+        if (!c) return Status(Code::Corrupt, "a document for an unknown collection");
+        if (!r.ok()) break;
+        if (undo) remember(c, id, undo);
+        uint64_t old = c->ids.put(id, loc);
+        if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
+        c->bytes += b.size();
+        if (id >= c->next_id) c->next_id = id == INT64_MAX ? id : id + 1;
+        for (auto& [fid, index] : c->vindex) {
+          Value v;
+          KF_TRY(decode_field(b, fid, &v, c));
+          if (v.kind() == Kind::Vector && v.vec().size() == index->dim()) {
+            KF_TRY(index->prepare(v.vec().data(), &prepared_, "vector"));
+            index->put(id, prepared_.data());
+          } else {
+            index->remove(id);
+          }
+          touched_.push_back(index.get());
+        }
+        for (auto& [fid, ti] : c->tindex) {
+          Value v;
+          KF_TRY(decode_field(b, fid, &v, c));
+          text_tokens(v, &tokens_);
+          ti->put(id, tokens_);
+        }
+        for (size_t i = 0; i < c->sindex.size(); i++) {
+          if (!c->sindex[i]) continue;
+          Value key;
+          KF_TRY(secondary_key(*c, c->def.secondary[i], b, &key));
+          c->sindex[i]->put(id, key);
+        }
+        break;
+      }
+      case format::kOpDel: {
+        Collection* c = coll_of((uint32_t)r.varint());
+        int64_t id = unzigzag(r.varint());
+        if (!c) return Status(Code::Corrupt, "a delete for an unknown collection");
+        if (undo) remember(c, id, undo);
+        uint64_t old = c->ids.erase(id);
+        if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
+        for (auto& [fid, index] : c->vindex) index->remove(id);
+        for (auto& [fid, ti] : c->tindex) ti->remove(id);
+        for (auto& si : c->sindex)
+          if (si) si->remove(id);
+        break;
+      }
+      case format::kOpDefine: {
+        if (undo) return Status(Code::Invalid, "collection and index changes cannot be part of a batch");
+        CollectionDef d;
+        int64_t next_id;
+        KF_TRY(decode_def(r, &d, &next_id));
+        auto it = by_id_.find(d.id);
+        if (it == by_id_.end()) {
+          if (colls_.count(d.name)) return Status(Code::Corrupt, "collection '" + d.name + "' defined twice");
+          auto c = std::make_unique<Collection>();
+          c->def = std::move(d);
+          c->next_id = next_id;
+          by_id_[c->def.id] = c.get();
+          next_coll_id_ = std::max(next_coll_id_, c->def.id + 1);
+          KF_TRY(sync_indexes(c.get()));
+          colls_[c->def.name] = std::move(c);
+        } else {
+          Collection* c = it->second;
+          std::string old_name = c->def.name;
+          c->def = std::move(d);
+          if (old_name != c->def.name) {
+            auto node = colls_.extract(old_name);
+            node.key() = c->def.name;
+            colls_.insert(std::move(node));
+          }
+          KF_TRY(sync_indexes(c));
+        }
+        catalog_version_++;
+        break;
+      }
+      case format::kOpDrop: {
+        if (undo) return Status(Code::Invalid, "collection and index changes cannot be part of a batch");
+        uint32_t cid = (uint32_t)r.varint();
+        Collection* c = coll_of(cid);
+        if (!c) return Status(Code::Corrupt, "a drop of an unknown collection");
+        by_id_.erase(cid);
+        colls_.erase(c->def.name);
+        catalog_version_++;
+        break;
+      }
+      default: return Status(Code::Corrupt, "unknown op " + std::to_string(op));
+    }
+  }
+  if (!r.ok()) return Status(Code::Corrupt, "write record cut short");
+  return Status::ok();
+}
+
+// What a document was before a write in a transaction, to put it back.
+void Engine::remember(Collection* c, int64_t id, std::vector<Undo>* undo) {
+  Undo u;
+  u.coll = c->def.id;
+  u.id = id;
+  u.next_id = c->next_id;
+  const uint64_t* loc = c->ids.find(id);
+  u.loc = loc ? *loc : IdIndex::kDead;
+  for (auto& [fid, index] : c->vindex) {
+    int64_t node = index->node_of(id);
+    if (node < 0) continue;
+    std::vector<float> v;
+    index->vector_of((uint32_t)node, &v);
+    u.vectors.push_back({fid, std::move(v)});
+  }
+  undo->push_back(std::move(u));
+}
+
+void Engine::rollback(std::vector<Undo>& undo) {
+  for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+    Collection* c = by_id_[it->coll];
+    uint64_t cur = c->ids.erase(it->id);
+    if (cur != IdIndex::kDead) c->bytes -= arena_.body(cur).size();
+    if (it->loc != IdIndex::kDead) {
+      c->ids.put(it->id, it->loc);
+      c->bytes += arena_.body(it->loc).size();
+    }
+    c->next_id = it->next_id;
+    for (auto& [fid, index] : c->vindex) index->remove(it->id);
+    for (auto& [fid, v] : it->vectors) c->vindex[fid]->put(it->id, v.data());  // revives its node
+    // The text and secondary indexes take the document as it was back.
+    std::string_view was = it->loc != IdIndex::kDead ? arena_.body(it->loc) : std::string_view();
+    for (auto& [fid, ti] : c->tindex) {
+      Value v;
+      if (it->loc != IdIndex::kDead && decode_field(was, fid, &v, c).is_ok()) {
+        text_tokens(v, &tokens_);
+        ti->put(it->id, tokens_);
+      } else {
+        ti->remove(it->id);
+      }
+    }
+    for (size_t i = 0; i < c->sindex.size(); i++) {
+      if (!c->sindex[i]) continue;
+      Value key;
+      if (it->loc != IdIndex::kDead && secondary_key(*c, c->def.secondary[i], was, &key).is_ok()) c->sindex[i]->put(it->id, key);
+      else c->sindex[i]->remove(it->id);
+    }
+  }
+  for (auto& [name, c] : colls_)
+    for (auto& [fid, index] : c->vindex) index->drop_pending();
+  touched_.clear();
+  undo.clear();
+}
+
+Status Engine::check_writable() const {
+  if (failed_.load()) return Status(Code::Failed, failure_ + "; the database refuses writes until it is reopened");
+  if (closed_) return Status(Code::Invalid, "the database is closed");
+  return Status::ok();
+}
+
+Result<uint64_t> Engine::commit(std::string_view ops, uint32_t nops) {
+  KF_TRY(check_writable());
+  if (in_txn_) {
+    // Inside a batch: applied now (later statements see it), written at the end.
+    const char* where;
+    uint64_t l = arena_.append(ops, &where);
+    KF_TRY(apply_ops(std::string_view(where, ops.size()), nops, (uint32_t)(l >> 40), l & ((1ull << 40) - 1), &undo_));
+    txn_ops_.append(ops);
+    txn_nops_ += nops;
+    return seq_;
+  }
+  return write_record(ops, nops, true);
+}
+
+Result<uint64_t> Engine::write_record(std::string_view ops, uint32_t nops, bool apply) {
+  std::string body;
+  body.reserve(ops.size() + 16);
+  put_u64(body, seq_ + 1);
+  put_varint(body, nops);
+  body.append(ops);
+  if (body.size() > kMaxWriteBytes) return Status(Code::Limit, "one write is larger than the 1 GiB record limit");
+  std::string frame;
+  frame.reserve(body.size() + format::kFrameOverhead);
+  append_record(frame, format::kWrite, body);
+  Status st = file_->write(write_pos_, frame.data(), frame.size());
+  if (!st.is_ok()) {
+    // A partial record may be in the file; the next open cuts it off.
+    failure_ = "a write to the file failed (" + st.message() + ")";
+    failed_ = true;
+    return st;
+  }
+  write_pos_ += frame.size();
+  if (apply) {
+    const char* where;
+    uint64_t l = arena_.append(body, &where);
+    Status ap = apply_write(std::string_view(where, body.size()), (uint32_t)(l >> 40), l & ((1ull << 40) - 1), false);
+    if (!ap.is_ok()) {
+      // Ops built by the executor always apply; should one not, the record
+      // is in the file but not in memory: no further write may land.
+      failure_ = "a write did not apply in memory (" + ap.message() + ")";
+      failed_ = true;
+      return Status(Code::Failed, failure_);
+    }
+  } else {
+    link_touched();
+    seq_++;
+  }
+  tail_records_++;
+  {
+    std::lock_guard g(sync_mu_);
+    written_seq_ = seq_;
+  }
+  if (opts_.auto_checkpoint && (checkpoint_worthwhile(false) || checkpoint_soon_)) {
+    checkpoint_soon_ = false;
+    Status cs = checkpoint_locked();
+    if (!cs.is_ok() && !failed_) {
+      // The write itself is in the file; a failed automatic checkpoint leaves it there.
+      report_.warnings.push_back("automatic checkpoint failed: " + cs.message());
+    }
+  }
+  return seq_;
+}
+
+}  // namespace kitfox

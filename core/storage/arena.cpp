@@ -1,0 +1,59 @@
+#include "arena.h"
+
+#include "../codec.h"
+
+namespace kitfox {
+
+namespace {
+constexpr size_t kSegmentBytes = 1 << 20;  // a new segment's size (bigger writes get their own)
+}  // namespace
+
+
+void Arena::reset(std::string seg0) {
+  segs_.clear();
+  auto s = std::make_unique<Seg>();
+  s->str = std::move(seg0);
+  s->data = s->str.data();
+  s->size = s->str.size();
+  segs_.push_back(std::move(s));
+}
+
+void Arena::reset(std::unique_ptr<Mapping> seg0) {
+  segs_.clear();
+  auto s = std::make_unique<Seg>();
+  s->data = seg0->data();
+  s->size = seg0->size();
+  s->map = std::move(seg0);
+  segs_.push_back(std::move(s));
+}
+
+uint64_t Arena::append(std::string_view bytes, const char** where) {
+  Seg* cur = segs_.size() > 1 ? segs_.back().get() : nullptr;
+  if (!cur || cur->str.capacity() - cur->str.size() < bytes.size()) {
+    segs_.push_back(std::make_unique<Seg>());
+    cur = segs_.back().get();
+    cur->str.reserve(std::max(kSegmentBytes, bytes.size()));
+  }
+  uint64_t off = cur->str.size();
+  cur->str.append(bytes);  // within capacity: never moves
+  cur->data = cur->str.data();
+  cur->size = cur->str.size();
+  *where = cur->data + off;
+  return loc((uint32_t)(segs_.size() - 1), off);
+}
+
+std::string_view Arena::body(uint64_t l) const {
+  const Seg& s = *segs_[l >> 40];
+  uint64_t off = l & ((1ull << 40) - 1);
+  Reader r(s.data + off, s.size - off);
+  r.varint();  // id
+  return r.str();
+}
+
+size_t Arena::memory_bytes() const {
+  size_t n = 0;
+  for (auto& s : segs_) n += s->map ? s->size : s->str.capacity();  // mapped pages count as held
+  return n;
+}
+
+}  // namespace kitfox

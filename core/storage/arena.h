@@ -1,0 +1,37 @@
+// The arena: where the documents' encoded bytes live (see engine.h).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../file.h"
+
+namespace kitfox {
+
+// Where documents live: segment 0 is the file as read on open (or the image a
+// checkpoint wrote), later segments take new writes. A location is
+// segment << 40 | offset and points at `zigzag id | varint len | body`.
+class Arena {
+ public:
+  static uint64_t loc(uint32_t seg, uint64_t off) { return (uint64_t)seg << 40 | off; }
+  void reset(std::string seg0);
+  void reset(std::unique_ptr<Mapping> seg0);
+  // Appends bytes that never move; returns their location.
+  uint64_t append(std::string_view bytes, const char** where);
+  std::string_view body(uint64_t loc) const;
+  std::string_view segment(uint32_t i) const { return {segs_[i]->data, segs_[i]->size}; }
+  size_t memory_bytes() const;
+
+ private:
+  struct Seg {
+    std::string str;               // owned bytes (never reallocated once written to)
+    std::unique_ptr<Mapping> map;  // or a mapped file
+    const char* data = nullptr;
+    size_t size = 0;
+  };
+  std::vector<std::unique_ptr<Seg>> segs_;
+};
+
+}  // namespace kitfox
