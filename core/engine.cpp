@@ -81,6 +81,7 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
   uint64_t wait_seq = 0;
   Result<QueryResult> r = Status(Code::Invalid, "no result");
   {
+    std::lock_guard gate(write_gate_);
     std::unique_lock lk(mu_);
     KF_TRY(check_writable());
     KF_TRY(bound(p));
@@ -88,6 +89,7 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
     if (r.is_ok()) wait_seq = seq_;
     KF_TRY(check_extents(&repaired));
   }
+  checkpoint_if_due();
   if (!r.is_ok()) return r;
   if (opts_.sync == SyncMode::Always) {
     KF_TRY(sync_to(wait_seq));
@@ -127,6 +129,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
   uint64_t wait_seq = 0;
   bool wrote = false;
   {
+    std::lock_guard gate(write_gate_);
     std::unique_lock lk(mu_);
     KF_TRY(check_writable());
     in_txn_ = true;
@@ -165,18 +168,23 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     undo_.clear();
     txn_ops_.clear();
   }
+  checkpoint_if_due();
   if (wrote && opts_.sync == SyncMode::Always) KF_TRY(sync_to(wait_seq));
   return out;
 }
 
-Status Engine::checkpoint() {
-  std::unique_lock lk(mu_);
-  return checkpoint_locked();
-}
 
 Status Engine::close() {
   if (closed_) return Status::ok();
   stop_checker();
+  if (checkpointer_.running()) {
+    {
+      std::lock_guard g(ckpt_mu_);
+      stop_checkpointer_ = true;
+    }
+    ckpt_cv_.notify_all();
+    checkpointer_.join();
+  }
   if (flusher_.running()) {
     {
       std::lock_guard g(sync_mu_);

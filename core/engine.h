@@ -159,12 +159,27 @@ class Engine {
   // Makes the vector indexes match the definition: drops stale ones, builds new ones.
   Status sync_indexes(Collection* c);
   Status build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out);
-  Status checkpoint_locked();
   struct TableAt {
     HnswIndex* index;
     uint64_t table;  // offsets in the image: the vector table
     uint64_t links;  // and the level-0 lists
   };
+  // Checkpoints: write_image builds and writes the new image beside the
+  // readers, switch_image makes it the file under the write lock;
+  // checkpoint_locked does both for a caller holding the write lock (open,
+  // close). Automatic ones run on the checkpointer thread (checkpoint_due_).
+  struct NewImage {
+    std::string bytes;
+    std::vector<std::vector<IdEntry>> ids;
+    std::vector<TableAt> tables;
+    std::unique_ptr<File> file;  // the side file it was written to
+  };
+  Status write_image(NewImage* img);
+  Status switch_image(NewImage& img);
+  Status check_all_extents();
+  Status checkpoint_locked();
+  void checkpoint_if_due();  // after a write, with no lock held
+  void checkpointer_loop();
   Result<std::string> build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables);
   Status sync_to(uint64_t seq);
   Status check_writable() const;
@@ -180,6 +195,11 @@ class Engine {
   std::unique_ptr<File> file_;
 
   FairSharedMutex mu_;  // reads shared, writes exclusive
+  // Every write passes it before mu_; a checkpoint holds it from the start
+  // of its image to its switch, so no write lands in between while the
+  // readers go on.
+  std::mutex write_gate_;
+  std::atomic<bool> checkpoint_due_{false};  // the tail outgrew the image, or an index was built
   // Bumped (under the write lock) by every change to a collection's
   // definition: a prepared statement bound at an older one is bound again.
   std::atomic<uint64_t> catalog_version_{1};
@@ -249,6 +269,12 @@ class Engine {
   // in slices beside the queries, after open.
   port::Background checker_;
   std::atomic<bool> stop_checker_{false};
+  // Runs the automatic checkpoints, so that the write that makes one due
+  // does not wait for it (natively; the WASM build runs it after that write).
+  port::Background checkpointer_;
+  std::mutex ckpt_mu_;
+  std::condition_variable ckpt_cv_;
+  bool stop_checkpointer_ = false;
 };
 
 

@@ -156,6 +156,7 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   e->opened_ = true;
   // Background work (natively: port.h runs none without threads).
   if (o.sync == SyncMode::Period) e->flusher_.start([p = e.get()] { p->flusher_loop(); });
+  if (o.auto_checkpoint) e->checkpointer_.start([p = e.get()] { p->checkpointer_loop(); });
   if (port::kThreads && e->lazy_ && !e->lazy_read_ && o.check_in_background) {
     uint64_t unchecked = 0;
     e->for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) { unchecked += idx.unread_bytes(); });
@@ -697,49 +698,89 @@ Result<std::string> Engine::build_image(std::vector<std::vector<IdEntry>>* new_i
   return out;
 }
 
-Status Engine::checkpoint_locked() {
+// A new image, built and written (to the side file, flushed) from the
+// database as it is; switch_image() then makes it the file. No write may
+// land in between (checkpoint() holds write_gate_; the other callers hold
+// the write lock).
+Status Engine::write_image(NewImage* img) {
   KF_TRY(check_writable());
-  if (lazy_) {
-    // Every block is checked before the image is written from them: a
-    // damaged graph is rebuilt, a damaged vector table stops the checkpoint
-    // (it would carry zeros in place of the vectors).
-    for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.warm(UINT64_MAX); });
-    bool repaired = false;
-    KF_TRY(check_extents(&repaired));
-  }
-  std::vector<std::vector<IdEntry>> new_ids;
-  std::vector<TableAt> tables;
-  KF_ASSIGN(std::string image, build_image(&new_ids, &tables));
-  const std::string side = name_ + "~";
+  KF_ASSIGN(img->bytes, build_image(&img->ids, &img->tables));
+  KF_ASSIGN(img->file, fs_.open(name_ + "~", OpenFlags{true, true}));
+  KF_TRY(img->file->truncate(0));
+  KF_TRY(img->file->write(0, img->bytes.data(), img->bytes.size()));
+  return img->file->sync();
+}
+
+// Under the write lock: the side file replaces the file, the image becomes
+// the documents' memory (dead versions are gone from both).
+Status Engine::switch_image(NewImage& img) {
   {
-    KF_ASSIGN(auto f, fs_.open(side, OpenFlags{true, true}));
-    KF_TRY(f->truncate(0));
-    KF_TRY(f->write(0, image.data(), image.size()));
-    KF_TRY(f->sync());
     // No flush may be running on the old file while it is replaced.
     std::unique_lock lk(sync_mu_);
     sync_cv_.wait(lk, [&] { return !syncing_; });
-    Status st = fs_.replace(side, name_);
+    Status st = fs_.replace(name_ + "~", name_);
     if (!st.is_ok()) {
-      fs_.remove(side);
+      fs_.remove(name_ + "~");
       return st;
     }
-    file_ = std::move(f);
+    file_ = std::move(img.file);
     synced_seq_ = written_seq_ = seq_;
     last_sync_ms_ = port::now_ms();
   }
-  write_pos_ = image_bytes_ = image.size();
+  write_pos_ = image_bytes_ = img.bytes.size();
   tail_records_ = 0;
-  // The image becomes the documents' memory: dead versions are gone from both.
-  arena_.reset(std::move(image));
+  arena_.reset(std::move(img.bytes));
   size_t i = 0;
-  for (auto& [name, c] : colls_) c->ids.assign(std::move(new_ids[i++]));
-  for (const TableAt& t : tables) t.index->rebase(arena_.segment(0).data() + t.table, arena_.segment(0).data() + t.links);
+  for (auto& [name, c] : colls_) c->ids.assign(std::move(img.ids[i++]));
+  for (const TableAt& t : img.tables) t.index->rebase(arena_.segment(0).data() + t.table, arena_.segment(0).data() + t.links);
   for (auto& [name, c] : colls_) {
     c->retired.clear();
     c->lost_tables.clear();  // the documents no longer refer to a lost table
   }
   return Status::ok();
+}
+
+// Every block is checked before an image is written from them: a damaged
+// graph is rebuilt, a damaged vector table stops the checkpoint (it would
+// carry zeros in place of the vectors).
+Status Engine::check_all_extents() {
+  for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.warm(UINT64_MAX); });
+  bool repaired = false;
+  return check_extents(&repaired);
+}
+
+Status Engine::checkpoint_locked() {
+  if (lazy_) KF_TRY(check_all_extents());
+  NewImage img;
+  KF_TRY(write_image(&img));
+  return switch_image(img);
+}
+
+Status Engine::checkpoint() {
+  // Writers wait at the gate; readers go on while the image is built and
+  // written, and wait only for the switch.
+  std::lock_guard gate(write_gate_);
+  if (closed_) return Status(Code::Invalid, "the database is closed");
+  if (lazy_) {
+    bool damaged;
+    {
+      std::shared_lock lk(mu_);  // blocks are read and checked beside the readers
+      for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.warm(UINT64_MAX); });
+      damaged = extents_damaged();
+    }
+    if (damaged) {
+      std::unique_lock lk(mu_);  // a graph to rebuild needs the database alone
+      bool repaired = false;
+      KF_TRY(check_extents(&repaired));
+    }
+  }
+  NewImage img;
+  {
+    std::shared_lock lk(mu_);
+    KF_TRY(write_image(&img));
+  }
+  std::unique_lock lk(mu_);
+  return switch_image(img);
 }
 
 ExtentLoad Engine::extent_load() {
@@ -785,7 +826,7 @@ Status Engine::check_extents(bool* repaired) {
 }
 
 uint64_t Engine::warm(uint64_t budget) {
-  std::unique_lock lk(mu_);
+  std::shared_lock lk(mu_);  // blocks are read and checked beside the readers
   uint64_t done = 0, left = 0;
   for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {
     if (done < budget) done += idx.warm(budget - done);

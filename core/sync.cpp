@@ -80,4 +80,39 @@ void Engine::flusher_loop() {
   }
 }
 
+// An automatic checkpoint, once a write made one due and let the lock go:
+// natively the checkpointer thread runs it (the write returns at once), in
+// the WASM build this caller does.
+void Engine::checkpoint_if_due() {
+  if (!checkpoint_due_.load()) return;
+  if (checkpointer_.running()) {
+    { std::lock_guard g(ckpt_mu_); }  // the thread is waiting or will see the flag
+    ckpt_cv_.notify_one();
+    return;
+  }
+  checkpoint_due_ = false;
+  Status cs = checkpoint();
+  if (!cs.is_ok() && !failed_) {
+    // The writes are in the file; a failed automatic checkpoint leaves them there.
+    std::unique_lock lk(mu_);
+    report_.warnings.push_back("automatic checkpoint failed: " + cs.message());
+  }
+}
+
+void Engine::checkpointer_loop() {
+  std::unique_lock lk(ckpt_mu_);
+  for (;;) {
+    ckpt_cv_.wait(lk, [&] { return stop_checkpointer_ || checkpoint_due_.load(); });
+    if (stop_checkpointer_) return;
+    checkpoint_due_ = false;
+    lk.unlock();
+    Status cs = checkpoint();
+    if (!cs.is_ok() && !failed_) {
+      std::unique_lock w(mu_);
+      report_.warnings.push_back("automatic checkpoint failed: " + cs.message());
+    }
+    lk.lock();
+  }
+}
+
 }  // namespace kitfox

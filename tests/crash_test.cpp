@@ -1,5 +1,6 @@
 // Crash recovery: a child process writes in `always` mode (single puts,
-// batches, checkpoints) and reports each acknowledged write through a pipe;
+// batches) while a second thread of it checkpoints beside the writes (asked
+// to by the writer now and then), and reports each acknowledged write through a pipe;
 // the parent kills it with SIGKILL after a random number of them, reopens the
 // file and checks that every acknowledged write is there, exactly once. Repeated many times
 // on one file, so kills land in writes, flushes and checkpoints alike.
@@ -7,10 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "db.h"
 #include "posix_file.h"
@@ -27,6 +31,27 @@ using namespace kitfox;
     _exit(3);
   }
   auto& db = *r;
+  // Checkpoints on a thread of their own, each asked for by the writer: the
+  // writes go on beside them (waiting for each switch), so a kill lands in a
+  // checkpoint with writers running as well as in a write.
+  std::mutex m;
+  std::condition_variable cv;
+  int asked = 0;
+  std::thread checkpointer([&] {
+    std::unique_lock lk(m);
+    for (;;) {
+      cv.wait(lk, [&] { return asked > 0; });
+      asked = 0;
+      lk.unlock();
+      Status st = db->checkpoint();
+      if (!st) {
+        fprintf(stderr, "child checkpoint: %s\n", st.to_string().c_str());
+        _exit(6);
+      }
+      lk.lock();
+    }
+  });
+  checkpointer.detach();  // the child ends by the kill
   std::mt19937_64 rng(start);
   std::string pad(200, 'x');
   for (int64_t k = start;;) {
@@ -34,7 +59,11 @@ using namespace kitfox;
     int64_t last = k;
     Status st;
     if (kind == 0) {
-      st = db->checkpoint();
+      {
+        std::lock_guard g(m);
+        asked++;
+      }
+      cv.notify_one();
     } else if (kind < 4) {
       // One statement, many documents: lands whole or not at all.
       Value list = Value::list();

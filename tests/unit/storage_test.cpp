@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <future>
 #include <thread>
 
 #include "codec.h"
@@ -746,4 +747,65 @@ TEST_CASE("IdIndex finds what a map finds: dense, sparse, extreme and deleted id
     CHECK(wrong == 0);
     CHECK(idx.size() == ref.size());
   }
+}
+
+TEST_CASE("a checkpoint runs beside the readers; writes wait for it and all land") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  auto db = open_db(fs);
+  REQUIRE(db->query("create collection t (n int @hash)").is_ok());
+  for (int i = 0; i < 100; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
+  int before = faults.syncs;
+  // The checkpoint's flush of its new image is held: it is past building
+  // the image and writing it, inside the window in which writes wait.
+  faults.hold(true);
+  std::thread cp([&] { CHECK(db->checkpoint().is_ok()); });
+  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  // Reads answer meanwhile: scans, index lookups, the catalog.
+  auto reader = std::async(std::launch::async, [&] {
+    return count(*db) == 100 && db->query("get t where n = 42").value().rows.size() == 1 &&
+           db->query("describe t").is_ok();
+  });
+  REQUIRE(reader.wait_for(std::chrono::minutes(5)) == std::future_status::ready);
+  CHECK(reader.get());
+  // A write waits for the checkpoint (it would land in the old file's tail
+  // after the image was taken); it lands once the checkpoint is done.
+  std::thread writer([&] { CHECK(db->query("put t {n: 1000}").is_ok()); });
+  faults.hold(false);
+  cp.join();
+  writer.join();
+  CHECK(count(*db) == 101);
+  CHECK(db->stats().tail_records == 1);  // the put, after the new image
+  REQUIRE(db->close().is_ok());
+  auto again = open_db(fs);
+  CHECK(count(*again) == 101);
+  CHECK(again->query("get t where n = 1000 count").value().rows[0].get("count")->as_int() == 1);
+}
+
+TEST_CASE("automatic checkpoints run on their own thread: the writes go on, nothing is lost") {
+  auto mem = make_memory_file_system();
+  OpenOptions o = plain();  // automatic checkpoints on
+  std::unique_ptr<Database> db = open_db(*mem, "db", o);
+  REQUIRE(db->query("create collection t (n int, v vector<4>)").is_ok());
+  for (int i = 0; i < 300; i++)
+    REQUIRE(db->query("put t {n: $1, v: $2}", {Value::integer(i), Value::vector({1, (float)i, 0, 0})}).is_ok());
+  uint64_t image = db->stats().image_bytes;
+  // A built vector index makes a checkpoint due (to keep its graph); the
+  // write that built it returns, and the checkpoint runs beside what follows.
+  REQUIRE(db->query("create index on t (v) @hnsw(l2)").is_ok());
+  for (int i = 300; i < 600; i++)
+    REQUIRE(db->query("put t {n: $1, v: $2}", {Value::integer(i), Value::vector({1, (float)i, 0, 0})}).is_ok());
+  // Wait (bounded: a hang fails) for the checkpoint to have switched files.
+  auto until = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (db->stats().image_bytes == image && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  REQUIRE(db->stats().image_bytes > image);
+  CHECK(count(*db) == 600);
+  REQUIRE(db->close().is_ok());
+  auto again = open_db(*mem, "db", o);
+  CHECK(count(*again) == 600);
+  auto near = again->query("get t select n near v [1, 599, 0, 0] limit 1");
+  REQUIRE(near.is_ok());
+  CHECK(near->rows[0].get("n")->as_int() == 599);
+  CHECK(again->open_report().warnings.empty());
 }
