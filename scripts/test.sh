@@ -5,6 +5,7 @@
 #   scripts/test.sh                 all stages
 #   scripts/test.sh native          only the named stages
 #   KITFOX_SKIP_ASAN=1 scripts/test.sh    skip the sanitizer stage (local use; CI never sets it)
+#   KITFOX_SKIP_TSAN=1 scripts/test.sh    skip the ThreadSanitizer stage (the same)
 #
 # A stage is a function `stage_<name>`; to add one (wasm, browser),
 # write the function and append its name to STAGES.
@@ -13,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-STAGES=(native asan fuzz node browser)
+STAGES=(native asan tsan fuzz node browser)
 
 header() {
   printf '\n==== %s ====\n' "$*"
@@ -32,6 +33,22 @@ stage_native() {
   bash scripts/build.sh
   header "native: ctest (build/)"
   ctest --test-dir build --output-on-failure
+}
+
+# The unit and crash tests under ThreadSanitizer, in build-tsan/: threads
+# share one database (group commit, checkpoints beside readers and writers,
+# prepared statements), and any data race fails the stage.
+stage_tsan() {
+  if [[ ${KITFOX_SKIP_TSAN:-} == 1 ]]; then
+    skip "KITFOX_SKIP_TSAN=1"
+    return 0
+  fi
+  header "tsan: build (RelWithDebInfo, ThreadSanitizer, build-tsan/)"
+  configure_once build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKITFOX_TSAN=ON
+  cmake --build build-tsan -j2 --target kitfox_unit kitfox_crash_test kitfox
+  header "tsan: unit and crash tests (build-tsan/)"
+  TSAN_OPTIONS="halt_on_error=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}" \
+    ctest --test-dir build-tsan --output-on-failure -R '^(unit|crash)$'
 }
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
