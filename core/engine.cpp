@@ -6,6 +6,7 @@
 #include "engine_limits.h"
 #include "port.h"
 #include "query/binder.h"
+#include "query/ops/ops.h"
 #include "query/parser.h"
 #include "storage/format.h"
 #include "storage/record.h"
@@ -82,10 +83,18 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
   Result<QueryResult> r = Status(Code::Invalid, "no result");
   {
     std::lock_guard gate(write_gate_);
+    // A put's documents are made beside the readers; the write lock is
+    // held only to give them ids and land them.
+    PreparedDocs docs;
+    {
+      std::shared_lock lk(mu_);
+      KF_TRY(check_writable());
+      KF_TRY(bound(p));
+      KF_TRY(prepare_write(st, params, owned ? &p.st : nullptr, &docs));
+    }
     std::unique_lock lk(mu_);
     KF_TRY(check_writable());
-    KF_TRY(bound(p));
-    r = execute_write(st, params, owned ? &p.st : nullptr);
+    r = execute_write(st, params, nullptr, &docs);
     if (r.is_ok()) wait_seq = seq_;
     KF_TRY(check_extents(&repaired));
   }
@@ -130,6 +139,18 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
   bool wrote = false;
   {
     std::lock_guard gate(write_gate_);
+    // The puts' documents are made beside the readers (they depend on the
+    // catalog alone, which no statement of a batch changes).
+    std::vector<PreparedDocs> docs(items.size());
+    {
+      std::shared_lock lk(mu_);
+      KF_TRY(check_writable());
+      for (size_t i = 0; i < items.size(); i++) {
+        Status s = bound(*items[i].p);
+        if (s.is_ok()) s = prepare_write(items[i].p->st, items[i].params, nullptr, &docs[i]);
+        if (!s.is_ok()) return in_statement(i, s);
+      }
+    }
     std::unique_lock lk(mu_);
     KF_TRY(check_writable());
     in_txn_ = true;
@@ -138,9 +159,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     undo_.clear();
     for (size_t i = 0; i < items.size(); i++) {
       const ParsedStatement& st = items[i].p->st;
-      Status b = bound(*items[i].p);
-      auto r = !b.is_ok() ? Result<QueryResult>(b)
-               : st.is_write() ? execute_write(st, items[i].params) : execute_read(st, items[i].params);
+      auto r = st.is_write() ? execute_write(st, items[i].params, nullptr, &docs[i]) : execute_read(st, items[i].params);
       if (!r.is_ok()) {
         rollback(undo_);
         in_txn_ = false;

@@ -129,9 +129,14 @@ class Engine {
   // write lock; returns the sequence number to wait for in `always` mode.
   Result<uint64_t> commit(std::string_view ops, uint32_t nops);
   Result<QueryResult> execute_read(const ParsedStatement& st, const std::vector<Value>& params);
-  // `owned`: st itself, when nothing else holds it (its literals may be moved out).
+  // `owned`: st itself, when nothing else holds it (its literals may be moved
+  // out). `docs`: a put's documents, made by prepare_write beside the readers.
   Result<QueryResult> execute_write(const ParsedStatement& st, const std::vector<Value>& params,
-                                    ParsedStatement* owned = nullptr);
+                                    ParsedStatement* owned = nullptr, struct PreparedDocs* docs = nullptr);
+  // A put's or insert's documents, typed and encoded (under the shared lock,
+  // with write_gate_ held: the catalog cannot change before they land).
+  Status prepare_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
+                       struct PreparedDocs* docs);
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.

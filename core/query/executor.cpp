@@ -77,8 +77,17 @@ Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::v
   return out;
 }
 
+Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
+                             PreparedDocs* docs) {
+  if (st.kind != StmtKind::Put && st.kind != StmtKind::Insert) return Status::ok();
+  Collection* c = find(st.collection);
+  if (!c) return no_collection(st.collection, st.collection_pos);
+  Evaluator ev(params);
+  return prepare_documents(*this, *c, st, ev, owned, docs);
+}
+
 Result<QueryResult> Engine::execute_write(const ParsedStatement& st, const std::vector<Value>& params,
-                                          ParsedStatement* owned) {
+                                          ParsedStatement* owned, PreparedDocs* docs) {
   QueryResult res;
   Evaluator ev(params);
   std::string ops;
@@ -90,7 +99,7 @@ Result<QueryResult> Engine::execute_write(const ParsedStatement& st, const std::
     case StmtKind::Del: {
       Collection* c = find(st.collection);
       if (!c) return no_collection(st.collection, st.collection_pos);
-      KF_TRY(write_documents(*this, *c, st, ev, owned, &ops, &nops, &res));
+      KF_TRY(write_documents(*this, *c, st, ev, owned, docs, &ops, &nops, &res));
       break;
     }
     default:

@@ -176,11 +176,30 @@ std::unique_ptr<Source> make_known_count(ExecContext& x, int node, int64_t n, st
 // Collections, fields and indexes: the record op of the change, or an
 // answer without one (`if not exists` and the like): *nops stays 0.
 Status define(Engine& eng, const ParsedStatement& st, std::string* ops, uint32_t* nops);
+// The documents of a put or insert, typed, checked and encoded (what
+// needs no decision of the write lock: prepare_documents runs beside the
+// readers), waiting for their ids and their record (land_documents, under
+// the write lock).
+struct PreparedDocs {
+  struct Doc {
+    bool has_id = false;
+    int64_t id = 0;
+    std::string body;  // encoded
+    Value fields;      // by name, when the collection has a @unique index
+    int64_t pos = 0;
+  };
+  std::vector<Doc> docs;
+  bool ready = false;
+};
+Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
+                         ParsedStatement* owned, PreparedDocs* out);
+Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, std::string* ops,
+                      uint32_t* nops, QueryResult* res);
 // put, insert, set, del: the ops of the write and its result rows. `owned`:
-// the statement may give its literals up. `where` (set, del): the access
-// path the planner chose for the where clause, ending in the stage the
-// write adds.
+// the statement may give its literals up. `docs`: a put's or insert's
+// documents, prepared already (or null). Set and del find their documents
+// through the access path the planner picks for the where clause.
 Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
-                       ParsedStatement* owned, std::string* ops, uint32_t* nops, QueryResult* res);
+                       ParsedStatement* owned, PreparedDocs* docs, std::string* ops, uint32_t* nops, QueryResult* res);
 
 }  // namespace kitfox

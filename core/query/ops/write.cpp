@@ -184,92 +184,117 @@ class UniqueCheck {
 };
 
 
+Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
+                         ParsedStatement* owned, PreparedDocs* out) {
+  (void)eng;
+  thread_local std::vector<float> prepared;  // a vector in an index's stored form
+  Value body;
+  // A statement that runs once (`owned`) gives its literals up rather
+  // than having them copied.
+  KF_TRY(owned ? ev.take(*owned->body, &body) : ev.constant(*st.body, &body));
+  const bool is_list = body.kind() == Kind::List;
+  size_t n = is_list ? body.items().size() : 1;
+  bool unique = false;
+  for (const SecondaryDef& d : c.def.secondary) unique |= d.kind == IndexKind::Unique;
+  out->docs.clear();
+  out->docs.resize(n);
+  Value fields;
+  std::vector<int64_t> key_pos;
+  for (size_t i = 0; i < n; i++) {
+    Value& dv = is_list ? body.mutable_items()[i] : body;
+    // Where the document stood in the statement (a literal) or the
+    // parameter that gave it.
+    int64_t pos = st.body->pos;
+    KeyPositions keys;
+    bool literal = false;
+    if (const LiteralPositions* lp = st.body->parts.get()) {  // folded literals
+      literal = true;
+      if (!is_list) {
+        keys = {lp->key.data(), lp->key.size()};
+      } else {
+        pos = lp->item[i];
+        keys = {lp->key.data() + lp->key_start[i], (size_t)(lp->key_start[i + 1] - lp->key_start[i])};
+      }
+    } else if (st.body->kind == ExprKind::ListLit || st.body->kind == ExprKind::ObjectLit) {  // with parameters
+      literal = true;
+      const Expr* e = st.body->kind == ExprKind::ListLit ? st.body->kids[i].get() : st.body.get();
+      pos = e->pos;
+      key_pos.clear();
+      if (e->kind == ExprKind::ObjectLit)
+        for (const ExprPtr& k : e->kids) key_pos.push_back(k->pos);
+      else if (e->parts)  // an element of literals only, folded
+        key_pos = e->parts->key;
+      keys = {key_pos.data(), key_pos.size()};
+    }
+    PreparedDocs::Doc& d = out->docs[i];
+    d.pos = pos;
+    Status s = build_document(c.def, dv, keys, pos, &fields, &d.has_id, &d.id);
+    if (!s.is_ok()) {
+      if (is_list && !literal) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
+      return s;
+    }
+    for (auto& [fid, index] : c.vindex) {
+      const Field* vf = c.def.field_by_id(fid);
+      const Value* vv = vf ? fields.get(vf->name) : nullptr;
+      if (vv && vv->kind() == Kind::Vector) {
+        Status ps = index->prepare(vv->vec().data(), &prepared, vf->name);
+        if (!ps.is_ok()) return Status(ps.code(), ps.message(), pos);
+      }
+    }
+    encode_document(c.def, fields, d.body);
+    KF_TRY(check_doc_size(d.body.size(), pos));
+    if (unique) d.fields = std::move(fields);
+  }
+  out->ready = true;
+  return Status::ok();
+}
+
+Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, std::string* ops,
+                      uint32_t* nops, QueryResult* res) {
+  int64_t next_id = c.next_id;
+  UniqueCheck unique(eng, c);
+  std::vector<int64_t> seen;  // insert: ids given in this statement
+  res->rows.reserve(docs.docs.size());
+  for (PreparedDocs::Doc& d : docs.docs) {
+    int64_t id = d.id;
+    if (!d.has_id) {
+      if (next_id == INT64_MAX) return Status(Code::Limit, "no ids left in '" + c.def.name + "'", d.pos);
+      id = next_id++;
+    } else if (id >= next_id) {
+      next_id = id == INT64_MAX ? id : id + 1;
+    }
+    if (st.kind == StmtKind::Insert) {
+      if (c.ids.find(id))
+        return Status(Code::Exists, "id " + std::to_string(id) + " already exists in '" + c.def.name + "'; nothing was inserted", d.pos);
+      seen.push_back(id);
+    }
+    op_put(*ops, c.def.id, id, d.body);
+    (*nops)++;
+    if (unique.active()) unique.add(id, d.fields, d.pos);
+    res->rows.push_back(row1("id", Value::integer(id)));
+  }
+  KF_TRY(unique.check());
+  if (seen.size() > 1) {
+    std::sort(seen.begin(), seen.end());
+    auto dup = std::adjacent_find(seen.begin(), seen.end());
+    if (dup != seen.end()) return Status(Code::Exists, "id " + std::to_string(*dup) + " is given twice; nothing was inserted", st.body->pos);
+  }
+  return Status::ok();
+}
+
 Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
-                       ParsedStatement* owned, std::string* ops, uint32_t* nops, QueryResult* res) {
+                       ParsedStatement* owned, PreparedDocs* docs, std::string* ops, uint32_t* nops, QueryResult* res) {
   *nops = 0;
   thread_local std::vector<float> prepared;  // a vector in an index's stored form
   switch (st.kind) {
     case StmtKind::Put:
     case StmtKind::Insert: {
-      Value body;
-      // A statement that runs once (`owned`) gives its literals up rather
-      // than having them copied.
-      KF_TRY(owned ? ev.take(*owned->body, &body) : ev.constant(*st.body, &body));
-      const bool is_list = body.kind() == Kind::List;
-      size_t n = is_list ? body.items().size() : 1;
-      int64_t next_id = c.next_id;
-      UniqueCheck unique(eng, c);
-      std::vector<int64_t> seen;  // insert: ids given in this statement
-      std::string enc;
-      Value fields;
-      std::vector<int64_t> key_pos;
-      res->rows.reserve(n);
-      for (size_t i = 0; i < n; i++) {
-        Value& dv = is_list ? body.mutable_items()[i] : body;
-        // Where the document stood in the statement (a literal) or the
-        // parameter that gave it.
-        int64_t pos = st.body->pos;
-        KeyPositions keys;
-        bool literal = false;
-        if (const LiteralPositions* lp = st.body->parts.get()) {  // folded literals
-          literal = true;
-          if (!is_list) {
-            keys = {lp->key.data(), lp->key.size()};
-          } else {
-            pos = lp->item[i];
-            keys = {lp->key.data() + lp->key_start[i], (size_t)(lp->key_start[i + 1] - lp->key_start[i])};
-          }
-        } else if (st.body->kind == ExprKind::ListLit || st.body->kind == ExprKind::ObjectLit) {  // with parameters
-          literal = true;
-          const Expr* e = st.body->kind == ExprKind::ListLit ? st.body->kids[i].get() : st.body.get();
-          pos = e->pos;
-          key_pos.clear();
-          if (e->kind == ExprKind::ObjectLit)
-            for (const ExprPtr& k : e->kids) key_pos.push_back(k->pos);
-          else if (e->parts)  // an element of literals only, folded
-            key_pos = e->parts->key;
-          keys = {key_pos.data(), key_pos.size()};
-        }
-        bool has_id = false;
-        int64_t id = 0;
-        Status s = build_document(c.def, dv, keys, pos, &fields, &has_id, &id);
-        if (!s.is_ok()) {
-          if (is_list && !literal) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
-          return s;
-        }
-        for (auto& [fid, index] : c.vindex) {
-          const Field* vf = c.def.field_by_id(fid);
-          const Value* vv = vf ? fields.get(vf->name) : nullptr;
-          if (vv && vv->kind() == Kind::Vector) {
-            Status ps = index->prepare(vv->vec().data(), &prepared, vf->name);
-            if (!ps.is_ok()) return Status(ps.code(), ps.message(), pos);
-          }
-        }
-        if (!has_id) {
-          if (next_id == INT64_MAX) return Status(Code::Limit, "no ids left in '" + c.def.name + "'", pos);
-          id = next_id++;
-        } else if (id >= next_id) {
-          next_id = id == INT64_MAX ? id : id + 1;
-        }
-        if (st.kind == StmtKind::Insert) {
-          if (c.ids.find(id)) return Status(Code::Exists, "id " + std::to_string(id) + " already exists in '" + c.def.name + "'; nothing was inserted", pos);
-          seen.push_back(id);
-        }
-        enc.clear();
-        encode_document(c.def, fields, enc);
-        KF_TRY(check_doc_size(enc.size(), pos));
-        op_put(*ops, c.def.id, id, enc);
-        (*nops)++;
-        unique.add(id, fields, pos);
-        res->rows.push_back(row1("id", Value::integer(id)));
+      PreparedDocs own;
+      if (!docs || !docs->ready) {
+        KF_TRY(prepare_documents(eng, c, st, ev, owned, &own));
+        docs = &own;
       }
-      KF_TRY(unique.check());
-      if (seen.size() > 1) {
-        std::vector<int64_t> s2 = seen;
-        std::sort(s2.begin(), s2.end());
-        auto d = std::adjacent_find(s2.begin(), s2.end());
-        if (d != s2.end()) return Status(Code::Exists, "id " + std::to_string(*d) + " is given twice; nothing was inserted", st.body->pos);
-      }
+      KF_TRY(land_documents(eng, c, st, *docs, ops, nops, res));
       break;
     }
     case StmtKind::Set: {
