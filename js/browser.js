@@ -7,4 +7,4 @@ import { setPlatform } from './platform/current.js';
 
 setPlatform(platform);
 
-export { Kitfox, KitfoxError, Statement, default } from './kitfox.js';
+export { Kitfox, KitfoxError, HostError, Statement, default } from './kitfox.js';

@@ -1,9 +1,10 @@
 // The WASM module: loaded once per process (or worker) and shared by every
 // open database. Holds the table of host objects the C++ file layer calls
-// into (wasm/host_file.cpp calls Module.kfHostCall).
-import createKitfoxCore from '../dist/kitfox-core.js';
+// into (wasm/host_file.cpp calls Module.kfHostCall). The Emscripten glue
+// comes from the platform layer: Node's (dist/kitfox-core.js) or the web
+// one (dist/kitfox-core.web.js, no Node code), over the same .wasm.
 import { currentPlatform } from './platform/current.js';
-import { KitfoxError } from './errors.js';
+import { KitfoxError, kitfoxError } from './errors.js';
 
 // Host error codes as kitfox::Code values (core/status.h).
 const HOST_CODES = { not_found: 3, locked: 10, io: 8, invalid: 12 };
@@ -25,9 +26,12 @@ export function trapped(mod, e) {
   return mod.kfBroken;
 }
 
-export function loadCore() {
+// `wasm` (the open option): a compiled WebAssembly.Module of
+// dist/kitfox-core.wasm, its bytes, or a URL to fetch it from; used when the
+// module loads (the first open, or the first after a trap), else ignored.
+export function loadCore(wasm) {
   if (!loading) {
-    const p = init().catch((e) => {
+    const p = init(wasm).catch((e) => {
       loading = null; // let a later open try again
       throw e;
     });
@@ -37,12 +41,43 @@ export function loadCore() {
   return loading;
 }
 
-async function init() {
-  // The web layer compiles the module while it downloads (and lets the
-  // browser cache the compiled code); Node hands over the bytes.
+// A compiled module from what the `wasm` option holds.
+export async function compileGiven(wasm) {
+  wasm = await wasm;
+  if (wasm instanceof WebAssembly.Module) return wasm;
+  if (wasm instanceof Uint8Array || wasm instanceof ArrayBuffer) return WebAssembly.compile(wasm);
+  if (typeof wasm === 'string' || wasm instanceof URL) {
+    const r = await fetch(wasm);
+    if (!r.ok) throw kitfoxError('io', `loading ${String(wasm)}: HTTP ${r.status}`);
+    if (typeof WebAssembly.compileStreaming === 'function' && (r.headers.get('content-type') || '').startsWith('application/wasm'))
+      return WebAssembly.compileStreaming(r);
+    return WebAssembly.compile(await r.arrayBuffer());
+  }
+  throw kitfoxError('invalid', `the wasm option takes a WebAssembly.Module, its bytes or a URL, got ${String(wasm)}`);
+}
+
+// Runs the Emscripten factory over an already compiled module: the glue
+// neither fetches nor compiles anything (hosts such as Cloudflare Workers
+// forbid compiling from bytes), and locateFile keeps it from building a URL
+// from import.meta.url, which some hosts lack.
+export function instantiateCore(createCore, module, extra = {}) {
+  return new Promise((resolve, reject) => {
+    createCore({
+      ...extra,
+      locateFile: (file) => file,
+      instantiateWasm(imports, receive) {
+        WebAssembly.instantiate(module, imports).then((instance) => receive(instance, module), reject);
+        return {};
+      },
+    }).then(resolve, reject);
+  });
+}
+
+async function init(wasm) {
+  // The platform compiles the module (web: while it downloads, letting the
+  // browser cache the compiled code) or hands the glue its bytes (Node).
   const p = currentPlatform();
-  const options = p.wasmModuleOptions ? await p.wasmModuleOptions() : { wasmBinary: await p.loadWasmBinary() };
-  const mod = await createKitfoxCore(options);
+  const mod = wasm !== undefined && wasm !== null ? await instantiateCore(p.createCore, await compileGiven(wasm)) : await p.loadCore();
   const hosts = new Map();
   let nextHost = 1;
 

@@ -60,7 +60,76 @@ export class KitfoxError extends Error {
   readonly position: number;
 }
 
+/**
+ * What a host file layer throws: `code` is 'not_found', 'locked', 'invalid'
+ * or 'io' (anything else counts as 'io'). A plain object or Error with a
+ * `code` and a `message` works as well.
+ */
+export class HostError extends Error {
+  constructor(code: 'not_found' | 'locked' | 'invalid' | 'io', message: string);
+  readonly name: 'HostError';
+  readonly code: 'not_found' | 'locked' | 'invalid' | 'io';
+}
+
+/**
+ * A file layer for the engine (the `host` open option): keeps the database
+ * file, named by Kitfox.open's first argument, in the application's own
+ * storage. Every method is synchronous; a host whose storage is
+ * asynchronous does its asynchronous work before Kitfox.open and after
+ * close(). Files are few: the database, its checkpoint side file `NAME~`.
+ * See docs/wasm.md, "Host file layers", and
+ * examples/cloudflare-durable-object for one over a Durable Object's storage.
+ */
+export interface KitfoxHost {
+  /** True when `replace` is atomic (a rename); false when it copies (the engine then finishes an interrupted copy on open). */
+  readonly atomicReplace: boolean;
+  /** Optional: bytes an on-demand read may as well fetch when every call is slow (0: read block by block). */
+  readonly readChunk?: number;
+  /** Opens a file and returns a handle; creates it when `create`; `exclusive` is the writer lock (throw code 'locked' when it is held). */
+  open(name: string, create: boolean, exclusive: boolean): number;
+  /** Fills `dest` (a view of the WASM heap: copy out of it, never keep it) from `offset`; returns the bytes read, fewer only at the end of the file. */
+  read(handle: number, offset: number, dest: Uint8Array): number;
+  /** Writes all of `src` (a view of the WASM heap) at `offset`, growing the file. */
+  write(handle: number, offset: number, src: Uint8Array): void;
+  /** Makes every byte written so far durable. */
+  sync(handle: number): void;
+  size(handle: number): number;
+  /** Cuts or extends (with zeros) the file to `size` bytes. */
+  truncate(handle: number, size: number): void;
+  close(handle: number): void;
+  exists(name: string): boolean;
+  /** Removing a missing file is not an error. */
+  remove(name: string): void;
+  /** Puts `from` in the place of `to`, so that a crash leaves one or the other whole; handles on `from` then refer to `to`. */
+  replace(from: string, to: string): void;
+  /** Optional: called once after the database closed. */
+  release?(): void;
+  /** Optional: set by a host whose release finishes asynchronously; Kitfox#close() returns it. */
+  readonly released?: Promise<void>;
+}
+
+/**
+ * The compiled module of dist/kitfox-core.wasm, its bytes, or the URL to
+ * fetch it from (a Promise of any of these works too).
+ */
+export type KitfoxWasm = WebAssembly.Module | Uint8Array | ArrayBuffer | URL | string;
+
 export interface OpenOptions {
+  /**
+   * The WebAssembly module, for hosts where the package cannot find or
+   * compile it by itself: a compiled WebAssembly.Module (hosts that forbid
+   * compiling from bytes, such as Cloudflare Workers without the `workerd`
+   * condition), or its bytes or URL (a bundler that does not emit the
+   * package's .wasm, such as esbuild). Used when the module loads (the
+   * first open in a process or worker), ignored after.
+   */
+  wasm?: KitfoxWasm | Promise<KitfoxWasm>;
+  /**
+   * A host that keeps the file named by Kitfox.open's first argument in
+   * your own storage (see KitfoxHost). Without it a name is a path (Node)
+   * or an OPFS file (a dedicated worker).
+   */
+  host?: KitfoxHost;
   /**
    * Durability: 'always' (flushed before each write returns), 'off' (flushed
    * on checkpoint and close), or a period in milliseconds (default 250).
@@ -167,8 +236,8 @@ export class Kitfox {
   /** The size of the WASM heap (all databases of this process share it). */
   static wasmMemoryBytes(): Promise<number>;
 
-  /** 'node' or 'web': which host layer a database name opens with. */
-  static readonly platform: 'node' | 'web';
+  /** Which platform layer the package's entry point chose: 'node' (Node, Deno, Bun), 'web' (browsers, workers, other edge runtimes), 'workerd' (Cloudflare Workers). */
+  static readonly platform: 'node' | 'web' | 'workerd';
 
   readonly closed: boolean;
 
@@ -226,7 +295,18 @@ export class Kitfox {
 export default Kitfox;
 
 /** Options of connect() from kitfox/worker. */
-export interface ConnectOptions extends Omit<OpenOptions, 'lock'> {
+export interface ConnectOptions extends Omit<OpenOptions, 'lock' | 'host' | 'wasm'> {
+  /**
+   * The WebAssembly module (see OpenOptions.wasm): compiled on the page and
+   * handed to the worker.
+   */
+  wasm?: KitfoxWasm | Promise<KitfoxWasm>;
+  /**
+   * The URL of the worker script, for a bundler that does not bundle
+   * `new Worker(new URL(..., import.meta.url))` by itself (esbuild): build
+   * `kitfox/worker-main` as an entry point of its own and pass its URL.
+   */
+  workerUrl?: string | URL;
   /**
    * The URL of an ES module the worker imports: its exported functions run in
    * the worker next to the database through KitfoxConnection.call().

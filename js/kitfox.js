@@ -1,7 +1,7 @@
 // kitfox: an embedded document database, here as a WebAssembly module. The
-// Kitfox class, shared by every entry point: js/index.js (Node, and bundlers
-// that resolve package imports) and js/browser.js (browsers without a
-// bundler) pick the platform layer (js/platform/) before any open.
+// Kitfox class, shared by every entry point: js/index.js (Node, Deno, Bun),
+// js/browser.js (browsers, workers, bundlers) and js/workerd.js (Cloudflare
+// Workers) pick the platform layer (js/platform/) before any open.
 //
 //   import { Kitfox } from 'kitfox';
 //   const db = await Kitfox.open('notes.kfdb');       // or ':memory:', or a Uint8Array
@@ -13,11 +13,23 @@
 // See kitfox.d.ts for the whole API and docs/wasm.md for how values map.
 import { decodeRows, decodeBatch, encodeParams, wellFormed } from './codec.js';
 import { loadCore, trapped } from './core.js';
-import { KitfoxError, kitfoxError } from './errors.js';
+import { HostError, KitfoxError, kitfoxError } from './errors.js';
 import { MemoryHost } from './hosts/memory.js';
 import { currentPlatform } from './platform/current.js';
 
-export { KitfoxError };
+export { HostError, KitfoxError };
+
+// The methods a host given with the `host` open option must have
+// (js/hosts/README.md, docs/wasm.md "Host file layers").
+const HOST_METHODS = ['open', 'read', 'write', 'sync', 'size', 'truncate', 'close', 'exists', 'remove', 'replace'];
+
+function checkHost(host) {
+  if (host === null || typeof host !== 'object') throw kitfoxError('invalid', 'the host option must be an object (see docs/wasm.md, "Host file layers")');
+  const missing = HOST_METHODS.filter((m) => typeof host[m] !== 'function');
+  if (missing.length) throw kitfoxError('invalid', `the host has no ${missing.join(', ')} method${missing.length > 1 ? 's' : ''} (see docs/wasm.md, "Host file layers")`);
+  if (typeof host.atomicReplace !== 'boolean') throw kitfoxError('invalid', 'the host must say whether replace is atomic: atomicReplace = true or false');
+  return host;
+}
 
 const FLAG_PARAMS_JSON = 1;
 const FLAG_ROWS_JSON = 2;
@@ -147,16 +159,24 @@ export class Kitfox {
 
   // Opens (or creates) a database: a file path in Node, ':memory:', or the
   // bytes of a database file (a Uint8Array, opened in memory; see export()).
+  // options.host: a host object (js/hosts/README.md) that keeps the file
+  // named `target` in the application's own storage.
   static async open(target = ':memory:', options = {}) {
+    if (options === null || typeof options !== 'object') throw kitfoxError('invalid', 'open options must be an object');
     // The WASM module loads while the host opens its file (OPFS: lock and
     // handles), not before.
-    const loadingCore = loadCore();
+    const loadingCore = loadCore(options.wasm);
     loadingCore.catch(() => {}); // awaited below; a failed host open comes first
     const sync = syncOption(options.sync);
     let host;
     let name;
     let memory = false;
-    if (target === ':memory:') {
+    if (options.host !== undefined && options.host !== null) {
+      if (typeof target !== 'string' || target === '' || target === ':memory:')
+        throw kitfoxError('invalid', `with a host, open takes the database file's name, got ${String(target)}`);
+      host = checkHost(options.host);
+      name = target;
+    } else if (target === ':memory:') {
       host = new MemoryHost();
       name = MEMORY_NAME;
       memory = true;
@@ -174,7 +194,7 @@ export class Kitfox {
     try {
       core = await loadingCore;
     } catch (e) {
-      host.release();
+      host.release?.();
       throw e;
     }
     const hostId = core.kfAddHost(host);
@@ -183,13 +203,13 @@ export class Kitfox {
       h = core.kfOpen(hostId, host.atomicReplace, name, sync, options.create !== false, host.readChunk ?? 0);
     } catch (e) {
       core.kfRemoveHost(hostId);
-      host.release();
+      host.release?.();
       throw trapped(core, e);
     }
     if (h < 0) {
       const err = core.kfLastError();
       core.kfRemoveHost(hostId);
-      host.release();
+      host.release?.();
       throw err;
     }
     // The single-threaded build flushes in the period mode on the first write
@@ -425,7 +445,7 @@ export class Kitfox {
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;
     core.kfRemoveHost(this._hostId);
-    this._host.release();
+    this._host.release?.();
     if (err) throw err;
     return this._host.released;
   }

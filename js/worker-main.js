@@ -19,7 +19,7 @@ import { expectCompiledWasm, provideCompiledWasm } from './platform/web.js';
 // Emscripten glue).
 import './kitfox.js';
 import './core.js';
-import '../dist/kitfox-core.js';
+import '../dist/kitfox-core.web.js';
 import './codec.js';
 import './errors.js';
 import './hosts/memory.js';
@@ -88,7 +88,7 @@ const ops = {
     // The file opens (OPFS: lock, handles) while the WASM module and
     // options.module finish loading; Kitfox.open waits for the former.
     const opening = Kitfox.open(target, openOptions);
-    const [loaded, mod, opened] = await Promise.allSettled([loading, moduleUrl ? import(moduleUrl) : null, opening]);
+    const [loaded, mod, opened] = await Promise.allSettled([loading, moduleUrl ? import(/* webpackIgnore: true */ /* @vite-ignore */ moduleUrl) : null, opening]);
     const t2 = performance.now();
     const failed = loaded.value?.error ?? (mod.status === 'rejected' ? mod.reason : null) ?? (opened.status === 'rejected' ? opened.reason : null);
     if (failed) {

@@ -1,8 +1,8 @@
 // TypeScript declarations for kitfox/worker (js/worker.js).
-import type { ConnectOptions, KitfoxConnection } from './kitfox';
+import type { ConnectOptions, KitfoxConnection } from './kitfox.js';
 
-export type { ConnectOptions, ConnectTimings, KitfoxConnection, StatementConnection } from './kitfox';
-export { KitfoxError } from './kitfox';
+export type { ConnectOptions, ConnectTimings, KitfoxConnection, StatementConnection } from './kitfox.js';
+export { KitfoxError } from './kitfox.js';
 
 /**
  * Starts a dedicated module worker and opens `name` there over OPFS (or

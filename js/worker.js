@@ -12,6 +12,7 @@
 // Errors are KitfoxError with the engine's code and position. Vectors cross
 // postMessage as Float32Array (rows' vectors are transferred, not copied).
 import { KitfoxError } from './errors.js';
+import { compileGiven } from './core.js';
 import { compileWasm } from './platform/web.js';
 
 export { KitfoxError };
@@ -154,15 +155,24 @@ export class KitfoxConnection {
 
 // Starts a worker and opens `name` there: an OPFS file name ('notes.kfdb',
 // 'app/notes.kfdb'), ':memory:', or a database file's bytes. Options: those
-// of Kitfox.open (sync, create), and `module`: the URL of an ES module the
-// worker imports, whose functions call() runs.
+// of Kitfox.open (sync, create, wasm), `module`: the URL of an ES module the
+// worker imports, whose functions call() runs, and `workerUrl`: the worker
+// script (kitfox/worker-main bundled on its own) for a bundler that does
+// not bundle workers (esbuild).
 export async function connect(name, options = {}) {
   if (typeof Worker === 'undefined') throw new KitfoxError('invalid', 'invalid error: connect() needs Web Workers (a browser page)', -1);
   const t0 = performance.now();
-  const worker = new Worker(new URL('./worker-main.js', import.meta.url), { type: 'module', name: `kitfox ${typeof name === 'string' ? name : 'bytes'}` });
+  const { wasm, workerUrl, ...opts } = options;
+  // `new Worker(new URL('./worker-main.js', import.meta.url), { type:
+  // 'module' })`, literally, is what Vite and webpack recognise and bundle
+  // as a worker (Vite refuses options it cannot read statically).
+  const worker =
+    workerUrl !== undefined
+      ? new Worker(workerUrl, { type: 'module' })
+      : new Worker(new URL('./worker-main.js', import.meta.url), { type: 'module' });
   // The page compiles the WASM module (once) while the worker starts and
   // hands it over; null makes the worker compile it itself.
-  compileWasm().then(
+  compileWasm(wasm !== undefined && wasm !== null ? compileGiven(wasm) : null).then(
     (module) => {
       try {
         worker.postMessage({ op: 'module', module });
@@ -173,7 +183,6 @@ export async function connect(name, options = {}) {
     () => worker.postMessage({ op: 'module', module: null }),
   );
   const conn = new KitfoxConnection(worker);
-  const opts = { ...options };
   if (opts.module !== undefined) opts.module = new URL(String(opts.module), globalThis.location?.href).href;
   try {
     const t = await conn._call('open', [name, opts]);

@@ -15,8 +15,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # python3 is for node-gyp, which compiles better-sqlite3 (a benchmark peer,
 # an npm dev dependency) against Node's headers in /usr/include/node (.npmrc).
 # chromium is the browser the browser tests and the browser benchmark drive
-# through the npm package playwright-core (which never downloads a browser).
+# through the npm package playwright-core (which never downloads a browser);
+# firefox-esr is the second browser of the browser tests, driven by the npm
+# package puppeteer-core over WebDriver BiDi. The edge runtimes of the
+# package tests (workerd, deno, bun), the bundlers (esbuild, vite, webpack)
+# and typescript are npm dev dependencies, binaries included.
 # clang and its libFuzzer runtime (libclang-rt-14-dev) build the fuzzers.
+# dataset-fashion-mnist is the real data set `bash scripts/bench.sh import`
+# imports (bench/import_bench.sh).
 REQUIREMENTS=(
   "cmd:cmake                      cmake"
   "cmd:g++                        g++"
@@ -25,9 +31,11 @@ REQUIREMENTS=(
   "/usr/include/doctest/doctest.h doctest-dev"
   "/usr/include/sqlite3.h         libsqlite3-dev"
   "/usr/include/hnswlib/hnswlib.h libhnswlib-dev"
+  "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz dataset-fashion-mnist"
   "cmd:em++                       emscripten"
   "cmd:python3                    python3"
   "/usr/bin/chromium              chromium"
+  "/usr/bin/firefox-esr           firefox-esr"
   "cmd:clang++                    clang"
   "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev"
 )

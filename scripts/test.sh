@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-STAGES=(native asan tsan fuzz node browser)
+STAGES=(native asan tsan fuzz node browser firefox)
 
 header() {
   printf '\n==== %s ====\n' "$*"
@@ -78,7 +78,9 @@ stage_fuzz() {
 
 # The WASM build (dist/) and the npm package's tests under Node's test
 # runner: the API, the query scripts, files shared with the native CLI (so
-# the native build must come first), locking between processes.
+# the native build must come first), locking between processes; and the
+# packed package (npm pack, installed in a temporary project): its
+# contents, its types under tsc, and Node, Deno, Bun and workerd running it.
 stage_node() {
   header "node: build (WASM, dist/)"
   bash scripts/build-wasm.sh
@@ -90,13 +92,26 @@ stage_node() {
 # The package in Debian's Chromium (playwright-core drives it; scripts/serve.js
 # serves the repository on 127.0.0.1): kitfox/worker over OPFS, reload,
 # locking between tabs, the copy protocol, the reopen of 100k x 128 (its file
-# made by the native CLI, cached in build/browser/), the web demo.
+# made by the native CLI, cached in build/browser/), the web demo, and apps
+# bundled from the packed package by esbuild, Vite and webpack.
 stage_browser() {
   header "browser: build (WASM, dist/; native CLI)"
   bash scripts/build-wasm.sh
   [[ -x build/kitfox ]] || bash scripts/build.sh
   header "browser: node --test tests/browser/"
   node --test --test-concurrency=1 tests/browser/
+}
+
+# The same browser tests in Debian's firefox-esr, driven by puppeteer-core
+# over WebDriver BiDi (tests/browser/helpers.js, KITFOX_BROWSER=firefox):
+# OPFS in a worker, reloads, tabs, the copy protocol, the reopen, the demo,
+# the bundled apps.
+stage_firefox() {
+  header "firefox: build (WASM, dist/; native CLI)"
+  bash scripts/build-wasm.sh
+  [[ -x build/kitfox ]] || bash scripts/build.sh
+  header "firefox: KITFOX_BROWSER=firefox node --test tests/browser/"
+  KITFOX_BROWSER=firefox node --test --test-concurrency=1 tests/browser/
 }
 
 if (($# > 0)); then

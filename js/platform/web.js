@@ -1,18 +1,30 @@
-// Browsers, workers and edge runtimes: the wasm bytes are fetched next to the
-// package's files, and a database name opens over OPFS (js/hosts/opfs.js),
+// Browsers, workers and edge runtimes: the glue built for the web and
+// workers only (dist/kitfox-core.web.js: no require(), no Node branch, so
+// bundlers have nothing to externalize), the wasm fetched next to the
+// package's files (bundlers see `new URL('...', import.meta.url)` and emit
+// it as an asset), and a database name opens over OPFS (js/hosts/opfs.js),
 // which needs a dedicated worker: its FileSystemSyncAccessHandle exists only
 // there. From a page's main thread use kitfox/worker (js/worker.js), which
 // runs this in a worker. ':memory:' and a Uint8Array open anywhere.
+import createCore from '../../dist/kitfox-core.web.js';
+import { instantiateCore } from '../core.js';
 import { KitfoxError, kitfoxError } from '../errors.js';
 import { OpfsHost, opfsAvailable } from '../hosts/opfs.js';
 
 export const platform = 'web';
+export { createCore };
 
-const WASM_URL = new URL('../../dist/kitfox-core.wasm', import.meta.url);
+// Made when first needed, not at import: a host without import.meta.url (a
+// bundle for an edge runtime) can still import this and pass the `wasm`
+// open option.
+function wasmUrl() {
+  return new URL('../../dist/kitfox-core.wasm', import.meta.url);
+}
 
 export async function loadWasmBinary() {
-  const r = await fetch(WASM_URL);
-  if (!r.ok) throw kitfoxError('io', `loading ${WASM_URL}: HTTP ${r.status}`);
+  const url = wasmUrl();
+  const r = await fetch(url);
+  if (!r.ok) throw kitfoxError('io', `loading ${url}: HTTP ${r.status}`);
   return new Uint8Array(await r.arrayBuffer());
 }
 
@@ -24,18 +36,21 @@ export async function loadWasmBinary() {
 let compiling = null;
 let provided = null; // a Promise of a module compiled elsewhere, or of null
 
-export function compileWasm() {
+// `given`: a module (or a Promise of one) to use instead of fetching, when
+// nothing was compiled yet (connect()'s `wasm` option, compiled on the page).
+export function compileWasm(given) {
   if (!compiling) {
     compiling = (async () => {
-      const given = provided ? await provided : null;
-      if (given instanceof WebAssembly.Module) return given;
-      let module = null;
+      const module = given ? await given : provided ? await provided : null;
+      if (module instanceof WebAssembly.Module) return module;
+      const url = wasmUrl();
       if (typeof WebAssembly.compileStreaming === 'function') {
-        const r = await fetch(WASM_URL);
-        if (!r.ok) throw kitfoxError('io', `loading ${WASM_URL}: HTTP ${r.status}`);
-        if ((r.headers.get('content-type') || '').startsWith('application/wasm')) module = await WebAssembly.compileStreaming(r);
+        const r = await fetch(url);
+        if (!r.ok) throw kitfoxError('io', `loading ${url}: HTTP ${r.status}`);
+        if ((r.headers.get('content-type') || '').startsWith('application/wasm')) return WebAssembly.compileStreaming(r);
+        return WebAssembly.compile(await r.arrayBuffer());
       }
-      return module ?? WebAssembly.compile(await loadWasmBinary());
+      return WebAssembly.compile(await loadWasmBinary());
     })();
     compiling.catch(() => {
       compiling = null; // a later open tries again
@@ -62,15 +77,9 @@ export function provideCompiledWasm(module) {
   provided.resolve(module instanceof WebAssembly.Module ? module : null);
 }
 
-// Options for the Emscripten module: instantiate the compiled module.
-export async function wasmModuleOptions() {
-  const module = await compileWasm();
-  return {
-    instantiateWasm(imports, receive) {
-      WebAssembly.instantiate(module, imports).then((instance) => receive(instance, module));
-      return {};
-    },
-  };
+// The Emscripten module over the compiled module.
+export async function loadCore() {
+  return instantiateCore(createCore, await compileWasm());
 }
 
 // Releases still under way (handles closed, side file removal and Web Lock

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { newContext, results, root, startBrowser } from './helpers.js';
+import { BROWSER, newContext, results, root, startBrowser } from './helpers.js';
 
 let env;
 
@@ -72,12 +72,14 @@ test('web demo: create a sample, query, refresh, reopen', async () => {
   assert.match(await page.textContent('#time-index'), /\d/);
 
   fs.mkdirSync(results, { recursive: true });
-  await page.screenshot({ path: path.join(results, 'web-demo.png'), fullPage: true });
+  await page.screenshot({ path: path.join(results, BROWSER === 'firefox' ? 'web-demo-firefox.png' : 'web-demo.png'), fullPage: true });
   assert.deepEqual(errors, []);
   await context.close();
 });
 
-test('web demo: export the file (the native CLI opens it) and import it back', async () => {
+// A download and a file input: Playwright's calls, so Chromium only (the
+// Firefox run drives the browser through Puppeteer over WebDriver BiDi).
+test('web demo: export the file (the native CLI opens it) and import it back', { skip: BROWSER === 'firefox' && 'downloads and file inputs are driven through Playwright, Chromium only' }, async () => {
   const context = await newContext(env.browser);
   const page = await context.newPage();
   await page.goto(`${env.url}/web-demo/`);

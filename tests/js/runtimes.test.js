@@ -1,0 +1,154 @@
+// The packed package (npm pack, installed in a temporary project) in the
+// runtimes it supports besides the source tree's Node: Node from the
+// tarball, Deno and Bun (tests/js/fixtures/runtime-check.mjs in each), and
+// Cloudflare's workerd: the Durable Object example
+// (examples/cloudflare-durable-object) keeping a database in its storage
+// across requests and across a restart, and a worker using ':memory:',
+// bytes and export(), bundled as wrangler bundles (`workerd serve
+// wrangler.json`, with esbuild and the `workerd` export condition).
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+
+import { cliLines, root, tempDir, within } from './helpers.js';
+import { bins, pack, project, startWorkerd } from './package.js';
+
+const run = promisify(execFile);
+
+let tarball;
+before(() => {
+  ({ tarball } = pack());
+});
+
+describe('Node, Deno and Bun run the packed package', () => {
+  let dir;
+  before(() => {
+    dir = project(tarball, {
+      'check.mjs': fs.readFileSync(path.join(root, 'tests/js/fixtures/runtime-check.mjs'), 'utf8'),
+      // CommonJS: require() of the ES module package, Node >= 20.19 (engines).
+      'check.cjs': `const { Kitfox, KitfoxError } = require('kitfox');
+Kitfox.open(':memory:').then((db) => {
+  db.query('create collection t (a int)');
+  db.query('put t {a: $1}', [7]);
+  let code = null;
+  try { db.query('get t where'); } catch (e) { code = e instanceof KitfoxError && e.code; }
+  console.log(JSON.stringify({ rows: db.query('get t'), code }));
+});
+`,
+    });
+  });
+
+  test('node, require() from CommonJS', async () => {
+    const { stdout } = await within(run(process.execPath, ['check.cjs'], { cwd: dir }), 'node never finished');
+    assert.deepEqual(JSON.parse(stdout), { rows: [{ id: 1, a: 7 }], code: 'syntax' });
+  });
+
+  const expected = {
+    platform: 'node',
+    near: ['a', 'c'],
+    match: ['a', 'c'],
+    vectorType: 'Float32Array',
+    reopened: 3,
+    nearAfterReopen: 'b',
+    syntax: 'syntax',
+    type: 'type',
+    param: 'type',
+    countAfterErrors: 3,
+  };
+
+  const runtimes = {
+    node: [process.execPath, ['check.mjs']],
+    deno: [bins.deno, ['run', '--allow-read', '--allow-write', '--allow-env', '--allow-sys', '--allow-net', '--no-prompt', 'check.mjs']],
+    bun: [bins.bun, ['run', 'check.mjs']],
+  };
+  for (const [name, [cmd, args]] of Object.entries(runtimes)) {
+    test(name, async () => {
+      const data = tempDir(`kitfox-${name}-`);
+      const env = { ...process.env, DENO_DIR: path.join(data, '.deno'), NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' };
+      const { stdout } = await within(run(cmd, [...args, data], { cwd: dir, env }), `${name} never finished`);
+      assert.deepEqual(JSON.parse(stdout.trim().split('\n').pop()), expected);
+      // The file is the native build's too.
+      assert.deepEqual(cliLines([path.join(data, 'notes.kfdb'), '-c', 'get notes count']), ['{"count":3}']);
+    });
+  }
+});
+
+async function post(url, body) {
+  const r = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  return { status: r.status, body: await r.json() };
+}
+
+describe('workerd', () => {
+  test('the Durable Object example keeps its database in storage across requests and restarts', async () => {
+    const dir = project(tarball, path.join(root, 'examples/cloudflare-durable-object'), 'kitfox-workerd-');
+    let w = await startWorkerd(dir);
+    try {
+      const db = `${w.url}/db/notes`;
+      const q = (text, params = []) => post(`${db}/query`, { q: text, params });
+      assert.deepEqual(await q('create collection notes (title text, body text, embed vector<3> @hnsw(cosine))'), { status: 200, body: { rows: [] } });
+      const put = await post(`${db}/batch`, {
+        statements: [
+          ['put notes {title: $1, body: $2, embed: $3}', ['a', 'a database in a durable object', [1, 0, 0]]],
+          ['put notes {title: $1, body: $2, embed: $3}', ['b', 'edge functions', [0, 1, 0]]],
+        ],
+      });
+      assert.deepEqual(put, { status: 200, body: { results: [[{ id: 1 }], [{ id: 2 }]] } });
+      // Each request is a new one to the object: the database stays open in it.
+      assert.deepEqual((await q('get notes select title where body ~ $1', ['durable'])).body.rows, [{ id: 1, title: 'a' }]);
+      const near = await post(`${db}/near`, { collection: 'notes', field: 'embed', vector: [0, 1, 0], limit: 1, select: ['title'] });
+      assert.deepEqual(near.body.rows.map((r) => r.title), ['b']);
+      assert.deepEqual((await q('get notes where id = 1')).body.rows[0].embed, [1, 0, 0]);
+      // Bad input: the engine's error, and nothing changes.
+      const bad = await q('get notes where');
+      assert.equal(bad.status, 400);
+      assert.equal(bad.body.error.code, 'syntax');
+      assert.equal(bad.body.error.position, 15);
+      assert.equal((await q('put notes {title: $1}', [[1, 2]])).body.error.code, 'type');
+      // A checkpoint rewrites the file in storage (replace, in one transaction).
+      assert.equal((await q('checkpoint')).status, 200);
+      assert.equal((await q('put notes {title: $1}', ['c'])).status, 200);
+      // Another database is another object, with its own storage.
+      assert.equal((await post(`${w.url}/db/other/query`, { q: 'get notes' })).body.error.code, 'not_found');
+      await w.stop();
+
+      // A new process: the object opens the file from its storage.
+      w = await startWorkerd(dir);
+      const again = `${w.url}/db/notes`;
+      const rows = (await post(`${again}/query`, { q: 'get notes select title' })).body.rows;
+      assert.deepEqual(rows.map((r) => r.title), ['a', 'b', 'c']);
+      const near2 = await post(`${again}/near`, { collection: 'notes', field: 'embed', vector: [1, 0, 0], limit: 1, select: ['title'] });
+      assert.deepEqual(near2.body.rows.map((r) => r.title), ['a']);
+      // Its bytes are a database file the native CLI opens.
+      const file = path.join(tempDir(), 'export.kfdb');
+      fs.writeFileSync(file, new Uint8Array(await (await fetch(`${again}/export`)).arrayBuffer()));
+      assert.deepEqual(cliLines([file, '-c', 'get notes count']), ['{"count":3}']);
+    } finally {
+      await w.stop();
+    }
+  });
+
+  test("':memory:', bytes in and export() out, the wasm option, no file system", async () => {
+    const dir = project(tarball, path.join(root, 'tests/js/fixtures/workerd-memory'), 'kitfox-workerd-memory-');
+    const w = await startWorkerd(dir);
+    try {
+      const r = await fetch(`${w.url}/`);
+      const body = await r.json();
+      assert.equal(r.status, 200, JSON.stringify(body));
+      assert.deepEqual(body, {
+        platform: 'workerd',
+        near: ['x'],
+        match: ['y'],
+        exported: true,
+        fromBytes: 2,
+        nearFromBytes: 'x',
+        byName: 'invalid',
+        syntax: 'syntax',
+      });
+    } finally {
+      await w.stop();
+    }
+  });
+});
