@@ -128,7 +128,11 @@ class Engine {
   // Writes one record holding `nops` ops and applies it. Called under the
   // write lock; returns the sequence number to wait for in `always` mode.
   Result<uint64_t> commit(std::string_view ops, uint32_t nops);
-  Result<QueryResult> execute_read(const ParsedStatement& st, const std::vector<Value>& params);
+  // `lock`: the shared lock the caller holds; a long read may let it go
+  // once it has pinned what it reads (then lock->owns_lock() is false).
+  Result<QueryResult> execute_read(const ParsedStatement& st, const std::vector<Value>& params,
+                                   std::shared_lock<FairSharedMutex>* lock = nullptr);
+  bool pinnable(const Collection& c, const class Plan& plan) const;
   // `owned`: st itself, when nothing else holds it (its literals may be moved
   // out). `docs`: a put's documents, made by prepare_write beside the readers.
   Result<QueryResult> execute_write(const ParsedStatement& st, const std::vector<Value>& params,

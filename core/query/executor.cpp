@@ -11,7 +11,20 @@
 
 namespace kitfox {
 
-Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::vector<Value>& params) {
+// A read that scans a whole collection runs pinned: under the shared lock
+// it copies what it reads (the collection's definition and id index, 16
+// bytes a document, and its view of the arena, whose bytes never move),
+// lets the lock go and scans the copy, so writers need not wait for it. It
+// answers what it would have under the lock. Reads an index answers are
+// short and keep the lock (indexes change in place); so do reads of a
+// collection with vector indexes (documents refer into their tables) and
+// lookups (they read a second collection).
+bool Engine::pinnable(const Collection& c, const Plan& plan) const {
+  return plan.has("scan") && !plan.has("lookup") && c.vindex.empty() && c.retired.empty() && c.lost_tables.empty();
+}
+
+Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::vector<Value>& params,
+                                         std::shared_lock<FairSharedMutex>* lock) {
   QueryResult res;
   if (st.kind == StmtKind::Collections) {
     for (auto& [name, c] : colls_) {
@@ -60,16 +73,37 @@ Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::v
   ExecContext x(*this, *c, st, ev, plan, st.analyze);
   Pipeline p;
   KF_TRY(plan_get(x, &res.rows, &p));
+  // Pinned: the same plan over a copy, with no lock held.
+  std::unique_ptr<Collection> snap;
+  Arena::View view;
+  std::unique_ptr<Plan> plan2;
+  std::unique_ptr<ExecContext> x2;
+  Pipeline p2;
+  if (lock && !(st.explain && !st.analyze) && pinnable(*c, plan)) {
+    snap = std::make_unique<Collection>();
+    snap->def = c->def;
+    snap->def.secondary.clear();  // its scan needs none (and may not build one unlocked)
+    snap->next_id = c->next_id;
+    snap->ids = c->ids;
+    snap->bytes = c->bytes;
+    view = arena_.view();
+    lock->unlock();
+    plan2 = std::make_unique<Plan>(st.explain);
+    x2 = std::make_unique<ExecContext>(*this, *snap, st, ev, *plan2, st.analyze);
+    x2->pinned = &view;
+    KF_TRY(plan_get(*x2, &res.rows, &p2));
+  }
+  Plan& used = plan2 ? *plan2 : plan;
   if (st.explain && !st.analyze) {
     QueryResult out;
     plan.explain(false, &out.rows);
     return out;
   }
   uint64_t t0 = st.analyze ? ExecContext::now_ns() : 0;
-  KF_TRY(p.run());
+  KF_TRY(plan2 ? p2.run() : p.run());
   if (!st.analyze) return res;
   QueryResult out;
-  plan.explain(true, &out.rows);
+  used.explain(true, &out.rows);
   Value last = Value::object();
   last.append("rows", Value::integer((int64_t)res.rows.size()));
   last.append("ms", Value::real((double)(ExecContext::now_ns() - t0) / 1e6));

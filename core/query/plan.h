@@ -36,6 +36,11 @@ class Plan {
   PlanNode& node(int i) { return (size_t)i < kInline ? inline_[i] : more_[(size_t)i - kInline]; }
   const PlanNode& node(int i) const { return (size_t)i < kInline ? inline_[i] : more_[(size_t)i - kInline]; }
   size_t size() const { return size_; }
+  bool has(std::string_view op) const {
+    for (size_t i = 0; i < size_; i++)
+      if (op == node((int)i).op) return true;
+    return false;
+  }
   // The rows of explain: the tree from its root (the last node added) down,
   // each node with its depth; with `analyze`, rows in and out and the time
   // of the node with its inputs.

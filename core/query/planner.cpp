@@ -87,7 +87,7 @@ Status choose_near(ExecContext& x, NearQuery* nq, std::string* why, std::string*
     if (!loc) continue;
     seen++;
     bool ok;
-    KF_TRY(filter.test(ids[0], x.eng.body(*loc), &ok));
+    KF_TRY(filter.test(ids[0], x.body(*loc), &ok));
     pass += ok;
   }
   double docs = (double)index->documents();

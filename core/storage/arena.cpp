@@ -11,7 +11,7 @@ constexpr size_t kSegmentBytes = 1 << 20;  // a new segment's size (bigger write
 
 void Arena::reset(std::string seg0) {
   segs_.clear();
-  auto s = std::make_unique<Seg>();
+  auto s = std::make_shared<Seg>();
   s->str = std::move(seg0);
   s->data = s->str.data();
   s->size = s->str.size();
@@ -20,7 +20,7 @@ void Arena::reset(std::string seg0) {
 
 void Arena::reset(std::unique_ptr<Mapping> seg0) {
   segs_.clear();
-  auto s = std::make_unique<Seg>();
+  auto s = std::make_shared<Seg>();
   s->data = seg0->data();
   s->size = seg0->size();
   s->map = std::move(seg0);
@@ -30,7 +30,7 @@ void Arena::reset(std::unique_ptr<Mapping> seg0) {
 uint64_t Arena::append(std::string_view bytes, const char** where) {
   Seg* cur = segs_.size() > 1 ? segs_.back().get() : nullptr;
   if (!cur || cur->str.capacity() - cur->str.size() < bytes.size()) {
-    segs_.push_back(std::make_unique<Seg>());
+    segs_.push_back(std::make_shared<Seg>());
     cur = segs_.back().get();
     cur->str.reserve(std::max(kSegmentBytes, bytes.size()));
   }
@@ -42,12 +42,31 @@ uint64_t Arena::append(std::string_view bytes, const char** where) {
   return loc((uint32_t)(segs_.size() - 1), off);
 }
 
-std::string_view Arena::body(uint64_t l) const {
-  const Seg& s = *segs_[l >> 40];
+namespace {
+std::string_view body_in(const char* data, size_t size, uint64_t l) {
   uint64_t off = l & ((1ull << 40) - 1);
-  Reader r(s.data + off, s.size - off);
+  Reader r(data + off, size - off);
   r.varint();  // id
   return r.str();
+}
+}  // namespace
+
+std::string_view Arena::body(uint64_t l) const {
+  const Seg& s = *segs_[l >> 40];
+  return body_in(s.data, s.size, l);
+}
+
+Arena::View Arena::view() const {
+  View v;
+  v.keep_.assign(segs_.begin(), segs_.end());
+  v.at_.reserve(segs_.size());
+  for (auto& s : segs_) v.at_.emplace_back(s->data, s->size);
+  return v;
+}
+
+std::string_view Arena::View::body(uint64_t l) const {
+  std::string_view s = at_[l >> 40];
+  return body_in(s.data(), s.size(), l);
 }
 
 size_t Arena::memory_bytes() const {

@@ -31,7 +31,24 @@ class Arena {
     const char* data = nullptr;
     size_t size = 0;
   };
-  std::vector<std::unique_ptr<Seg>> segs_;
+
+ public:
+  // The segments as they are now, for a read that runs without the lock (a
+  // pinned read): writes append beyond what it holds (bytes never move),
+  // and a checkpoint's reset frees no segment it still holds.
+  class View {
+   public:
+    std::string_view body(uint64_t loc) const;
+
+   private:
+    friend class Arena;
+    std::vector<std::shared_ptr<const Seg>> keep_;
+    std::vector<std::string_view> at_;  // each segment's bytes at the view
+  };
+  View view() const;
+
+ private:
+  std::vector<std::shared_ptr<Seg>> segs_;
 };
 
 }  // namespace kitfox

@@ -809,3 +809,45 @@ TEST_CASE("automatic checkpoints run on their own thread: the writes go on, noth
   CHECK(near->rows[0].get("n")->as_int() == 599);
   CHECK(again->open_report().warnings.empty());
 }
+
+TEST_CASE("a long read runs pinned: it answers as of its start while batches land beside it") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  REQUIRE(db->query("create collection acct (bal int)").is_ok());
+  // 20,000 accounts of 10; batches add accounts of 1 two at a time, so
+  // every whole view holds an even count and its sum follows from it.
+  for (int b = 0; b < 20; b++) {
+    Value list = Value::list();
+    for (int i = 0; i < 1000; i++) {
+      Value d = Value::object();
+      d.append("bal", Value::integer(10));
+      list.push(std::move(d));
+    }
+    REQUIRE(db->query("put acct $1", {list}).is_ok());
+  }
+  // 500 batches, whatever the speed of the machine (a sanitizer build is
+  // ten times slower); the scans run until the writer is done.
+  std::atomic<bool> done{false};
+  std::atomic<int> batches{0};
+  std::thread writer([&] {
+    for (int k = 0; k < 500; k++) {
+      auto r = db->batch({{"put acct {bal: 1}", {}}, {"put acct {bal: 1}", {}}});
+      if (r.is_ok()) batches++;
+    }
+    done = true;
+  });
+  // Scans (pinned: no index answers them) while the batches land.
+  for (int reads = 0; reads < 3 || !done; reads++) {
+    auto r = db->query("get acct select count(*), sum(bal) where bal > 0");
+    REQUIRE(r.is_ok());
+    int64_t n = r->rows[0].get("count(*)")->as_int(), sum = r->rows[0].get("sum(bal)")->as_int();
+    CHECK(n % 2 == 0);
+    CHECK(sum == 200000 + (n - 20000));
+  }
+  auto plan = db->query("explain analyze get acct select count(*) where bal > 0");
+  REQUIRE(plan.is_ok());
+  CHECK(to_json(plan->rows[0]).find("\"op\":\"aggregate\"") != std::string::npos);
+  writer.join();
+  CHECK(batches == 500);
+  CHECK(count(*db, "acct") == 20000 + 2 * batches);
+}

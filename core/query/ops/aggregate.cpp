@@ -289,7 +289,7 @@ class GroupFromIndex : public Source {
         return false;
       }
       Value v;
-      bad = decode_field(x_.eng.body(*loc), f->id, &v, &x_.c);
+      bad = decode_field(x_.body(*loc), f->id, &v, &x_.c);
       if (!bad.is_ok()) return false;
       for (size_t i = 1; i < path_.size() && !v.is_null(); i++) {
         const Value* x = v.kind() == Kind::Object ? v.get(path_[i]) : nullptr;

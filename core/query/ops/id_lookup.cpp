@@ -48,7 +48,7 @@ class Ids : public Source {
       const uint64_t* loc = x_.c.ids.find(id);
       if (!loc) continue;
       r.id = id;
-      r.body = x_.eng.body(*loc);
+      r.body = x_.body(*loc);
       r.decoded = false;
       if (!emit(r)) break;
     }

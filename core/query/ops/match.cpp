@@ -78,7 +78,7 @@ class Match : public Source {
         const uint64_t* loc = c.ids.find(id);
         if (!loc) return false;
         bool pass;
-        inner = filter.test(id, x_.eng.body(*loc), &pass);
+        inner = filter.test(id, x_.body(*loc), &pass);
         return inner.is_ok() && pass;
       };
     struct Out {
@@ -111,7 +111,7 @@ class Match : public Source {
         const uint64_t* loc = c.ids.find(h.id);
         if (!loc) continue;
         Value fvv;
-        KF_TRY(decode_field(x_.eng.body(*loc), vf->id, &fvv, &c));
+        KF_TRY(decode_field(x_.body(*loc), vf->id, &fvv, &c));
         if (fvv.kind() != Kind::Vector || !mq_.shape->prepare_query(fvv.vec().data(), &v, vf->name).is_ok()) continue;
         rows.push_back({h.id, h.score, (double)distance(mq_.metric, mq_.rq.data(), v.data(), vf->type.dim)});
       }
@@ -126,7 +126,7 @@ class Match : public Source {
       const uint64_t* loc = c.ids.find(rows[i].id);
       if (!loc) continue;
       r.id = rows[i].id;
-      r.body = x_.eng.body(*loc);
+      r.body = x_.body(*loc);
       r.decoded = false;
       r.score = rows[i].score;
       r.distance = mq_.rerank ? shown_distance(mq_.metric, (float)rows[i].distance) : 0;

@@ -77,7 +77,7 @@ Status near_hits(ExecContext& x, NearQuery& nq, std::vector<DocHit>* out) {
     const uint64_t* loc = c.ids.find(id);
     if (!loc) return false;
     bool pass;
-    inner = filter.test(id, x.eng.body(*loc), &pass);
+    inner = filter.test(id, x.body(*loc), &pass);
     return inner.is_ok() && pass;
   };
   std::vector<DocHit>& heap = *out;  // max-heap of the best `need`
@@ -96,10 +96,10 @@ Status near_hits(ExecContext& x, NearQuery& nq, std::vector<DocHit>* out) {
     if (nq.narrowed) {
       for (int64_t id : nq.cand) {
         const uint64_t* loc = c.ids.find(id);
-        if (loc && !visit(id, x.eng.body(*loc))) break;
+        if (loc && !visit(id, x.body(*loc))) break;
       }
     } else {
-      c.ids.scan([&](const IdEntry& e) { return visit(e.id, x.eng.body(e.loc)); });
+      c.ids.scan([&](const IdEntry& e) { return visit(e.id, x.body(e.loc)); });
     }
     return inner;
   };
@@ -187,7 +187,7 @@ class Near : public Source {
       const uint64_t* loc = x_.c.ids.find(h.id);
       if (!loc) continue;
       r.id = h.id;
-      r.body = x_.eng.body(*loc);
+      r.body = x_.body(*loc);
       r.decoded = false;
       r.distance = shown_distance(nq_.metric, h.distance);
       if (!emit(r)) break;

@@ -40,6 +40,10 @@ struct ExecContext {
   RowBudget budget;
   uint64_t nested_ns = 0;  // analyze: time the stages a stage called took
   Status err;              // the first error a stage met (it then asks to stop)
+  const Arena::View* pinned = nullptr;  // a pinned read's documents (executor.cpp)
+
+  // A stored document's bytes.
+  std::string_view body(uint64_t loc) const { return pinned ? pinned->body(loc) : eng.body(loc); }
 
   // The row's document, decoded once.
   Status decode(Row& r) {

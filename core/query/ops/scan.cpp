@@ -14,7 +14,7 @@ class Scan : public Source {
     Row r;
     x_.c.ids.scan([&](const IdEntry& e) {
       r.id = e.id;
-      r.body = x_.eng.body(e.loc);
+      r.body = x_.body(e.loc);
       r.decoded = false;
       return emit(r);
     });

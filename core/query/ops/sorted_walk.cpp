@@ -18,7 +18,7 @@ class SortedWalk : public Source {
       const uint64_t* loc = x_.c.ids.find(id);
       if (!loc) return true;
       r.id = id;
-      r.body = x_.eng.body(*loc);
+      r.body = x_.body(*loc);
       r.decoded = false;
       return emit(r);
     });
