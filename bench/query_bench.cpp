@@ -354,13 +354,16 @@ void kf_fresh(const std::string& path) {
   remove_file(path + "~");
 }
 
-// The steps of `explain`, joined.
+// The operators of `explain`, root first, joined: "op: detail; ...".
 std::string kf_plan(Database& db, const std::string& text, const std::vector<Value>& params) {
   QueryResult r = kf_q(db, "explain " + text, params);
   std::string out;
   for (const Value& row : r.rows) {
-    const Value* p = row.get("plan");
-    if (p && p->kind() == kitfox::Kind::Text) out += (out.empty() ? "" : "; ") + p->as_string();
+    const Value* op = row.get("op");
+    const Value* d = row.get("detail");
+    if (!op || op->kind() != kitfox::Kind::Text) continue;
+    out += (out.empty() ? "" : "; ") + op->as_string();
+    if (d && d->kind() == kitfox::Kind::Text && !d->as_string().empty()) out += ": " + d->as_string();
   }
   return out;
 }

@@ -617,8 +617,8 @@ async function kitfoxVec() {
   });
   R.mem.kitfox = await Kitfox.wasmMemoryBytes();
   R.kitfoxPlans0 = {
-    near: db.query('explain get d select id near e $1 ef 100 limit 10', [queries[0]]).filter((r) => r.plan).map((r) => r.plan),
-    filtered: db.query('explain get d select id where k = $2 near e $1 limit 10', [queries[0], queryCluster[0]]).filter((r) => r.plan).map((r) => r.plan),
+    near: db.query('explain get d select id near e $1 ef 100 limit 10', [queries[0]]).filter((r) => r.op).map((r) => (r.detail ? `${r.op}: ${r.detail}` : r.op)),
+    filtered: db.query('explain get d select id where k = $2 near e $1 limit 10', [queries[0], queryCluster[0]]).filter((r) => r.op).map((r) => (r.detail ? `${r.op}: ${r.detail}` : r.op)),
   };
   db.close();
   await block('kitfox: reopen (vectors)', async () => {
@@ -648,7 +648,7 @@ async function kitfoxVec() {
     );
   });
   R.kitfoxPlans = {
-    filteredIndexed: db.query('explain get d select id where k = $2 near e $1 limit 10', [queries[0], queryCluster[0]]).filter((r) => r.plan).map((r) => r.plan),
+    filteredIndexed: db.query('explain get d select id where k = $2 near e $1 limit 10', [queries[0], queryCluster[0]]).filter((r) => r.op).map((r) => (r.detail ? `${r.op}: ${r.detail}` : r.op)),
   };
   db.query('drop index on d (k)');
   db.close();

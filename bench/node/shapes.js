@@ -95,8 +95,8 @@ const near = time(() => db.query('get docs select id where category = $2 near em
 const exact = time(() => db.query('get docs select id where category = $2 near embed $1 exact limit 10', [query, catName(far)]));
 const truth = new Set(exact.out.map((r) => r.id));
 const recall = near.out.filter((r) => truth.has(r.id)).length / truth.size;
-const plan = db.query('explain get docs select id where category = $2 near embed $1 limit 10', [query, catName(far)]).filter((r) => r.plan).map((r) => r.plan);
-const groupPlan = db.query('explain get docs select category, count(*) group category').filter((r) => r.plan).map((r) => r.plan);
+const plan = db.query('explain get docs select id where category = $2 near embed $1 limit 10', [query, catName(far)]).filter((r) => r.op).map((r) => (r.detail ? `${r.op}: ${r.detail}` : r.op));
+const groupPlan = db.query('explain get docs select category, count(*) group category').filter((r) => r.op).map((r) => (r.detail ? `${r.op}: ${r.detail}` : r.op));
 if (group.out.reduce((s, r) => s + r['count(*)'], 0) !== DOCS) throw new Error('kitfox group counts do not add up');
 db.close();
 
