@@ -12,7 +12,9 @@
 //      writer (readers alone), for reference;
 //   2. a batch of 1,000 puts (one transaction) from one writer while the
 //      readers read: the batch's commit time and the readers' p99 and worst
-//      wait during the batch, against their latency between batches.
+//      wait during the batch, against their latency between batches;
+//   3. three checkpoints while the readers read and one writer puts: the
+//      readers' and the writer's worst wait during them.
 //
 // kitfox: one Database (core/db.h) shared by every thread, opened with
 // `sync = Always` (every write flushed before it is acknowledged; concurrent
@@ -189,6 +191,8 @@ class Target {
   virtual std::unique_ptr<Session> session() = 0;
   virtual uint64_t documents() = 0;
   virtual const SyncCounter* syncs() const { return nullptr; }  // kitfox only
+  // kitfox: Database::checkpoint (a new image); SQLite: wal_checkpoint(TRUNCATE).
+  virtual void checkpoint() = 0;
   std::string label;
 };
 
@@ -253,6 +257,10 @@ class KitfoxTarget final : public Target {
     return (uint64_t)r->rows.at(0).get("count")->as_int();
   }
   const SyncCounter* syncs() const override { return &fs_.counter; }
+  void checkpoint() override {
+    auto st = db_->checkpoint();
+    if (!st.is_ok()) die("kitfox checkpoint: " + st.to_string());
+  }
 
  private:
   CountingFs fs_;
@@ -364,6 +372,7 @@ class SqliteTarget final : public Target {
     main_ = sq_connect(path_);  // held open for the whole run, so the WAL index stays
   }
   ~SqliteTarget() override { sqlite3_close(main_); }
+  void checkpoint() override { sq_exec(main_, "PRAGMA wal_checkpoint(TRUNCATE)"); }
   std::unique_ptr<Session> session() override { return std::make_unique<SqliteSession>(path_); }
   uint64_t documents() override {
     sqlite3_stmt* s = sq_prep(main_, "SELECT count(*) FROM t");
@@ -573,6 +582,81 @@ Batches run_batches(Target& t, const Preload& data, int readers, size_t count, s
     out.busy_retries += sessions[i]->busy_retries;
   }
   out.busy_retries += writer->busy_retries;
+  return out;
+}
+
+// R readers read by id and one writer puts (a document a statement)
+// throughout; the main thread checkpoints `count` times with `gap_s` of
+// quiet around each. The readers' and the writer's waits that overlapped a
+// checkpoint, against the rest.
+struct Checkpoints {
+  std::vector<double> checkpoint_ms;
+  double read_worst_us = 0, read_worst_between_us = 0;
+  double write_worst_us = 0, write_worst_between_us = 0;
+  uint64_t reads_during = 0, writes_during = 0;
+  uint64_t puts = 0;  // the writer's, every one acknowledged
+};
+
+Checkpoints run_checkpoints(Target& t, const Preload& data, int readers, size_t count, double gap_s, uint64_t seed) {
+  Checkpoints out;
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i <= readers; i++) sessions.push_back(t.session());  // the last one writes
+  struct Op {
+    double start_us, dur_us;
+  };
+  std::vector<std::vector<Op>> ops(readers + 1);
+  std::atomic<bool> stop{false};
+  StartLine line;
+  std::vector<std::thread> threads;
+  for (int i = 0; i <= readers; i++) {
+    threads.emplace_back([&, i] {
+      Session& s = *sessions[i];
+      SplitMix r(seed * 1000 + (uint64_t)i);
+      ops[i].reserve(1 << 20);
+      line.arrive();
+      const Clock::time_point t0 = line.t0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        auto a = Clock::now();
+        if (i < readers) {
+          int64_t id = 1 + (int64_t)r.below(data.ns.size());
+          s.get(id, data.ns[(size_t)id - 1]);
+        } else {
+          s.put(random_name(r), (int64_t)r.below(1000000000));
+        }
+        auto b = Clock::now();
+        ops[i].push_back({us_between(t0, a), us_between(a, b)});
+      }
+    });
+  }
+  line.start(readers + 1, 1e6);
+  const Clock::time_point t0 = line.t0;
+  std::vector<std::pair<double, double>> windows;
+  auto gap = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap_s));
+  for (size_t k = 0; k < count; k++) {
+    std::this_thread::sleep_for(gap);
+    auto a = Clock::now();
+    t.checkpoint();
+    auto e = Clock::now();
+    out.checkpoint_ms.push_back(us_between(a, e) / 1e3);
+    windows.push_back({us_between(t0, a), us_between(t0, e)});
+  }
+  std::this_thread::sleep_for(gap);
+  stop = true;
+  for (auto& th : threads) th.join();
+  out.puts = ops[readers].size();
+  for (int i = 0; i <= readers; i++)
+    for (const Op& x : ops[i]) {
+      bool during = false;
+      for (auto& w : windows)
+        if (x.start_us <= w.second && x.start_us + x.dur_us >= w.first) {
+          during = true;
+          break;
+        }
+      double& worst = i < readers ? (during ? out.read_worst_us : out.read_worst_between_us)
+                                  : (during ? out.write_worst_us : out.write_worst_between_us);
+      worst = std::max(worst, x.dur_us);
+      if (during) (i < readers ? out.reads_during : out.writes_during)++;
+    }
   return out;
 }
 
@@ -931,6 +1015,18 @@ int main(int argc, char** argv) {
                  lat(batches[e].during_worst_us).c_str(), lat(nearest_rank(batches[e].between_us, 0.99)).c_str()));
   }
 
+  progress("  checkpoints beside readers and a writer");
+  std::vector<Checkpoints> cps(T);
+  for (size_t e = 0; e < T; e++) {
+    quiet();
+    cps[e] = run_checkpoints(*targets[e], data, opt.readers, 3, 0.3, 1700 + e);
+    expected[e] += cps[e].puts;
+    progress(fmt("    %-24s checkpoint %s (median), reads' worst during %s (between %s), the writer's worst during %s (between %s)",
+                 targets[e]->label.c_str(), lat(median(cps[e].checkpoint_ms) * 1e3).c_str(),
+                 lat(cps[e].read_worst_us).c_str(), lat(cps[e].read_worst_between_us).c_str(),
+                 lat(cps[e].write_worst_us).c_str(), lat(cps[e].write_worst_between_us).c_str()));
+  }
+
   // Every put landed, none twice.
   for (size_t e = 0; e < T; e++) {
     uint64_t have = targets[e]->documents();
@@ -1078,8 +1174,8 @@ int main(int argc, char** argv) {
       for (size_t wi = 0; wi < W; wi++) one(fmt("%d writers + readers", opt.writers[wi]), mixed[e][wi]);
       for (size_t wi = 0; wi < W; wi++) one(fmt("%d writers alone (table 3)", opt.writers[wi]), alone[e][wi]);
     }
-    md += "Automatic checkpoints (kitfox writes a new image of the file when its write log outgrows the image; the "
-          "write lock is held meanwhile, so readers and writers wait) during the runs: " +
+    md += "Automatic checkpoints (kitfox writes a new image of the file when its write log outgrows the image, on "
+          "its checkpointer thread: readers go on, writers wait for it) during the runs: " +
           (cp.empty() ? std::string("none") : cp) + ".\n\n";
   }
 
@@ -1122,6 +1218,24 @@ int main(int argc, char** argv) {
             ratio_of(median(batches[KA].batch_ms), median(batches[SQ].batch_ms)).c_str());
   md += fmt("Files at the end: kitfox `sync = always` %s; SQLite %s + WAL %s.\n\n", mib_of(kf_file).c_str(),
             mib_of(sq_file).c_str(), mib_of(sq_wal).c_str());
+
+  md += fmt("### 5. Checkpoints beside %d readers and a writer\n\n", opt.readers);
+  md += "Three checkpoints, 0.3 s apart, while the readers read by id and one writer puts a document a statement "
+        "(in the target's sync mode). kitfox: `Database::checkpoint()`, the same work as an automatic one: a new image "
+        "of every document, written and flushed beside the readers (the writers wait at its gate), then the switch "
+        "under the write lock. SQLite: `PRAGMA wal_checkpoint(TRUNCATE)` (it copies the WAL into the database file; "
+        "its readers never wait for it, and it waits for its writers).\n\n";
+  md += "| engine | checkpoint (median) | reads during | readers' worst wait during | between | writes during | the writer's worst wait during | between |\n";
+  md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (size_t e = 0; e < T; e++) {
+    Checkpoints& c = cps[e];
+    md += fmt("| %s | %s | %s | %s | %s | %s | %s | %s |\n",
+              e == KA ? "kitfox `sync = always`" : e == SQ ? "SQLite" : "kitfox `sync = off`",
+              lat(median(c.checkpoint_ms) * 1e3).c_str(), grouped((double)c.reads_during).c_str(),
+              lat(c.read_worst_us).c_str(), lat(c.read_worst_between_us).c_str(), grouped((double)c.writes_during).c_str(),
+              lat(c.write_worst_us).c_str(), lat(c.write_worst_between_us).c_str());
+  }
+  md += "\n";
 
   // Conditions: what other processes used during the timed runs.
   md += "### Conditions\n\n";

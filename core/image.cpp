@@ -779,6 +779,10 @@ Status Engine::checkpoint() {
     std::shared_lock lk(mu_);
     KF_TRY(write_image(&img));
   }
+  // The old file's writes flushed now, beside the readers: the rename's
+  // flush of the directory would otherwise wait for them under the lock
+  // (ext4 commits them with it), as long as `sync = off` let them pile up.
+  KF_TRY(sync());
   std::unique_lock lk(mu_);
   return switch_image(img);
 }
