@@ -184,6 +184,7 @@ class Engine {
     std::unique_ptr<File> file;  // the side file it was written to
   };
   Status write_image(NewImage* img);
+  Status replace_file();
   Status switch_image(NewImage& img);
   Status check_all_extents();
   Status checkpoint_locked();

@@ -711,18 +711,23 @@ Status Engine::write_image(NewImage* img) {
   return img->file->sync();
 }
 
-// Under the write lock: the side file replaces the file, the image becomes
-// the documents' memory (dead versions are gone from both).
+// The side file replaces the file (renamed over it, the directory
+// flushed). Readers read memory, not the file: this needs no engine lock,
+// only no write (the gate) and no flush running on the old file.
+Status Engine::replace_file() {
+  std::unique_lock lk(sync_mu_);
+  sync_cv_.wait(lk, [&] { return !syncing_; });
+  Status st = fs_.replace(name_ + "~", name_);
+  if (!st.is_ok()) fs_.remove(name_ + "~");
+  return st;
+}
+
+// Under the write lock, once replace_file() did: the new file is the
+// engine's, the image becomes the documents' memory (dead versions are gone
+// from both).
 Status Engine::switch_image(NewImage& img) {
   {
-    // No flush may be running on the old file while it is replaced.
-    std::unique_lock lk(sync_mu_);
-    sync_cv_.wait(lk, [&] { return !syncing_; });
-    Status st = fs_.replace(name_ + "~", name_);
-    if (!st.is_ok()) {
-      fs_.remove(name_ + "~");
-      return st;
-    }
+    std::lock_guard lk(sync_mu_);
     file_ = std::move(img.file);
     synced_seq_ = written_seq_ = seq_;
     last_sync_ms_ = port::now_ms();
@@ -753,6 +758,7 @@ Status Engine::checkpoint_locked() {
   if (lazy_) KF_TRY(check_all_extents());
   NewImage img;
   KF_TRY(write_image(&img));
+  KF_TRY(replace_file());
   return switch_image(img);
 }
 
@@ -783,6 +789,7 @@ Status Engine::checkpoint() {
   // flush of the directory would otherwise wait for them under the lock
   // (ext4 commits them with it), as long as `sync = off` let them pile up.
   KF_TRY(sync());
+  KF_TRY(replace_file());
   std::unique_lock lk(mu_);
   return switch_image(img);
 }
