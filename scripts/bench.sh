@@ -11,6 +11,8 @@
 #   bash scripts/bench.sh vector ARGS...   runs kitfox_vector_bench alone with ARGS;
 #   bash scripts/bench.sh query ARGS...    runs kitfox_query_bench alone with ARGS;
 #   bash scripts/bench.sh concurrency ARGS...  runs kitfox_concurrency_bench alone with ARGS;
+#   bash scripts/bench.sh import ARGS...   runs bench/import_bench.sh (kitfox import of Fashion-MNIST
+#       against the old importer and hnswlib; not part of the combined run);
 #   bash scripts/bench.sh browser ARGS...  runs bench/browser/reopen.js alone with ARGS
 #       (reopen after a page refresh over OPFS in Debian's Chromium; the
 #       combined run ends with it, with --quick, --dir and --out).
@@ -27,6 +29,7 @@ case "${1:-}" in
   vector) shift; exec build-bench/bench/kitfox_vector_bench "$@" ;;
   query) shift; exec build-bench/bench/kitfox_query_bench "$@" ;;
   concurrency) shift; exec build-bench/bench/kitfox_concurrency_bench "$@" ;;
+  import) shift; exec bash bench/import_bench.sh --build build-bench "$@" ;;
   browser) shift; bash scripts/build-wasm.sh >&2; exec node bench/browser/reopen.js "$@" ;;
 esac
 

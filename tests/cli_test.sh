@@ -191,6 +191,62 @@ check "a malformed JSON array fails the import" is "$RC" 1
 check "the error names a byte offset" has "$ERR" "byte"
 check "the element before the bad one was imported" has "$ERR" "imported 1 documents"
 
+run "$K" a.kfdb -c 'create collection vec (label int, v vector<4>, h vector<2, f16>)'
+printf '{"label": 1, "v": [1, 2, 3, 4]}\n{"label": 2, "v": [0.5, -1e-3, 3e2, -0], "h": [1.5, 2]}\r\n\n{"v": [255,0,13,73], "label": 3}\n' >"$T/vec.ndjson"
+run "$K" import a.kfdb vec "$T/vec.ndjson"
+check "import vectors from NDJSON exits 0" is "$RC" 0
+check "import vectors from NDJSON reports the count" has "$ERR" "imported 3 documents into vec"
+run "$K" a.kfdb -c 'get vec where label = 2'
+check "an imported vector reads back" is "$OUT" '{"id":2,"label":2,"v":[0.5,-0.001,300,0],"h":[1.5,2]}'
+printf '[{"label": 4, "v": [4, 3, 2, 1]},\n {"label": 5, "v": [1e0, 2.5, 3.25, 4]}]\n' >"$T/vec.json"
+run "$K" import a.kfdb vec "$T/vec.json"
+check "import vectors from a JSON array exits 0" is "$RC" 0
+run "$K" a.kfdb -c 'get vec select v where label >= 4'
+check "vectors from a JSON array read back" is "$OUT" $'{"id":4,"v":[4,3,2,1]}\n{"id":5,"v":[1,2.5,3.25,4]}'
+
+printf '{"v": [1, 2, 3, 4]}\n{"v": [1, 2, 3, 4]}\n\n{"v": [1, 2, 3x, 4]}\n{"v": [1, 2, 3, 4]}\n' >"$T/badvec.ndjson"
+run "$K" import a.kfdb vec "$T/badvec.ndjson"
+check "a bad number in a vector fails the import" is "$RC" 1
+check "the error names the vector's line" has "$ERR" "line 4 of $T/badvec.ndjson"
+check "the documents before it were imported" has "$ERR" "imported 2 documents"
+printf '[{"v": [1, 2, 3, 4]},\n {"v": [1, 2, 3, 4]},\n {"v": [1, 2, 3, 4e999]}]' >"$T/badvec.json"
+run "$K" import a.kfdb vec "$T/badvec.json"
+check "a bad number in an array's vector fails the import" is "$RC" 1
+check "the error names the element's byte and line" has "$ERR" "byte 45 (line 3): array element 3"
+printf '{"v": [1, 2, 3]}\n' >"$T/dims.ndjson"
+run "$K" import a.kfdb vec "$T/dims.ndjson"
+check "a vector of the wrong dimension fails with the engine's message" has "$ERR" "has 3 dimensions, expected 4"
+run "$K" a.kfdb -c 'get vec count'
+check "the vector collection holds what was imported" is "$OUT" '{"count":9}'
+
+: >"$T/empty.ndjson"
+run "$K" import a.kfdb vec "$T/empty.ndjson"
+check "an empty file imports nothing" is "$RC" 0
+check "an empty file reports 0 documents" has "$ERR" "imported 0 documents"
+printf '\n\n  \n\t\r\n\n' >"$T/blank.ndjson"
+run "$K" import a.kfdb vec "$T/blank.ndjson"
+check "a file of blank lines imports nothing" is "$RC" 0
+check "a file of blank lines reports 0 documents" has "$ERR" "imported 0 documents"
+
+# Standard input through a pipe: the reads end wherever the pipe's writes did,
+# so documents are cut across chunks; one document is bigger than a read and
+# than the reader's 1 MiB region.
+awk 'BEGIN { for (i = 0; i < 300; i++) { printf "{\"label\": %d, \"v\": [%d, 2, 3, 4]", i, i; if (i == 150) { printf ", \"note\": \""; for (j = 0; j < 150000; j++) printf "0123456789"; printf "\"" } print "}" } }' >"$T/big.ndjson"
+run "$K" a.kfdb -c 'create collection piped (label int, v vector<4>, note text)'
+set +e
+cat "$T/big.ndjson" | "$K" import a.kfdb piped - >"$T/out" 2>"$T/err"
+RC=$?
+set -e
+OUT=$(cat "$T/out") ERR=$(cat "$T/err")
+check "import from a pipe exits 0" is "$RC" 0
+check "import from a pipe reports the count" has "$ERR" "imported 300 documents into piped"
+run "$K" a.kfdb -c 'get piped select label, v where label = 299' -c 'get piped where label = 150 count'
+check "documents cut across reads arrive whole" is "$OUT" $'{"id":300,"label":299,"v":[299,2,3,4]}\n{"count":1}'
+run "$K" a.kfdb -c 'create collection piped2 (name text, n int)'
+(head -c 1 "$T/docs.json"; tail -c +2 "$T/docs.json") | "$K" import a.kfdb piped2 - >"$T/out" 2>"$T/err" && RC=0 || RC=$?
+ERR=$(cat "$T/err")
+check "a JSON array from a pipe imports" has "$ERR" "imported 2 documents into piped2"
+
 run "$K" import a.kfdb no_such_collection "$T/docs.ndjson"
 check "import into a missing collection fails" is "$RC" 1
 run "$K" import "$D/missing.kfdb" imp "$T/docs.ndjson"

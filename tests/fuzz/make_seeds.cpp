@@ -63,9 +63,20 @@ int main(int argc, char** argv) {
     encode_value(enc, *v, false);
     write(dir + "/codec/" + std::to_string(i) + ".bin", enc);
   }
-  // Import input: a chunk-size byte, then NDJSON or a JSON array.
-  write(dir + "/import/ndjson", std::string("\x07") + "{\"name\": \"a\", \"n\": 1}\n\n{\"meta\": {\"k\": [1, 2]}, \"e\": [1, 2, 3, 4]}\n{\"n\": \"bad\"}\n");
-  write(dir + "/import/array", std::string("\x20") + "\xEF\xBB\xBF [ {\"name\": \"x,]\\\"\"}, {\"n\": 2} ,{\"tags\": [\"a\"]} ]  ");
+  // Import input: a chunk-size byte, a byte of region size, batch size and
+  // writer thread (tests/fuzz/fuzz_import.cpp), then NDJSON or a JSON array.
+  write(dir + "/import/ndjson", std::string("\x07\x44") + "{\"name\": \"a\", \"n\": 1}\n\n{\"meta\": {\"k\": [1, 2]}, \"e\": [1, 2, 3, 4]}\n{\"n\": \"bad\"}\n");
+  write(dir + "/import/array", std::string("\x20\x13") + "\xEF\xBB\xBF [ {\"name\": \"x,]\\\"\"}, {\"n\": 2} ,{\"tags\": [\"a\"]} ]  ");
+  write(dir + "/import/vectors", std::string("\x05\x56") +
+                                     "{\"e\": [1, -2, 3.5, 4e1], \"h\": [0.25, -0]}\n{\"e\":[0,0,0,1],\"n\":-0}\r\n"
+                                     "{\"e\": [ 1e-7 , 123456789012 , 0.1, 9007199254740993 ]}\n"
+                                     "{\"e\": [1, 2, 3]}\n{\"e\": [1, 2, 3, \"x\"]}\n{\"h\": [70000, 1]}\n");
+  write(dir + "/import/vector_array", std::string("\x03\x62") +
+                                          "[{\"e\": [1,2,3,4], \"name\": \"\\u00e9\\ud83d\\ude00\"},\n {\"e\": [1,2,3,01]},"
+                                          " {\"e\": [1,2,3,4]} {\"n\": 1}]");
+  write(dir + "/import/numbers", std::string("\x40\x30") +
+                                     "{\"n\": 9223372036854775807}\n{\"meta\": [9223372036854775808, 1e400, -0.0, 2.5e-400]}\n"
+                                     "{\"n\": 1, \"n\": 2}\n{\"name\": \"\xff\"}\n");
   std::string vec;
   encode_value(vec, Value::vector({1, 2, 3}), false);
   write(dir + "/codec/vector.bin", vec);

@@ -1,0 +1,1091 @@
+// `kitfox import`'s reader and writer: see importer.h.
+#include "importer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "cli_text.h"
+#include "engine_limits.h"
+#include "simdjson.h"
+
+namespace kitfox {
+
+namespace {
+
+namespace od = simdjson::ondemand;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
+constexpr char kBom[] = "\xEF\xBB\xBF";
+
+inline bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+inline bool digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+// ---------------------------------------------------------------------------
+// Numbers of a vector: each as parse_json reads it, then to float.
+
+constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+// The JSON number at p, as the engine makes a vector element of what
+// parse_json reads: an integer in int64's range as that integer, anything
+// with a fraction or an exponent as the nearest double; then to float.
+// Returns the end of the number, or nullptr for anything else (malformed, an
+// integer beyond int64, a double out of range).
+const char* read_number(const char* p, float* out) {
+  const char* start = p;
+  const bool neg = *p == '-';
+  p += neg;
+  uint64_t m = 0;      // the significant digits, up to 19 of them
+  int digits = 0;      // how many of them
+  bool dropped = false;  // more than 19
+  int64_t exp10 = 0;
+  if (*p == '0') {
+    p++;
+  } else if (digit(*p)) {
+    do {
+      if (digits < 19) {
+        m = m * 10 + static_cast<uint64_t>(*p - '0');
+        digits++;
+      } else {
+        dropped = true;
+        exp10++;
+      }
+      p++;
+    } while (digit(*p));
+  } else {
+    return nullptr;
+  }
+  bool is_float = false;
+  if (*p == '.') {
+    p++;
+    if (!digit(*p)) return nullptr;
+    is_float = true;
+    do {
+      if (m == 0 && *p == '0') {
+        exp10--;  // a leading zero is no significant digit
+      } else if (digits < 19) {
+        m = m * 10 + static_cast<uint64_t>(*p - '0');
+        digits++;
+        exp10--;
+      } else {
+        dropped = true;
+      }
+      p++;
+    } while (digit(*p));
+  }
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    is_float = true;
+    bool eneg = false;
+    if (*p == '+' || *p == '-') eneg = *p++ == '-';
+    if (!digit(*p)) return nullptr;
+    int64_t e = 0;
+    do {
+      if (e < 1000000) e = e * 10 + (*p - '0');
+      p++;
+    } while (digit(*p));
+    exp10 += eneg ? -e : e;
+  }
+  if (!is_float) {
+    if (dropped || m > (neg ? 9223372036854775808ull : 9223372036854775807ull)) return nullptr;
+    const int64_t v = neg ? static_cast<int64_t>(0 - m) : static_cast<int64_t>(m);
+    *out = static_cast<float>(static_cast<double>(v));
+    return p;
+  }
+  double d;
+  if (!dropped && m <= (1ull << 53) && exp10 >= -22 && exp10 <= 22) {
+    // Both exact as doubles: one rounding, the correct one (Clinger's fast path).
+    d = exp10 < 0 ? static_cast<double>(m) / kPow10[-exp10] : static_cast<double>(m) * kPow10[exp10];
+    if (neg) d = -d;
+  } else {
+    auto r = std::from_chars(start, p, d);
+    if (r.ec != std::errc() || r.ptr != p) return nullptr;
+  }
+  *out = static_cast<float>(d);
+  return p;
+}
+
+#if defined(__SSE2__)
+// Plain numbers (1 to 8 digits, no sign, no fraction) separated by single
+// commas, as image and count data are written, 64 bytes at a time: the
+// digits and commas of the window found with SSE2, each number's value
+// from its digits at once (SWAR). Reads the numbers that end at a comma in
+// the 64 bytes from p (which may run past the text, into the buffer's
+// padding at worst) and before `end`; returns the bytes taken (past the last
+// such comma) and sets *count, or returns 0 when the window does not start
+// that way.
+size_t read_plain_numbers(const char* p, const char* end, float* out, size_t* count) {
+  if (p >= end) return 0;
+  uint64_t nondigit = 0, comma = 0;
+  const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9), sep = _mm_set1_epi8(',');
+  for (int k = 0; k < 4; k++) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i d = _mm_sub_epi8(b, zero);
+    const __m128i is_digit = _mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine);
+    nondigit |= static_cast<uint64_t>(static_cast<uint16_t>(~_mm_movemask_epi8(is_digit))) << (16 * k);
+    comma |= static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(b, sep)))) << (16 * k);
+  }
+  // Up to the first byte that breaks the pattern: a non-digit other than a
+  // comma, two non-digits in a row, or no digit to start with.
+  const uint64_t bad = (nondigit & ~comma) | (nondigit & (nondigit << 1)) | (nondigit & 1);
+  const uint64_t below = bad ? (bad & (0 - bad)) - 1 : ~uint64_t{0};
+  const size_t room = static_cast<size_t>(end - p);
+  const uint64_t ends = comma & below & (room >= 64 ? ~uint64_t{0} : (uint64_t{1} << room) - 1);
+  if (!ends) return 0;
+  const unsigned last = 63 - static_cast<unsigned>(__builtin_clzll(ends));
+  uint64_t e = ends, starts = ((ends << 1) | 1) & ~(last == 63 ? 0 : ~uint64_t{0} << (last + 1));
+  const size_t n = static_cast<size_t>(__builtin_popcountll(ends));
+  bool odd = false;
+  for (size_t k = 0; k < n; k++) {
+    const unsigned s = static_cast<unsigned>(__builtin_ctzll(starts)), t = static_cast<unsigned>(__builtin_ctzll(e));
+    starts &= starts - 1;
+    e &= e - 1;
+    const unsigned len = t - s;
+    odd |= len > 8 || (len > 1 && p[s] == '0');  // long, or a leading zero: not this way
+    uint64_t w;
+    memcpy(&w, p + s, 8);
+    uint64_t v = (w ^ 0x3030303030303030ull) << (8 * (8 - (len > 8 ? 8 : len)));
+    v = v * 10 + (v >> 8);
+    v = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+         (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+    out[k] = static_cast<float>(static_cast<int32_t>(v));  // below 10^8: exact as a double, then to float
+  }
+  if (odd) return 0;
+  *count = n;
+  return last + 1;
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// The input, from the first byte still needed to the last read, followed by
+// kPadding zero bytes (simdjson reads up to that far past what it parses).
+// Positions are offsets in the whole input.
+
+class Buffer {
+ public:
+  const char* at(uint64_t off) const { return data_.get() + (off - base_); }
+  uint64_t end() const { return base_ + len_; }
+
+  // Appends s; the bytes before `keep` are no longer needed.
+  void append(std::string_view s, uint64_t keep) {
+    const size_t drop = static_cast<size_t>(keep - base_);
+    const size_t need = len_ + s.size() + kPadding;
+    if (drop > 0 && (drop >= len_ / 2 || need > cap_)) {
+      memmove(data_.get(), data_.get() + drop, len_ - drop);
+      len_ -= drop;
+      base_ = keep;
+    }
+    if (len_ + s.size() + kPadding > cap_) {
+      size_t cap = std::max({cap_ * 2, len_ + s.size() + kPadding, size_t{1} << 16});
+      std::unique_ptr<char[]> d(new char[cap]);
+      if (len_) memcpy(d.get(), data_.get(), len_);
+      data_ = std::move(d);
+      cap_ = cap;
+    }
+    if (!s.empty()) memcpy(data_.get() + len_, s.data(), s.size());
+    len_ += s.size();
+    memset(data_.get() + len_, 0, kPadding);
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t len_ = 0, cap_ = 0;
+  uint64_t base_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Batches, written in order by a thread of their own (or at once).
+
+struct Batch {
+  std::vector<Value> docs;
+  uint64_t first_line = 0, last_line = 0;
+};
+
+class BatchWriter {
+ public:
+  struct Failure {
+    Status status;
+    uint64_t first_doc = 0, last_doc = 0, first_line = 0, last_line = 0;
+    uint64_t batch = 0;  // its number, from 1
+  };
+
+  BatchWriter(Database& db, std::string statement, bool thread) : db_(db), statement_(std::move(statement)) {
+    if (thread) thread_ = std::thread([this] { run(); });
+  }
+  ~BatchWriter() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  // Queues a batch (waiting while another one is queued). False once a
+  // batch failed: nothing is written after it.
+  bool submit(Batch b) {
+    submitted_++;
+    if (!thread_.joinable()) {
+      if (!failed_) write(std::move(b), submitted_);
+      return !failed_;
+    }
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return !queued_ || failed_; });
+    if (failed_) return false;
+    queued_.emplace(std::move(b));
+    queued_no_ = submitted_;
+    cv_.notify_all();
+    return true;
+  }
+
+  // Waits until every queued batch is written; false when one failed.
+  bool drain() {
+    if (thread_.joinable()) {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return (!queued_ && !busy_) || failed_; });
+      // A batch being written when another failed cannot be: writes stop at the first failure.
+    }
+    return !failed_;
+  }
+
+  bool failed() const { return failed_; }
+  const Failure& failure() const { return failure_; }  // once failed()
+  uint64_t submitted() const { return submitted_; }
+  uint64_t written() const { return written_; }
+
+ private:
+  void run() {
+    std::unique_lock lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return queued_ || stop_; });
+      if (!queued_) return;
+      Batch b = std::move(*queued_);
+      const uint64_t no = queued_no_;
+      queued_.reset();
+      if (failed_) {  // nothing is written after a failed batch
+        cv_.notify_all();
+        continue;
+      }
+      busy_ = true;
+      cv_.notify_all();  // the next batch may be queued while this one is written
+      lk.unlock();
+      write(std::move(b), no);
+      lk.lock();
+      busy_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  void write(Batch b, uint64_t no) {
+    const uint64_t n = b.docs.size();
+    std::vector<Value> params;
+    params.push_back(Value::list(std::move(b.docs)));
+    auto r = db_.query(statement_, params);
+    if (r.is_ok()) {
+      written_ += n;
+      return;
+    }
+    std::lock_guard g(mu_);
+    failure_ = {r.status(), written_ + 1, written_ + n, b.first_line, b.last_line, no};
+    failed_ = true;
+  }
+
+  Database& db_;
+  const std::string statement_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Batch> queued_;
+  uint64_t queued_no_ = 0;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::atomic<bool> failed_{false};
+  Failure failure_;
+  uint64_t submitted_ = 0;  // only the feeding thread
+  std::atomic<uint64_t> written_{0};
+};
+
+// A top-level field of type vector<N>.
+struct VectorField {
+  std::string name;
+  uint32_t dim = 0;
+};
+
+}  // namespace
+
+bool parse_number_array(std::string_view text, std::vector<float>* out) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  out->clear();
+  if (p == end || *p != '[') return false;
+  size_t cap = std::max<size_t>(out->capacity(), 16), n = 0;
+  out->resize(cap);
+  float* w = out->data();
+  p++;
+  while (json_space(*p)) p++;
+  if (*p == ']') {
+    p++;
+  } else {
+    bool windows = true;  // until a window takes fewer than 4 numbers
+    for (;;) {
+      if (n == cap) {
+        cap *= 2;
+        out->resize(cap);
+        w = out->data();
+      }
+#if defined(__SSE2__)
+      if (windows && n + 32 <= cap) {  // a window holds at most 32 numbers
+        size_t got = 0;
+        const size_t took = read_plain_numbers(p, end, w + n, &got);
+        windows = got >= 4;
+        if (took) {
+          n += got;
+          p += took;
+          if (p >= end) return false;
+          while (json_space(*p)) p++;
+          continue;
+        }
+      }
+#endif
+      p = read_number(p, &w[n]);
+      if (!p || p >= end) return false;
+      n++;
+      while (json_space(*p)) p++;
+      if (*p == ',') {
+        p++;
+        while (json_space(*p)) p++;
+        continue;
+      }
+      if (*p != ']') return false;
+      p++;
+      break;
+    }
+  }
+  out->resize(n);
+  // Only white space may follow (the reader's view of a value runs to the next token).
+  while (p < end && json_space(*p)) p++;
+  return p == end;
+}
+
+// ---------------------------------------------------------------------------
+
+struct Importer::Impl {
+  enum class Mode { Detect, Lines, Array };
+  // Where the array's scan is: before its '[', between elements, inside one,
+  // after its ']', or stopped at an error.
+  enum class Scan { Open, Before, In, Done, Failed };
+
+  struct Element {
+    uint64_t start, end;  // its text: from its first character to the ',' or ']' after it
+    uint64_t number;      // from 1
+    uint64_t line;
+  };
+
+  Impl(Database& db, std::string collection, std::string source, ImportOptions o)
+      : db_(db),
+        collection_(std::move(collection)),
+        source_(std::move(source)),
+        opts_(o),
+        writer_(db, "put " + collection_ + " $1", o.writer_thread),
+        start_(Clock::now()),
+        last_progress_(start_) {
+    if (opts_.batch == 0) opts_.batch = 1;
+    if (opts_.region_bytes == 0) opts_.region_bytes = 1;
+    // The fields whose arrays go straight into f32: top-level vector<N>.
+    auto r = db_.query("describe " + collection_);
+    if (r.is_ok()) {
+      for (const Value& row : r->rows) {
+        const Value* f = row.get("field");
+        const Value* t = row.get("type");
+        if (!f || !t || f->kind() != Kind::Text || t->kind() != Kind::Text) continue;
+        const std::string& type = t->as_string();
+        if (type.rfind("vector<", 0) != 0) continue;
+        uint64_t dim = 0;
+        size_t e = type.find_first_not_of("0123456789", 7);
+        parse_count(std::string_view(type).substr(7, e == std::string::npos ? std::string::npos : e - 7), &dim);
+        vectors_.push_back({f->as_string(), static_cast<uint32_t>(std::min<uint64_t>(dim, kMaxVectorDim))});
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ input
+
+  bool feed(std::string_view chunk) {
+    if (!ok_ || !writer_ok()) return false;
+    fed_ += chunk.size();
+    // The line counter must not fall behind what the buffer keeps.
+    const uint64_t keep = keep_from();
+    if (mode_ == Mode::Array) newlines_before(keep);
+    const uint64_t old_end = buf_.end();
+    buf_.append(chunk, keep);
+    if (mode_ == Mode::Lines || mode_ == Mode::Detect) note_newlines(old_end);
+    process(false);
+    maybe_progress();
+    return ok_ && writer_ok();
+  }
+
+  void stop() {
+    writer_.drain();
+    clear_progress();
+  }
+
+  bool finish() {
+    if (!ok_ || !writer_ok()) return false;
+    process(true);
+    if (ok_ && mode_ == Mode::Array && scan_ != Scan::Done) {
+      fail_input(buf_.end(), "the JSON array is not closed (unexpected end of input)", newlines_before(buf_.end()) + 1);
+    }
+    if (ok_) {
+      flush_batch();
+      writer_.drain();
+      writer_ok();
+    }
+    clear_progress();
+    return ok_;
+  }
+
+  // The first byte still needed.
+  uint64_t keep_from() const {
+    switch (mode_) {
+      case Mode::Detect:
+      case Mode::Lines: return pos_;
+      case Mode::Array: {
+        uint64_t k = scan_pos_;
+        if (scan_ == Scan::In) k = std::min(k, element_start_);
+        if (!elements_.empty()) k = std::min(k, elements_.front().start);
+        return k;
+      }
+    }
+    return pos_;
+  }
+
+  // Remembers the last newline among the bytes from `from` on (NDJSON).
+  void note_newlines(uint64_t from) {
+    const uint64_t end = buf_.end();
+    if (end <= from) return;
+    const char* s = buf_.at(from);
+    const void* nl = memrchr(s, '\n', end - from);
+    if (nl) last_newline_ = from + static_cast<uint64_t>(static_cast<const char*>(nl) - s) + 1;
+  }
+
+  void process(bool final) {
+    if (mode_ == Mode::Detect && !detect(final)) return;
+    if (mode_ == Mode::Lines) {
+      // Whole lines, once there is a region's worth of them (or at the end).
+      const uint64_t to = final ? buf_.end() : last_newline_;
+      if (to > pos_ && (final || to - pos_ >= opts_.region_bytes)) {
+        read_lines(pos_, to);
+        pos_ = to;
+      }
+      return;
+    }
+    scan_array();
+    if (!elements_.empty() &&
+        (final || scan_ == Scan::Done || scan_ == Scan::Failed ||
+         elements_.back().end - elements_.front().start >= opts_.region_bytes)) {
+      read_elements();
+    }
+    if (ok_ && scan_ == Scan::Failed) fail_input(error_at_, error_, error_line_);
+  }
+
+  // Skips a byte order mark and blank lines; an array starts with '['.
+  bool detect(bool final) {
+    const uint64_t end = buf_.end();
+    if (pos_ == 0 && !bom_checked_) {
+      const size_t have = static_cast<size_t>(std::min<uint64_t>(end, 3));
+      if (have < 3 && !final && memcmp(buf_.at(0), kBom, have) == 0) return false;  // could still be one
+      if (have == 3 && memcmp(buf_.at(0), kBom, 3) == 0) pos_ = 3;
+      bom_checked_ = true;
+    }
+    for (; pos_ < end; pos_++) {
+      const char c = *buf_.at(pos_);
+      if (json_space(c)) {
+        if (c == '\n') lines_++;
+        continue;
+      }
+      if (c == '[') {
+        mode_ = Mode::Array;
+        scan_pos_ = pos_;
+        counted_at_ = pos_;
+        counted_ = lines_;
+      } else {
+        mode_ = Mode::Lines;
+      }
+      return true;
+    }
+    return false;
+  }
+
+  // ------------------------------------------------------------------ NDJSON
+
+  // [from, to): whole lines (`to` is past a '\n' or the end of the input);
+  // lines_ counts the newlines before `from`, and after it those before `to`.
+  void read_lines(uint64_t from, uint64_t to) {
+    uint64_t at = from, line = lines_;
+    if (opts_.fast) fast_lines(from, to, &at, &line);
+    if (ok_ && at < to) line = slow_lines(at, to, line);
+    lines_ = line;
+  }
+
+  // Every document of the region through simdjson, as long as each is an
+  // object alone on its line. Moves *at (a line start) and *line (the
+  // newlines before it) past what it took.
+  void fast_lines(uint64_t from, uint64_t to, uint64_t* at, uint64_t* line) {
+    const size_t len = static_cast<size_t>(to - from);
+    od::document_stream docs;
+    if (parser_.iterate_many(buf_.at(from), len, batch_capacity(len), false).get(docs)) return;
+    bool pending = false;  // a document read, taken once what follows it is checked
+    Value doc;
+    uint64_t doc_line = 0;
+    uint64_t gap = from;       // where the white space before the next document starts
+    uint64_t gap_lines = *line;  // newlines before `gap`
+    bool complete = true;
+    for (auto it = docs.begin(); it != docs.end(); ++it) {
+      const uint64_t s = from + it.current_index();
+      uint64_t nl = 0;
+      // Only white space since the last document's line ended (or the region began).
+      if (s < gap || !blank(gap, s, &nl)) {
+        complete = false;
+        break;
+      }
+      if (pending) {
+        add(std::move(doc), doc_line);
+        pending = false;
+        *at = gap + 1;  // past its '\n'
+        *line = doc_line;
+      }
+      od::document_reference d;
+      if ((*it).get(d) || !to_document(d, &doc)) {
+        complete = false;
+        break;
+      }
+      doc_line = gap_lines + nl + 1;
+      const char* p = buf_.at(s);
+      const void* e = memchr(p, '\n', static_cast<size_t>(to - s));
+      gap = e ? s + static_cast<uint64_t>(static_cast<const char*>(e) - p) : to;
+      gap_lines = doc_line - 1;
+      pending = true;
+    }
+    uint64_t nl = 0;
+    if (complete && docs.truncated_bytes() == 0 && blank(gap, to, &nl)) {
+      if (pending) add(std::move(doc), doc_line);
+      *at = to;
+      *line = gap_lines + nl;
+    }
+  }
+
+  // The plain reader: one line at a time. Returns the newlines before `to`.
+  uint64_t slow_lines(uint64_t from, uint64_t to, uint64_t line) {
+    uint64_t p = from;
+    while (p < to && ok_) {
+      const char* s = buf_.at(p);
+      const void* nl = memchr(s, '\n', static_cast<size_t>(to - p));
+      const uint64_t e = nl ? p + static_cast<uint64_t>(static_cast<const char*>(nl) - s) : to;
+      take_line(std::string_view(s, static_cast<size_t>(e - p)), line + 1);
+      if (nl) line++;
+      p = nl ? e + 1 : to;
+    }
+    return line;
+  }
+
+  void take_line(std::string_view text, uint64_t line) {
+    std::string_view t = trim(text);
+    if (t.empty()) return;
+    slow_++;
+    auto v = parse_json(t);
+    if (!v.is_ok()) {
+      fail_data("line " + std::to_string(line) + " of " + source_ + ": " + v.status().to_string());
+      return;
+    }
+    if (v->kind() != Kind::Object) {
+      fail_data("line " + std::to_string(line) + " of " + source_ + ": expected a JSON object, found " +
+                kind_name(v->kind()));
+      return;
+    }
+    add(std::move(*v), line);
+  }
+
+  // True when [a, b) is JSON white space; *newlines counts its '\n's.
+  bool blank(uint64_t a, uint64_t b, uint64_t* newlines) const {
+    const char* p = buf_.at(a);
+    const char* e = p + (b - a);
+    uint64_t n = 0;
+    for (; p < e; p++) {
+      if (!json_space(*p)) return false;
+      n += *p == '\n';
+    }
+    *newlines = n;
+    return true;
+  }
+
+  // ------------------------------------------------------------------ JSON array
+
+  // Cuts the array into elements at the commas outside strings and brackets,
+  // as the plain reader always has: the fast reader then parses whole
+  // elements only, and memory stays bounded.
+  void scan_array() {
+    const uint64_t end = buf_.end();
+    uint64_t i = scan_pos_;
+    while (i < end && scan_ != Scan::Failed) {
+      const char c = *buf_.at(i);
+      switch (scan_) {
+        case Scan::Open:  // the '['
+          scan_ = Scan::Before;
+          i++;
+          break;
+        case Scan::Before:
+          if (json_space(c)) {
+            i++;
+            break;
+          }
+          if (c == ']' && elements_found_ == 0 && !after_comma_) {
+            scan_ = Scan::Done;
+            i++;
+            break;
+          }
+          if (c == ']' || c == ',') {
+            scan_error(i, after_comma_ ? "a value is missing after ','" : "a value is missing before ','");
+            break;
+          }
+          scan_ = Scan::In;
+          element_start_ = i;
+          element_line_ = newlines_before(i) + 1;
+          depth_ = 0;
+          in_string_ = escape_ = false;
+          break;
+        case Scan::In:
+          i = scan_element(i, end);
+          break;
+        case Scan::Done:
+          if (!json_space(c)) {
+            scan_error(i, "unexpected data after the JSON array");
+            break;
+          }
+          i++;
+          break;
+        case Scan::Failed: break;
+      }
+    }
+    scan_pos_ = i;
+  }
+
+  // Inside an element from i: returns where the scan stopped (past the
+  // element's ',' or ']', or the end of the input read so far).
+  uint64_t scan_element(uint64_t i, uint64_t end) {
+    // Outside strings, only these bytes change anything: 1 at any depth, 2 at depth 0 only.
+    static const auto kStops = [] {
+      std::array<uint8_t, 256> t{};
+      for (unsigned char c : {'"', '{', '[', '}', ']'}) t[c] = 3;
+      t[static_cast<unsigned char>(',')] = 2;
+      return t;
+    }();
+    const char* const base = buf_.at(i);
+    const char* p = base;
+    const char* const e = base + (end - i);
+    int depth = depth_;
+    bool str = in_string_, esc = escape_;
+    while (p < e) {
+      if (str) {
+        if (esc) {
+          esc = false;
+          p++;
+          continue;
+        }
+        while (p < e && *p != '"' && *p != '\\') p++;
+        if (p == e) break;
+        if (*p++ == '\\') {
+          esc = true;
+        } else {
+          str = false;
+        }
+        continue;
+      }
+      const uint8_t want = depth ? 1 : 2;
+      while (p < e && !(kStops[static_cast<unsigned char>(*p)] & want)) p++;
+      if (p == e) break;
+      const char c = *p;
+      if (c == '"') {
+        str = true;
+      } else if (c == '{' || c == '[') {
+        depth++;
+      } else if ((c == '}' || c == ']') && depth > 0) {
+        depth--;
+      } else if (depth == 0 && (c == ',' || c == ']')) {
+        const uint64_t at = i + static_cast<uint64_t>(p - base);
+        elements_.push_back({element_start_, at, ++elements_found_, element_line_});
+        after_comma_ = c == ',';
+        scan_ = after_comma_ ? Scan::Before : Scan::Done;
+        return at + 1;
+      }
+      p++;
+    }
+    depth_ = depth;
+    in_string_ = str;
+    escape_ = esc;
+    return end;
+  }
+
+  void scan_error(uint64_t at, const char* msg) {
+    scan_ = Scan::Failed;
+    error_at_ = at;
+    error_ = msg;
+    error_line_ = newlines_before(at) + 1;
+  }
+
+  // The newlines in the input before `off` (counted once, as offsets grow).
+  uint64_t newlines_before(uint64_t off) {
+    if (off > counted_at_) {
+      const char* p = buf_.at(counted_at_);
+      counted_ += static_cast<uint64_t>(std::count(p, p + (off - counted_at_), '\n'));
+      counted_at_ = off;
+    }
+    return counted_;
+  }
+
+  void read_elements() {
+    size_t i = opts_.fast ? fast_elements() : 0;
+    for (; i < elements_.size() && ok_; i++) take_element(elements_[i]);
+    elements_.clear();
+  }
+
+  // The elements through simdjson, as long as its documents are exactly the
+  // scan's elements. Returns how many it took.
+  size_t fast_elements() {
+    const uint64_t from = elements_.front().start;
+    const size_t len = static_cast<size_t>(elements_.back().end - from);
+    od::document_stream docs;
+    if (parser_.iterate_many(buf_.at(from), len, batch_capacity(len), true).get(docs)) return 0;
+    const size_t n = elements_.size();
+    size_t j = 0, taken = 0;
+    Value doc;
+    bool complete = true;
+    for (auto it = docs.begin(); it != docs.end(); ++it) {
+      // The document must start where the element does: then the one before
+      // it was that element, whole.
+      if (j == n || from + it.current_index() != elements_[j].start) {
+        complete = false;
+        break;
+      }
+      if (j > taken) {
+        add(std::move(doc), elements_[taken].line);
+        taken++;
+      }
+      od::document_reference d;
+      if ((*it).get(d) || !to_document(d, &doc)) {
+        complete = false;
+        break;
+      }
+      j++;
+    }
+    if (complete && j == n && j > taken && docs.truncated_bytes() == 0) {
+      add(std::move(doc), elements_[taken].line);
+      taken++;
+    }
+    return taken;
+  }
+
+  void take_element(const Element& el) {
+    slow_++;
+    const std::string_view t = trim(std::string_view(buf_.at(el.start), static_cast<size_t>(el.end - el.start)));
+    const std::string what = "array element " + std::to_string(el.number) + ": ";
+    auto v = parse_json(t);
+    if (!v.is_ok()) {
+      fail_input(el.start, what + rebase_offset(v.status().to_string(), el.start), el.line);
+      return;
+    }
+    if (v->kind() != Kind::Object) {
+      fail_input(el.start, what + "expected a JSON object, found " + kind_name(v->kind()), el.line);
+      return;
+    }
+    add(std::move(*v), el.line);
+  }
+
+  // parse_json names the byte offset inside the element: make it an offset in DATA.
+  static std::string rebase_offset(const std::string& msg, uint64_t base) {
+    const std::string key = " at byte ";
+    size_t at = msg.rfind(key);
+    if (at == std::string::npos) return msg;
+    uint64_t n;
+    if (!parse_count(std::string_view(msg).substr(at + key.size()), &n)) return msg;
+    return msg.substr(0, at) + key + std::to_string(base + n) + " of the input";
+  }
+
+  // ------------------------------------------------------------------ documents
+
+  // The parser's capacity only grows, so that it is not reallocated for
+  // every region.
+  size_t batch_capacity(size_t len) {
+    if (len > parser_capacity_) parser_capacity_ = std::max(len + len / 4, opts_.region_bytes + opts_.region_bytes / 4);
+    return parser_capacity_;
+  }
+
+  const VectorField* vector_field(std::string_view key) const {
+    for (const VectorField& f : vectors_)
+      if (f.name == key) return &f;
+    return nullptr;
+  }
+
+  // A document as parse_json would make it; false when it is not an object,
+  // is malformed, or holds what only the plain reader takes.
+  bool to_document(od::document_reference& d, Value* out) {
+    od::object obj;
+    if (d.get_object().get(obj)) return false;
+    return to_object(obj, out, 1, !vectors_.empty());
+  }
+
+  // An object's fields at `depth`; with `vectors` (the document's own
+  // fields), an array for a vector field goes straight into f32 (the engine
+  // checks its dimension and values).
+  bool to_object(od::object& obj, Value* out, int depth, bool vectors) const {
+    Value o = Value::object();
+    for (auto f : obj) {
+      od::field field;
+      if (std::move(f).get(field)) return false;
+      std::string_view key;
+      if (field.unescaped_key(false).get(key)) return false;
+      Value x;
+      const VectorField* vf = vectors ? vector_field(key) : nullptr;
+      od::json_type t;
+      if (vf && !field.value().type().get(t) && t == od::json_type::array) {
+        std::string_view raw;
+        if (field.value().raw_json().get(raw)) return false;
+        std::vector<float> f32;
+        f32.reserve(vf->dim);
+        if (!parse_number_array(raw, &f32)) return false;
+        x = Value::vector(std::move(f32));
+      } else if (!to_value(field.value(), &x, depth)) {
+        return false;
+      }
+      o.set(key, std::move(x));
+    }
+    *out = std::move(o);
+    return true;
+  }
+
+  bool to_value(od::value v, Value* out, int depth) const {
+    if (depth > kMaxDepth) return false;
+    od::json_type t;
+    if (v.type().get(t)) return false;
+    switch (t) {
+      case od::json_type::object: {
+        od::object obj;
+        return !v.get_object().get(obj) && to_object(obj, out, depth + 1, false);
+      }
+      case od::json_type::array: {
+        od::array arr;
+        if (v.get_array().get(arr)) return false;
+        Value l = Value::list();
+        for (auto e : arr) {
+          od::value ev;
+          if (std::move(e).get(ev)) return false;
+          Value x;
+          if (!to_value(ev, &x, depth + 1)) return false;
+          l.push(std::move(x));
+        }
+        *out = std::move(l);
+        return true;
+      }
+      case od::json_type::number: {
+        od::number n;
+        if (v.get_number().get(n)) return false;
+        if (n.is_int64()) {
+          *out = Value::integer(n.get_int64());
+        } else if (n.is_double()) {
+          *out = Value::real(n.get_double());
+        } else {
+          return false;  // beyond int64: the plain reader names the error
+        }
+        return true;
+      }
+      case od::json_type::string: {
+        std::string_view s;
+        if (v.get_string().get(s)) return false;
+        *out = Value::text(std::string(s));
+        return true;
+      }
+      case od::json_type::boolean: {
+        bool b;
+        if (v.get_bool().get(b)) return false;
+        *out = Value::boolean(b);
+        return true;
+      }
+      case od::json_type::null: {
+        bool null;
+        if (v.is_null().get(null) || !null) return false;
+        *out = Value();
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  // ------------------------------------------------------------------ batches and errors
+
+  void add(Value doc, uint64_t line) {
+    if (batch_.docs.empty()) batch_.first_line = line;
+    batch_.last_line = line;
+    batch_.docs.push_back(std::move(doc));
+    if (batch_.docs.size() >= opts_.batch) flush_batch();
+    if (++since_progress_check_ >= 4096) {
+      since_progress_check_ = 0;
+      maybe_progress();
+    }
+  }
+
+  void flush_batch() {
+    if (batch_.docs.empty()) return;
+    Batch b = std::move(batch_);
+    batch_ = Batch();
+    batch_.docs.reserve(static_cast<size_t>(std::min<uint64_t>(opts_.batch, 1 << 16)));
+    if (!writer_.submit(std::move(b))) writer_ok();
+  }
+
+  // False (after reporting the failed batch, once) when a batch failed.
+  bool writer_ok() {
+    if (!writer_.failed()) return true;
+    if (!failure_reported_) {
+      failure_reported_ = true;
+      const auto& f = writer_.failure();
+      clear_progress();
+      say("kitfox: error: " + without_position(f.status).to_string());
+      char buf[200];
+      snprintf(buf, sizeof buf, "the failing batch held documents %llu to %llu of the input (lines %llu to %llu of ",
+               static_cast<unsigned long long>(f.first_doc), static_cast<unsigned long long>(f.last_doc),
+               static_cast<unsigned long long>(f.first_line), static_cast<unsigned long long>(f.last_line));
+      say("kitfox: " + std::string(buf) + source_ + ")");
+    }
+    ok_ = false;
+    return false;
+  }
+
+  void fail_input(uint64_t at, const std::string& msg, uint64_t line) {
+    fail_data(source_ + ", byte " + std::to_string(at) + " (line " + std::to_string(line) + "): " + msg);
+  }
+
+  // Bad input: what came before it is still written, so that the import
+  // stops exactly at the bad document whatever the batch size.
+  void fail_data(const std::string& msg) {
+    if (!ok_) return;
+    const bool flushed = !batch_.docs.empty();
+    flush_batch();
+    writer_.drain();
+    // The error is shown unless an earlier batch failed (the import stopped there).
+    const bool shown = !writer_.failed() || (flushed && writer_.failure().batch == writer_.submitted());
+    writer_ok();
+    if (shown) {
+      clear_progress();
+      say("kitfox: error: " + msg);
+    }
+    ok_ = false;
+  }
+
+  void say(const std::string& line) {
+    if (opts_.report) {
+      opts_.report(opts_.report_ctx, line);
+    } else {
+      fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
+
+  void maybe_progress() {
+    if (!opts_.progress) return;
+    auto now = Clock::now();
+    if (now - last_progress_ < std::chrono::milliseconds(100)) return;
+    last_progress_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const uint64_t done = writer_.written();
+    const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+    char buf[160];
+    if (opts_.total_bytes > 0) {
+      double frac = static_cast<double>(fed_) / static_cast<double>(opts_.total_bytes);
+      if (frac > 1) frac = 1;
+      constexpr int kBar = 30;
+      int filled = static_cast<int>(frac * kBar);
+      std::string bar(static_cast<size_t>(filled), '#');
+      bar.append(static_cast<size_t>(kBar - filled), '.');
+      snprintf(buf, sizeof buf, "\r%3d%% [%s] %llu rows, %.0f rows/s\x1b[K", static_cast<int>(frac * 100),
+               bar.c_str(), static_cast<unsigned long long>(done), rate);
+    } else {
+      snprintf(buf, sizeof buf, "\r%.1f MiB read, %llu rows, %.0f rows/s\x1b[K", static_cast<double>(fed_) / (1 << 20),
+               static_cast<unsigned long long>(done), rate);
+    }
+    fputs(buf, stderr);
+    shown_ = true;
+  }
+
+  void clear_progress() {
+    if (!shown_) return;
+    fputs("\r\x1b[K", stderr);
+    shown_ = false;
+  }
+
+  Database& db_;
+  std::string collection_;
+  std::string source_;
+  ImportOptions opts_;
+  std::vector<VectorField> vectors_;
+  BatchWriter writer_;
+  od::parser parser_;
+  size_t parser_capacity_ = 0;
+
+  Clock::time_point start_, last_progress_;
+  bool shown_ = false;
+  uint64_t since_progress_check_ = 0;
+
+  bool ok_ = true;
+  bool failure_reported_ = false;
+  Mode mode_ = Mode::Detect;
+  Buffer buf_;
+  uint64_t fed_ = 0;        // bytes of input given
+  uint64_t pos_ = 0;        // NDJSON and detection: the first byte not yet read
+  uint64_t lines_ = 0;      // NDJSON and detection: the newlines before pos_
+  bool bom_checked_ = false;
+  uint64_t last_newline_ = 0;  // NDJSON: past the last '\n' read
+
+  // The array's scan.
+  Scan scan_ = Scan::Open;
+  uint64_t scan_pos_ = 0;
+  uint64_t element_start_ = 0, element_line_ = 0;
+  int depth_ = 0;
+  bool in_string_ = false, escape_ = false;
+  bool after_comma_ = false;
+  uint64_t elements_found_ = 0;
+  std::vector<Element> elements_;  // found, not yet read
+  uint64_t error_at_ = 0, error_line_ = 0;
+  const char* error_ = "";
+  uint64_t counted_at_ = 0, counted_ = 0;  // newlines before counted_at_
+
+  Batch batch_;
+  uint64_t slow_ = 0;
+};
+
+Importer::Importer(Database& db, std::string collection, std::string source, ImportOptions options)
+    : impl_(std::make_unique<Impl>(db, std::move(collection), std::move(source), options)) {}
+Importer::~Importer() = default;
+bool Importer::feed(std::string_view chunk) { return impl_->feed(chunk); }
+bool Importer::finish() { return impl_->finish(); }
+void Importer::stop() { impl_->stop(); }
+uint64_t Importer::imported() const { return impl_->writer_.written(); }
+uint64_t Importer::read_slowly() const { return impl_->slow_; }
+double Importer::seconds() const { return std::chrono::duration<double>(Clock::now() - impl_->start_).count(); }
+
+}  // namespace kitfox
