@@ -189,6 +189,7 @@ class Engine {
   Status check_all_extents();
   Status checkpoint_locked();
   void checkpoint_if_due();  // after a write, with no lock held
+  void auto_checkpoint();    // one automatic checkpoint, its failure a warning
   void checkpointer_loop();
   Result<std::string> build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables);
   Status sync_to(uint64_t seq);

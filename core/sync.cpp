@@ -91,9 +91,14 @@ void Engine::checkpoint_if_due() {
     return;
   }
   checkpoint_due_ = false;
+  auto_checkpoint();
+}
+
+// The writes are in the file; a failed automatic checkpoint leaves them
+// there and says so in the open report's warnings.
+void Engine::auto_checkpoint() {
   Status cs = checkpoint();
   if (!cs.is_ok() && !failed_) {
-    // The writes are in the file; a failed automatic checkpoint leaves them there.
     std::unique_lock lk(mu_);
     report_.warnings.push_back("automatic checkpoint failed: " + cs.message());
   }
@@ -106,11 +111,7 @@ void Engine::checkpointer_loop() {
     if (stop_checkpointer_) return;
     checkpoint_due_ = false;
     lk.unlock();
-    Status cs = checkpoint();
-    if (!cs.is_ok() && !failed_) {
-      std::unique_lock w(mu_);
-      report_.warnings.push_back("automatic checkpoint failed: " + cs.message());
-    }
+    auto_checkpoint();
     lk.lock();
   }
 }
