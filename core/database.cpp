@@ -28,6 +28,14 @@ Result<QueryResult> Database::query(std::string_view text, const std::vector<Val
   return run(p, params, p.use_count() == 1);
 }
 
+Result<QueryResult> Database::query_outside_transaction(std::string_view text, const std::vector<Value>& params) {
+  KF_ASSIGN(auto p, engine_->prepare(text, true));
+  const StmtKind kind = p->st.kind;
+  if (kind == StmtKind::Begin || kind == StmtKind::Commit || kind == StmtKind::Rollback)
+    return Status(Code::Invalid, "transactions are not available here: send the statements of one atomic write together as a batch", p->st.pos);
+  return engine_->run(*p, params, p.use_count() == 1);
+}
+
 Result<Statement> Database::prepare(std::string_view text) {
   KF_ASSIGN(auto p, engine_->prepare(text, false));
   Statement s;
@@ -125,6 +133,26 @@ uint64_t Database::warm(uint64_t budget) { return engine_->warm(budget); }
 Status Database::close() { return engine_->close(); }
 Stats Database::stats() { return engine_->stats(); }
 const OpenReport& Database::open_report() const { return engine_->report(); }
+
+Value stats_value(const Stats& st) {
+  auto u = [](uint64_t n) { return Value::integer(static_cast<int64_t>(n)); };
+  Value o = Value::object();
+  o.append("file_bytes", u(st.file_bytes));
+  o.append("image_bytes", u(st.image_bytes));
+  o.append("tail_bytes", u(st.tail_bytes));
+  o.append("tail_records", u(st.tail_records));
+  o.append("memory_bytes", u(st.memory_bytes));
+  Value list = Value::list();
+  for (const CollectionStats& c : st.collections) {
+    Value co = Value::object();
+    co.append("name", Value::text(c.name));
+    co.append("documents", u(c.documents));
+    co.append("bytes", u(c.bytes));
+    list.push(std::move(co));
+  }
+  o.append("collections", std::move(list));
+  return o;
+}
 
 Result<OpenOptions> parse_sync_option(std::string_view s, OpenOptions o) {
   if (s == "always") { o.sync = SyncMode::Always; return o; }

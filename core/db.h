@@ -129,6 +129,11 @@ class Database {
   // writes applied; `commit` lands the writes as one batch and returns their
   // rows in order; `rollback` drops them. Other threads never see them.
   Result<QueryResult> query(std::string_view text, const std::vector<Value>& params = {});
+  // As query(), for statements that come from many clients over threads they
+  // share (a server): no transaction of the calling thread applies, and
+  // begin, commit and rollback are refused (`invalid`); a client sends the
+  // statements of one atomic write together, through batch().
+  Result<QueryResult> query_outside_transaction(std::string_view text, const std::vector<Value>& params = {});
   // Parses and binds a statement once; see Statement.
   Result<Statement> prepare(std::string_view text);
   // Runs statements (put, insert, set, del and reads) as one atomic write:
@@ -156,6 +161,10 @@ class Database {
   struct Transactions;
   std::unique_ptr<Transactions> txns_;
 };
+
+// Stats as an object: {file_bytes, image_bytes, tail_bytes, tail_records,
+// memory_bytes, collections: [{name, documents, bytes}]}.
+Value stats_value(const Stats& stats);
 
 // JSON text of a value: objects and lists as JSON, timestamps as ISO-8601
 // strings, bytes as base64 strings, floats in the shortest form that reads

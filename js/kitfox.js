@@ -15,6 +15,7 @@ import { decodeRows, decodeBatch, encodeParams, wellFormed } from './codec.js';
 import { loadCore, trapped } from './core.js';
 import { HostError, KitfoxError, kitfoxError } from './errors.js';
 import { MemoryHost } from './hosts/memory.js';
+import { nearStatement } from './statements.js';
 import { currentPlatform } from './platform/current.js';
 
 export { HostError, KitfoxError };
@@ -35,8 +36,6 @@ const FLAG_PARAMS_JSON = 1;
 const FLAG_ROWS_JSON = 2;
 const MEMORY_NAME = 'memory.kfdb';
 const utf8 = new TextEncoder();
-const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
 function syncOption(sync) {
   if (sync === undefined || sync === null) return '';
@@ -44,16 +43,6 @@ function syncOption(sync) {
   if (typeof sync === 'number' && Number.isInteger(sync) && sync >= 0) return String(sync);
   if (typeof sync === 'string') return sync; // '250' or '250ms': the engine checks it
   throw kitfoxError('invalid', `sync must be 'always', 'off' or a period in milliseconds, got ${String(sync)}`);
-}
-
-function checkName(what, s, re) {
-  if (typeof s !== 'string' || !re.test(s)) throw kitfoxError('invalid', `${what} must be a name, got ${JSON.stringify(s)}`);
-  return s;
-}
-
-function checkCount(what, n) {
-  if (!Number.isInteger(n) || n < 0) throw kitfoxError('invalid', `${what} must be a non-negative integer, got ${String(n)}`);
-  return n;
 }
 
 // The prepared statements near() keeps, one per shape of call.
@@ -358,28 +347,7 @@ export class Kitfox {
   // Nearest neighbours of `vector` in `collection`.`field`:
   //   get C [select ...] [where ...] near field $k [ef N] [exact] limit K
   near(collection, field, vector, options = {}) {
-    const { limit = 10, ef, exact = false, where, params = [], select } = options;
-    checkName('collection', collection, IDENT);
-    checkName('field', field, PATH);
-    if (!Array.isArray(params)) throw kitfoxError('invalid', 'params must be an array');
-    let v = vector;
-    if (Array.isArray(v)) v = Float32Array.from(v);
-    if (!(v instanceof Float32Array || v instanceof Float64Array))
-      throw kitfoxError('type', 'near takes the vector as a Float32Array or an array of numbers');
-    const all = [...params, v];
-    let q = `get ${collection}`;
-    if (select !== undefined) {
-      const list = Array.isArray(select) ? select : [select];
-      q += ` select ${list.map((s) => checkName('select', s, PATH)).join(', ')}`;
-    }
-    if (where !== undefined && where !== null && where !== '') {
-      if (typeof where !== 'string') throw kitfoxError('invalid', 'where must be a string');
-      q += ` where ${where}`;
-    }
-    q += ` near ${field} $${all.length}`;
-    if (ef !== undefined) q += ` ef ${checkCount('ef', ef)}`;
-    if (exact) q += ' exact';
-    q += ` limit ${checkCount('limit', limit)}`;
+    const { text: q, params: all } = nearStatement(collection, field, vector, options);
     // One prepared statement per shape of call, kept while it is in use.
     let st = this._near.get(q);
     if (st) {

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 
 #include "db.h"
 #include "cli_text.h"
+#include "http_server.h"
 #include "importer.h"
 #include "line_editor.h"
 #include "posix_file.h"
@@ -50,6 +53,8 @@ usage:
   kitfox stats FILE [--json]
   kitfox checkpoint FILE
   kitfox compact FILE
+  kitfox serve FILE [--host H] [--port P] [--sync MODE] [--token T]
+               [--max-body BYTES] [--threads N] [--timeout SECONDS]
   kitfox --help | --version
 
 FILE is created when it does not exist (except by the commands, which need an
@@ -69,6 +74,19 @@ options:
   --batch N       import: documents per write (default 1000)
   --json          stats: print one JSON object
 
+serve answers HTTP on HOST:PORT (default 127.0.0.1:7700; --port 0 takes a free
+port) until SIGINT or SIGTERM, then finishes the requests in flight, flushes
+and closes the database. It prints its URL on standard output. Endpoints:
+POST /query {"query", "params"}, POST /batch [{"query", "params"}, ...],
+POST /docs/COLLECTION (a JSON array or NDJSON of documents), GET /health,
+GET /stats; see docs/server.md.
+  --token T       every request but /health needs "Authorization: Bearer T"
+                  (or set KITFOX_TOKEN instead, out of sight of ps)
+  --max-body N    the largest request body in bytes (default 67108864)
+  --threads N     requests run at once (default max(16, 2 x cores))
+  --timeout S     a request must arrive whole within S seconds, and an idle
+                  connection is closed after S seconds (default 30)
+
 Statements read from standard input or typed at the prompt end at a ';' outside
 a "string", or at the end of a line when no ( [ { is open and no string is
 open: a statement can span lines inside brackets. -- starts a comment that runs
@@ -81,7 +99,7 @@ Documents are written in batches: a bad document stops the import, naming its
 line (and, in an array, its byte offset), and every document before it is
 written; a batch the engine refuses is named by its documents and lines.
 
-The words import, stats, checkpoint and compact are commands only as the first
+The words import, stats, checkpoint, compact and serve are commands only as the first
 argument. To open a database file with one of those names, give a path to it,
 such as ./stats.
 
@@ -100,6 +118,8 @@ const char kUsage[] =
     "       kitfox stats FILE [--json]\n"
     "       kitfox checkpoint FILE\n"
     "       kitfox compact FILE\n"
+    "       kitfox serve FILE [--host H] [--port P] [--sync always|off|MS] [--token T]\n"
+    "                         [--max-body BYTES] [--threads N] [--timeout SECONDS]\n"
     "Run 'kitfox --help' for more.\n";
 
 int usage_error(const std::string& msg) {
@@ -491,23 +511,10 @@ std::string stats_text(const Stats& st, const std::string& file) {
 }
 
 std::string stats_json(const Stats& st, const std::string& file) {
-  auto u = [](uint64_t n) { return Value::integer(static_cast<int64_t>(n)); };
   Value o = Value::object();
   o.append("file", Value::text(file));
-  o.append("file_bytes", u(st.file_bytes));
-  o.append("image_bytes", u(st.image_bytes));
-  o.append("tail_bytes", u(st.tail_bytes));
-  o.append("tail_records", u(st.tail_records));
-  o.append("memory_bytes", u(st.memory_bytes));
-  Value list = Value::list();
-  for (const CollectionStats& c : st.collections) {
-    Value co = Value::object();
-    co.append("name", Value::text(c.name));
-    co.append("documents", u(c.documents));
-    co.append("bytes", u(c.bytes));
-    list.push(std::move(co));
-  }
-  o.append("collections", std::move(list));
+  Value v = stats_value(st);
+  for (size_t i = 0; i < v.keys().size(); i++) o.append(v.keys()[i], std::move(v.mutable_items()[i]));
   return to_json(o) + "\n";
 }
 
@@ -1090,6 +1097,90 @@ int cmd_rewrite(int argc, char** argv, bool compact) {
   return out_flush() ? kExitOk : kExitError;
 }
 
+// ---------------------------------------------------------------------------
+// kitfox serve FILE
+
+int cmd_serve(int argc, char** argv) {
+  ArgReader args(argc, argv, 2);
+  std::vector<std::string> positional;
+  ServerOptions so;
+  Options o;
+  if (const char* t = getenv("KITFOX_TOKEN")) so.token = t;
+  while (!args.done()) {
+    std::string a = args.next();
+    if (args.positional()) {
+      positional.push_back(a);
+      continue;
+    }
+    if (a == "--help" || a == "-h") {
+      fputs(kHelp, stdout);
+      return kExitOk;
+    }
+    std::string v;
+    if (!args.value(&v)) return usage_error(a + " needs a value");
+    uint64_t n = 0;
+    if (a == "--host") {
+      so.host = v;
+    } else if (a == "--port") {
+      if (!parse_count(v, &n) || n > 65535) return usage_error("--port needs a port number (0 to 65535), not " + v);
+      so.port = uint16_t(n);
+    } else if (a == "--sync") {
+      o.sync = v;
+    } else if (a == "--token") {
+      if (v.empty()) return usage_error("--token needs a token, not an empty string");
+      so.token = v;
+    } else if (a == "--max-body") {
+      if (!parse_count(v, &n) || n == 0) return usage_error("--max-body needs a positive number of bytes, not " + v);
+      so.max_body = n;
+    } else if (a == "--threads") {
+      if (!parse_count(v, &n) || n == 0 || n > 1024) return usage_error("--threads needs a number from 1 to 1024, not " + v);
+      so.threads = unsigned(n);
+    } else if (a == "--timeout") {
+      if (!parse_count(v, &n) || n == 0 || n > 86400) return usage_error("--timeout needs seconds from 1 to 86400, not " + v);
+      so.timeout_ms = uint32_t(n * 1000);
+    } else {
+      return usage_error("unknown option " + a);
+    }
+  }
+  if (positional.size() != 1) return usage_error("serve needs FILE");
+  const std::string& file = positional[0];
+  OpenOptions opts;
+  if (!open_options(o, true, &opts)) return kExitUsage;
+
+  // Many clients: as many descriptors as this process may have.
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  // SIGINT and SIGTERM are taken by this thread alone (sigwait below): the
+  // server's threads, started after this, inherit the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto fs = make_posix_file_system();
+  auto opened = open_database(*fs, file, opts);
+  if (!opened.is_ok()) return kExitError;
+  std::unique_ptr<Database> db = std::move(*opened);
+  auto server = HttpServer::start(*db, so);
+  if (!server.is_ok()) {
+    print_error(server.status().message());
+    return close_database(db, file, kExitError);
+  }
+  std::string host = so.host.find(':') != std::string::npos ? "[" + so.host + "]" : so.host;
+  printf("kitfox: serving %s at http://%s:%u\n", file.c_str(), host.c_str(), unsigned((*server)->port()));
+  out_flush();
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  fprintf(stderr, "kitfox: %s: finishing the requests in flight, then closing %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+          file.c_str());
+  (*server)->shutdown();
+  return close_database(db, file, kExitOk);
+}
+
 int run(int argc, char** argv) {
   if (argc < 2) return usage_error("no database file given");
   const std::string first = argv[1];
@@ -1097,6 +1188,7 @@ int run(int argc, char** argv) {
   if (first == "stats") return cmd_stats(argc, argv);
   if (first == "checkpoint") return cmd_rewrite(argc, argv, false);
   if (first == "compact") return cmd_rewrite(argc, argv, true);
+  if (first == "serve") return cmd_serve(argc, argv);
   return cmd_main(argc, argv);
 }
 

@@ -21,6 +21,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # package tests (workerd, deno, bun), the bundlers (esbuild, vite, webpack)
 # and typescript are npm dev dependencies, binaries included.
 # clang and its libFuzzer runtime (libclang-rt-14-dev) build the fuzzers.
+# libboost1.81-dev brings Boost.Beast and Asio (header-only), the HTTP
+# server of `kitfox serve` (native/http_server.cpp).
 # dataset-fashion-mnist is the real data set `bash scripts/bench.sh import`
 # imports (bench/import_bench.sh).
 REQUIREMENTS=(
@@ -31,6 +33,7 @@ REQUIREMENTS=(
   "/usr/include/doctest/doctest.h doctest-dev"
   "/usr/include/sqlite3.h         libsqlite3-dev"
   "/usr/include/hnswlib/hnswlib.h libhnswlib-dev"
+  "/usr/include/boost/beast.hpp   libboost1.81-dev"
   "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz dataset-fashion-mnist"
   "cmd:em++                       emscripten"
   "cmd:python3                    python3"

@@ -42,3 +42,41 @@ export async function within(promise, what, ms = SAFETY_MS) {
     clearTimeout(timer);
   }
 }
+
+// Starts `kitfox serve FILE --port 0 ...args` and resolves once it printed
+// its URL: { url, port, child, exited (a promise of the exit code),
+// stop(signal) (resolves to the exit code) }.
+export async function startServer(file, args = []) {
+  if (!fs.existsSync(cli)) throw new Error(`${cli} is missing: build the native CLI first (bash scripts/build.sh)`);
+  const { spawn } = await import('node:child_process');
+  const child = spawn(cli, ['serve', file, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  const url = await within(
+    new Promise((resolve, reject) => {
+      child.stdout.on('data', (d) => {
+        out += d;
+        const m = out.match(/serving .* at (http:\/\/\S+)\n/);
+        if (m) resolve(m[1]);
+      });
+      exited.then((code) => reject(new Error(`kitfox serve exited (${code}) before it served: ${stderr}`)));
+    }),
+    'kitfox serve printed no URL',
+  );
+  const port = Number(new URL(url).port);
+  return {
+    url,
+    port,
+    child,
+    exited,
+    stderr: () => stderr,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return within(exited, 'kitfox serve did not stop');
+    },
+  };
+}

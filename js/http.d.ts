@@ -1,0 +1,52 @@
+// TypeScript declarations for kitfox/http (js/http.js), the client of
+// `kitfox serve`.
+import type { KitfoxParam, NearOptions, Row } from './kitfox.js';
+
+export { KitfoxError } from './kitfox.js';
+
+export interface HttpConnectOptions {
+  /** Sent as `Authorization: Bearer TOKEN` (kitfox serve --token). */
+  token?: string;
+  /** The fetch to use (default: globalThis.fetch). */
+  fetch?: typeof fetch;
+}
+
+/** The server's database stats. */
+export interface ServerStats {
+  fileBytes: number;
+  imageBytes: number;
+  tailBytes: number;
+  tailRecords: number;
+  memoryBytes: number;
+  collections: Array<{ name: string; documents: number; bytes: number }>;
+}
+
+/** A statement the server checked (prepare): run it with new parameters. */
+export class HttpStatement {
+  readonly text: string;
+  readonly isWrite: boolean;
+  query<R extends Row = Row>(params?: KitfoxParam[]): Promise<R[]>;
+  queryJSON(params?: KitfoxParam[] | string): Promise<string[]>;
+  finalize(): void;
+}
+
+/** A kitfox server, with the methods of the embedded database as promises. */
+export class KitfoxClient {
+  constructor(url: string | URL, options?: HttpConnectOptions);
+  readonly url: string;
+  query<R extends Row = Row>(text: string, params?: KitfoxParam[]): Promise<R[]>;
+  /** Each row as the server's JSON text (as the native CLI prints it). */
+  queryJSON(text: string, params?: KitfoxParam[] | string): Promise<string[]>;
+  batch(statements: Array<[string, KitfoxParam[]?] | [string] | string>): Promise<Row[][]>;
+  near<R extends Row = Row>(collection: string, field: string, vector: Float32Array | Float64Array | number[], options?: NearOptions): Promise<R[]>;
+  /** Puts documents in one atomic write (POST /docs/COLLECTION); resolves to their ids. */
+  put(collection: string, docs: Array<{ [key: string]: KitfoxParam }>): Promise<number[]>;
+  prepare(text: string): Promise<HttpStatement>;
+  stats(): Promise<ServerStats>;
+  health(): Promise<{ ok: true }>;
+  close(): void;
+}
+
+/** Resolves once the server at `url` answers GET /health. */
+export function connect(url: string | URL, options?: HttpConnectOptions): Promise<KitfoxClient>;
+export default connect;

@@ -1,0 +1,335 @@
+// The endpoints of `kitfox serve` (see http_api.h): JSON bodies read with
+// parse_json (simdjson), statements run through Database, rows written with
+// append_json.
+#include "http_api.h"
+
+#include <utility>
+#include <vector>
+
+namespace kitfox {
+namespace {
+
+constexpr const char* kEndpoints =
+    "POST /query, POST /batch, POST /docs/COLLECTION, POST /prepare, GET /health, GET /stats";
+
+void append_json_string(std::string& out, std::string_view s) { append_json(out, Value::text(std::string(s))); }
+
+ApiResponse from_status(const Status& s) {
+  return Api::error(http_status(s.code()), code_name(s.code()), s.message(), s.position());
+}
+
+ApiResponse rows_response(const QueryResult& r, bool ndjson) {
+  ApiResponse out;
+  if (ndjson) {
+    out.content_type = "application/x-ndjson";
+    for (const Value& row : r.rows) {
+      append_json(out.body, row);
+      out.body += '\n';
+    }
+    return out;
+  }
+  out.body.reserve(16 + r.rows.size() * 32);
+  out.body += "{\"rows\":[";
+  for (size_t i = 0; i < r.rows.size(); i++) {
+    if (i) out.body += ',';
+    append_json(out.body, r.rows[i]);
+  }
+  out.body += "]}";
+  return out;
+}
+
+// The media type without parameters ("application/json; charset=utf-8" ->
+// "application/json"), lower case.
+std::string media_type(std::string_view content_type) {
+  size_t end = content_type.find(';');
+  std::string_view t = content_type.substr(0, end);
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+  while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+  std::string out(t);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+  return out;
+}
+
+// A body must say it is JSON: a page of another origin can send a plain
+// form or text to a server on this machine without asking first, but not
+// JSON, so nothing is run for a request a browser sent without the user.
+bool is_json(std::string_view content_type) { return media_type(content_type) == "application/json"; }
+bool is_ndjson(std::string_view content_type) {
+  std::string t = media_type(content_type);
+  return t == "application/x-ndjson" || t == "application/jsonl" || t == "application/ndjson";
+}
+
+ApiResponse unsupported_media(std::string_view got, const char* want) {
+  std::string msg = "the body must be ";
+  msg += want;
+  msg += got.empty() ? std::string(" (no Content-Type was given)") : " (Content-Type was " + std::string(got) + ")";
+  return Api::error(415, "invalid", msg);
+}
+
+// One statement of a request body: {"query": TEXT, "params": [...]}.
+Status read_statement(Value& v, std::string* text, std::vector<Value>* params, const std::string& where) {
+  if (v.kind() != Kind::Object)
+    return Status(Code::Invalid, where + "must be an object {\"query\": ..., \"params\": [...]}, not " +
+                                     std::string(kind_name(v.kind())));
+  bool has_query = false;
+  for (size_t i = 0; i < v.keys().size(); i++) {
+    const std::string& k = v.keys()[i];
+    Value& item = v.mutable_items()[i];
+    if (k == "query") {
+      if (item.kind() != Kind::Text)
+        return Status(Code::Invalid, where + "\"query\" must be text, not " + std::string(kind_name(item.kind())));
+      *text = std::move(item.mutable_string());
+      has_query = true;
+    } else if (k == "params") {
+      if (item.kind() == Kind::Null) continue;
+      if (item.kind() != Kind::List)
+        return Status(Code::Invalid, where + "\"params\" must be a list, not " + std::string(kind_name(item.kind())));
+      *params = std::move(item.mutable_items());
+    } else {
+      return Status(Code::Invalid, where + "unknown key \"" + k + "\" (a statement has \"query\" and \"params\")");
+    }
+  }
+  if (!has_query) return Status(Code::Invalid, where + "has no \"query\"");
+  return Status::ok();
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || s.size() > 256) return false;
+  for (size_t i = 0; i < s.size(); i++) {
+    char c = s[i];
+    bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+unsigned http_status(Code code) {
+  switch (code) {
+    case Code::Ok: return 200;
+    case Code::Syntax:
+    case Code::Type:
+    case Code::NotFound:
+    case Code::Limit:
+    case Code::Json:
+    case Code::Invalid: return 400;
+    case Code::Exists:
+    case Code::Constraint: return 409;
+    case Code::Locked:
+    case Code::Failed: return 503;
+    case Code::Io:
+    case Code::Corrupt: return 500;
+  }
+  return 500;
+}
+
+Api::Api(Database& db, std::string token) : db_(db), token_(std::move(token)) {}
+
+ApiResponse Api::error(unsigned status, std::string_view code, std::string_view message, int64_t position) {
+  ApiResponse out;
+  out.status = status;
+  out.body = "{\"error\":{\"code\":";
+  append_json_string(out.body, code);
+  out.body += ",\"message\":";
+  append_json_string(out.body, message);
+  out.body += ",\"position\":";
+  out.body += position >= 0 ? std::to_string(position) : "null";
+  out.body += "}}";
+  return out;
+}
+
+bool Api::authorized(std::string_view authorization) const {
+  if (token_.empty()) return true;
+  constexpr std::string_view kScheme = "Bearer ";
+  std::string_view given;
+  if (authorization.size() >= kScheme.size()) {
+    bool scheme = true;  // the scheme is case-insensitive
+    for (size_t i = 0; i < kScheme.size(); i++) {
+      char c = authorization[i];
+      if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+      char w = kScheme[i];
+      if (w >= 'A' && w <= 'Z') w = char(w - 'A' + 'a');
+      scheme &= c == w;
+    }
+    if (scheme) given = authorization.substr(kScheme.size());
+  }
+  // The time taken depends on the token's length only, never on how much
+  // of it a guess got right.
+  unsigned diff = given.size() != token_.size();
+  for (size_t i = 0; i < token_.size(); i++) {
+    unsigned char g = i < given.size() ? (unsigned char)given[i] : 0;
+    diff |= g ^ (unsigned char)token_[i];
+  }
+  return diff == 0;
+}
+
+ApiResponse Api::handle(const ApiRequest& req) {
+  std::string_view path = req.target.substr(0, req.target.find('?'));
+  const bool get = req.method == "GET", post = req.method == "POST";
+  auto only = [&](const char* method) {
+    ApiResponse r = error(405, "invalid",
+                          std::string(req.method) + " is not allowed on " + std::string(path) + " (only " + method + ")");
+    r.allow = method;
+    return r;
+  };
+  if (path == "/health") {
+    if (!get) return only("GET");
+    ApiResponse r;
+    r.body = "{\"ok\":true}";
+    return r;
+  }
+  const bool docs = path.rfind("/docs/", 0) == 0;
+  if (path != "/query" && path != "/batch" && path != "/prepare" && path != "/stats" && !docs)
+    return error(404, "not_found", "no endpoint " + std::string(path) + " (the endpoints: " + kEndpoints + ")");
+  if (!authorized(req.authorization)) {
+    ApiResponse r = error(401, "invalid",
+                          req.authorization.empty() ? "this server needs a token: send Authorization: Bearer TOKEN"
+                                                    : "the token is wrong");
+    r.unauthorized = true;
+    return r;
+  }
+  if (path == "/stats") {
+    if (!get) return only("GET");
+    return stats();
+  }
+  if (!post) return only("POST");
+  if (docs) {
+    if (!is_json(req.content_type) && !is_ndjson(req.content_type))
+      return unsupported_media(req.content_type, "JSON (application/json) or NDJSON (application/x-ndjson)");
+    return this->docs(path.substr(6), req.content_type, req.body);
+  }
+  if (!is_json(req.content_type)) return unsupported_media(req.content_type, "JSON (Content-Type: application/json)");
+  if (path == "/query") return query(req.body, req.accept.find("application/x-ndjson") != std::string_view::npos);
+  return path == "/batch" ? batch(req.body) : prepare(req.body);
+}
+
+ApiResponse Api::prepare(std::string_view body) {
+  auto v = parse_json(body);
+  if (!v.is_ok()) return from_status(v.status());
+  std::string text;
+  std::vector<Value> params;
+  Status s = read_statement(*v, &text, &params, "the body ");
+  if (!s.is_ok()) return from_status(s);
+  auto st = db_.prepare(text);
+  if (!st.is_ok()) return from_status(st.status());
+  ApiResponse out;
+  out.body = st->is_write() ? "{\"write\":true}" : "{\"write\":false}";
+  return out;
+}
+
+ApiResponse Api::query(std::string_view body, bool ndjson) {
+  auto v = parse_json(body);
+  if (!v.is_ok()) return from_status(v.status());
+  std::string text;
+  std::vector<Value> params;
+  Status s = read_statement(*v, &text, &params, "the body ");
+  if (!s.is_ok()) return from_status(s);
+  auto r = db_.query_outside_transaction(text, params);
+  if (!r.is_ok()) return from_status(r.status());
+  return rows_response(*r, ndjson);
+}
+
+ApiResponse Api::batch(std::string_view body) {
+  auto v = parse_json(body);
+  if (!v.is_ok()) return from_status(v.status());
+  if (v->kind() != Kind::List)
+    return error(400, "invalid", "the body must be a list of statements [{\"query\": ..., \"params\": [...]}, ...]");
+  std::vector<BatchItem> items(v->size());
+  for (size_t i = 0; i < items.size(); i++) {
+    Status s = read_statement(v->mutable_items()[i], &items[i].text, &items[i].params,
+                              "statement " + std::to_string(i + 1) + " ");
+    if (!s.is_ok()) return from_status(s);
+  }
+  auto r = db_.batch(items);
+  if (!r.is_ok()) return from_status(r.status());
+  ApiResponse out;
+  out.body = "{\"results\":[";
+  for (size_t i = 0; i < r->size(); i++) {
+    if (i) out.body += ',';
+    out.body += "{\"rows\":[";
+    const auto& rows = (*r)[i].rows;
+    for (size_t j = 0; j < rows.size(); j++) {
+      if (j) out.body += ',';
+      append_json(out.body, rows[j]);
+    }
+    out.body += "]}";
+  }
+  out.body += "]}";
+  return out;
+}
+
+ApiResponse Api::docs(std::string_view collection, std::string_view content_type, std::string_view body) {
+  if (!is_identifier(collection))
+    return error(404, "not_found", "no collection '" + std::string(collection) + "' (not a collection name)");
+  std::vector<Value> documents;
+  size_t start = 0;
+  while (start < body.size() && (body[start] == ' ' || body[start] == '\t' || body[start] == '\r' || body[start] == '\n'))
+    start++;
+  if (!is_ndjson(content_type) || (start < body.size() && body[start] == '[')) {
+    // One JSON array of documents.
+    auto v = parse_json(body);
+    if (!v.is_ok()) return from_status(v.status());
+    if (v->kind() != Kind::List)
+      return error(400, "invalid", "the body must be a JSON array of documents (or NDJSON, with Content-Type: application/x-ndjson)");
+    documents = std::move(v->mutable_items());
+  } else {
+    // NDJSON: a document a line; blank lines are skipped.
+    size_t line = 0;
+    for (size_t pos = 0; pos < body.size();) {
+      size_t end = body.find('\n', pos);
+      if (end == std::string_view::npos) end = body.size();
+      std::string_view text = body.substr(pos, end - pos);
+      line++;
+      bool blank = true;
+      for (char c : text) blank &= c == ' ' || c == '\t' || c == '\r';
+      if (!blank) {
+        auto v = parse_json(text);
+        if (!v.is_ok()) {
+          const Status& s = v.status();
+          return error(400, code_name(s.code()), "line " + std::to_string(line) + ": " + s.message());
+        }
+        documents.push_back(std::move(*v));
+      }
+      pos = end + 1;
+    }
+  }
+  for (size_t i = 0; i < documents.size(); i++)
+    if (documents[i].kind() != Kind::Object)
+      return error(400, "invalid", "document " + std::to_string(i + 1) + " is " + kind_name(documents[i].kind()) +
+                                       ", not an object");
+  if (documents.empty()) {
+    ApiResponse out;
+    out.body = "{\"ids\":[]}";
+    return out;
+  }
+  std::vector<Value> params;
+  params.push_back(Value::list(std::move(documents)));
+  const std::string text = "put " + std::string(collection) + " $1";
+  auto r = db_.query_outside_transaction(text, params);
+  if (!r.is_ok()) {
+    const Status& s = r.status();
+    // Not found at the name in the statement: the collection of the path.
+    // The statement is ours, not the client's: its positions mean nothing to them.
+    const bool no_collection = s.code() == Code::NotFound && s.position() == 4;
+    return error(no_collection ? 404 : http_status(s.code()), code_name(s.code()), s.message());
+  }
+  ApiResponse out;
+  out.body = "{\"ids\":[";
+  for (size_t i = 0; i < r->rows.size(); i++) {
+    if (i) out.body += ',';
+    const Value* id = r->rows[i].get("id");
+    append_json(out.body, id ? *id : Value::null());
+  }
+  out.body += "]}";
+  return out;
+}
+
+ApiResponse Api::stats() {
+  ApiResponse out;
+  out.body = to_json(stats_value(db_.stats()));
+  return out;
+}
+
+}  // namespace kitfox

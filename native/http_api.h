@@ -1,0 +1,73 @@
+// The endpoints of `kitfox serve`, apart from HTTP: a request's method,
+// target, headers that matter and body in; a status and a JSON body out.
+// native/http_server.cpp carries them over HTTP/1.1; the tests call them
+// directly too.
+//
+//   POST /query            {"query": TEXT, "params": [...]}      -> {"rows": [...]}
+//                          (with Accept: application/x-ndjson: a row a line)
+//   POST /prepare          {"query": TEXT}                       -> {"write": BOOL}
+//                          checks the statement as prepare() does, runs nothing
+//   POST /batch            [{"query": TEXT, "params": [...]}, ...] -> {"results": [{"rows": [...]}, ...]}
+//   POST /docs/COLLECTION  a JSON array of documents, or NDJSON  -> {"ids": [...]}
+//   GET  /health                                                 -> {"ok": true}
+//   GET  /stats            the engine's stats
+//
+// Every error is {"error": {"code", "message", "position"}}: position is the
+// byte in the statement text, or null (malformed JSON names its byte in the
+// message, and an NDJSON body its line).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "db.h"
+
+namespace kitfox {
+
+struct ApiRequest {
+  std::string_view method;         // "GET", "POST", ...
+  std::string_view target;         // the path, with any query string
+  std::string_view content_type;   // of the body ("" when none)
+  std::string_view authorization;  // the Authorization header ("" when none)
+  std::string_view accept;         // the Accept header ("" when none)
+  std::string_view body;
+};
+
+struct ApiResponse {
+  unsigned status = 200;
+  std::string body;      // JSON, or NDJSON rows (see content_type)
+  const char* content_type = "application/json";
+  const char* allow = nullptr;  // for 405: the methods the path takes
+  bool unauthorized = false;    // 401: send WWW-Authenticate
+};
+
+class Api {
+ public:
+  // `token` empty: no token is asked for. Else every endpoint but /health
+  // needs `Authorization: Bearer TOKEN` (compared in constant time).
+  Api(Database& db, std::string token);
+
+  ApiResponse handle(const ApiRequest& request);
+
+  // The response for an error found before a request reaches handle() (a
+  // body over the limit, a malformed request).
+  static ApiResponse error(unsigned status, std::string_view code, std::string_view message, int64_t position = -1);
+
+ private:
+  ApiResponse query(std::string_view body, bool ndjson);
+  ApiResponse prepare(std::string_view body);
+  ApiResponse batch(std::string_view body);
+  ApiResponse docs(std::string_view collection, std::string_view content_type, std::string_view body);
+  ApiResponse stats();
+  bool authorized(std::string_view authorization) const;
+
+  Database& db_;
+  std::string token_;
+};
+
+// The HTTP status for an engine error: 400 for what the request got wrong,
+// 409 for a conflict with what is stored, 503 when the database refuses
+// writes, 500 for the file layer.
+unsigned http_status(Code code);
+
+}  // namespace kitfox

@@ -1,0 +1,50 @@
+// `kitfox serve`: the endpoints of http_api.h over HTTP/1.1 with keep-alive,
+// on Boost.Beast and Asio (docs/server.md says why those).
+//
+// One io_context is run by `threads` threads. Each connection is a chain of
+// asynchronous reads and writes on a strand of its own, so an idle or slow
+// connection holds no thread; a request, once read whole, runs on the thread
+// that read it (a durable write waits there for its flush, which the writes
+// of other connections share), so at most `threads` requests run at once.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "db.h"
+
+namespace kitfox {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 7700;  // 0: any free port (see HttpServer::port)
+  std::string token;     // empty: no token asked for
+  uint64_t max_body = 64ull << 20;  // bytes of one request body; larger ones get 413
+  unsigned threads = 0;  // 0: the default, max(16, 2 x cores)
+  // A request must arrive whole, and a response be taken, within this; a
+  // kept-alive connection idle for as long is closed.
+  uint32_t timeout_ms = 30000;
+};
+
+class HttpServer {
+ public:
+  // Listens and starts the threads; the server answers once this returns.
+  static Result<std::unique_ptr<HttpServer>> start(Database& db, const ServerOptions& options);
+  ~HttpServer();  // shutdown()
+
+  uint16_t port() const;  // the port listened on (the one chosen, for port 0)
+  unsigned threads() const;
+
+  // Stops accepting, closes the idle connections, lets every request in
+  // flight finish and its response go out, then joins the threads. The
+  // database is the caller's to close after.
+  void shutdown();
+
+  struct Impl;
+
+ private:
+  HttpServer() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kitfox

@@ -1,0 +1,401 @@
+// `kitfox serve` (native/http_server.cpp, native/http_api.cpp) and its
+// client kitfox/http (js/http.js): every endpoint and error status, the
+// token, --max-body, clients that hang up or idle, many connections, writers
+// at once, a kill -9 during durable writes and a graceful stop.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { connect, KitfoxClient, KitfoxError } from '../../js/http.js';
+import { cli, startServer, tempDir, within } from './helpers.js';
+
+const work = tempDir('kitfox-serve-');
+let n = 0;
+const fresh = () => path.join(work, `db${++n}.kfdb`);
+
+async function post(url, pathname, body, headers = {}) {
+  const res = await fetch(url + pathname, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, headers: res.headers, body: await res.json() };
+}
+
+// Sends raw bytes on a new connection; resolves to everything the server
+// sent back before it closed the connection.
+function raw(port, bytes) {
+  return within(
+    new Promise((resolve, reject) => {
+      const sock = net.connect(port, '127.0.0.1', () => sock.write(bytes));
+      let got = '';
+      sock.setEncoding('utf8');
+      sock.on('data', (d) => (got += d));
+      sock.on('close', () => resolve(got));
+      sock.on('error', reject);
+    }),
+    'the server did not close the connection',
+  );
+}
+
+test('every endpoint answers, and kitfox/http has the embedded methods', async () => {
+  const s = await startServer(fresh());
+  try {
+    const db = await connect(s.url);
+    assert.deepEqual(await db.health(), { ok: true });
+    await db.query('create collection notes (title text @unique, n int, embed vector<3> @hnsw)');
+    assert.deepEqual(await db.put('notes', [
+      { title: 'a', n: 1, embed: [1, 0, 0] },
+      { title: 'b', n: 2, embed: [0, 1, 0] },
+    ]), [1, 2]);
+    assert.deepEqual(await db.query('get notes select title where n = $1', [2]), [{ id: 2, title: 'b' }]);
+    const near = await db.near('notes', 'embed', new Float32Array([0, 0.9, 0.1]), { limit: 1, select: 'title' });
+    assert.equal(near.length, 1);
+    assert.equal(near[0].title, 'b');
+    // A batch: each statement sees the ones before it.
+    const [put, count] = await db.batch([['put notes {title: $1, n: 3, embed: [0, 0, 1]}', ['c']], ['get notes count']]);
+    assert.deepEqual(put, [{ id: 3 }]);
+    assert.deepEqual(count, [{ count: 3 }]);
+    // NDJSON into /docs; blank lines are skipped.
+    const nd = await fetch(`${s.url}/docs/notes`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson' },
+      body: '{"title":"d","n":4,"embed":[1,1,0]}\n\n{"title":"e","n":5,"embed":[0,1,1]}\n',
+    });
+    assert.equal(nd.status, 200);
+    assert.deepEqual(await nd.json(), { ids: [4, 5] });
+    // A prepared statement runs with new parameters; its text is checked first.
+    const st = await db.prepare('get notes select title where id = $1');
+    assert.equal(st.isWrite, false);
+    assert.deepEqual(await st.query([4]), [{ id: 4, title: 'd' }]);
+    await assert.rejects(db.prepare('get notes where nope = 1'), (e) => e instanceof KitfoxError && e.code === 'not_found' && e.position === 16);
+    // Rows as the native CLI prints them.
+    assert.deepEqual(await db.queryJSON('get notes select n where id = 1'), ['{"id":1,"n":1}']);
+    const stats = await db.stats();
+    assert.equal(stats.collections.find((c) => c.name === 'notes').documents, 5);
+    assert.ok(stats.fileBytes > 0);
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
+test('errors are JSON with the right status, and change nothing', async () => {
+  const s = await startServer(fresh());
+  try {
+    const { url } = s;
+    await post(url, '/query', { query: 'create collection t (k text @unique, n int)' });
+    await post(url, '/query', { query: 'put t {k: "a", n: 1}' });
+    const error = (r, status, code) => {
+      assert.equal(r.status, status, JSON.stringify(r.body));
+      assert.equal(r.body.error.code, code, JSON.stringify(r.body));
+      assert.equal(typeof r.body.error.message, 'string');
+      assert.ok('position' in r.body.error);
+    };
+    // Bad JSON names its byte.
+    let r = await post(url, '/query', '{"query": "get t", ');
+    error(r, 400, 'json');
+    assert.match(r.body.error.message, /at byte 19/);
+    // A statement error names its byte in the statement.
+    r = await post(url, '/query', { query: 'get t where nope = 1' });
+    error(r, 400, 'not_found');
+    assert.equal(r.body.error.position, 12);
+    r = await post(url, '/query', { query: 'get t wher' });
+    error(r, 400, 'syntax');
+    error(await post(url, '/query', { query: 'get t', parms: [] }), 400, 'invalid');
+    error(await post(url, '/query', { params: [] }), 400, 'invalid');
+    error(await post(url, '/query', { query: 'get t', params: 3 }), 400, 'invalid');
+    error(await post(url, '/query', [1]), 400, 'invalid');
+    // A conflict with what is stored.
+    error(await post(url, '/query', { query: 'put t {k: "a", n: 2}' }), 409, 'constraint');
+    // Transactions are the embedded API's; the server takes batches.
+    r = await post(url, '/query', { query: 'begin' });
+    error(r, 400, 'invalid');
+    assert.match(r.body.error.message, /batch/);
+    // A batch is atomic: the second statement fails, the first did not land.
+    r = await post(url, '/batch', [{ query: 'put t {k: "b", n: 2}' }, { query: 'put t {k: "a", n: 3}' }]);
+    error(r, 409, 'constraint');
+    assert.match(r.body.error.message, /statement 2/);
+    error(await post(url, '/batch', { query: 'get t' }), 400, 'invalid');
+    // /docs: the collection of the path, documents that do not fit.
+    error(await post(url, '/docs/nope', [{ k: 'x' }]), 404, 'not_found');
+    error(await post(url, '/docs/t', [{ k: 'x', n: 'not a number' }]), 400, 'type');
+    error(await post(url, '/docs/t', [{ k: 'x' }, 7]), 400, 'invalid');
+    error(await post(url, '/docs/t', { k: 'x' }), 400, 'invalid');
+    r = await fetch(`${url}/docs/t`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: '{"k":"y","n":1}\n{"k":\n' });
+    const nd = await r.json();
+    assert.equal(r.status, 400);
+    assert.match(nd.error.message, /^line 2: /);
+    error(await post(url, '/docs/t', [{ k: 'a', n: 9 }]), 409, 'constraint');
+    // Not JSON: refused before anything runs (a page of another origin can
+    // send a form or text without asking first, never JSON).
+    r = await fetch(`${url}/query`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"query":"del t"}' });
+    assert.equal(r.status, 415);
+    assert.equal((await r.json()).error.code, 'invalid');
+    // Paths and methods.
+    r = await fetch(`${url}/nowhere`);
+    assert.equal(r.status, 404);
+    assert.equal((await r.json()).error.code, 'not_found');
+    r = await fetch(`${url}/query`);
+    assert.equal(r.status, 405);
+    assert.equal(r.headers.get('allow'), 'POST');
+    r = await fetch(`${url}/health`, { method: 'POST' });
+    assert.equal(r.status, 405);
+    assert.equal(r.headers.get('allow'), 'GET');
+    // A malformed request line.
+    assert.match(await raw(s.port, 'BAD REQUEST LINE\r\n\r\n'), /^HTTP\/1\.1 400 /);
+    // Nothing changed: one document, the first.
+    assert.deepEqual((await post(url, '/query', { query: 'get t select k' })).body.rows, [{ id: 1, k: 'a' }]);
+    // The client throws what the server said.
+    const db = new KitfoxClient(url);
+    await assert.rejects(db.query('get t where nope = 1'), (e) => e instanceof KitfoxError && e.code === 'not_found' && e.message === "not_found error at 12: unknown field 'nope' in collection 't'");
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
+test('a token is asked for, and compared', async () => {
+  const s = await startServer(fresh(), ['--token', 's3cret']);
+  try {
+    let r = await post(s.url, '/query', { query: 'collections' });
+    assert.equal(r.status, 401);
+    assert.equal(r.headers.get('www-authenticate'), 'Bearer');
+    r = await post(s.url, '/query', { query: 'collections' }, { authorization: 'Bearer s3cre' });
+    assert.equal(r.status, 401);
+    r = await post(s.url, '/query', { query: 'collections' }, { authorization: 'Bearer s3cret!' });
+    assert.equal(r.status, 401);
+    assert.equal((await fetch(`${s.url}/stats`)).status, 401);
+    assert.equal((await fetch(`${s.url}/docs/t`, { method: 'POST' })).status, 401);
+    // The health check needs none.
+    assert.equal((await fetch(`${s.url}/health`)).status, 200);
+    r = await post(s.url, '/query', { query: 'collections' }, { authorization: 'Bearer s3cret' });
+    assert.equal(r.status, 200);
+    const db = await connect(s.url, { token: 's3cret' });
+    assert.deepEqual(await db.query('collections'), []);
+    await assert.rejects(new KitfoxClient(s.url, { token: 'wrong' }).query('collections'), (e) => e.code === 'invalid' && /token/.test(e.message));
+  } finally {
+    await s.stop();
+  }
+});
+
+test('a body over --max-body gets 413; the server goes on', async () => {
+  const s = await startServer(fresh(), ['--max-body', '1000']);
+  try {
+    await post(s.url, '/query', { query: 'create collection t (s text)' });
+    const big = { query: 'put t {s: $1}', params: ['x'.repeat(5000)] };
+    const r = await post(s.url, '/query', big);
+    assert.equal(r.status, 413);
+    assert.equal(r.body.error.code, 'limit');
+    assert.match(r.body.error.message, /--max-body/);
+    const ok = await post(s.url, '/query', { query: 'put t {s: $1}', params: ['small'] });
+    assert.equal(ok.status, 200);
+    assert.deepEqual((await post(s.url, '/query', { query: 'get t count' })).body.rows, [{ count: 1 }]);
+  } finally {
+    await s.stop();
+  }
+});
+
+test('a client that hangs up mid-request changes nothing', async () => {
+  const s = await startServer(fresh());
+  try {
+    await post(s.url, '/query', { query: 'create collection t (s text)' });
+    const body = JSON.stringify({ query: 'put t {s: $1}', params: ['never'] });
+    // The whole header and half the body, then gone.
+    await new Promise((resolve) => {
+      const sock = net.connect(s.port, '127.0.0.1', () => {
+        sock.end(`POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 20)}`);
+      });
+      sock.on('close', resolve);
+      sock.on('error', resolve);
+      sock.resume();
+    });
+    assert.deepEqual((await post(s.url, '/query', { query: 'get t count' })).body.rows, [{ count: 0 }]);
+  } finally {
+    await s.stop();
+  }
+});
+
+test('idle and slow clients are timed out (--timeout)', async () => {
+  const s = await startServer(fresh(), ['--timeout', '1']);
+  try {
+    // One that never sends, and one that stops in the middle of a request:
+    // the server closes both (the test waits for that, however long).
+    assert.equal(await raw(s.port, ''), '');
+    assert.equal(await raw(s.port, 'POST /query HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"qu'), '');
+    assert.equal((await fetch(`${s.url}/health`)).status, 200);
+  } finally {
+    await s.stop();
+  }
+});
+
+test('1,000 idle connections held open: the server still answers others', async () => {
+  const s = await startServer(fresh(), ['--threads', '2']);
+  const idle = [];
+  try {
+    await Promise.all(
+      Array.from({ length: 1000 }, () =>
+        new Promise((resolve, reject) => {
+          const sock = net.connect(s.port, '127.0.0.1', () => {
+            // Half of them in the middle of a request.
+            if (idle.length % 2) sock.write('POST /query HTTP/1.1\r\nHost: x\r\n');
+            resolve();
+          });
+          sock.on('error', reject);
+          sock.resume();
+          idle.push(sock);
+        }),
+      ),
+    );
+    const db = await connect(s.url);
+    await db.query('create collection t (n int)');
+    await db.query('put t {n: 1}');
+    assert.deepEqual(await db.query('get t count'), [{ count: 1 }]);
+  } finally {
+    for (const sock of idle) sock.destroy();
+    await s.stop();
+  }
+});
+
+test('writers on many connections at once land every write', async () => {
+  const file = fresh();
+  const s = await startServer(file, ['--sync', 'always']);
+  try {
+    const db = await connect(s.url);
+    await db.query('create collection t (w int, i int)');
+    const writers = 8;
+    const each = 100;
+    const ids = await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        const mine = [];
+        const c = new KitfoxClient(s.url);
+        for (let i = 0; i < each; i++) mine.push((await c.query('put t {w: $1, i: $2}', [w, i]))[0].id);
+        return mine;
+      }),
+    );
+    const all = ids.flat();
+    assert.equal(new Set(all).size, writers * each);
+    assert.deepEqual(await db.query('get t count'), [{ count: writers * each }]);
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+  // And the file has them all.
+  const out = execFileSync(cli, [file, '-c', 'get t count'], { encoding: 'utf8' });
+  assert.equal(out.trim(), '{"count":800}');
+});
+
+test('kill -9 during durable writes: after a restart every acknowledged write is there', async () => {
+  const file = fresh();
+  let s = await startServer(file, ['--sync', 'always']);
+  const acked = [];
+  try {
+    await new KitfoxClient(s.url).query('create collection t (key text @unique)');
+    let stop = false;
+    const writers = Array.from({ length: 4 }, async (_, w) => {
+      const c = new KitfoxClient(s.url);
+      for (let i = 0; !stop; i++) {
+        const key = `w${w}-${i}`;
+        try {
+          await c.query('put t {key: $1}', [key]);
+          acked.push(key);
+        } catch (e) {
+          if (e.code !== 'io') throw e; // the server is gone
+          return;
+        }
+      }
+    });
+    // Kill once some writes were acknowledged (a count, not a time).
+    await within(
+      new Promise((resolve) => {
+        const check = setInterval(() => {
+          if (acked.length >= 200) {
+            clearInterval(check);
+            resolve();
+          }
+        }, 5);
+      }),
+      'no writes were acknowledged',
+    );
+    s.child.kill('SIGKILL');
+    await s.exited;
+    stop = true;
+    await Promise.all(writers);
+  } finally {
+    await s.stop();
+  }
+  s = await startServer(file);
+  try {
+    const db = new KitfoxClient(s.url);
+    const rows = await db.query('get t select key');
+    const have = new Set(rows.map((r) => r.key));
+    const lost = acked.filter((k) => !have.has(k));
+    assert.deepEqual(lost, [], `${lost.length} acknowledged writes lost`);
+    assert.ok(acked.length >= 200);
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
+test('SIGTERM: requests in flight finish, what was acknowledged is in the file, exit 0', async () => {
+  const file = fresh();
+  const s = await startServer(file, ['--sync', 'off']);
+  const acked = [];
+  try {
+    const db = new KitfoxClient(s.url);
+    await db.query('create collection t (key text @unique)');
+    // Writers in a loop on kept-alive connections; stop the server while
+    // they go on.
+    let failures = 0;
+    const writers = Array.from({ length: 4 }, async (_, w) => {
+      const c = new KitfoxClient(s.url);
+      for (let i = 0; ; i++) {
+        try {
+          await c.query('put t {key: $1}', [`w${w}-${i}`]);
+          acked.push(`w${w}-${i}`);
+        } catch (e) {
+          if (e.code !== 'io') throw e;
+          failures++;
+          return;
+        }
+      }
+    });
+    await within(
+      new Promise((resolve) => {
+        const check = setInterval(() => acked.length >= 100 && (clearInterval(check), resolve()), 5);
+      }),
+      'no writes were acknowledged',
+    );
+    assert.equal(await s.stop('SIGTERM'), 0, s.stderr());
+    await Promise.all(writers);
+    assert.equal(failures, 4); // each writer saw the server go, none an error from it
+  } finally {
+    await s.stop();
+  }
+  const out = execFileSync(cli, [file, '-c', 'get t select key'], { encoding: 'utf8' });
+  const have = new Set(out.trim().split('\n').map((l) => JSON.parse(l).key));
+  const lost = acked.filter((k) => !have.has(k));
+  assert.deepEqual(lost, []);
+});
+
+test('bad command lines are refused with usage', () => {
+  const run = (args) => {
+    try {
+      execFileSync(cli, ['serve', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      return { code: 0 };
+    } catch (e) {
+      return { code: e.status, stderr: e.stderr };
+    }
+  };
+  let r = run([fresh(), '--port', '70000']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--port needs a port number/);
+  r = run([fresh(), '--threads', '0']);
+  assert.equal(r.code, 2);
+  r = run([fresh(), '--bogus', '1']);
+  assert.equal(r.code, 2);
+  r = run([]);
+  assert.equal(r.code, 2);
+  r = run([fresh(), '--host', 'not-an-address']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /not an IP address/);
+});
