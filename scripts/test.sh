@@ -49,6 +49,9 @@ stage_tsan() {
   header "tsan: unit and crash tests (build-tsan/)"
   TSAN_OPTIONS="halt_on_error=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}" \
     ctest --test-dir build-tsan --output-on-failure -R '^(unit|crash)$'
+  header "tsan: kitfox serve under its tests (build-tsan/kitfox)"
+  TSAN_OPTIONS="halt_on_error=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}" KITFOX_CLI=build-tsan/kitfox \
+    node --test --test-concurrency=1 tests/js/server.test.js tests/js/server-queries.test.js
 }
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
@@ -65,6 +68,10 @@ stage_asan() {
   ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
     ctest --test-dir build-asan --output-on-failure
+  header "asan: kitfox serve under its tests (build-asan/kitfox)"
+  ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+    UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" KITFOX_CLI=build-asan/kitfox \
+    node --test --test-concurrency=1 tests/js/server.test.js tests/js/server-queries.test.js
 }
 
 # The libFuzzer harnesses (tests/fuzz/: statements, JSON, the value codec,

@@ -6,7 +6,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const cli = path.join(root, 'build', 'kitfox');
+// KITFOX_CLI names another build of it (scripts/test.sh runs the server
+// tests with the sanitizer builds).
+export const cli = process.env.KITFOX_CLI ? path.resolve(process.env.KITFOX_CLI) : path.join(root, 'build', 'kitfox');
 
 // A fresh directory, removed when the process exits.
 export function tempDir(prefix = 'kitfox-js-') {

@@ -105,7 +105,13 @@ export function readmeExamples() {
   const text = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
   return [...text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => {
     const code = m[1];
-    const where = /from 'kitfox\/worker'/.test(code) ? 'browser' : /export default \{[\s\S]*fetch\(/.test(code) ? 'workerd' : 'node';
+    const where = /from 'kitfox\/worker'/.test(code)
+      ? 'browser'
+      : /from 'kitfox\/http'/.test(code)
+        ? 'server'
+        : /export default \{[\s\S]*fetch\(/.test(code)
+          ? 'workerd'
+          : 'node';
     return { code, where };
   });
 }

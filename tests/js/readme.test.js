@@ -9,7 +9,7 @@ import path from 'node:path';
 import { before, test } from 'node:test';
 import { promisify } from 'node:util';
 
-import { root, within } from './helpers.js';
+import { root, startServer, within } from './helpers.js';
 import { pack, project, readmeExamples, startWorkerd } from './package.js';
 
 const run = promisify(execFile);
@@ -21,7 +21,7 @@ before(() => {
 });
 
 test('the README has a Node, a browser and a Worker example', () => {
-  assert.deepEqual(examples.map((e) => e.where).sort(), ['browser', 'node', 'workerd']);
+  assert.deepEqual(examples.map((e) => e.where).sort(), ['browser', 'node', 'server', 'workerd']);
 });
 
 test('the Node example runs as written', async () => {
@@ -31,6 +31,20 @@ test('the Node example runs as written', async () => {
   // What its comment says it prints.
   assert.match(stdout, /^syntax 15 syntax error at 15: /);
   assert.ok(fs.existsSync(path.join(dir, 'notes.kfdb')));
+});
+
+test('the kitfox/http example runs as written against kitfox serve', async () => {
+  const { code } = examples.find((e) => e.where === 'server');
+  const dir = project(tarball, { 'example.mjs': code }, 'kitfox-readme-http-');
+  const server = await startServer(path.join(dir, 'notes.kfdb'), ['--token', 'readme']);
+  try {
+    const env = { ...process.env, KITFOX_URL: server.url, KITFOX_TOKEN: 'readme' };
+    const { stdout } = await within(run(process.execPath, ['example.mjs'], { cwd: dir, env }), 'the README example never finished');
+    // What its comments say it prints.
+    assert.equal(stdout, "[ 1, 2 ] hello { count: 2 }\nsyntax 10\n");
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
 });
 
 test('the Cloudflare Worker example runs as written in workerd', async () => {
