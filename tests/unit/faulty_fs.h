@@ -1,0 +1,91 @@
+// A file system that wraps another to count flushes and inject failures
+// (a failed write or flush, a slow or held flush), for the unit tests.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "file.h"
+
+namespace kitfox::testing {
+
+// Wraps a file system to count flushes and inject failures.
+struct Faults {
+  std::atomic<int> syncs{0};
+  std::atomic<bool> fail_sync{false};
+  std::atomic<bool> fail_write{false};
+  std::atomic<int> sync_delay_us{0};  // a slow disk, so flushes can be shared
+
+  // A flush can be held until released; writes and flushes are announced,
+  // so a test waits for them (not for time).
+  std::mutex m;
+  std::condition_variable cv;
+  bool held = false;
+  int writes = 0;
+  void hold(bool on) {
+    std::lock_guard g(m);
+    held = on;
+    cv.notify_all();
+  }
+  // Waits until `done()` holds (checked at every write and flush): the
+  // bound only ends a test that would hang, with a clear failure.
+  template <typename F>
+  bool wait_for(F done) {
+    std::unique_lock lk(m);
+    return cv.wait_for(lk, std::chrono::minutes(5), done);
+  }
+};
+
+class FaultyFile : public File {
+ public:
+  FaultyFile(std::unique_ptr<File> f, Faults* x) : f_(std::move(f)), x_(x) {}
+  Status read(uint64_t o, void* b, size_t n, size_t* got) override { return f_->read(o, b, n, got); }
+  Status write(uint64_t o, const void* b, size_t n) override {
+    if (x_->fail_write) return Status(Code::Io, "injected write failure");
+    Status st = f_->write(o, b, n);
+    std::lock_guard g(x_->m);
+    x_->writes++;
+    x_->cv.notify_all();
+    return st;
+  }
+  Status sync() override {
+    {
+      std::unique_lock lk(x_->m);
+      x_->syncs++;
+      x_->cv.notify_all();
+      x_->cv.wait(lk, [&] { return !x_->held; });
+    }
+    if (x_->sync_delay_us) std::this_thread::sleep_for(std::chrono::microseconds(x_->sync_delay_us));
+    if (x_->fail_sync) return Status(Code::Io, "injected flush failure");
+    return f_->sync();
+  }
+  Result<uint64_t> size() override { return f_->size(); }
+  Status truncate(uint64_t n) override { return f_->truncate(n); }
+
+ private:
+  std::unique_ptr<File> f_;
+  Faults* x_;
+};
+
+class FaultyFs : public FileSystem {
+ public:
+  FaultyFs(FileSystem& inner, Faults* x) : in_(inner), x_(x) {}
+  Result<std::unique_ptr<File>> open(const std::string& n, OpenFlags f) override {
+    KF_ASSIGN(auto file, in_.open(n, f));
+    return std::unique_ptr<File>(new FaultyFile(std::move(file), x_));
+  }
+  Result<bool> exists(const std::string& n) override { return in_.exists(n); }
+  Status remove(const std::string& n) override { return in_.remove(n); }
+  Status replace(const std::string& a, const std::string& b) override { return in_.replace(a, b); }
+  bool atomic_replace() const override { return true; }
+
+ private:
+  FileSystem& in_;
+  Faults* x_;
+};
+
+}  // namespace kitfox::testing

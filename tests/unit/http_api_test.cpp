@@ -1,0 +1,116 @@
+// The endpoints of `kitfox serve` (native/http_api.cpp) without sockets:
+// what needs a database in a state a socket test cannot make (a failed
+// flush), and the details of the token and the media types.
+// tests/js/server.test.js covers them over HTTP.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "db.h"
+#include "faulty_fs.h"
+#include "http_api.h"
+
+using namespace kitfox;
+using kitfox::testing::Faults;
+using kitfox::testing::FaultyFs;
+
+namespace {
+
+ApiResponse post(Api& api, std::string_view path, std::string_view body, std::string_view type = "application/json",
+                 std::string_view auth = "") {
+  ApiRequest r;
+  r.method = "POST";
+  r.target = path;
+  r.content_type = type;
+  r.authorization = auth;
+  r.body = body;
+  return api.handle(r);
+}
+
+std::unique_ptr<Database> open_db(FileSystem& fs, SyncMode sync = SyncMode::Off) {
+  OpenOptions o;
+  o.sync = sync;
+  o.auto_checkpoint = false;
+  auto r = Database::open(fs, "db", o);
+  REQUIRE(r.is_ok());
+  return std::move(r.value());
+}
+
+}  // namespace
+
+TEST_CASE("http api: a failed flush is 503 for writes; reads go on") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  auto db = open_db(fs, SyncMode::Always);
+  Api api(*db, "");
+  REQUIRE(post(api, "/query", R"j({"query": "create collection t (n int)"})j").status == 200);
+  REQUIRE(post(api, "/query", R"j({"query": "put t {n: 1}"})j").status == 200);
+  faults.fail_sync = true;
+  ApiResponse w = post(api, "/query", R"j({"query": "put t {n: 2}"})j");
+  CHECK(w.status == 503);
+  CHECK(w.body.find(R"j("code":"failed")j") != std::string::npos);
+  faults.fail_sync = false;
+  CHECK(post(api, "/docs/t", R"j([{"n": 3}])j").status == 503);
+  CHECK(post(api, "/batch", R"j([{"query": "put t {n: 4}"}])j").status == 503);
+  ApiResponse r = post(api, "/query", R"j({"query": "get t select n order n"})j");
+  CHECK(r.status == 200);
+  db->close();
+}
+
+TEST_CASE("http api: the token") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  Api api(*db, "tok-123");
+  const char* body = R"({"query": "collections"})";
+  CHECK(post(api, "/query", body).status == 401);
+  CHECK(post(api, "/query", body).unauthorized);
+  CHECK(post(api, "/query", body, "application/json", "Bearer tok-123").status == 200);
+  CHECK(post(api, "/query", body, "application/json", "bearer tok-123").status == 200);  // the scheme's case is free
+  CHECK(post(api, "/query", body, "application/json", "Bearer tok-12").status == 401);
+  CHECK(post(api, "/query", body, "application/json", "Bearer tok-1234").status == 401);
+  CHECK(post(api, "/query", body, "application/json", "Bearer TOK-123").status == 401);  // the token's is not
+  CHECK(post(api, "/query", body, "application/json", "Basic tok-123").status == 401);
+  CHECK(post(api, "/query", body, "application/json", "tok-123").status == 401);
+  // Unknown paths are 404 before the token is asked for; health needs none.
+  CHECK(post(api, "/nowhere", body).status == 404);
+  ApiRequest health;
+  health.method = "GET";
+  health.target = "/health?probe=1";
+  CHECK(api.handle(health).status == 200);
+  db->close();
+}
+
+TEST_CASE("http api: media types, rows as NDJSON, prepare") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  Api api(*db, "");
+  CHECK(post(api, "/query", R"j({"query": "create collection t (n int)"})j", "application/json; charset=utf-8").status == 200);
+  CHECK(post(api, "/query", R"j({"query": "get t"})j", "text/plain").status == 415);
+  CHECK(post(api, "/query", R"j({"query": "get t"})j", "").status == 415);
+  CHECK(post(api, "/query", R"j({"query": "get t"})j", "application/x-www-form-urlencoded").status == 415);
+  CHECK(post(api, "/docs/t", "{\"n\": 1}\n{\"n\": 2}\n", "application/x-ndjson").body == R"j({"ids":[1,2]})j");
+  CHECK(post(api, "/docs/t", "{\"n\": 3}", "application/x-ndjson").body == R"j({"ids":[3]})j");
+  CHECK(post(api, "/docs/t", "[]").body == R"j({"ids":[]})j");
+  CHECK(post(api, "/docs/t", "\n\n", "application/x-ndjson").body == R"j({"ids":[]})j");
+  CHECK(post(api, "/docs/t", "[{\"n\": 4}]", "text/plain").status == 415);
+  CHECK(post(api, "/docs/t-x", "[{\"n\": 4}]").status == 404);
+  ApiRequest q;
+  q.method = "POST";
+  q.target = "/query";
+  q.content_type = "application/json";
+  q.accept = "application/x-ndjson";
+  q.body = R"({"query": "get t where n <= 2 order n"})";
+  ApiResponse nd = api.handle(q);
+  CHECK(nd.status == 200);
+  CHECK(std::string(nd.content_type) == "application/x-ndjson");
+  CHECK(nd.body == "{\"id\":1,\"n\":1}\n{\"id\":2,\"n\":2}\n");
+  CHECK(post(api, "/prepare", R"j({"query": "put t {n: $1}"})j").body == R"j({"write":true})j");
+  CHECK(post(api, "/prepare", R"j({"query": "get t"})j").body == R"j({"write":false})j");
+  ApiResponse bad = post(api, "/prepare", R"j({"query": "get t where m = 1"})j");
+  CHECK(bad.status == 400);
+  CHECK(bad.body.find(R"j("position":12)j") != std::string::npos);
+  // Prepare ran nothing.
+  CHECK(post(api, "/query", R"j({"query": "get t count"})j").body == R"j({"rows":[{"count":3}]})j");
+  db->close();
+}
