@@ -49,7 +49,7 @@ bool iequals(std::string_view a, std::string_view b) {
 class Session;
 
 struct HttpServer::Impl {
-  Impl(Database& db, const ServerOptions& o) : api(db, o.token), options(o), ioc(int(o.threads)), acceptor(ioc) {}
+  Impl(Database& db, const ServerOptions& o) : api(db, o.token), options(o), ioc(int(o.threads)), acceptor(net::make_strand(ioc)) {}
 
   void accept();
   void remove(Session* s);
@@ -57,7 +57,7 @@ struct HttpServer::Impl {
   Api api;
   ServerOptions options;
   net::io_context ioc;
-  tcp::acceptor acceptor;
+  tcp::acceptor acceptor;  // on a strand: its handlers and shutdown's close never overlap
   std::vector<std::thread> threads;
   uint16_t port = 0;
 
@@ -240,7 +240,7 @@ void HttpServer::Impl::accept() {
     if (ec) {
       // Out of descriptors (or a connection reset before it was taken):
       // try again shortly instead of spinning.
-      retry.emplace(ioc, std::chrono::milliseconds(50));
+      retry.emplace(acceptor.get_executor(), std::chrono::milliseconds(50));
       retry->async_wait([this](beast::error_code) {
         if (acceptor.is_open()) accept();
       });
