@@ -3,6 +3,8 @@
 // append_json.
 #include "http_api.h"
 
+#include "documents.h"
+
 #include <utility>
 #include <vector>
 
@@ -267,15 +269,22 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
   size_t start = 0;
   while (start < body.size() && (body[start] == ' ' || body[start] == '\t' || body[start] == '\r' || body[start] == '\n'))
     start++;
-  if (!is_ndjson(content_type) || (start < body.size() && body[start] == '[')) {
+  const bool array = !is_ndjson(content_type) || (start < body.size() && body[start] == '[');
+  // The fast reader first (vectors straight into f32); what it does not
+  // take as it is, parse_json reads again, and names the error.
+  const simdjson::padded_string padded(body);
+  const DocumentReader reader(db_, collection);
+  const bool read = array ? reader.read_array(padded, &documents) : reader.read_lines(padded, &documents);
+  if (!read && array) {
     // One JSON array of documents.
     auto v = parse_json(body);
     if (!v.is_ok()) return from_status(v.status());
     if (v->kind() != Kind::List)
       return error(400, "invalid", "the body must be a JSON array of documents (or NDJSON, with Content-Type: application/x-ndjson)");
     documents = std::move(v->mutable_items());
-  } else {
+  } else if (!read) {
     // NDJSON: a document a line; blank lines are skipped.
+    documents.clear();
     size_t line = 0;
     for (size_t pos = 0; pos < body.size();) {
       size_t end = body.find('\n', pos);

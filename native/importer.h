@@ -75,13 +75,5 @@ class Importer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Reads a JSON array of numbers ("[1, 2.5, -3e2]" and white space after it)
-// into f32 the way the engine converts a list of numbers for a vector field:
-// each number as parse_json reads it (an int64, or the nearest double), then
-// to float. False when the text is anything else (not an array of numbers,
-// malformed, an integer out of int64's range, a number it does not convert
-// exactly): the caller takes the general path. At least 64 readable bytes
-// must follow the text.
-bool parse_number_array(std::string_view text, std::vector<float>* out);
 
 }  // namespace kitfox

@@ -15,6 +15,7 @@
 
 #include "../fuzz/import_compare.h"
 #include "db.h"
+#include "documents.h"
 #include "importer.h"
 
 using namespace kitfox;

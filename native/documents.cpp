@@ -1,0 +1,384 @@
+// Documents from JSON text with simdjson's On-Demand API: see documents.h.
+#include "documents.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "cli_text.h"
+#include "engine_limits.h"
+
+namespace kitfox {
+
+namespace {
+
+namespace od = simdjson::ondemand;
+
+inline bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+inline bool digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+// ---------------------------------------------------------------------------
+// Numbers of a vector: each as parse_json reads it, then to float.
+
+constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+// The JSON number at p, as the engine makes a vector element of what
+// parse_json reads: an integer in int64's range as that integer, anything
+// with a fraction or an exponent as the nearest double; then to float.
+// Returns the end of the number, or nullptr for anything else (malformed, an
+// integer beyond int64, a double out of range).
+const char* read_number(const char* p, float* out) {
+  const char* start = p;
+  const bool neg = *p == '-';
+  p += neg;
+  uint64_t m = 0;      // the significant digits, up to 19 of them
+  int digits = 0;      // how many of them
+  bool dropped = false;  // more than 19
+  int64_t exp10 = 0;
+  if (*p == '0') {
+    p++;
+  } else if (digit(*p)) {
+    do {
+      if (digits < 19) {
+        m = m * 10 + static_cast<uint64_t>(*p - '0');
+        digits++;
+      } else {
+        dropped = true;
+        exp10++;
+      }
+      p++;
+    } while (digit(*p));
+  } else {
+    return nullptr;
+  }
+  bool is_float = false;
+  if (*p == '.') {
+    p++;
+    if (!digit(*p)) return nullptr;
+    is_float = true;
+    do {
+      if (m == 0 && *p == '0') {
+        exp10--;  // a leading zero is no significant digit
+      } else if (digits < 19) {
+        m = m * 10 + static_cast<uint64_t>(*p - '0');
+        digits++;
+        exp10--;
+      } else {
+        dropped = true;
+      }
+      p++;
+    } while (digit(*p));
+  }
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    is_float = true;
+    bool eneg = false;
+    if (*p == '+' || *p == '-') eneg = *p++ == '-';
+    if (!digit(*p)) return nullptr;
+    int64_t e = 0;
+    do {
+      if (e < 1000000) e = e * 10 + (*p - '0');
+      p++;
+    } while (digit(*p));
+    exp10 += eneg ? -e : e;
+  }
+  if (!is_float) {
+    if (dropped || m > (neg ? 9223372036854775808ull : 9223372036854775807ull)) return nullptr;
+    const int64_t v = neg ? static_cast<int64_t>(0 - m) : static_cast<int64_t>(m);
+    *out = static_cast<float>(static_cast<double>(v));
+    return p;
+  }
+  double d;
+  if (!dropped && m <= (1ull << 53) && exp10 >= -22 && exp10 <= 22) {
+    // Both exact as doubles: one rounding, the correct one (Clinger's fast path).
+    d = exp10 < 0 ? static_cast<double>(m) / kPow10[-exp10] : static_cast<double>(m) * kPow10[exp10];
+    if (neg) d = -d;
+  } else {
+    auto r = std::from_chars(start, p, d);
+    if (r.ec != std::errc() || r.ptr != p) return nullptr;
+  }
+  *out = static_cast<float>(d);
+  return p;
+}
+
+#if defined(__SSE2__)
+// Plain numbers (1 to 8 digits, no sign, no fraction) separated by single
+// commas, as image and count data are written, 64 bytes at a time: the
+// digits and commas of the window found with SSE2, each number's value
+// from its digits at once (SWAR). Reads the numbers that end at a comma in
+// the 64 bytes from p (which may run past the text, into the buffer's
+// padding at worst) and before `end`; returns the bytes taken (past the last
+// such comma) and sets *count, or returns 0 when the window does not start
+// that way.
+size_t read_plain_numbers(const char* p, const char* end, float* out, size_t* count) {
+  if (p >= end) return 0;
+  uint64_t nondigit = 0, comma = 0;
+  const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9), sep = _mm_set1_epi8(',');
+  for (int k = 0; k < 4; k++) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i d = _mm_sub_epi8(b, zero);
+    const __m128i is_digit = _mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine);
+    nondigit |= static_cast<uint64_t>(static_cast<uint16_t>(~_mm_movemask_epi8(is_digit))) << (16 * k);
+    comma |= static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(b, sep)))) << (16 * k);
+  }
+  // Up to the first byte that breaks the pattern: a non-digit other than a
+  // comma, two non-digits in a row, or no digit to start with.
+  const uint64_t bad = (nondigit & ~comma) | (nondigit & (nondigit << 1)) | (nondigit & 1);
+  const uint64_t below = bad ? (bad & (0 - bad)) - 1 : ~uint64_t{0};
+  const size_t room = static_cast<size_t>(end - p);
+  const uint64_t ends = comma & below & (room >= 64 ? ~uint64_t{0} : (uint64_t{1} << room) - 1);
+  if (!ends) return 0;
+  const unsigned last = 63 - static_cast<unsigned>(__builtin_clzll(ends));
+  uint64_t e = ends, starts = ((ends << 1) | 1) & ~(last == 63 ? 0 : ~uint64_t{0} << (last + 1));
+  const size_t n = static_cast<size_t>(__builtin_popcountll(ends));
+  bool odd = false;
+  for (size_t k = 0; k < n; k++) {
+    const unsigned s = static_cast<unsigned>(__builtin_ctzll(starts)), t = static_cast<unsigned>(__builtin_ctzll(e));
+    starts &= starts - 1;
+    e &= e - 1;
+    const unsigned len = t - s;
+    odd |= len > 8 || (len > 1 && p[s] == '0');  // long, or a leading zero: not this way
+    uint64_t w;
+    memcpy(&w, p + s, 8);
+    uint64_t v = (w ^ 0x3030303030303030ull) << (8 * (8 - (len > 8 ? 8 : len)));
+    v = v * 10 + (v >> 8);
+    v = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+         (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+    out[k] = static_cast<float>(static_cast<int32_t>(v));  // below 10^8: exact as a double, then to float
+  }
+  if (odd) return 0;
+  *count = n;
+  return last + 1;
+}
+#endif
+
+}  // namespace
+
+bool parse_number_array(std::string_view text, std::vector<float>* out) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  out->clear();
+  if (p == end || *p != '[') return false;
+  size_t cap = std::max<size_t>(out->capacity(), 16), n = 0;
+  out->resize(cap);
+  float* w = out->data();
+  p++;
+  while (json_space(*p)) p++;
+  if (*p == ']') {
+    p++;
+  } else {
+    bool windows = true;  // until a window takes fewer than 4 numbers
+    for (;;) {
+      if (n == cap) {
+        cap *= 2;
+        out->resize(cap);
+        w = out->data();
+      }
+#if defined(__SSE2__)
+      if (windows && n + 32 <= cap) {  // a window holds at most 32 numbers
+        size_t got = 0;
+        const size_t took = read_plain_numbers(p, end, w + n, &got);
+        windows = got >= 4;
+        if (took) {
+          n += got;
+          p += took;
+          if (p >= end) return false;
+          while (json_space(*p)) p++;
+          continue;
+        }
+      }
+#endif
+      p = read_number(p, &w[n]);
+      if (!p || p >= end) return false;
+      n++;
+      while (json_space(*p)) p++;
+      if (*p == ',') {
+        p++;
+        while (json_space(*p)) p++;
+        continue;
+      }
+      if (*p != ']') return false;
+      p++;
+      break;
+    }
+  }
+  out->resize(n);
+  // Only white space may follow (the reader's view of a value runs to the next token).
+  while (p < end && json_space(*p)) p++;
+  return p == end;
+}
+
+// ---------------------------------------------------------------------------
+
+DocumentReader::DocumentReader(Database& db, std::string_view collection) {
+  // The fields whose arrays go straight into f32: top-level vector<N>.
+  auto r = db.query("describe " + std::string(collection));
+  if (r.is_ok()) {
+    for (const Value& row : r->rows) {
+      const Value* f = row.get("field");
+      const Value* t = row.get("type");
+      if (!f || !t || f->kind() != Kind::Text || t->kind() != Kind::Text) continue;
+      const std::string& type = t->as_string();
+      if (type.rfind("vector<", 0) != 0) continue;
+      uint64_t dim = 0;
+      size_t e = type.find_first_not_of("0123456789", 7);
+      parse_count(std::string_view(type).substr(7, e == std::string::npos ? std::string::npos : e - 7), &dim);
+      vectors_.push_back({f->as_string(), static_cast<uint32_t>(std::min<uint64_t>(dim, kMaxVectorDim))});
+    }
+  }
+}
+
+bool DocumentReader::document(od::document_reference& d, Value* out) const {
+  od::object obj;
+  if (d.get_object().get(obj)) return false;
+  return to_object(obj, out, 1, !vectors_.empty());
+}
+
+bool DocumentReader::document(od::value v, Value* out) const {
+  od::object obj;
+  if (v.get_object().get(obj)) return false;
+  return to_object(obj, out, 1, !vectors_.empty());
+}
+
+const DocumentReader::VectorField* DocumentReader::vector_field(std::string_view key) const {
+  for (const VectorField& f : vectors_)
+    if (f.name == key) return &f;
+  return nullptr;
+}
+
+
+// An object's fields at `depth`; with `vectors` (the document's own
+// fields), an array for a vector field goes straight into f32 (the engine
+// checks its dimension and values).
+bool DocumentReader::to_object(od::object& obj, Value* out, int depth, bool vectors) const {
+  Value o = Value::object();
+  for (auto f : obj) {
+    od::field field;
+    if (std::move(f).get(field)) return false;
+    std::string_view key;
+    if (field.unescaped_key(false).get(key)) return false;
+    Value x;
+    const VectorField* vf = vectors ? vector_field(key) : nullptr;
+    od::json_type t;
+    if (vf && !field.value().type().get(t) && t == od::json_type::array) {
+      std::string_view raw;
+      if (field.value().raw_json().get(raw)) return false;
+      std::vector<float> f32;
+      f32.reserve(vf->dim);
+      if (!parse_number_array(raw, &f32)) return false;
+      x = Value::vector(std::move(f32));
+    } else if (!to_value(field.value(), &x, depth)) {
+      return false;
+    }
+    o.set(key, std::move(x));
+  }
+  *out = std::move(o);
+  return true;
+}
+
+bool DocumentReader::to_value(od::value v, Value* out, int depth) const {
+  if (depth > kMaxDepth) return false;
+  od::json_type t;
+  if (v.type().get(t)) return false;
+  switch (t) {
+    case od::json_type::object: {
+      od::object obj;
+      return !v.get_object().get(obj) && to_object(obj, out, depth + 1, false);
+    }
+    case od::json_type::array: {
+      od::array arr;
+      if (v.get_array().get(arr)) return false;
+      Value l = Value::list();
+      for (auto e : arr) {
+        od::value ev;
+        if (std::move(e).get(ev)) return false;
+        Value x;
+        if (!to_value(ev, &x, depth + 1)) return false;
+        l.push(std::move(x));
+      }
+      *out = std::move(l);
+      return true;
+    }
+    case od::json_type::number: {
+      od::number n;
+      if (v.get_number().get(n)) return false;
+      if (n.is_int64()) {
+        *out = Value::integer(n.get_int64());
+      } else if (n.is_double()) {
+        *out = Value::real(n.get_double());
+      } else {
+        return false;  // beyond int64: the plain reader names the error
+      }
+      return true;
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      if (v.get_string().get(s)) return false;
+      *out = Value::text(std::string(s));
+      return true;
+    }
+    case od::json_type::boolean: {
+      bool b;
+      if (v.get_bool().get(b)) return false;
+      *out = Value::boolean(b);
+      return true;
+    }
+    case od::json_type::null: {
+      bool null;
+      if (v.is_null().get(null) || !null) return false;
+      *out = Value();
+      return true;
+    }
+    default: return false;
+  }
+}
+
+bool DocumentReader::read_array(const simdjson::padded_string& text, std::vector<Value>* out) const {
+  od::parser parser;
+  od::document doc;
+  if (parser.iterate(text).get(doc)) return false;
+  od::array arr;
+  if (doc.get_array().get(arr)) return false;
+  out->clear();
+  for (auto e : arr) {
+    od::value v;
+    if (std::move(e).get(v)) return false;
+    Value d;
+    if (!document(v, &d)) return false;
+    out->push_back(std::move(d));
+  }
+  return doc.at_end();
+}
+
+bool DocumentReader::read_lines(const simdjson::padded_string& text, std::vector<Value>* out) const {
+  od::parser parser;
+  out->clear();
+  const char* const base = text.data();
+  const size_t size = text.size();
+  for (size_t pos = 0; pos < size;) {
+    const char* nl = static_cast<const char*>(memchr(base + pos, '\n', size - pos));
+    const size_t end = nl ? static_cast<size_t>(nl - base) : size;
+    size_t a = pos, b = end;
+    while (a < b && json_space(base[a])) a++;
+    while (b > a && json_space(base[b - 1])) b--;
+    if (a < b) {
+      // The rest of the text and its padding follow the line: simdjson may
+      // read that far, and stops at the line's end.
+      od::document doc;
+      if (parser.iterate(base + a, b - a, size + simdjson::SIMDJSON_PADDING - a).get(doc)) return false;
+      Value d;
+      od::object obj;
+      if (doc.get_object().get(obj) || !to_object(obj, &d, 1, !vectors_.empty()) || !doc.at_end()) return false;
+      out->push_back(std::move(d));
+    }
+    pos = end + 1;
+  }
+  return true;
+}
+
+}  // namespace kitfox
