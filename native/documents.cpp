@@ -2,7 +2,11 @@
 #include "documents.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -26,6 +30,55 @@ inline bool digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 
 constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                              1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+// Whether the 8 bytes at p are all digits, and their value: 8 digits at a
+// time (SWAR), for the long fractions JSON writers print.
+inline bool eight_digits(const char* p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return ((v & 0xF0F0F0F0F0F0F0F0ull) | (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) ==
+         0x3333333333333333ull;
+}
+inline uint64_t eight_digit_value(const char* p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  v = ((v & 0x0F0F0F0F0F0F0F0Full) * 2561) >> 8;
+  v = ((v & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
+  return ((v & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32;
+}
+
+// m x 10^e as the nearest double, for the 17- to 19-digit numbers JSON
+// writers print for doubles (0.12345678901234568), where Clinger's fast path
+// does not apply: with 64 bits of significand (x87's long double) m and
+// 10^|e| (|e| <= 27) are exact, so m x 10^e comes out within half a unit of
+// its last bit, one rounding. Rounding that to a double is then the correct
+// rounding unless the 11 bits below the double's last one are exactly a
+// half: there the true value may lie on either side of the tie, and this
+// answers false (the caller takes from_chars).
+bool extended_nearest(uint64_t m, int e, double* out) {
+  if constexpr (std::numeric_limits<long double>::digits != 64) {
+    return false;
+  } else {
+    static const auto kPow10L = [] {
+      std::array<long double, 28> t{};
+      t[0] = 1;
+      for (size_t i = 1; i < t.size(); i++) t[i] = t[i - 1] * 10;
+      return t;
+    }();
+    const long double x = static_cast<long double>(m);
+    const long double q = e < 0 ? x / kPow10L[-e] : x * kPow10L[e];
+    if (q == 0) {
+      *out = 0;
+      return true;
+    }
+    int ex;
+    const long double fr = std::frexp(q, &ex);                                // [0.5, 1)
+    const uint64_t bits = static_cast<uint64_t>(std::ldexp(fr, 64));         // all 64 significand bits
+    if ((bits & 0x7FF) == 0x400) return false;
+    *out = static_cast<double>(q);
+    return true;
+  }
+}
 
 // The JSON number at p, as the engine makes a vector element of what
 // parse_json reads: an integer in int64's range as that integer, anything
@@ -62,6 +115,13 @@ const char* read_number(const char* p, float* out) {
     if (!digit(*p)) return nullptr;
     is_float = true;
     do {
+      if (std::endian::native == std::endian::little && m != 0 && digits <= 11 && eight_digits(p)) {
+        m = m * 100000000 + eight_digit_value(p);
+        digits += 8;
+        exp10 -= 8;
+        p += 8;
+        continue;
+      }
       if (m == 0 && *p == '0') {
         exp10--;  // a leading zero is no significant digit
       } else if (digits < 19) {
@@ -97,6 +157,8 @@ const char* read_number(const char* p, float* out) {
   if (!dropped && m <= (1ull << 53) && exp10 >= -22 && exp10 <= 22) {
     // Both exact as doubles: one rounding, the correct one (Clinger's fast path).
     d = exp10 < 0 ? static_cast<double>(m) / kPow10[-exp10] : static_cast<double>(m) * kPow10[exp10];
+    if (neg) d = -d;
+  } else if (!dropped && exp10 >= -27 && exp10 <= 27 && extended_nearest(m, static_cast<int>(exp10), &d)) {
     if (neg) d = -d;
   } else {
     auto r = std::from_chars(start, p, d);

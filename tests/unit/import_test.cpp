@@ -167,6 +167,35 @@ TEST_CASE("import: parse_number_array reads numbers as parse_json and the engine
   }
 }
 
+TEST_CASE("import: doubles as JSON writers print them (17 digits) read exactly") {
+  // Embeddings sent as JSON: every double printed in full (%.17g and
+  // %.16g, as JavaScript prints them), and decimals halfway between two
+  // doubles.
+  std::mt19937_64 rng(128);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  for (int round = 0; round < 400; round++) {
+    std::string t = "[";
+    for (int i = 0; i < 128; i++) {
+      char buf[64];
+      double v = unit(rng) * std::pow(10.0, static_cast<int>(rng() % 12) - 6);
+      if (rng() % 8 == 0) {
+        // Halfway between two doubles (as a decimal with enough digits).
+        double a = std::fabs(v), b = std::nextafter(a, 2.0);
+        snprintf(buf, sizeof buf, "%.19g", a + (b - a) / 2);
+      } else {
+        snprintf(buf, sizeof buf, rng() % 2 ? "%.17g" : "%.16g", v);
+      }
+      t += (i ? "," : "") + std::string(buf);
+    }
+    t += "]";
+    std::vector<float> got, want;
+    INFO(t);
+    REQUIRE(reference_numbers(t, &want));
+    CHECK(numbers(t, &got));
+    CHECK(same_bits(got, want));
+  }
+}
+
 TEST_CASE("import: long arrays of small integers, with an odd number anywhere") {
   // The reader takes runs of plain integers 64 bytes at a time: every kind of
   // number that breaks the run, at every place in a window, must come out as
