@@ -377,6 +377,25 @@ test('SIGTERM: requests in flight finish, what was acknowledged is in the file, 
   assert.deepEqual(lost, []);
 });
 
+test('a second server on the same file is refused: locked', async () => {
+  const file = fresh();
+  const s = await startServer(file);
+  try {
+    let r;
+    try {
+      execFileSync(cli, ['serve', file, '--port', '0'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      r = { code: 0 };
+    } catch (e) {
+      r = { code: e.status, stderr: e.stderr };
+    }
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /locked/);
+    assert.equal((await fetch(`${s.url}/health`)).status, 200);
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
 test('bad command lines are refused with usage', () => {
   const run = (args) => {
     try {
