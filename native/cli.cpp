@@ -54,7 +54,7 @@ usage:
   kitfox checkpoint FILE
   kitfox compact FILE
   kitfox serve FILE [--host H] [--port P] [--sync MODE] [--token T]
-               [--max-body BYTES] [--threads N] [--timeout SECONDS]
+               [--cors ORIGINS] [--max-body BYTES] [--threads N] [--timeout SECONDS]
   kitfox --help | --version
 
 FILE is created when it does not exist (except by the commands, which need an
@@ -82,6 +82,8 @@ POST /docs/COLLECTION (a JSON array or NDJSON of documents), GET /health,
 GET /stats; see docs/server.md.
   --token T       every request but /health needs "Authorization: Bearer T"
                   (or set KITFOX_TOKEN instead, out of sight of ps)
+  --cors ORIGINS  web pages of these origins (comma-separated, or *) may call
+                  the server from a browser; none by default
   --max-body N    the largest request body in bytes (default 67108864)
   --threads N     requests run at once (default max(16, 2 x cores))
   --timeout S     a request must arrive whole within S seconds, and an idle
@@ -119,7 +121,7 @@ const char kUsage[] =
     "       kitfox checkpoint FILE\n"
     "       kitfox compact FILE\n"
     "       kitfox serve FILE [--host H] [--port P] [--sync always|off|MS] [--token T]\n"
-    "                         [--max-body BYTES] [--threads N] [--timeout SECONDS]\n"
+    "                         [--cors ORIGINS] [--max-body BYTES] [--threads N] [--timeout SECONDS]\n"
     "Run 'kitfox --help' for more.\n";
 
 int usage_error(const std::string& msg) {
@@ -1129,6 +1131,15 @@ int cmd_serve(int argc, char** argv) {
     } else if (a == "--token") {
       if (v.empty()) return usage_error("--token needs a token, not an empty string");
       so.token = v;
+    } else if (a == "--cors") {
+      for (size_t at = 0; at <= v.size();) {
+        size_t comma = v.find(',', at);
+        if (comma == std::string::npos) comma = v.size();
+        std::string origin = v.substr(at, comma - at);
+        if (origin.empty()) return usage_error("--cors needs origins such as http://localhost:5173 (comma-separated) or *");
+        so.cors_origins.push_back(origin);
+        at = comma + 1;
+      }
     } else if (a == "--max-body") {
       if (!parse_count(v, &n) || n == 0) return usage_error("--max-body needs a positive number of bytes, not " + v);
       so.max_body = n;

@@ -127,7 +127,8 @@ unsigned http_status(Code code) {
   return 500;
 }
 
-Api::Api(Database& db, std::string token) : db_(db), token_(std::move(token)) {}
+Api::Api(Database& db, std::string token, std::vector<std::string> origins)
+    : db_(db), token_(std::move(token)), origins_(std::move(origins)) {}
 
 ApiResponse Api::error(unsigned status, std::string_view code, std::string_view message, int64_t position) {
   ApiResponse out;
@@ -168,6 +169,24 @@ bool Api::authorized(std::string_view authorization) const {
 }
 
 ApiResponse Api::handle(const ApiRequest& req) {
+  std::string allow_origin;
+  if (!req.origin.empty())
+    for (const std::string& o : origins_)
+      if (o == "*" || o == req.origin) allow_origin = o == "*" ? "*" : std::string(req.origin);
+  if (req.method == "OPTIONS" && !allow_origin.empty()) {
+    // A browser asks before it sends JSON from a page of another origin.
+    ApiResponse r;
+    r.status = 204;
+    r.preflight = true;
+    r.allow_origin = std::move(allow_origin);
+    return r;
+  }
+  ApiResponse r = route(req);
+  r.allow_origin = std::move(allow_origin);
+  return r;
+}
+
+ApiResponse Api::route(const ApiRequest& req) {
   std::string_view path = req.target.substr(0, req.target.find('?'));
   const bool get = req.method == "GET", post = req.method == "POST";
   auto only = [&](const char* method) {

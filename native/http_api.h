@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "db.h"
 
@@ -30,6 +31,7 @@ struct ApiRequest {
   std::string_view content_type;   // of the body ("" when none)
   std::string_view authorization;  // the Authorization header ("" when none)
   std::string_view accept;         // the Accept header ("" when none)
+  std::string_view origin;         // the Origin header ("" when none)
   std::string_view body;
 };
 
@@ -39,13 +41,19 @@ struct ApiResponse {
   const char* content_type = "application/json";
   const char* allow = nullptr;  // for 405: the methods the path takes
   bool unauthorized = false;    // 401: send WWW-Authenticate
+  // CORS: the origin to allow (Access-Control-Allow-Origin), "" for none;
+  // with `preflight`, the answer to an OPTIONS request (204, no body).
+  std::string allow_origin;
+  bool preflight = false;
 };
 
 class Api {
  public:
   // `token` empty: no token is asked for. Else every endpoint but /health
   // needs `Authorization: Bearer TOKEN` (compared in constant time).
-  Api(Database& db, std::string token);
+  // `origins`: the web origins whose pages may call the server from a
+  // browser (CORS), "*" for any; none by default.
+  Api(Database& db, std::string token, std::vector<std::string> origins = {});
 
   ApiResponse handle(const ApiRequest& request);
 
@@ -54,6 +62,7 @@ class Api {
   static ApiResponse error(unsigned status, std::string_view code, std::string_view message, int64_t position = -1);
 
  private:
+  ApiResponse route(const ApiRequest& request);
   ApiResponse query(std::string_view body, bool ndjson);
   ApiResponse prepare(std::string_view body);
   ApiResponse batch(std::string_view body);
@@ -63,6 +72,7 @@ class Api {
 
   Database& db_;
   std::string token_;
+  std::vector<std::string> origins_;
 };
 
 // The HTTP status for an engine error: 400 for what the request got wrong,

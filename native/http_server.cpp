@@ -5,18 +5,16 @@
 #include "http_server.h"
 
 #include <algorithm>
-#include <mutex>
 #include <optional>
 #include <thread>
-#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -48,59 +46,99 @@ bool iequals(std::string_view a, std::string_view b) {
 
 class Session;
 
+// An event loop (an io_context run by one thread) and the connections that
+// live on it. Only its thread touches `sessions`.
+struct Loop {
+  explicit Loop(uint32_t timeout_ms) : ctx(1), work(net::make_work_guard(ctx)), tick(ctx) {
+    // The watchdog looks at its connections this often: a deadline is kept
+    // to within a tick (a quarter of the timeout, 50 ms to 1 s).
+    period = std::chrono::milliseconds(std::clamp<uint32_t>(timeout_ms / 4, 50, 1000));
+  }
+  void watch();  // starts the watchdog
+  void stop();   // shutdown: close the idle connections, the rest after their response
+
+  std::unordered_set<Session*> sessions;  // first: it outlives whatever ctx holds when destroyed
+  bool stopping = false;
+  net::io_context ctx;
+  net::executor_work_guard<net::io_context::executor_type> work;  // the loop runs until shutdown
+  net::steady_timer tick;
+  std::chrono::milliseconds period;
+};
+
 struct HttpServer::Impl {
-  Impl(Database& db, const ServerOptions& o) : api(db, o.token), options(o), ioc(int(o.threads)), acceptor(net::make_strand(ioc)) {}
+  Impl(Database& db, const ServerOptions& o) : api(db, o.token, o.cors_origins), options(o) {
+    for (unsigned i = 0; i < o.threads; i++) loops.push_back(std::make_unique<Loop>(o.timeout_ms));
+    acceptor.emplace(loops[0]->ctx);
+  }
 
   void accept();
-  void remove(Session* s);
 
   Api api;
   ServerOptions options;
-  net::io_context ioc;
-  tcp::acceptor acceptor;  // on a strand: its handlers and shutdown's close never overlap
+  // One event loop a thread: a connection lives on one loop, so a request
+  // is read, run and answered on one thread, with no hand-over between
+  // threads on the way (each costs a wake-up, tens of microseconds on a
+  // busy machine). A request that blocks (a durable write waiting for its
+  // flush) holds up only the other connections of its loop.
+  std::vector<std::unique_ptr<Loop>> loops;
+  size_t next_loop = 0;                   // the loop of the next connection (round robin)
+  std::optional<tcp::acceptor> acceptor;  // on loops[0]
+  std::optional<net::steady_timer> retry;  // accept again after running out of descriptors
   std::vector<std::thread> threads;
   uint16_t port = 0;
-
-  std::mutex mu;  // guards sessions and stopping
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
-  bool stopping = false;
-  std::optional<net::steady_timer> retry;  // accept again after running out of descriptors
+  bool stopped = false;  // shutdown() ran
 };
 
 // One connection: read a request (its header, then its body), run it, write
 // the response, and again while the client keeps the connection alive.
+//
+// Deadlines are kept by the loop's watchdog, not by a timer per read and
+// write (two timer updates, two system calls, a request): a request must
+// arrive whole, and its response be taken, by the deadline; a connection
+// idle past it is closed. None runs while a request runs.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {}
+  using Clock = std::chrono::steady_clock;
+
+  Session(tcp::socket socket, HttpServer::Impl& server, Loop& loop)
+      : socket_(std::move(socket)), server_(server), loop_(loop) {}
   ~Session() {
-    if (!closed_) server_.remove(this);
+    if (registered_ && !closed_) loop_.sessions.erase(this);
   }
 
+  // On the loop's thread.
   void start() {
+    if (loop_.stopping) return close();
+    loop_.sessions.insert(this);
+    registered_ = true;
     beast::error_code ec;
-    stream_.socket().set_option(tcp::no_delay(true), ec);
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::read_header, shared_from_this()));
+    socket_.set_option(tcp::no_delay(true), ec);
+    read_header();
   }
 
-  // From HttpServer::shutdown: an idle connection closes now, a busy one
+  // From the loop's shutdown: an idle connection closes now, a busy one
   // after its response.
   void stop() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
-      self->stopping_ = true;
-      if (!self->busy_) self->close();
-    });
+    stopping_ = true;
+    if (!busy_ && !writing_) close();
+  }
+
+  // From the watchdog: past its deadline (reading a request, writing a
+  // response, or idle) the connection is closed; nothing half-read runs.
+  void check(Clock::time_point now) {
+    if (!busy_ && now >= deadline_) close();
   }
 
  private:
-  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(server_.options.timeout_ms); }
+  void arm() { deadline_ = Clock::now() + std::chrono::milliseconds(server_.options.timeout_ms); }
 
   void read_header() {
     if (stopping_) return close();
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(server_.options.max_body);
-    stream_.expires_after(timeout());
-    http::async_read_header(stream_, buffer_, *parser_,
+    arm();
+    http::async_read_header(socket_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::on_header, shared_from_this()));
   }
 
@@ -109,7 +147,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (iequals(parser_->get()[http::field::expect], "100-continue")) {
       // The client waits for a word before it sends the body.
       cont_.emplace(http::status::continue_, parser_->get().version());
-      http::async_write(stream_, *cont_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      http::async_write(socket_, *cont_, [self = shared_from_this()](beast::error_code ec, size_t) {
         if (ec) return self->close();
         self->read_body();
       });
@@ -119,10 +157,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body() {
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
+    if (parser_->is_done()) return on_read({}, 0);  // no body (a GET)
+    http::async_read(socket_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 
   void on_read_error(beast::error_code ec) {
+    if (closed_) return;
     if (ec == http::error::body_limit) {
       respond_error(413, "limit",
                     "the request body is larger than the server takes (" + std::to_string(server_.options.max_body) +
@@ -148,6 +188,7 @@ class Session : public std::enable_shared_from_this<Session> {
     r.content_type = req[http::field::content_type];
     r.authorization = req[http::field::authorization];
     r.accept = req[http::field::accept];
+    r.origin = req[http::field::origin];
     r.body = req.body();
     ApiResponse a = server_.api.handle(r);
     respond(std::move(a), req.keep_alive(), req.version());
@@ -169,16 +210,27 @@ class Session : public std::enable_shared_from_this<Session> {
     res_->set(http::field::content_type, a.content_type);
     if (a.allow) res_->set(http::field::allow, a.allow);
     if (a.unauthorized) res_->set(http::field::www_authenticate, "Bearer");
+    if (!a.allow_origin.empty()) {
+      res_->set(http::field::access_control_allow_origin, a.allow_origin);
+      if (a.allow_origin != "*") res_->set(http::field::vary, "Origin");
+      if (a.preflight) {
+        res_->set(http::field::access_control_allow_methods, "GET, POST");
+        res_->set(http::field::access_control_allow_headers, "Content-Type, Authorization, Accept");
+        res_->set(http::field::access_control_max_age, "600");
+      }
+    }
     res_->keep_alive(keep_alive && !stopping_);
     res_->body() = std::move(a.body);
     res_->prepare_payload();
     parser_.reset();  // the request's body is not needed any more
-    stream_.expires_after(timeout());
-    http::async_write(stream_, *res_, beast::bind_front_handler(&Session::on_write, shared_from_this()));
+    busy_ = false;    // from here the deadline holds: the client must take the response
+    arm();
+    writing_ = true;
+    http::async_write(socket_, *res_, beast::bind_front_handler(&Session::on_write, shared_from_this()));
   }
 
   void on_write(beast::error_code ec, size_t) {
-    busy_ = false;
+    writing_ = false;
     bool again = !ec && res_->keep_alive() && !stopping_;
     res_.reset();
     if (!again && linger_ && !ec) return linger();
@@ -188,33 +240,35 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void linger() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    linger_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    deadline_ = Clock::now() + std::chrono::seconds(2);
     drain_.reset(new char[kDrainBytes]);
     drain();
   }
 
   void drain() {
     constexpr uint64_t kMaxDrain = 64ull << 20;
-    stream_.expires_at(linger_deadline_);
-    stream_.async_read_some(net::buffer(drain_.get(), kDrainBytes), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    socket_.async_read_some(net::buffer(drain_.get(), kDrainBytes), [self = shared_from_this()](beast::error_code ec, size_t n) {
       self->drained_ += n;
       if (ec || self->drained_ > kMaxDrain) return self->close();
       self->drain();
     });
   }
 
+  // Pending reads and writes end with operation_aborted; their handlers
+  // hold the last references.
   void close() {
     if (closed_) return;
     closed_ = true;
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.close();
-    server_.remove(this);
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    if (registered_) loop_.sessions.erase(this);
   }
 
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
   HttpServer::Impl& server_;
+  Loop& loop_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::empty_body>> cont_;
@@ -222,39 +276,53 @@ class Session : public std::enable_shared_from_this<Session> {
   static constexpr size_t kDrainBytes = 16 << 10;
   std::unique_ptr<char[]> drain_;  // only while lingering
   uint64_t drained_ = 0;
-  std::chrono::steady_clock::time_point linger_deadline_;
-  bool linger_ = false;    // close after the response by draining the request
-  bool busy_ = false;      // from a whole request until its response is out
-  bool stopping_ = false;  // the server is shutting down
+  Clock::time_point deadline_;
+  bool linger_ = false;     // close after the response by draining the request
+  bool busy_ = false;       // a request read whole runs (no deadline meanwhile)
+  bool writing_ = false;
+  bool stopping_ = false;   // the server is shutting down
+  bool registered_ = false; // in loop_.sessions
   bool closed_ = false;
 };
 
-void HttpServer::Impl::remove(Session* s) {
-  std::lock_guard g(mu);
-  sessions.erase(s);
+void Loop::watch() {
+  tick.expires_after(period);
+  tick.async_wait([this](beast::error_code ec) {
+    if (ec || stopping) return;
+    const auto now = Session::Clock::now();
+    // check() may close a session, which leaves the set: walk a copy.
+    std::vector<Session*> all(sessions.begin(), sessions.end());
+    for (Session* s : all)
+      if (sessions.count(s)) s->check(now);
+    watch();
+  });
+}
+
+void Loop::stop() {
+  stopping = true;
+  tick.cancel();
+  std::vector<Session*> all(sessions.begin(), sessions.end());
+  for (Session* s : all)
+    if (sessions.count(s)) s->stop();
+  work.reset();  // the loop returns once its last connection is closed
 }
 
 void HttpServer::Impl::accept() {
-  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-    if (!acceptor.is_open()) return;  // shut down
+  Loop& loop = *loops[next_loop];
+  next_loop = (next_loop + 1) % loops.size();
+  acceptor->async_accept(loop.ctx, [this, &loop](beast::error_code ec, tcp::socket socket) {
+    if (!acceptor->is_open()) return;  // shut down
     if (ec) {
       // Out of descriptors (or a connection reset before it was taken):
       // try again shortly instead of spinning.
-      retry.emplace(acceptor.get_executor(), std::chrono::milliseconds(50));
+      retry.emplace(acceptor->get_executor(), std::chrono::milliseconds(50));
       retry->async_wait([this](beast::error_code) {
-        if (acceptor.is_open()) accept();
+        if (acceptor->is_open()) accept();
       });
       return;
     }
-    auto s = std::make_shared<Session>(std::move(socket), *this);
-    bool stop;
-    {
-      std::lock_guard g(mu);
-      stop = stopping;
-      if (!stop) sessions.emplace(s.get(), s);
-    }
-    if (stop) return;  // the socket closes with the session
-    s->start();
+    auto s = std::make_shared<Session>(std::move(socket), *this, loop);
+    net::post(loop.ctx, [s] { s->start(); });
     accept();
   });
 }
@@ -270,16 +338,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(Database& db, const Server
   Impl& s = *server->impl_;
   tcp::endpoint endpoint(address, o.port);
   const std::string where = o.host + ":" + std::to_string(o.port);
-  s.acceptor.open(endpoint.protocol(), ec);
-  if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) s.acceptor.bind(endpoint, ec);
+  s.acceptor->open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor->bind(endpoint, ec);
   if (ec) return Status(Code::Io, "cannot listen on " + where + ": " + ec.message());
-  s.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  s.acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) return Status(Code::Io, "cannot listen on " + where + ": " + ec.message());
-  s.port = s.acceptor.local_endpoint(ec).port();
+  s.port = s.acceptor->local_endpoint(ec).port();
   s.accept();
   s.threads.reserve(o.threads);
-  for (unsigned i = 0; i < o.threads; i++) s.threads.emplace_back([&s] { s.ioc.run(); });
+  for (auto& loop : s.loops) net::post(loop->ctx, [l = loop.get()] { l->watch(); });
+  for (unsigned i = 0; i < o.threads; i++) s.threads.emplace_back([&s, i] { s.loops[i]->ctx.run(); });
   return server;
 }
 
@@ -289,24 +358,16 @@ uint16_t HttpServer::port() const { return impl_->port; }
 unsigned HttpServer::threads() const { return impl_->options.threads; }
 
 void HttpServer::shutdown() {
-  if (!impl_) return;
+  if (!impl_ || impl_->stopped) return;
   Impl& s = *impl_;
-  std::vector<std::shared_ptr<Session>> live;
-  {
-    std::lock_guard g(s.mu);
-    if (s.stopping) return;
-    s.stopping = true;
-    for (auto& [p, w] : s.sessions)
-      if (auto sp = w.lock()) live.push_back(std::move(sp));
-  }
-  net::post(s.acceptor.get_executor(), [&s] {
+  s.stopped = true;
+  net::post(s.acceptor->get_executor(), [&s] {
     beast::error_code ec;
-    s.acceptor.close(ec);
+    s.acceptor->close(ec);
     if (s.retry) s.retry->cancel();
   });
-  for (auto& sp : live) sp->stop();
-  live.clear();
-  // The threads return once the last connection is closed.
+  for (auto& loop : s.loops) net::post(loop->ctx, [l = loop.get()] { l->stop(); });
+  // Each loop returns once its last connection is closed.
   for (auto& t : s.threads) t.join();
   s.threads.clear();
 }

@@ -1,15 +1,17 @@
 // `kitfox serve`: the endpoints of http_api.h over HTTP/1.1 with keep-alive,
 // on Boost.Beast and Asio (docs/server.md says why those).
 //
-// One io_context is run by `threads` threads. Each connection is a chain of
-// asynchronous reads and writes on a strand of its own, so an idle or slow
-// connection holds no thread; a request, once read whole, runs on the thread
-// that read it (a durable write waits there for its flush, which the writes
-// of other connections share), so at most `threads` requests run at once.
+// `threads` event loops (an io_context each, run by one thread); each
+// connection lives on one of them (round robin) as a chain of asynchronous
+// reads and writes, so an idle or slow connection holds no thread. A
+// request, once read whole, runs on its loop's thread (a durable write waits
+// there for its flush, which the writes of other connections share), so at
+// most `threads` requests run at once.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "db.h"
 
@@ -19,6 +21,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 7700;  // 0: any free port (see HttpServer::port)
   std::string token;     // empty: no token asked for
+  std::vector<std::string> cors_origins;  // pages of these origins may call it ("*": any)
   uint64_t max_body = 64ull << 20;  // bytes of one request body; larger ones get 413
   unsigned threads = 0;  // 0: the default, max(16, 2 x cores)
   // A request must arrive whole, and a response be taken, within this; a
