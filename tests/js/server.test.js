@@ -179,6 +179,34 @@ test('a token is asked for, and compared', async () => {
   }
 });
 
+test('--cors: pages of the origins named may call the server; others not', async () => {
+  const s = await startServer(fresh(), ['--cors', 'http://app.test,http://other.test:8080']);
+  try {
+    const pre = await fetch(`${s.url}/query`, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://app.test', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get('access-control-allow-origin'), 'http://app.test');
+    assert.match(pre.headers.get('access-control-allow-methods'), /POST/);
+    assert.match(pre.headers.get('access-control-allow-headers'), /Content-Type/i);
+    const r = await fetch(`${s.url}/query`, {
+      method: 'POST',
+      headers: { origin: 'http://other.test:8080', 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'collections' }),
+    });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('access-control-allow-origin'), 'http://other.test:8080');
+    assert.equal(r.headers.get('vary'), 'Origin');
+    // An origin not named gets no CORS header, and no preflight answer.
+    const evil = await fetch(`${s.url}/query`, { method: 'OPTIONS', headers: { origin: 'http://evil.test', 'access-control-request-method': 'POST' } });
+    assert.notEqual(evil.status, 204);
+    assert.equal(evil.headers.get('access-control-allow-origin'), null);
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
 test('a body over --max-body gets 413; the server goes on', async () => {
   const s = await startServer(fresh(), ['--max-body', '1000']);
   try {
