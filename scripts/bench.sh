@@ -13,6 +13,9 @@
 #   bash scripts/bench.sh concurrency ARGS...  runs kitfox_concurrency_bench alone with ARGS;
 #   bash scripts/bench.sh import ARGS...   runs bench/import_bench.sh (kitfox import of Fashion-MNIST
 #       against the old importer and hnswlib; not part of the combined run);
+#   bash scripts/bench.sh server ARGS...   builds kitfox and server_bench only, then runs bench/server_bench.sh
+#       (`kitfox serve` against PostgreSQL 15 + pgvector over loopback, in a throwaway cluster;
+#       not part of the combined run);
 #   bash scripts/bench.sh browser ARGS...  runs bench/browser/reopen.js alone with ARGS
 #       (reopen after a page refresh over OPFS in Debian's Chromium; the
 #       combined run ends with it, with --quick, --dir and --out).
@@ -22,6 +25,18 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
 configure_once build-bench -DCMAKE_BUILD_TYPE=Release -DKITFOX_BENCH=ON -DKITFOX_TESTS=OFF
+if [[ ${1:-} == server ]]; then
+  # Only what it runs: the CLI it serves with and its client program (built
+  # when libpq and Boost were found; the message below says so otherwise).
+  # PostgreSQL and libpq first, then configure again so that CMake finds them.
+  bash scripts/setup.sh server-bench
+  cmake -S . -B build-bench >/dev/null
+  cmake --build build-bench -j2 --target kitfox
+  cmake --build build-bench -j2 --target server_bench ||
+    { echo "bench.sh: server_bench needs libpq-dev and libboost1.81-dev (configure build-bench again after installing them)" >&2; exit 1; }
+  shift
+  exec bash bench/server_bench.sh --build build-bench "$@"
+fi
 cmake --build build-bench -j2
 
 case "${1:-}" in

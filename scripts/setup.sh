@@ -43,6 +43,18 @@ REQUIREMENTS=(
   "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev"
 )
 
+# `bash scripts/setup.sh server-bench` adds what `bash scripts/bench.sh
+# server` needs beside the rest: PostgreSQL 15, its server headers (to build
+# pgvector from ../shared/peers/) and libpq's (the benchmark's client).
+# npm test never needs them.
+if [[ ${1:-} == server-bench ]]; then
+  REQUIREMENTS+=(
+    "/usr/lib/postgresql/15/bin/initdb             postgresql-15"
+    "/usr/lib/postgresql/15/bin/pg_config          postgresql-server-dev-15"
+    "/usr/include/postgresql/libpq-fe.h            libpq-dev"
+  )
+fi
+
 log() { echo "setup: $*"; }
 die() { echo "setup: $*" >&2; exit 1; }
 
