@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
-import { cliLines, root, tempDir, within } from './helpers.js';
+import { cliLines, root, startServer, tempDir, within } from './helpers.js';
 import { bins, pack, project, startWorkerd } from './package.js';
 
 const run = promisify(execFile);
@@ -72,6 +72,37 @@ Kitfox.open(':memory:').then((db) => {
       assert.deepEqual(JSON.parse(stdout.trim().split('\n').pop()), expected);
       // The file is the native build's too.
       assert.deepEqual(cliLines([path.join(data, 'notes.kfdb'), '-c', 'get notes count']), ['{"count":3}']);
+    });
+  }
+});
+
+describe('Node, Deno and Bun reach kitfox serve through kitfox/http from the packed package', () => {
+  let dir;
+  before(() => {
+    dir = project(tarball, { 'http-check.mjs': fs.readFileSync(path.join(root, 'tests/js/fixtures/http-check.mjs'), 'utf8') });
+  });
+  const runtimes = {
+    node: [process.execPath, ['http-check.mjs']],
+    deno: [bins.deno, ['run', '--allow-net', '--allow-env', '--no-prompt', 'http-check.mjs']],
+    bun: [bins.bun, ['run', 'http-check.mjs']],
+  };
+  for (const [name, [cmd, args]] of Object.entries(runtimes)) {
+    test(name, async () => {
+      const server = await startServer(path.join(tempDir(`kitfox-http-${name}-`), 'notes.kfdb'));
+      try {
+        const env = { ...process.env, DENO_DIR: path.join(tempDir(), '.deno'), NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' };
+        const { stdout } = await within(run(cmd, [...args, server.url], { cwd: dir, env }), `${name} never finished`);
+        assert.deepEqual(JSON.parse(stdout.trim().split('\n').pop()), {
+          ids: [1, 2],
+          batch: [3, 3],
+          near: ['a', 'c'],
+          prepared: ['b', 'c'],
+          error: ['syntax', 15],
+          stats: 3,
+        });
+      } finally {
+        assert.equal(await server.stop(), 0);
+      }
     });
   }
 });
