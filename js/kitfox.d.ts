@@ -309,9 +309,31 @@ export interface ConnectOptions extends Omit<OpenOptions, 'lock' | 'host' | 'was
   workerUrl?: string | URL;
   /**
    * The URL of an ES module the worker imports: its exported functions run in
-   * the worker next to the database through KitfoxConnection.call().
+   * the worker next to the database through KitfoxConnection.call() (in the
+   * leader's worker, which imports each connection's own module).
    */
   module?: string | URL;
+  /**
+   * true: this connection alone holds the database, as before sharing
+   * between tabs: another tab's or worker's connect() (shared or not) gets
+   * KitfoxError 'locked'. Default false: the connections of this origin to
+   * the same OPFS name share one database, served by a leader tab's worker
+   * (docs/wasm.md, "Sharing between tabs"). ':memory:' and bytes are never
+   * shared.
+   */
+  exclusive?: boolean;
+}
+
+/** What KitfoxConnection.on('change') hears after a write lands, in every tab. */
+export interface KitfoxChangeEvent {
+  /** The collections the write changed (documents or definitions), sorted. */
+  collections: string[];
+}
+
+/** What KitfoxConnection.on('leader') hears when the tab serving the database changes. */
+export interface KitfoxLeaderEvent {
+  /** True when this connection's own worker now holds the file. */
+  isLeader: boolean;
 }
 
 /** How long connect() took, in milliseconds. */
@@ -342,10 +364,22 @@ export interface StatementConnection {
 }
 
 export interface KitfoxConnection {
+  /** How long connect() took; a follower's start, load and open times are 0 (nothing was opened). */
   readonly timings: ConnectTimings;
+  /** Prepared in the leader's worker; prepared again by itself on a new leader after a takeover. */
   prepare(text: string): Promise<StatementConnection>;
-  /** True once closed or once the worker stopped. */
+  /** True once closed, or broken (an exclusive connection's worker stopped; a takeover could not reopen the file). */
   readonly closed: boolean;
+  /** True while this connection's own worker holds the file (always, for an exclusive one). */
+  readonly isLeader: boolean;
+  /**
+   * 'change': after a write lands (from any tab of the database, this one
+   * too), with the collections it changed; a read issued after it sees the
+   * write. 'leader': when this connection starts following another tab's
+   * leader or starts leading. Returns a function that unsubscribes.
+   */
+  on(event: 'change', listener: (event: KitfoxChangeEvent) => void): () => void;
+  on(event: 'leader', listener: (event: KitfoxLeaderEvent) => void): () => void;
   query<R extends Row = Row>(text: string, params?: KitfoxParam[]): Promise<R[]>;
   queryJSON(text: string, params?: KitfoxParam[] | string): Promise<string[]>;
   batch(statements: Array<[string, KitfoxParam[]?] | [string]>): Promise<Row[][]>;
@@ -365,6 +399,11 @@ export interface KitfoxConnection {
    * each `progress(value)` there calls `onProgress(value)` here.
    */
   call<T = unknown, P = unknown>(name: string, args?: unknown, options?: { onProgress?: (value: P) => void }): Promise<T>;
-  /** Closes the database, drops its lock and ends the worker. Closing twice is allowed. */
+  /**
+   * Closes the connection once the calls made before it are answered. The
+   * last connection (or an exclusive one) closes the database, drops its
+   * lock and ends the worker; a leader with followers hands the database
+   * over to one of them. Closing twice is allowed.
+   */
   close(): Promise<void>;
 }

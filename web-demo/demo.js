@@ -1,6 +1,9 @@
 // The web demo's page script: kitfox runs in a dedicated worker over OPFS
 // (connect() from kitfox/worker); this thread only sends statements and
 // draws. demo-worker.js, imported in that worker, generates the sample.
+// Every tab of the demo shares the one database: one tab's worker holds the
+// file and serves the others; each tab follows the others' writes through
+// the connection's change event.
 import { connect } from '../js/worker.js';
 
 const NAME = 'kitfox-demo.kfdb';
@@ -24,6 +27,8 @@ let db = null;
 let busy = false;
 let queryVector = null;
 const latencies = []; // {ms, label}
+let queryGen = 0; // counts the queries run: a result older than the newest is not drawn
+let shownRead = null; // the read whose rows the table shows (run again when another tab writes)
 
 // ---- formatting ------------------------------------------------------------
 const fmtMs = (ms) => (ms >= 10000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`);
@@ -121,11 +126,6 @@ async function fileSize(name) {
   }
 }
 
-async function removeFiles() {
-  const dir = await navigator.storage.getDirectory();
-  for (const n of [NAME, NAME + '~']) await dir.removeEntry(n).catch(() => {});
-}
-
 async function writeFile(bytes) {
   const dir = await navigator.storage.getDirectory();
   const w = await (await dir.getFileHandle(NAME, { create: true })).createWritable();
@@ -182,17 +182,65 @@ async function pickVector(id) {
   }
 }
 
-// A refresh while the worker was busy (building the sample) leaves the old
-// worker running for a few seconds: wait for it to let go of the file.
+function showRole() {
+  $('tab-role').textContent = !db ? '–' : db.isLeader ? 'serves the database' : 'follows another tab';
+  document.body.dataset.role = !db ? '' : db.isLeader ? 'leader' : 'follower';
+}
+
+// Another tab's write (or this tab's own) landed: the numbers and the rows
+// shown follow. One refresh at a time; a burst of changes makes one more.
+let following = false;
+let followAgain = false;
+async function follow({ collections }) {
+  $('last-change').textContent = `${collections.join(', ')} at ${new Date().toLocaleTimeString('en-GB')}`;
+  $('last-change').title = 'the collections the last write that landed changed, from any tab';
+  if (following) {
+    followAgain = true;
+    return;
+  }
+  following = true;
+  try {
+    do {
+      followAgain = false;
+      if (!db || busy) break; // what this tab is doing refreshes them afterwards
+      await refreshStats();
+      const read = shownRead;
+      const gen = queryGen;
+      if (read) {
+        const rows = await db.query(read.text, read.params);
+        if (gen === queryGen && shownRead === read) {
+          $('result-count').textContent = `${fmtInt(rows.length)} row${rows.length === 1 ? '' : 's'} (updated after a write)${rows.length > 200 ? ' (first 200 shown)' : ''}`;
+          renderTable(rows);
+        }
+      }
+    } while (followAgain);
+  } catch {
+    // the next change or query tries again
+  } finally {
+    following = false;
+  }
+}
+
+// Every tab that opens the demo shares the database. A refresh while the
+// worker was busy (building the sample) leaves the old worker running for
+// a few seconds: connect() waits for it to let go of the file.
 async function openDb() {
-  const slow = setTimeout(() => message('Waiting for the database: the previous page’s worker is still finishing, or another tab has it open…'), 700);
+  const slow = setTimeout(() => message('Waiting for the database: the previous page’s worker is still finishing…'), 700);
   try {
     db = await connect(NAME, { module: MODULE, lockTimeout: 15000 });
   } finally {
     clearTimeout(slow);
   }
+  db.on('change', follow);
+  db.on('leader', showRole);
+  showRole();
   message('');
   return db;
+}
+
+// Drops every collection (the file stays, and so do the other tabs).
+async function dropAll() {
+  for (const { name } of await db.query('collections')) await db.query(`drop collection ${name}`);
 }
 
 // ---- actions -------------------------------------------------------------------
@@ -203,16 +251,19 @@ async function runQuery(label = 'query') {
   $('query-error').textContent = '';
   $('query').classList.remove('bad');
   const params = [queryVector, $('text-param').value];
+  const gen = ++queryGen;
   const t0 = performance.now();
   try {
     const rows = await db.query(text, params);
     const ms = performance.now() - t0;
+    shownRead = /^\s*get\b/i.test(text) ? { text, params } : null;
     latencies.push({ ms, label });
     $('time-query').textContent = fmtMs(ms);
     $('result-count').textContent = `${fmtInt(rows.length)} row${rows.length === 1 ? '' : 's'} in ${fmtMs(ms)}${rows.length > 200 ? ' (first 200 shown)' : ''}`;
     renderTable(rows);
     if (!/^\s*(get|explain)\b/i.test(text)) await refreshStats();
   } catch (e) {
+    if (gen === queryGen) shownRead = null;
     const ms = performance.now() - t0;
     latencies.push({ ms, label, error: true });
     $('query-error').textContent = e.message + (e.position >= 0 ? `\n${text.split('\n').join(' ')}\n${' '.repeat(e.position)}^` : '');
@@ -230,10 +281,9 @@ async function createSample() {
   setBusy(true);
   message('');
   try {
-    await db?.close();
-    db = null;
-    await removeFiles();
-    await openDb();
+    // Through the database, not by deleting the file: the other tabs keep
+    // their connections and follow.
+    await dropAll();
     progress(0, 'starting…');
     const { loadMs } = await db.call('createSample', { n, dim: DIM }, {
       onProgress: (p) => progress(p.done / p.of, `generating and inserting documents: ${fmtInt(p.done)} / ${fmtInt(p.of)}`),
@@ -275,13 +325,22 @@ async function exportFile() {
   }
 }
 
+// Importing replaces the database file, which only works while no other
+// tab holds it: when this tab closes its connection, another tab of the
+// demo takes the file over at once, and writing it is refused.
 async function importFile(file) {
   setBusy(true);
   try {
     const bytes = new Uint8Array(await file.arrayBuffer());
     await db?.close();
     db = null;
-    await writeFile(bytes);
+    try {
+      await writeFile(bytes);
+    } catch (e) {
+      if (e && e.name === 'NoModificationAllowedError')
+        throw new Error('importing replaces the database file, and another tab of the demo holds it open: close the other tabs, then import');
+      throw e;
+    }
     await openDb();
     localStorage.removeItem(BUILD_KEY);
     showBuild();
@@ -300,15 +359,14 @@ async function importFile(file) {
 async function deleteDb() {
   setBusy(true);
   try {
-    await db?.close();
-    db = null;
-    await removeFiles();
+    await dropAll();
+    await db.checkpoint(); // the file shrinks to an empty image
     localStorage.removeItem(BUILD_KEY);
-    await openDb();
     showBuild();
     await refreshStats();
     $('results').replaceChildren();
     $('result-count').textContent = '';
+    shownRead = null;
     message('Deleted.');
   } catch (e) {
     message(e.message, true);
@@ -379,7 +437,13 @@ async function start() {
     const total = performance.now() - t0;
     const t = db.timings;
     const n = await refreshStats();
-    if (had) {
+    if (!db.isLeader) {
+      // Another tab serves the database: nothing was reopened here.
+      $('reopen-detail').textContent =
+        `Another tab of the demo serves the database: this one connected to it in ${fmtMs(t1 - t0)}` +
+        (first !== null ? `, first near query ${fmtMs(first)}` : '') +
+        ` · ${fmtInt(n)} documents. Refresh the tab that serves it (or close the others) to measure a reopen.`;
+    } else if (had) {
       $('reopen-ms').textContent = fmtMs(total);
       $('reopen-detail').textContent =
         `connect ${fmtMs(t1 - t0)} (worker start and WASM load ${fmtMs(Math.max(0, t1 - t0 - t.openMs))}, open over OPFS ${fmtMs(t.openMs)})` +
@@ -394,7 +458,7 @@ async function start() {
     if (n > 0) await runQuery('near');
   } catch (e) {
     if (e.code === 'invalid' && /OPFS/.test(e.message)) unsupported(e.message);
-    else if (e.code === 'locked') message('The demo database is open in another tab: close that tab, then refresh.', true);
+    else if (e.code === 'locked') message('The demo database is held by another page that does not share it: close that page, then refresh.', true);
     else message(e.message, true);
   } finally {
     if (db) setBusy(false);

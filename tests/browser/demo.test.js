@@ -118,3 +118,52 @@ test('web demo: export the file (the native CLI opens it) and import it back', {
   }
   await context.close();
 });
+
+// Two tabs of the demo share the database: the second follows the first's
+// writes (the connection's change event) and takes over when it closes.
+test('web demo in two tabs: a write in one shows in the other', async () => {
+  const context = await newContext(env.browser);
+  const errors = [];
+  const tab = async () => {
+    const page = await context.newPage();
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${env.url}/web-demo/`);
+    await page.waitForSelector('body[data-ready="true"]');
+    return page;
+  };
+  const a = await tab();
+  const b = await tab();
+  assert.equal(await a.textContent('#tab-role'), 'serves the database');
+  assert.equal(await b.textContent('#tab-role'), 'follows another tab');
+
+  // A builds the sample; B's numbers follow.
+  await a.bringToFront();
+  await a.selectOption('#size', '2000');
+  await a.click('#create');
+  await a.waitForFunction(() => /Created 2,000 documents/.test(document.getElementById('sample-message').textContent), null, { timeout: 120000 });
+  await b.waitForFunction(() => document.getElementById('stat-docs').textContent === '2,000');
+  assert.match(await b.textContent('#last-change'), /^docs at /);
+
+  // A shows a read; B writes a document it matches: A's rows follow. (A
+  // tab is brought to the front before it is clicked: a background tab
+  // renders nothing, and Firefox's driver waits for a visible element.)
+  await a.bringToFront();
+  await a.fill('#query', 'get docs select title where year = 2031');
+  await a.click('#run');
+  await a.waitForFunction(() => /^0 rows/.test(document.getElementById('result-count').textContent));
+  await b.bringToFront();
+  await b.fill('#query', 'put docs {title: "written in the other tab", category: "tech", year: 2031, embed: $1}');
+  await b.click('#run');
+  await a.waitForFunction(() => document.getElementById('stat-docs').textContent === '2,001');
+  await a.waitForFunction(() => document.querySelector('#results tbody td:nth-child(2)')?.textContent === 'written in the other tab');
+  assert.match(await a.textContent('#result-count'), /^1 row \(updated after a write\)/);
+
+  // A closes: B takes over and goes on.
+  await a.close();
+  await b.waitForFunction(() => document.getElementById('tab-role').textContent === 'serves the database');
+  await b.fill('#query', 'get docs where year = 2031 count');
+  await b.click('#run');
+  await b.waitForFunction(() => document.querySelector('#results tbody td')?.textContent === '1');
+  assert.deepEqual(errors, []);
+  await context.close();
+});

@@ -100,7 +100,7 @@ export async function startProfile() {
 }
 
 // Firefox: a Puppeteer browser context behind the Playwright calls the
-// tests make (newPage, close; on a page: goto, reload, evaluate,
+// tests make (newPage, close; on a page: goto, reload, bringToFront, evaluate,
 // waitForFunction(fn, arg, {timeout}), waitForSelector, the element calls
 // of the demo test, on('pageerror' | 'console')).
 function firefoxContext(context, options = {}, closable = true) {
@@ -127,6 +127,11 @@ class FirefoxPage {
   }
   reload() {
     return this.page.reload();
+  }
+  // A background tab renders nothing, so Puppeteer's clicks (which wait for
+  // a visible element) would wait for ever there.
+  bringToFront() {
+    return this.page.bringToFront();
   }
   close() {
     return this.page.close();

@@ -122,18 +122,19 @@ test('prepared statements in the worker: run with new params, finalize', async (
   await page.close();
 });
 
-test('a second tab gets locked until the first closes', async () => {
+test('exclusive: a second tab gets locked until the first closes', async () => {
+  // Shared connections (the default) are tested in tabs.test.js.
   const a = await openPage(context, env.url);
   const b = await openPage(context, env.url);
   await a.evaluate(async () => {
-    window.db = await kitfox.connect('shared.kfdb');
+    window.db = await kitfox.connect('shared.kfdb', { exclusive: true });
     await db.query('create collection t (n int)');
     await db.query('put t {n: 1}');
   });
   // Locked at once: lockTimeout is 0, so a 'locked' error means no wait.
   const err = await b.evaluate(async () => {
     try {
-      await kitfox.connect('shared.kfdb');
+      await kitfox.connect('shared.kfdb', { exclusive: true });
       return null;
     } catch (e) {
       return { kitfox: e instanceof kitfox.KitfoxError, code: e.code, message: e.message };
@@ -146,7 +147,7 @@ test('a second tab gets locked until the first closes', async () => {
   });
   await a.evaluate(() => db.close());
   const n = await b.evaluate(async () => {
-    const db = await kitfox.connect('shared.kfdb');
+    const db = await kitfox.connect('shared.kfdb', { exclusive: true });
     const r = await db.query('get t count');
     await db.close();
     return r[0].count;
@@ -377,14 +378,14 @@ test('readsOnDemand forces how vector tables and graphs are read; a bad value is
   await page.close();
 });
 
-test('a refresh while the worker is busy: locked at once, or wait with lockTimeout', async () => {
+test('exclusive, a refresh while the worker is busy: locked at once, or wait with lockTimeout', async () => {
   const page = await openPage(context, env.url);
   // A long write in the worker (no await in it: the worker never yields).
   // Each batch posts its progress as it lands: wait for a few of them.
   await page.evaluate(() => {
     window.landed = 0;
     kitfox
-      .connect('busy.kfdb', { module: '/tests/browser/fixtures/gen.js' })
+      .connect('busy.kfdb', { module: '/tests/browser/fixtures/gen.js', exclusive: true })
       .then((db) => db.call('load', { n: 300000, dim: 64 }, { onProgress: (p) => (window.landed = p.done) }));
   });
   try {
@@ -397,7 +398,7 @@ test('a refresh while the worker is busy: locked at once, or wait with lockTimeo
   const other = await openPage(context, env.url);
   const atOnce = await other.evaluate(async () => {
     try {
-      await kitfox.connect('busy.kfdb');
+      await kitfox.connect('busy.kfdb', { exclusive: true });
       return 'opened';
     } catch (e) {
       return e.code;
@@ -412,14 +413,14 @@ test('a refresh while the worker is busy: locked at once, or wait with lockTimeo
   const r = await page.evaluate(async (lockTimeout) => {
     const out = {};
     const t0 = performance.now();
-    let db = await kitfox.connect('busy.kfdb', { lockTimeout });
+    let db = await kitfox.connect('busy.kfdb', { lockTimeout, exclusive: true });
     out.waitedMs = performance.now() - t0;
     out.count = (await db.query('get items count'))[0].count;
     // The database the old worker left is whole and ours alone: a write
     // lands and is all there is after a reopen.
     await db.query('put items {title: "after", n: -1}');
     await db.close();
-    db = await kitfox.connect('busy.kfdb');
+    db = await kitfox.connect('busy.kfdb', { exclusive: true });
     out.reopened = (await db.query('get items count'))[0].count;
     out.after = (await db.query('get items select title where n = -1')).map((d) => d.title);
     await db.close();
