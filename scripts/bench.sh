@@ -16,6 +16,8 @@
 #   bash scripts/bench.sh server ARGS...   builds kitfox and server_bench only, then runs bench/server_bench.sh
 #       (`kitfox serve` against PostgreSQL 15 + pgvector over loopback, in a throwaway cluster;
 #       not part of the combined run);
+#   bash scripts/bench.sh tabs ARGS...     runs bench/browser/tabs.js (a follower tab's near against the
+#       leader's, and the takeover when the leader closes; not part of the combined run);
 #   bash scripts/bench.sh browser ARGS...  runs bench/browser/reopen.js alone with ARGS
 #       (reopen after a page refresh over OPFS in Debian's Chromium; the
 #       combined run ends with it, with --quick, --dir and --out).
@@ -46,6 +48,7 @@ case "${1:-}" in
   concurrency) shift; exec build-bench/bench/kitfox_concurrency_bench "$@" ;;
   import) shift; exec bash bench/import_bench.sh --build build-bench "$@" ;;
   browser) shift; bash scripts/build-wasm.sh >&2; exec node bench/browser/reopen.js "$@" ;;
+  tabs) shift; bash scripts/build-wasm.sh >&2; exec node bench/browser/tabs.js "$@" ;;
 esac
 
 common=()
