@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1158,6 +1159,11 @@ int cmd_serve(int argc, char** argv) {
   OpenOptions opts;
   if (!open_options(o, true, &opts)) return kExitUsage;
 
+  // Request bodies of megabytes come and go: keep freed memory in the heap
+  // instead of handing it back to the system and faulting fresh zeroed pages
+  // in for the next request (a tenth of a bulk load's time otherwise).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   // Many clients: as many descriptors as this process may have.
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
