@@ -96,6 +96,12 @@ Status read_statement(Value& v, std::string* text, std::vector<Value>* params, c
   return Status::ok();
 }
 
+// A body that is one statement: {"query": TEXT, "params": [...]}.
+Status body_statement(std::string_view body, std::string* text, std::vector<Value>* params) {
+  KF_ASSIGN(Value v, parse_json(body));
+  return read_statement(v, text, params, "the body ");
+}
+
 bool is_identifier(std::string_view s) {
   if (s.empty() || s.size() > 256) return false;
   for (size_t i = 0; i < s.size(); i++) {
@@ -227,11 +233,9 @@ ApiResponse Api::route(const ApiRequest& req) {
 }
 
 ApiResponse Api::prepare(std::string_view body) {
-  auto v = parse_json(body);
-  if (!v.is_ok()) return from_status(v.status());
   std::string text;
   std::vector<Value> params;
-  Status s = read_statement(*v, &text, &params, "the body ");
+  Status s = body_statement(body, &text, &params);
   if (!s.is_ok()) return from_status(s);
   auto st = db_.prepare(text);
   if (!st.is_ok()) return from_status(st.status());
@@ -241,11 +245,9 @@ ApiResponse Api::prepare(std::string_view body) {
 }
 
 ApiResponse Api::query(std::string_view body, bool ndjson) {
-  auto v = parse_json(body);
-  if (!v.is_ok()) return from_status(v.status());
   std::string text;
   std::vector<Value> params;
-  Status s = read_statement(*v, &text, &params, "the body ");
+  Status s = body_statement(body, &text, &params);
   if (!s.is_ok()) return from_status(s);
   auto r = db_.query_outside_transaction(text, params);
   if (!r.is_ok()) return from_status(r.status());

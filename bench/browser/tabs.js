@@ -23,23 +23,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 
 import { serve } from '../../scripts/serve.js';
+import { ARGS, CHROMIUM, argv, flag, opt, root } from './common.js';
 import { cachedDatabase, makeDatabase } from './make-db.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CHROMIUM = process.env.KITFOX_CHROMIUM || '/usr/bin/chromium';
-const ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-gpu', '--no-first-run', '--disable-sync'];
-
-const argv = process.argv.slice(2);
-const flag = (name) => argv.includes(name);
-const opt = (name, d) => {
-  const i = argv.indexOf(name);
-  return i >= 0 && i + 1 < argv.length ? argv[i + 1] : d;
-};
 const quick = flag('--quick');
 const N = Number(opt('--n', quick ? 20000 : 100000));
 const DIM = Number(opt('--dim', 128));
