@@ -3,7 +3,7 @@
 # in build-fuzz/.
 #
 #   scripts/fuzz.sh                  a short, seeded run of every harness (npm test runs this)
-#   scripts/fuzz.sh NAME [SECONDS]   a long run of one (statement, json, codec, open, import), 600 s by
+#   scripts/fuzz.sh NAME [SECONDS]   a long run of one (statement, json, codec, open, import, http), 600 s by
 #                                    default; what it finds is kept in build-fuzz/corpus/NAME
 #
 # Seeds: the statements of tests/queries/*.test, real database files, JSON and
@@ -16,10 +16,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-HARNESSES=(statement json codec open import)
+HARNESSES=(statement json codec open import http)
 # Runs of the short mode: each takes 10-20 s on one core under the sanitizers.
-declare -A RUNS=([statement]=200000 [json]=150000 [codec]=500000 [open]=20000 [import]=20000)
-declare -A MAXLEN=([statement]=2048 [json]=2048 [codec]=512 [open]=65536 [import]=4096)
+declare -A RUNS=([statement]=200000 [json]=150000 [codec]=500000 [open]=20000 [import]=20000 [http]=10000)
+declare -A MAXLEN=([statement]=2048 [json]=2048 [codec]=512 [open]=65536 [import]=4096 [http]=4096)
 
 CXX=clang++ configure_once build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKITFOX_FUZZ=ON -DKITFOX_TESTS=OFF
 cmake --build build-fuzz -j2 >build-fuzz/build.log 2>&1 || { cat build-fuzz/build.log; exit 1; }

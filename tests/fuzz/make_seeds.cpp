@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  for (const char* sub : {"", "/open", "/codec", "/json", "/import"}) mkdir((dir + sub).c_str(), 0755);
+  for (const char* sub : {"", "/open", "/codec", "/json", "/import", "/http"}) mkdir((dir + sub).c_str(), 0755);
 
   auto fs = make_memory_file_system();
   {
@@ -77,6 +77,18 @@ int main(int argc, char** argv) {
   write(dir + "/import/numbers", std::string("\x40\x30") +
                                      "{\"n\": 9223372036854775807}\n{\"meta\": [9223372036854775808, 1e400, -0.0, 2.5e-400]}\n"
                                      "{\"n\": 1, \"n\": 2}\n{\"name\": \"\xff\"}\n");
+  // The server's endpoints (tests/fuzz/fuzz_http.cpp): the first byte picks
+  // the endpoint (its low 3 bits), the media type, the method and the token.
+  write(dir + "/http/query", std::string("\x00") + "{\"query\": \"get t where n >= $1\", \"params\": [1]}");
+  write(dir + "/http/query_ndjson", std::string("\x10") + "{\"query\": \"get t select name\"}");
+  write(dir + "/http/batch", std::string("\x01") +
+                                 "[{\"query\": \"put t {name: $1, code: $2}\", \"params\": [\"z\", \"c9\"]}, {\"query\": \"get t count\"}]");
+  write(dir + "/http/docs", std::string("\x02") +
+                                "[{\"name\": \"d\", \"n\": 7, \"e\": [0.25, 1e-3, 12345678.9, -0.000123456789012345]}, {\"code\": \"c1\"}]");
+  write(dir + "/http/docs_ndjson", std::string("\x0a") + "{\"name\": \"d\", \"e\": [1, 2, 3, 4]}\n\n{\"tags\": [\"x\"]}\n");
+  write(dir + "/http/prepare", std::string("\x03") + "{\"query\": \"get t where nope = 1\"}");
+  write(dir + "/http/docs_u", std::string("\x04") + "[{\"k\": 9, \"ref\": 2}]");
+  write(dir + "/http/token", std::string("\xa0") + "{\"query\": \"collections\"}");
   std::string vec;
   encode_value(vec, Value::vector({1, 2, 3}), false);
   write(dir + "/codec/vector.bin", vec);
