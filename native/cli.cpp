@@ -59,7 +59,8 @@ usage:
   kitfox --help | --version
 
 FILE is created when it does not exist (except by the commands, which need an
-existing database).
+existing database). FILE :memory: is a database in memory, gone when the
+command ends (kitfox :memory: -c ..., kitfox serve :memory:).
 
 options:
   -c STATEMENT    run one statement; repeat to run several, in order. The run
@@ -460,6 +461,12 @@ void print_open_report(const OpenReport& r, const std::string& file) {
             static_cast<unsigned long long>(r.recovered_bytes), file.c_str(),
             static_cast<unsigned long long>(r.recovered_offset));
   }
+}
+
+// The file system a database named `file` lives in: memory for ":memory:"
+// (a database gone when the command ends), else the real one.
+std::unique_ptr<FileSystem> file_system_for(const std::string& file) {
+  return file == ":memory:" ? make_memory_file_system() : make_posix_file_system();
 }
 
 Result<std::unique_ptr<Database>> open_database(FileSystem& fs, const std::string& file, const OpenOptions& opts) {
@@ -918,7 +925,7 @@ int cmd_main(int argc, char** argv) {
   OpenOptions opts;
   if (!open_options(o, true, &opts)) return kExitUsage;
 
-  auto fs = make_posix_file_system();
+  auto fs = file_system_for(file);
   auto opened = open_database(*fs, file, opts);
   if (!opened.is_ok()) return kExitError;
   std::unique_ptr<Database> db = std::move(*opened);
@@ -1178,7 +1185,7 @@ int cmd_serve(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto fs = make_posix_file_system();
+  auto fs = file_system_for(file);
   auto opened = open_database(*fs, file, opts);
   if (!opened.is_ok()) return kExitError;
   std::unique_ptr<Database> db = std::move(*opened);

@@ -373,6 +373,11 @@ check "a transaction from a file commits" is "$RC" 0
 run "$K" tx.kfdb -c 'get t count'
 check "both statements landed" has "$OUT" '{"count":3}'
 
+# :memory: is a database in memory: no file of that name appears.
+run "$K" :memory: -c 'create collection t (n int)' -c 'put t {n: 5}' -c 'get t select n'
+check ":memory: runs statements" has "$OUT" '{"id":1,"n":5}'
+check ":memory: leaves no file" is "$(ls -a | grep -c -- ':memory:' || true)" 0
+
 cd /
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -180,7 +180,8 @@ test('a token is asked for, and compared', async () => {
 });
 
 test('--cors: pages of the origins named may call the server; others not', async () => {
-  const s = await startServer(fresh(), ['--cors', 'http://app.test,http://other.test:8080']);
+  // A database in memory (`:memory:`): nothing on disk.
+  const s = await startServer(':memory:', ['--cors', 'http://app.test,http://other.test:8080']);
   try {
     const pre = await fetch(`${s.url}/query`, {
       method: 'OPTIONS',
