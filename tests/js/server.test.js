@@ -15,6 +15,14 @@ const work = tempDir('kitfox-serve-');
 let n = 0;
 const fresh = () => path.join(work, `db${++n}.kfdb`);
 
+// A promise that resolves once tick(count) is called with count >= n:
+// the test waits for the count itself, not for a time.
+function countReached(n) {
+  let resolve;
+  const reached = new Promise((r) => (resolve = r));
+  return { reached, tick: (count) => count >= n && resolve() };
+}
+
 async function post(url, pathname, body, headers = {}) {
   const res = await fetch(url + pathname, {
     method: 'POST',
@@ -317,6 +325,7 @@ test('kill -9 during durable writes: after a restart every acknowledged write is
   const file = fresh();
   let s = await startServer(file, ['--sync', 'always']);
   const acked = [];
+  const some = countReached(200);
   try {
     await new KitfoxClient(s.url).query('create collection t (key text @unique)');
     let stop = false;
@@ -327,6 +336,7 @@ test('kill -9 during durable writes: after a restart every acknowledged write is
         try {
           await c.query('put t {key: $1}', [key]);
           acked.push(key);
+          some.tick(acked.length);
         } catch (e) {
           if (e.code !== 'io') throw e; // the server is gone
           return;
@@ -334,17 +344,7 @@ test('kill -9 during durable writes: after a restart every acknowledged write is
       }
     });
     // Kill once some writes were acknowledged (a count, not a time).
-    await within(
-      new Promise((resolve) => {
-        const check = setInterval(() => {
-          if (acked.length >= 200) {
-            clearInterval(check);
-            resolve();
-          }
-        }, 5);
-      }),
-      'no writes were acknowledged',
-    );
+    await within(some.reached, 'no writes were acknowledged');
     s.child.kill('SIGKILL');
     await s.exited;
     stop = true;
@@ -369,6 +369,7 @@ test('SIGTERM: requests in flight finish, what was acknowledged is in the file, 
   const file = fresh();
   const s = await startServer(file, ['--sync', 'off']);
   const acked = [];
+  const some = countReached(100);
   try {
     const db = new KitfoxClient(s.url);
     await db.query('create collection t (key text @unique)');
@@ -381,6 +382,7 @@ test('SIGTERM: requests in flight finish, what was acknowledged is in the file, 
         try {
           await c.query('put t {key: $1}', [`w${w}-${i}`]);
           acked.push(`w${w}-${i}`);
+          some.tick(acked.length);
         } catch (e) {
           if (e.code !== 'io') throw e;
           failures++;
@@ -388,12 +390,7 @@ test('SIGTERM: requests in flight finish, what was acknowledged is in the file, 
         }
       }
     });
-    await within(
-      new Promise((resolve) => {
-        const check = setInterval(() => acked.length >= 100 && (clearInterval(check), resolve()), 5);
-      }),
-      'no writes were acknowledged',
-    );
+    await within(some.reached, 'no writes were acknowledged');
     assert.equal(await s.stop('SIGTERM'), 0, s.stderr());
     await Promise.all(writers);
     assert.equal(failures, 4); // each writer saw the server go, none an error from it
