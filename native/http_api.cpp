@@ -20,6 +20,16 @@ ApiResponse from_status(const Status& s) {
   return Api::error(http_status(s.code()), code_name(s.code()), s.message(), s.position());
 }
 
+// {"rows":[...]}: the rows of one result, as JSON.
+void append_rows(std::string& out, const QueryResult& r) {
+  out += "{\"rows\":[";
+  for (size_t i = 0; i < r.rows.size(); i++) {
+    if (i) out += ',';
+    append_json(out, r.rows[i]);
+  }
+  out += "]}";
+}
+
 ApiResponse rows_response(const QueryResult& r, bool ndjson) {
   ApiResponse out;
   if (ndjson) {
@@ -31,12 +41,7 @@ ApiResponse rows_response(const QueryResult& r, bool ndjson) {
     return out;
   }
   out.body.reserve(16 + r.rows.size() * 32);
-  out.body += "{\"rows\":[";
-  for (size_t i = 0; i < r.rows.size(); i++) {
-    if (i) out.body += ',';
-    append_json(out.body, r.rows[i]);
-  }
-  out.body += "]}";
+  append_rows(out.body, r);
   return out;
 }
 
@@ -271,13 +276,7 @@ ApiResponse Api::batch(std::string_view body) {
   out.body = "{\"results\":[";
   for (size_t i = 0; i < r->size(); i++) {
     if (i) out.body += ',';
-    out.body += "{\"rows\":[";
-    const auto& rows = (*r)[i].rows;
-    for (size_t j = 0; j < rows.size(); j++) {
-      if (j) out.body += ',';
-      append_json(out.body, rows[j]);
-    }
-    out.body += "]}";
+    append_rows(out.body, (*r)[i]);
   }
   out.body += "]}";
   return out;

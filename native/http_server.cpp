@@ -31,17 +31,6 @@ using tcp = net::ip::tcp;
 namespace {
 constexpr uint32_t kHeaderLimit = 64 << 10;  // bytes of a request's start line and headers
 constexpr const char* kServer = "kitfox/0.1.0";
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); i++) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = char(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = char(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
 }  // namespace
 
 class Session;
@@ -144,7 +133,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_header(beast::error_code ec, size_t) {
     if (ec) return on_read_error(ec);
-    if (iequals(parser_->get()[http::field::expect], "100-continue")) {
+    if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
       // The client waits for a word before it sends the body.
       cont_.emplace(http::status::continue_, parser_->get().version());
       http::async_write(socket_, *cont_, [self = shared_from_this()](beast::error_code ec, size_t) {
