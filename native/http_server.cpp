@@ -344,7 +344,6 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(Database& db, const Server
 HttpServer::~HttpServer() { shutdown(); }
 
 uint16_t HttpServer::port() const { return impl_->port; }
-unsigned HttpServer::threads() const { return impl_->options.threads; }
 
 void HttpServer::shutdown() {
   if (!impl_ || impl_->stopped) return;

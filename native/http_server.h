@@ -36,7 +36,6 @@ class HttpServer {
   ~HttpServer();  // shutdown()
 
   uint16_t port() const;  // the port listened on (the one chosen, for port 0)
-  unsigned threads() const;
 
   // Stops accepting, closes the idle connections, lets every request in
   // flight finish and its response go out, then joins the threads. The
