@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { serve } from '../../scripts/serve.js';
-import { newContext, openPage, reload, startBrowser } from './helpers.js';
+import { BROWSER, newContext, openPage, reload, startBrowser } from './helpers.js';
 
 let env;
 let context;
@@ -231,6 +231,15 @@ test('refresh the leader while the others write: the same', async () => {
     });
     assert.ok(n > 0);
     return page;
+  });
+});
+
+test("the leader's tab crashes while the others write: the same", { skip: BROWSER !== 'chromium' && 'a renderer crash is driven in Chromium only' }, async () => {
+  await takeover('crash.kfdb', async (page) => {
+    // chrome://crash ends the tab's renderer at once, as a real crash does.
+    const crashed = new Promise((resolve) => page.once('crash', resolve));
+    page.goto('chrome://crash').catch(() => {});
+    await crashed;
   });
 });
 
