@@ -26,6 +26,9 @@ struct Collection : VectorSource {
   int64_t next_id = 1;
   IdIndex ids;
   uint64_t bytes = 0;  // live encoded bytes
+  // Bumped by every op applied to it and every undo (under the write lock):
+  // a checkpoint's switch asks whether the collection changed since its pin.
+  uint64_t changes = 0;
   std::map<uint32_t, std::unique_ptr<HnswIndex>> vindex;  // by field id
   // Dropped or replaced indexes whose tables image documents still refer to,
   // until the next checkpoint rewrites them.

@@ -3,7 +3,8 @@
 // into: storage/arena.h), the file and its write log; query/executor.cpp
 // runs statements against it. Its parts, by file (docs/architecture.md):
 //   engine.cpp    open, run a statement or a batch, checkpoint, close, stats
-//   image.cpp     the image: load the file (and replay its tail), build a new one
+//   image.cpp     the image: load the file (and replay its tail)
+//   checkpoint.cpp a new image beside the writers: pin, build, carry the tail, switch
 //   log.cpp       the record log: write a record, apply its ops, undo a batch
 //   catalog.cpp   collections and their indexes: definitions, index lifecycle
 //   sync.cpp      durability: group commit, the flusher, the background checker
@@ -168,30 +169,54 @@ class Engine {
   // Makes the vector indexes match the definition: drops stale ones, builds new ones.
   Status sync_indexes(Collection* c);
   Status build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out);
+  // Checkpoints (checkpoint.cpp). begin_image pins the database (under a
+  // lock that keeps writes out) and builds what must be built then; the
+  // rest of the image is built and written with no lock held, while writes
+  // go on into the old file's tail; carry_tail copies those writes after the
+  // new image; switch_image makes it the file (under the write lock), and
+  // move_to_image points the documents no write changed into it, in pieces.
   struct TableAt {
-    HnswIndex* index;
+    uint32_t coll, field;
     uint64_t table;  // offsets in the image: the vector table
     uint64_t links;  // and the level-0 lists
   };
-  // Checkpoints: write_image builds and writes the new image beside the
-  // readers, switch_image makes it the file under the write lock;
-  // checkpoint_locked does both for a caller holding the write lock (open,
-  // close). Automatic ones run on the checkpointer thread (checkpoint_due_).
+  struct ImageColl {
+    uint32_t id;
+    uint64_t changes;          // Collection::changes at the pin
+    bool rewritten;            // documents re-encoded at the pin (they refer to its vector tables)
+    IdIndex pinned;            // what the rest is built from (not rewritten ones)
+    std::vector<IdEntry> ids;  // its entries in the image (offsets)
+    std::vector<uint64_t> was; // each one's location at the pin
+  };
   struct NewImage {
     std::string bytes;
-    std::vector<std::vector<IdEntry>> ids;
+    uint64_t size = 0;  // of the image (bytes move into the arena at the switch)
+    uint64_t records = 0, docs = 0;
+    std::vector<ImageColl> colls;
     std::vector<TableAt> tables;
-    std::unique_ptr<File> file;  // the side file it was written to
+    // The pin: the last write in the image, the end of the file and the
+    // tail's records then, and the arena's segments then.
+    uint64_t seq = 0, pos = 0, tail_records = 0;
+    uint32_t sealed = 0;
+    Arena::View view;
+    std::unique_ptr<File> file;  // the side file it is written to
+    uint64_t carried = 0;        // bytes of the old tail copied after the image
+    uint32_t segment = 0;        // the image's arena segment after the switch
+    bool keep_old = false;       // a collection still refers to the pin's segments
+    std::vector<ImageColl*> to_move;
   };
+  Status begin_image(NewImage* img, bool carry);
+  Status finish_image(NewImage* img);
   Status write_image(NewImage* img);
+  Status carry_tail(NewImage& img, uint64_t to);
   Status replace_file();
-  Status switch_image(NewImage& img);
+  void switch_image(NewImage& img);
+  void move_to_image(NewImage& img);
   Status check_all_extents();
   Status checkpoint_locked();
   void checkpoint_if_due();  // after a write, with no lock held
   void auto_checkpoint();    // one automatic checkpoint, its failure a warning
   void checkpointer_loop();
-  Result<std::string> build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables);
   Status sync_to(uint64_t seq);
   Status check_writable() const;
   bool checkpoint_worthwhile(bool closing) const;
@@ -206,10 +231,11 @@ class Engine {
   std::unique_ptr<File> file_;
 
   FairSharedMutex mu_;  // reads shared, writes exclusive
-  // Every write passes it before mu_; a checkpoint holds it from the start
-  // of its image to its switch, so no write lands in between while the
-  // readers go on.
+  // Every write passes it before mu_, and holds it until its record is
+  // written and applied (not its flush). A checkpoint holds it for its pin
+  // and its switch (and, where it cannot carry a tail, throughout).
   std::mutex write_gate_;
+  std::mutex checkpoint_mu_;  // one checkpoint at a time
   std::atomic<bool> checkpoint_due_{false};  // the tail outgrew the image, or an index was built
   // Bumped (under the write lock) by every change to a collection's
   // definition: a prepared statement bound at an older one is bound again.
@@ -269,6 +295,7 @@ class Engine {
   bool syncing_ = false;
   uint64_t synced_seq_ = 0;
   uint64_t written_seq_ = 0;
+  uint64_t written_end_ = 0;  // write_pos_ after written_seq_ (a checkpoint carries the tail up to it)
   int64_t last_sync_ms_ = 0;
   std::atomic<bool> failed_{false};
   std::string failure_;

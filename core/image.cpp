@@ -1,13 +1,12 @@
 // The image: opening a file (the image read, mapped or read on demand, and
 // the tail of write records replayed over it, torn tails and damage told
-// apart), building a new image at a checkpoint, and the extents' checks.
+// apart), and the extents' checks. A new image is built by checkpoint.cpp.
 #include <algorithm>
 #include <cstring>
 
 #include "codec.h"
 #include "engine.h"
 #include "engine_limits.h"
-#include "huge_pages.h"
 #include "port.h"
 #include "storage/format.h"
 #include "storage/record.h"
@@ -16,7 +15,6 @@ namespace kitfox {
 
 namespace {
 std::string at(uint64_t off) { return "at offset " + std::to_string(off); }
-constexpr size_t kDocsChunkBytes = 4 << 20;  // a checkpoint writes documents in records of about this size
 }  // namespace
 
 // The file read into memory that is not zeroed first (where it cannot be mapped).
@@ -88,9 +86,10 @@ static Status read_all(File& f, std::string* out) {
   return Status::ok();
 }
 
-// True when `bytes` hold a header and a whole image ending the file.
+// True when `bytes` hold a header and a whole image ending the file, written
+// by a checkpoint that carried no tail (storage/format.h).
 static bool whole_image(std::string_view bytes) {
-  if (!check_header(bytes).empty()) return false;
+  if (!check_header(bytes).empty() || header_flags(bytes) & format::kFlagCarriesTail) return false;
   uint64_t off = format::kHeaderSize;
   RecordView r;
   while (read_record(bytes, off, &r) == ScanResult::Ok) {
@@ -145,9 +144,10 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
     // A new database: an empty image, flushed, so the file is whole from the start.
     if (exists && !fsize)
       e->report_.warnings.push_back("'" + name + "' was an empty file (0 bytes): a new database was made in it");
-    std::vector<std::vector<IdEntry>> ids;
-    std::vector<TableAt> tables;
-    KF_ASSIGN(bytes, e->build_image(&ids, &tables));
+    NewImage img;
+    KF_TRY(e->begin_image(&img, false));
+    KF_TRY(e->finish_image(&img));
+    bytes = std::move(img.bytes);
     KF_TRY(e->file_->write(0, bytes.data(), bytes.size()));
     KF_TRY(e->file_->sync());
   }
@@ -542,7 +542,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   }
   report_.tail_records = tail_records_;
   written_seq_ = synced_seq_ = seq_;
-  write_pos_ = good_end;
+  write_pos_ = written_end_ = good_end;
 
   if (report_.torn_bytes) {
     KF_TRY(file_->truncate(good_end));
@@ -553,245 +553,6 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     KF_TRY(checkpoint_locked());
   }
   return Status::ok();
-}
-
-bool Engine::checkpoint_worthwhile(bool closing) const {
-  uint64_t tail = write_pos_ - image_bytes_;
-  if (tail == 0) return false;
-  if (closing) return tail >= (1u << 20) || tail * 4 >= image_bytes_;
-  return tail >= (64u << 20) && tail >= image_bytes_;
-}
-
-
-// Appends a record (`head`, then the checksums of `bytes` and padding) and the
-// Extent holding `bytes`, whose first byte lands 64-byte aligned in the file.
-// Returns that offset.
-static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string head, std::string_view bytes,
-                                   uint32_t item_bytes) {
-  put_extent_checksums(head, bytes, extent_block_bytes(item_bytes));
-  uint64_t start = out.size() + 5 + head.size() + 1 + 4 + 5;
-  uint8_t pad = (uint8_t)((64 - start % 64) % 64);
-  put_u8(head, pad);
-  head.append(pad, '\0');
-  append_record(out, kind, head);
-  uint64_t at = out.size() + 5;
-  append_record(out, format::kExtent, bytes);
-  return at;
-}
-
-Result<std::string> Engine::build_image(std::vector<std::vector<IdEntry>>* new_ids, std::vector<TableAt>* tables) {
-  std::string out;
-  uint64_t total = format::kHeaderSize + 64;
-  for (auto& [name, c] : colls_) {
-    total += c->bytes + c->ids.size() * 28 + 64;
-    for (auto& [fid, index] : c->vindex) total += index->memory_bytes() + index->nodes() * index->dim() * 4;
-  }
-  tables->clear();
-  out.reserve(total);
-  advise_huge_pages(out.data(), out.capacity());  // it becomes the memory of tables and lists
-  append_header(out);
-  uint64_t records = 0, docs = 0;
-
-  std::string body;
-  put_u32(body, next_coll_id_);
-  put_varint(body, colls_.size());
-  for (auto& [name, c] : colls_) encode_def(c->def, c->next_id, body);
-  append_record(out, format::kCatalog, body);
-  records++;
-
-  new_ids->clear();
-  for (auto& entry : colls_) {
-    Collection* c = entry.second.get();  // not a structured binding: the lambdas below capture it (clang 14)
-    std::vector<IdEntry> ids;
-    ids.reserve(c->ids.size());
-    // Chunks of documents; entry offsets are known once the chunk header is.
-    std::string chunk;
-    std::vector<std::pair<int64_t, uint64_t>> pending;  // id, offset in chunk
-    auto flush = [&] {
-      if (pending.empty()) return;
-      std::string head;
-      put_varint(head, c->def.id);
-      put_varint(head, pending.size());
-      uint64_t base = out.size() + 5 + head.size();
-      for (auto& [id, o] : pending) ids.push_back({id, base + o});
-      head += chunk;
-      append_record(out, format::kDocs, head);
-      records++;
-      chunk.clear();
-      pending.clear();
-    };
-    // Documents with indexed vectors refer to the vector table instead of
-    // repeating the vector; other documents are copied as they are.
-    bool rewrite = !c->vindex.empty() || !c->retired.empty();
-    std::string nb;
-    Value doc;
-    Status bad;
-    c->ids.scan([&](const IdEntry& e) {
-      std::string_view b = arena_.body(e.loc);
-      if (rewrite) {
-        // Writes are refused when their documents would not decode, so this
-        // fails only on damage; the checkpoint stops and the old file stays.
-        Status ds = decode_document(c->def, e.id, b, &doc, c);
-        if (!ds.is_ok()) {
-          bad = Status(Code::Corrupt, "checkpoint stopped: document " + std::to_string(e.id) + " of '" + c->def.name +
-                                          "' does not decode (" + ds.message() + "); the file is unchanged");
-          return false;
-        }
-        nb.clear();
-        size_t count = 0;
-        for (const Field& f : c->def.fields) {
-          const Value* v = doc.get(f.name);
-          if (v && !v->is_null()) count++;
-        }
-        put_varint(nb, count);
-        for (const Field& f : c->def.fields) {
-          const Value* v = doc.get(f.name);
-          if (!v || v->is_null()) continue;
-          put_varint(nb, f.id);
-          auto vi = c->vindex.find(f.id);
-          int64_t node = vi != c->vindex.end() && v->kind() == Kind::Vector ? vi->second->node_of(e.id) : -1;
-          if (node >= 0) encode_vector_ref(nb, (uint64_t)node);
-          else encode_value(nb, *v, f.type.kind == TypeKind::Vector && f.type.f16);
-        }
-        b = nb;
-      }
-      pending.push_back({e.id, chunk.size()});
-      put_varint(chunk, zigzag(e.id));
-      put_str(chunk, b);
-      if (chunk.size() >= kDocsChunkBytes) flush();
-      return true;
-    });
-    KF_TRY(bad);
-    flush();
-    docs += ids.size();
-    std::string ib;
-    put_varint(ib, c->def.id);
-    put_u64(ib, ids.size());
-    ib.append((const char*)ids.data(), ids.size() * sizeof(IdEntry));
-    append_record(out, format::kIdIndex, ib);
-    records++;
-    new_ids->push_back(std::move(ids));
-
-    for (auto& [fid, index] : c->vindex) {
-      std::string meta, vec, graph, links;
-      index->serialize(meta, vec, graph, links);
-      std::string head;
-      put_varint(head, c->def.id);
-      put_varint(head, fid);
-      put_str(head, meta);
-      uint64_t table_at = append_with_extent(out, format::kVectors, head, vec, index->table_item_bytes());
-      head.clear();
-      put_varint(head, c->def.id);
-      put_varint(head, fid);
-      put_u64(head, seq_);
-      put_str(head, graph);
-      uint64_t links_at = append_with_extent(out, format::kGraph, head, links, index->links_item_bytes());
-      tables->push_back({index.get(), table_at, links_at});
-      records += 4;
-    }
-  }
-  std::string end;
-  put_u64(end, seq_);
-  put_u64(end, records);
-  put_u64(end, docs);
-  append_record(out, format::kImageEnd, end);
-  return out;
-}
-
-// A new image, built and written (to the side file, flushed) from the
-// database as it is; switch_image() then makes it the file. No write may
-// land in between (checkpoint() holds write_gate_; the other callers hold
-// the write lock).
-Status Engine::write_image(NewImage* img) {
-  KF_TRY(check_writable());
-  KF_ASSIGN(img->bytes, build_image(&img->ids, &img->tables));
-  KF_ASSIGN(img->file, fs_.open(name_ + "~", OpenFlags{true, true}));
-  KF_TRY(img->file->truncate(0));
-  KF_TRY(img->file->write(0, img->bytes.data(), img->bytes.size()));
-  return img->file->sync();
-}
-
-// The side file replaces the file (renamed over it, the directory
-// flushed). Readers read memory, not the file: this needs no engine lock,
-// only no write (the gate) and no flush running on the old file.
-Status Engine::replace_file() {
-  std::unique_lock lk(sync_mu_);
-  sync_cv_.wait(lk, [&] { return !syncing_; });
-  Status st = fs_.replace(name_ + "~", name_);
-  if (!st.is_ok()) fs_.remove(name_ + "~");
-  return st;
-}
-
-// Under the write lock, once replace_file() did: the new file is the
-// engine's, the image becomes the documents' memory (dead versions are gone
-// from both).
-Status Engine::switch_image(NewImage& img) {
-  {
-    std::lock_guard lk(sync_mu_);
-    file_ = std::move(img.file);
-    synced_seq_ = written_seq_ = seq_;
-    last_sync_ms_ = port::now_ms();
-  }
-  write_pos_ = image_bytes_ = img.bytes.size();
-  tail_records_ = 0;
-  arena_.reset(std::move(img.bytes));
-  size_t i = 0;
-  for (auto& [name, c] : colls_) c->ids.assign(std::move(img.ids[i++]));
-  for (const TableAt& t : img.tables) t.index->rebase(arena_.segment(0).data() + t.table, arena_.segment(0).data() + t.links);
-  for (auto& [name, c] : colls_) {
-    c->retired.clear();
-    c->lost_tables.clear();  // the documents no longer refer to a lost table
-  }
-  return Status::ok();
-}
-
-// Every block is checked before an image is written from them: a damaged
-// graph is rebuilt, a damaged vector table stops the checkpoint (it would
-// carry zeros in place of the vectors).
-Status Engine::check_all_extents() {
-  for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.warm(UINT64_MAX); });
-  bool repaired = false;
-  return check_extents(&repaired);
-}
-
-Status Engine::checkpoint_locked() {
-  if (lazy_) KF_TRY(check_all_extents());
-  NewImage img;
-  KF_TRY(write_image(&img));
-  KF_TRY(replace_file());
-  return switch_image(img);
-}
-
-Status Engine::checkpoint() {
-  // Writers wait at the gate; readers go on while the image is built and
-  // written, and wait only for the switch.
-  std::lock_guard gate(write_gate_);
-  if (closed_) return Status(Code::Invalid, "the database is closed");
-  if (lazy_) {
-    bool damaged;
-    {
-      std::shared_lock lk(mu_);  // blocks are read and checked beside the readers
-      for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.warm(UINT64_MAX); });
-      damaged = extents_damaged();
-    }
-    if (damaged) {
-      std::unique_lock lk(mu_);  // a graph to rebuild needs the database alone
-      bool repaired = false;
-      KF_TRY(check_extents(&repaired));
-    }
-  }
-  NewImage img;
-  {
-    std::shared_lock lk(mu_);
-    KF_TRY(write_image(&img));
-  }
-  // The old file's writes flushed now, beside the readers: the rename's
-  // flush of the directory would otherwise wait for them under the lock
-  // (ext4 commits them with it), as long as `sync = off` let them pile up.
-  KF_TRY(sync());
-  KF_TRY(replace_file());
-  std::unique_lock lk(mu_);
-  return switch_image(img);
 }
 
 ExtentLoad Engine::extent_load() {

@@ -51,6 +51,7 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
         if (!c) return Status(Code::Corrupt, "a document for an unknown collection");
         if (!r.ok()) break;
         if (undo) remember(c, id, undo);
+        c->changes++;
         uint64_t old = c->ids.put(id, loc);
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         c->bytes += b.size();
@@ -85,6 +86,7 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
         int64_t id = unzigzag(r.varint());
         if (!c) return Status(Code::Corrupt, "a delete for an unknown collection");
         if (undo) remember(c, id, undo);
+        c->changes++;
         uint64_t old = c->ids.erase(id);
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         for (auto& [fid, index] : c->vindex) index->remove(id);
@@ -110,6 +112,7 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
           colls_[c->def.name] = std::move(c);
         } else {
           Collection* c = it->second;
+          c->changes++;
           std::string old_name = c->def.name;
           c->def = std::move(d);
           if (old_name != c->def.name) {
@@ -160,6 +163,7 @@ void Engine::remember(Collection* c, int64_t id, std::vector<Undo>* undo) {
 void Engine::rollback(std::vector<Undo>& undo) {
   for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
     Collection* c = by_id_[it->coll];
+    c->changes++;
     uint64_t cur = c->ids.erase(it->id);
     if (cur != IdIndex::kDead) c->bytes -= arena_.body(cur).size();
     if (it->loc != IdIndex::kDead) {
@@ -250,6 +254,7 @@ Result<uint64_t> Engine::write_record(std::string_view ops, uint32_t nops, bool 
   {
     std::lock_guard g(sync_mu_);
     written_seq_ = seq_;
+    written_end_ = write_pos_;
   }
   if (opts_.auto_checkpoint && (checkpoint_worthwhile(false) || checkpoint_soon_)) {
     checkpoint_soon_ = false;

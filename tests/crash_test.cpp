@@ -1,6 +1,9 @@
 // Crash recovery: a child process writes in `always` mode (single puts,
 // batches) while a second thread of it checkpoints beside the writes (asked
-// to by the writer now and then), and reports each acknowledged write through a pipe;
+// to by the writer now and then, or, every other round, one checkpoint after
+// another, so that the kill lands inside one with the writes going on beside
+// it: while its image is written, its tail carried over, its file renamed,
+// its documents moved), and reports each acknowledged write through a pipe;
 // the parent kills it with SIGKILL after a random number of them, reopens the
 // file and checks that every acknowledged write is there, exactly once. Repeated many times
 // on one file, so kills land in writes, flushes and checkpoints alike.
@@ -21,7 +24,7 @@
 
 using namespace kitfox;
 
-[[noreturn]] static void child(const std::string& path, int fd, int64_t start) {
+[[noreturn]] static void child(const std::string& path, int fd, int64_t start, bool nonstop) {
   auto fs = make_posix_file_system();
   OpenOptions o;
   o.sync = SyncMode::Always;
@@ -31,8 +34,8 @@ using namespace kitfox;
     _exit(3);
   }
   auto& db = *r;
-  // Checkpoints on a thread of their own, each asked for by the writer: the
-  // writes go on beside them (waiting for each switch), so a kill lands in a
+  // Checkpoints on a thread of their own, asked for by the writer or one
+  // after another: the writes go on beside them, so a kill lands in a
   // checkpoint with writers running as well as in a write.
   std::mutex m;
   std::condition_variable cv;
@@ -40,7 +43,7 @@ using namespace kitfox;
   std::thread checkpointer([&] {
     std::unique_lock lk(m);
     for (;;) {
-      cv.wait(lk, [&] { return asked > 0; });
+      cv.wait(lk, [&] { return nonstop || asked > 0; });
       asked = 0;
       lk.unlock();
       Status st = db->checkpoint();
@@ -106,14 +109,14 @@ int main(int argc, char** argv) {
   }
   std::mt19937 rng(12345);
   int64_t acked = 0;  // every n in [1, acked] must be present
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, inside = 0;
   for (int round = 0; round < rounds; round++) {
     int fds[2];
     if (pipe(fds) != 0) return 2;
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      child(path, fds[1], acked + 1);
+      child(path, fds[1], acked + 1, round % 2 == 1);
     }
     close(fds[1]);
     // Three rounds in four kill after a random number of acknowledged
@@ -132,6 +135,7 @@ int main(int argc, char** argv) {
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
+    if (access((path + "~").c_str(), F_OK) == 0) inside++;  // it died inside a checkpoint
     if (silent) {
       fprintf(stderr, "round %d: the child stopped acknowledging writes\n", round);
       failed++;
@@ -178,6 +182,7 @@ int main(int argc, char** argv) {
   }
   std::string cmd = std::string("rm -rf ") + dir;
   if (system(cmd.c_str()) != 0) return 2;
-  printf("crash recovery: %d passed, %d failed (%lld acknowledged writes survived)\n", passed, failed, (long long)acked);
+  printf("crash recovery: %d passed, %d failed (%lld acknowledged writes survived; %d kills inside a checkpoint)\n",
+         passed, failed, (long long)acked, inside);
   return failed ? 1 : 0;
 }

@@ -11,6 +11,7 @@ constexpr size_t kSegmentBytes = 1 << 20;  // a new segment's size (bigger write
 
 void Arena::reset(std::string seg0) {
   segs_.clear();
+  open_from_ = 1;
   auto s = std::make_shared<Seg>();
   s->str = std::move(seg0);
   s->data = s->str.data();
@@ -20,6 +21,7 @@ void Arena::reset(std::string seg0) {
 
 void Arena::reset(std::unique_ptr<Mapping> seg0) {
   segs_.clear();
+  open_from_ = 1;
   auto s = std::make_shared<Seg>();
   s->data = seg0->data();
   s->size = seg0->size();
@@ -28,7 +30,7 @@ void Arena::reset(std::unique_ptr<Mapping> seg0) {
 }
 
 uint64_t Arena::append(std::string_view bytes, const char** where) {
-  Seg* cur = segs_.size() > 1 ? segs_.back().get() : nullptr;
+  Seg* cur = segs_.size() > open_from_ ? segs_.back().get() : nullptr;
   if (!cur || cur->str.capacity() - cur->str.size() < bytes.size()) {
     segs_.push_back(std::make_shared<Seg>());
     cur = segs_.back().get();
@@ -40,6 +42,26 @@ uint64_t Arena::append(std::string_view bytes, const char** where) {
   cur->size = cur->str.size();
   *where = cur->data + off;
   return loc((uint32_t)(segs_.size() - 1), off);
+}
+
+uint32_t Arena::seal() {
+  open_from_ = (uint32_t)segs_.size();
+  return open_from_;
+}
+
+uint32_t Arena::add(std::string bytes) {
+  auto s = std::make_shared<Seg>();
+  s->str = std::move(bytes);
+  s->data = s->str.data();
+  s->size = s->str.size();
+  segs_.push_back(std::move(s));
+  open_from_ = (uint32_t)segs_.size();  // never appended to: its spare capacity is not the image
+  return open_from_ - 1;
+}
+
+void Arena::drop_before(uint32_t n) {
+  auto none = std::make_shared<Seg>();
+  for (uint32_t i = 0; i < n && i < segs_.size(); i++) segs_[i] = none;
 }
 
 namespace {
@@ -71,7 +93,8 @@ std::string_view Arena::View::body(uint64_t l) const {
 
 size_t Arena::memory_bytes() const {
   size_t n = 0;
-  for (auto& s : segs_) n += s->map ? s->size : s->str.capacity();  // mapped pages count as held
+  for (auto& s : segs_)
+    if (s->data) n += s->map ? s->size : s->str.capacity();  // mapped pages count as held
   return n;
 }
 

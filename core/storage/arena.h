@@ -20,6 +20,14 @@ class Arena {
   void reset(std::unique_ptr<Mapping> seg0);
   // Appends bytes that never move; returns their location.
   uint64_t append(std::string_view bytes, const char** where);
+  // Later appends go to new segments; returns how many segments there are
+  // (those before it hold only what was appended so far: a checkpoint's pin).
+  uint32_t seal();
+  // Adds a segment holding `bytes` (a checkpoint's new image, when writes
+  // landed after its pin); returns its number.
+  uint32_t add(std::string bytes);
+  // Frees the segments before `n` (a view still holding one keeps it).
+  void drop_before(uint32_t n);
   std::string_view body(uint64_t loc) const;
   std::string_view segment(uint32_t i) const { return {segs_[i]->data, segs_[i]->size}; }
   size_t memory_bytes() const;
@@ -49,6 +57,7 @@ class Arena {
 
  private:
   std::vector<std::shared_ptr<Seg>> segs_;
+  uint32_t open_from_ = 1;  // appends go to segments from this one on
 };
 
 }  // namespace kitfox

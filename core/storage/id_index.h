@@ -63,6 +63,12 @@ class IdIndex {
     return kDead;
   }
 
+  // Moves id to `to` if it is still at `from` (a checkpoint's new image
+  // taking the place of a document no write changed since its pin).
+  void move_if_at(int64_t id, uint64_t from, uint64_t to) {
+    if (uint64_t* l = const_cast<uint64_t*>(find(id)); l && *l == from) *l = to;
+  }
+
   // Removes; returns the previous location or kDead.
   uint64_t erase(int64_t id) {
     if (IdEntry* e = locate_mut(base_, id)) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "codec.h"
+#include "crc32c.h"
 #include "db.h"
 #include "storage/extent.h"
 #include "storage/format.h"
@@ -280,16 +281,37 @@ TEST_CASE("a bad header is refused with a clear error") {
   CHECK(read_file(*fs, "db") == "hello, this is not a database at all....");
 }
 
-TEST_CASE("a whole side image wins; a partial one is discarded") {
+// The image with its header's flags set to `flags` (the header's checksum made anew).
+static std::string with_flags(std::string file, uint32_t flags) {
+  memcpy(file.data() + 12, &flags, 4);
+  uint32_t crc = crc32c(0, file.data(), 28);
+  memcpy(file.data() + 28, &crc, 4);
+  return file;
+}
+
+TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, is discarded") {
   auto fs = make_memory_file_system();
   make_db(*fs, 5, 0);
-  std::string whole = read_file(*fs, "db");
+  // As a checkpoint that carries no tail writes it (where replace() copies:
+  // OPFS), and as one that does (natively, writes going on beside it).
+  std::string whole = with_flags(read_file(*fs, "db"), 0);
+  std::string carrying = with_flags(whole, format::kFlagCarriesTail);
   {
     auto db = open_db(*fs);
     REQUIRE(db->query("put t {name: \"later\"}").is_ok());
     db->close();
   }
-  // A crash after the side image was flushed, before it replaced the file.
+  // A checkpoint that carried a tail is put in place by the rename alone:
+  // a leftover one may lack writes the file holds (here the later put).
+  write_file(*fs, "db~", carrying);
+  {
+    auto db = open_db(*fs);
+    CHECK_FALSE(db->open_report().side_file_restored);
+    CHECK(count(*db) == 6);
+  }
+  CHECK_FALSE(*fs->exists("db~"));
+  // A crash after the side image was flushed, before the host's copy
+  // replaced the file: no write landed in between (the gate was held).
   write_file(*fs, "db~", whole);
   {
     auto db = open_db(*fs);
@@ -677,38 +699,109 @@ TEST_CASE("IdIndex finds what a map finds: dense, sparse, extreme and deleted id
   }
 }
 
-TEST_CASE("a checkpoint runs beside the readers; writes wait for it and all land") {
+TEST_CASE("a checkpoint runs beside the readers and the writers; what lands meanwhile is carried over") {
   auto mem = make_memory_file_system();
   Faults faults;
   FaultyFs fs(*mem, &faults);
   auto db = open_db(fs);
   REQUIRE(db->query("create collection t (n int @hash)").is_ok());
+  REQUIRE(db->query("create collection u (n int)").is_ok());
+  REQUIRE(db->query("create collection v (n int, e vector<2> @hnsw(l2))").is_ok());
   for (int i = 0; i < 100; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
+  for (int i = 0; i < 10; i++) REQUIRE(db->query("put u {n: $1}", {Value::integer(i)}).is_ok());
+  for (int i = 0; i < 50; i++)
+    REQUIRE(db->query("put v {n: $1, e: $2}", {Value::integer(i), Value::vector({(float)i, 0})}).is_ok());
   int before = faults.syncs;
-  // The checkpoint's flush of its new image is held: it is past building
-  // the image and writing it, inside the window in which writes wait.
+  // The checkpoint's flush of its new image is held: it has pinned the
+  // database and built and written the image from the pin.
   faults.hold(true);
   std::thread cp([&] { CHECK(db->checkpoint().is_ok()); });
   REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
-  // Reads answer meanwhile: scans, index lookups, the catalog.
-  auto reader = std::async(std::launch::async, [&] {
+  // Reads and writes go on meanwhile: a put, a change and a delete in t, a
+  // new vector in v (whose documents the image re-encoded at the pin); u is
+  // left as it was.
+  auto others = std::async(std::launch::async, [&] {
     return count(*db) == 100 && db->query("get t where n = 42").value().rows.size() == 1 &&
-           db->query("describe t").is_ok();
+           db->query("put t {n: 1000}").is_ok() && db->query("set t {n: 500} where n = 5").is_ok() &&
+           db->query("del t where n = 7").is_ok() && db->query("put v {n: 50, e: [50, 0]}").is_ok() &&
+           db->query("get t where n = 500 count").value().rows[0].get("count")->as_int() == 1 &&
+           db->query("create collection w (s text)").is_ok() && db->query("put w {s: \"new\"}").is_ok();
   });
-  REQUIRE(reader.wait_for(std::chrono::minutes(5)) == std::future_status::ready);
-  CHECK(reader.get());
-  // A write waits for the checkpoint (it would land in the old file's tail
-  // after the image was taken); it lands once the checkpoint is done.
-  std::thread writer([&] { CHECK(db->query("put t {n: 1000}").is_ok()); });
+  REQUIRE(others.wait_for(std::chrono::minutes(5)) == std::future_status::ready);
+  CHECK(others.get());
   faults.hold(false);
   cp.join();
-  writer.join();
-  CHECK(count(*db) == 101);
-  CHECK(db->stats().tail_records == 1);  // the put, after the new image
+  // The writes that landed beside it are the new file's tail.
+  CHECK(db->stats().tail_records == 6);
+  auto check = [](Database& d) {
+    CHECK(count(d) == 100);
+    CHECK(count(d, "u") == 10);
+    CHECK(count(d, "v") == 51);
+    CHECK(count(d, "w") == 1);
+    CHECK(d.query("get t where n = 1000 count").value().rows[0].get("count")->as_int() == 1);
+    CHECK(d.query("get t where n = 500 count").value().rows[0].get("count")->as_int() == 1);
+    CHECK(d.query("get t where n = 5 count").value().rows[0].get("count")->as_int() == 0);
+    CHECK(d.query("get t where n = 7 count").value().rows[0].get("count")->as_int() == 0);
+    auto sum = d.query("get t select sum(n)");
+    REQUIRE(sum.is_ok());
+    CHECK(sum->rows[0].get("sum(n)")->as_int() == 4950 - 5 - 7 + 500 + 1000);
+    auto near = d.query("get v select n near e [49.9, 0] limit 2");
+    REQUIRE(near.is_ok());
+    REQUIRE(near->rows.size() == 2);
+    CHECK(near->rows[0].get("n")->as_int() == 50);
+    CHECK(near->rows[1].get("n")->as_int() == 49);
+    CHECK(d.query("get u where n = 3").value().rows.size() == 1);
+  };
+  check(*db);
+  // A second checkpoint with nothing beside it takes v into its image too.
+  REQUIRE(db->checkpoint().is_ok());
+  CHECK(db->stats().tail_records == 0);
+  check(*db);
+  REQUIRE(db->query("put t {n: 2000}").is_ok());
   REQUIRE(db->close().is_ok());
   auto again = open_db(fs);
-  CHECK(count(*again) == 101);
-  CHECK(again->query("get t where n = 1000 count").value().rows[0].get("count")->as_int() == 1);
+  CHECK(again->query("get t where n = 2000 count").value().rows[0].get("count")->as_int() == 1);
+  REQUIRE(again->query("del t where n = 2000").is_ok());
+  check(*again);
+  CHECK(again->open_report().warnings.empty());
+}
+
+TEST_CASE("a checkpoint beside writers: the file after its switch opens to the same documents") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  auto db = open_db(fs);
+  REQUIRE(db->query("create collection t (n int, s text)").is_ok());
+  for (int i = 0; i < 2000; i++) REQUIRE(db->query("put t {n: $1, s: \"first\"}", {Value::integer(i)}).is_ok());
+  int before = faults.syncs;
+  faults.hold(true);
+  std::thread cp([&] { CHECK(db->checkpoint().is_ok()); });
+  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  // Enough writes beside it (over 256 KiB) that they are carried in rounds.
+  std::string pad(400, 'x');
+  for (int i = 0; i < 1000; i++) {
+    REQUIRE(db->query("set t {s: $2} where id = $1", {Value::integer(i * 2 + 1), Value::text(pad)}).is_ok());
+    REQUIRE(db->query("put t {n: $1, s: $2}", {Value::integer(10000 + i), Value::text(pad)}).is_ok());
+  }
+  faults.hold(false);
+  cp.join();
+  auto rows = [](Database& d) {
+    auto r = d.query("get t select id, n, s");
+    REQUIRE(r.is_ok());
+    std::string all;
+    for (auto& row : r->rows) all += to_json(row) + "\n";
+    return all;
+  };
+  std::string live = rows(*db);
+  CHECK(count(*db) == 3000);
+  // The file as the switch left it (image, then the carried tail), opened
+  // beside: a copy of its bytes in another file system.
+  auto copy = make_memory_file_system();
+  write_file(*copy, "db", read_file(*mem, "db"));
+  auto other = open_db(*copy);
+  CHECK(rows(*other) == live);
+  CHECK(other->stats().tail_records == db->stats().tail_records);
+  CHECK(other->open_report().warnings.empty());
 }
 
 TEST_CASE("automatic checkpoints run on their own thread: the writes go on, nothing is lost") {
