@@ -31,8 +31,8 @@ namespace kitfox {
 
 namespace {
 constexpr size_t kDocsChunkBytes = 4 << 20;  // documents go in records of about this size
-// The tail left to copy under the gate, at most, unless the writers outrun
-// kCarryRounds rounds of copying beside them.
+// The tail left to copy and flush under the gate, at most, unless the
+// writers outrun kCarryRounds rounds of copying and flushing beside them.
 constexpr uint64_t kLastPiece = 256 << 10;
 constexpr int kCarryRounds = 8;
 constexpr size_t kMovePiece = 1 << 15;  // documents moved into the new image per hold of the write lock
@@ -366,26 +366,36 @@ Status Engine::checkpoint() {
   if (carry) gate.unlock();  // writes go on, into the old file's tail
   Status st = finish_image(&img);
   if (st.is_ok()) st = write_image(&img);
+  // The old file's writes flushed now, beside the readers and writers: the
+  // rename's flush of the directory would otherwise wait for them under the
+  // gate (ext4 commits them with it), as long as `sync = off` let them pile up.
+  if (st.is_ok()) st = sync();
+  // The writes that landed meanwhile, copied in rounds while more land, the
+  // copy flushed once it holds more than a last piece: the gate then waits
+  // for at most a last piece copied and two flushed.
+  uint64_t unflushed = 0;
   for (int round = 0; st.is_ok() && carry && round < kCarryRounds; round++) {
     uint64_t end;
     {
       std::lock_guard g(sync_mu_);
       end = written_end_;
     }
-    if (end - (img.pos + img.carried) <= kLastPiece) break;
+    uint64_t left = end - (img.pos + img.carried);
+    if (left <= kLastPiece && unflushed <= kLastPiece) break;
     st = carry_tail(img, end);
-    if (st.is_ok()) st = img.file->sync();
+    unflushed += left;
+    if (st.is_ok() && unflushed > kLastPiece) {
+      st = img.file->sync();
+      unflushed = 0;
+    }
   }
-  // The old file's writes flushed now, beside the readers: the rename's
-  // flush of the directory would otherwise wait for them under the gate
-  // (ext4 commits them with it), as long as `sync = off` let them pile up.
-  if (st.is_ok()) st = sync();
   if (carry) gate.lock();
   if (st.is_ok()) st = check_writable();
   if (st.is_ok() && img.pos + img.carried < write_pos_) {  // the gate is held: write_pos_ stands still
+    unflushed += write_pos_ - (img.pos + img.carried);
     st = carry_tail(img, write_pos_);
-    if (st.is_ok()) st = img.file->sync();
   }
+  if (st.is_ok() && unflushed) st = img.file->sync();  // every carried write durable before the rename
   if (st.is_ok()) {
     st = replace_file();
   } else if (img.file) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +27,10 @@ struct Faults {
   std::condition_variable cv;
   bool held = false;
   int writes = 0;
+  // Files written since their last flush, by name; a replace() whose source
+  // was not flushed whole (a crash after it could lose what it holds).
+  std::map<std::string, bool> dirty;
+  int unflushed_replaces = 0;
   void hold(bool on) {
     std::lock_guard g(m);
     held = on;
@@ -42,13 +47,14 @@ struct Faults {
 
 class FaultyFile : public File {
  public:
-  FaultyFile(std::unique_ptr<File> f, Faults* x) : f_(std::move(f)), x_(x) {}
+  FaultyFile(std::unique_ptr<File> f, Faults* x, std::string name) : f_(std::move(f)), x_(x), name_(std::move(name)) {}
   Status read(uint64_t o, void* b, size_t n, size_t* got) override { return f_->read(o, b, n, got); }
   Status write(uint64_t o, const void* b, size_t n) override {
     if (x_->fail_write) return Status(Code::Io, "injected write failure");
     Status st = f_->write(o, b, n);
     std::lock_guard g(x_->m);
     x_->writes++;
+    x_->dirty[name_] = true;
     x_->cv.notify_all();
     return st;
   }
@@ -58,17 +64,25 @@ class FaultyFile : public File {
       x_->syncs++;
       x_->cv.notify_all();
       x_->cv.wait(lk, [&] { return !x_->held; });
+      x_->dirty[name_] = false;  // what was written before this flush (a write from now on marks it again)
     }
     if (x_->sync_delay_us) std::this_thread::sleep_for(std::chrono::microseconds(x_->sync_delay_us));
     if (x_->fail_sync) return Status(Code::Io, "injected flush failure");
     return f_->sync();
   }
   Result<uint64_t> size() override { return f_->size(); }
-  Status truncate(uint64_t n) override { return f_->truncate(n); }
+  Status truncate(uint64_t n) override {
+    {
+      std::lock_guard g(x_->m);
+      x_->dirty[name_] = true;
+    }
+    return f_->truncate(n);
+  }
 
  private:
   std::unique_ptr<File> f_;
   Faults* x_;
+  std::string name_;
 };
 
 class FaultyFs : public FileSystem {
@@ -76,11 +90,19 @@ class FaultyFs : public FileSystem {
   FaultyFs(FileSystem& inner, Faults* x) : in_(inner), x_(x) {}
   Result<std::unique_ptr<File>> open(const std::string& n, OpenFlags f) override {
     KF_ASSIGN(auto file, in_.open(n, f));
-    return std::unique_ptr<File>(new FaultyFile(std::move(file), x_));
+    return std::unique_ptr<File>(new FaultyFile(std::move(file), x_, n));
   }
   Result<bool> exists(const std::string& n) override { return in_.exists(n); }
   Status remove(const std::string& n) override { return in_.remove(n); }
-  Status replace(const std::string& a, const std::string& b) override { return in_.replace(a, b); }
+  Status replace(const std::string& a, const std::string& b) override {
+    {
+      std::lock_guard g(x_->m);
+      if (x_->dirty[a]) x_->unflushed_replaces++;
+      x_->dirty[b] = x_->dirty[a];
+      x_->dirty.erase(a);
+    }
+    return in_.replace(a, b);
+  }
   bool atomic_replace() const override { return true; }
 
  private:

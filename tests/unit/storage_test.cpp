@@ -731,8 +731,10 @@ TEST_CASE("a checkpoint runs beside the readers and the writers; what lands mean
   CHECK(others.get());
   faults.hold(false);
   cp.join();
-  // The writes that landed beside it are the new file's tail.
+  // The writes that landed beside it are the new file's tail, flushed with
+  // it before the rename.
   CHECK(db->stats().tail_records == 6);
+  CHECK(faults.unflushed_replaces == 0);
   auto check = [](Database& d) {
     CHECK(count(d) == 100);
     CHECK(count(d, "u") == 10);
@@ -785,6 +787,7 @@ TEST_CASE("a checkpoint beside writers: the file after its switch opens to the s
   }
   faults.hold(false);
   cp.join();
+  CHECK(faults.unflushed_replaces == 0);
   auto rows = [](Database& d) {
     auto r = d.query("get t select id, n, s");
     REQUIRE(r.is_ok());
