@@ -137,7 +137,7 @@ Status Engine::begin_image(NewImage* img, bool carry) {
     // repeating the vector; other documents are copied as they are, later.
     ic.rewritten = !c->vindex.empty() || !c->retired.empty() || !c->lost_tables.empty();
     if (!ic.rewritten) {
-      ic.pinned = c->ids;
+      pin_ids(c->ids, &ic.pinned);
       continue;
     }
     std::string nb;
@@ -207,7 +207,7 @@ Status Engine::finish_image(NewImage* img) {
     };
     KF_TRY(append_docs(img->bytes, ic.id, ic.pinned, copy, &ic.ids, &ic.was, &img->records));
     img->docs += ic.ids.size();
-    ic.pinned.clear();
+    unpin(&ic.pinned);
   }
   std::string end;
   put_u64(end, img->seq);
@@ -260,7 +260,7 @@ void Engine::switch_image(NewImage& img) {
   {
     std::unique_lock lk(sync_mu_);
     sync_cv_.wait(lk, [&] { return !syncing_; });  // no flush may be running on the file that goes
-    file_ = std::move(img.file);
+    std::swap(file_, img.file);  // the old file is closed with img, after the lock (freeing its blocks takes time)
     synced_seq_ = written_seq_ = seq_;  // the carried tail was flushed with the image
     write_pos_ = written_end_ = img.size + img.carried;
     last_sync_ms_ = port::now_ms();
@@ -273,7 +273,9 @@ void Engine::switch_image(NewImage& img) {
     changed = changed || it == by_id_.end() || it->second->changes != ic.changes;
   }
   // Nothing changed: the image is all the documents' memory. Otherwise it is
-  // a segment beside those written since the pin.
+  // a segment beside those written since the pin. What goes is let go with
+  // img, after the lock: unmapping the old file frees its blocks.
+  img.view = arena_.view();
   img.segment = changed ? arena_.add(std::move(img.bytes)) : (arena_.reset(std::move(img.bytes)), 0);
   const char* base = arena_.segment(img.segment).data();
   for (ImageColl& ic : img.colls) {
@@ -287,7 +289,7 @@ void Engine::switch_image(NewImage& img) {
     }
     if (img.segment)
       for (IdEntry& e : ic.ids) e.loc = Arena::loc(img.segment, e.loc);
-    c->ids.assign(std::move(ic.ids));
+    c->ids.swap_in(ic.ids);  // the old entries freed with img
     for (const TableAt& t : img.tables)
       if (t.coll == ic.id) c->vindex.at(t.field)->rebase(base + t.table, base + t.links);
     c->retired.clear();
@@ -312,8 +314,12 @@ void Engine::move_to_image(NewImage& img) {
     }
   }
   if (img.keep_old) return;
-  std::unique_lock lk(mu_);
-  arena_.drop_before(img.sealed);
+  Arena::View old;
+  {
+    std::unique_lock lk(mu_);
+    old = arena_.view();  // the segments are freed as it goes, after the lock
+    arena_.drop_before(img.sealed);
+  }
 }
 
 // Every block is checked before an image is written from them: a damaged

@@ -232,6 +232,10 @@ Stats Engine::stats() {
   s.tail_bytes = write_pos_ - image_bytes_;
   s.tail_records = tail_records_;
   s.memory_bytes = arena_.memory_bytes();
+  {
+    std::lock_guard g(pin_mu_);
+    for (auto& v : spare_ids_) s.memory_bytes += v.capacity() * sizeof(IdEntry);
+  }
   for (auto& [name, c] : colls_) {
     s.memory_bytes += c->ids.memory_bytes();
     for (auto& [fid, index] : c->vindex) s.memory_bytes += index->memory_bytes();

@@ -134,6 +134,10 @@ class Engine {
   Result<QueryResult> execute_read(const ParsedStatement& st, const std::vector<Value>& params,
                                    std::shared_lock<FairSharedMutex>* lock = nullptr);
   bool pinnable(const Collection& c, const class Plan& plan) const;
+  // A copy of a collection's id index for a pin (a pinned read, a
+  // checkpoint), in memory a former pin used; unpin() gives the memory back.
+  void pin_ids(const IdIndex& from, IdIndex* to);
+  void unpin(IdIndex* ids);
   // `owned`: st itself, when nothing else holds it (its literals may be moved
   // out). `docs`: a put's documents, made by prepare_write beside the readers.
   Result<QueryResult> execute_write(const ParsedStatement& st, const std::vector<Value>& params,
@@ -241,6 +245,11 @@ class Engine {
   // definition: a prepared statement bound at an older one is bound again.
   std::atomic<uint64_t> catalog_version_{1};
   StatementCache cache_;
+  // The id index copies of finished pins, kept for the next (at most two):
+  // a fresh copy of a million entries spends most of its time faulting
+  // pages in, under the lock that holds the writers.
+  std::mutex pin_mu_;
+  std::vector<std::vector<IdEntry>> spare_ids_;
   Status bound(Prepared& p);
   std::map<std::string, std::unique_ptr<Collection>> colls_;
   std::map<uint32_t, Collection*> by_id_;

@@ -23,6 +23,24 @@ bool Engine::pinnable(const Collection& c, const Plan& plan) const {
   return plan.has("scan") && !plan.has("lookup") && c.vindex.empty() && c.retired.empty() && c.lost_tables.empty();
 }
 
+void Engine::pin_ids(const IdIndex& from, IdIndex* to) {
+  std::vector<IdEntry> storage;
+  {
+    std::lock_guard g(pin_mu_);
+    if (!spare_ids_.empty()) {
+      storage = std::move(spare_ids_.back());
+      spare_ids_.pop_back();
+    }
+  }
+  to->copy_from(from, std::move(storage));
+}
+
+void Engine::unpin(IdIndex* ids) {
+  std::vector<IdEntry> storage = ids->take_storage();
+  std::lock_guard g(pin_mu_);
+  if (spare_ids_.size() < 2) spare_ids_.push_back(std::move(storage));
+}  // else freed here, after the lock
+
 Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::vector<Value>& params,
                                          std::shared_lock<FairSharedMutex>* lock) {
   QueryResult res;
@@ -75,6 +93,13 @@ Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::v
   KF_TRY(plan_get(x, &res.rows, &p));
   // Pinned: the same plan over a copy, with no lock held.
   std::unique_ptr<Collection> snap;
+  struct Unpin {
+    Engine& e;
+    std::unique_ptr<Collection>& snap;
+    ~Unpin() {
+      if (snap) e.unpin(&snap->ids);
+    }
+  } unpin_at_end{*this, snap};
   Arena::View view;
   std::unique_ptr<Plan> plan2;
   std::unique_ptr<ExecContext> x2;
@@ -84,7 +109,7 @@ Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::v
     snap->def = c->def;
     snap->def.secondary.clear();  // its scan needs none (and may not build one unlocked)
     snap->next_id = c->next_id;
-    snap->ids = c->ids;
+    pin_ids(c->ids, &snap->ids);
     snap->bytes = c->bytes;
     view = arena_.view();
     lock->unlock();

@@ -21,7 +21,31 @@ class IdIndex {
   size_t size() const { return live_; }
   void clear() { base_.clear(); extra_.clear(); live_ = 0; dead_ = 0; }
 
-  // Replaces the contents with sorted, unique, live entries.
+  // A copy of `o` whose sorted array is kept in `storage` (memory a former
+  // copy used: copying into pages already touched costs a fifth of fresh
+  // ones); take_storage() hands it back.
+  void copy_from(const IdIndex& o, std::vector<IdEntry>&& storage) {
+    base_ = std::move(storage);
+    base_.assign(o.base_.begin(), o.base_.end());
+    extra_ = o.extra_;
+    live_ = o.live_;
+    dead_ = o.dead_;
+  }
+  std::vector<IdEntry> take_storage() {
+    std::vector<IdEntry> out;
+    out.swap(base_);
+    clear();
+    return out;
+  }
+
+  // Replaces the contents with sorted, unique, live entries; `sorted` gets
+  // the entries that were here (to be freed where it costs no one).
+  void swap_in(std::vector<IdEntry>& sorted) {
+    base_.swap(sorted);
+    extra_.clear();
+    live_ = base_.size();
+    dead_ = 0;
+  }
   void assign(std::vector<IdEntry> sorted) {
     base_ = std::move(sorted);
     extra_.clear();
