@@ -119,7 +119,8 @@ Status Engine::begin_image(NewImage* img, bool carry) {
   }
   out.reserve(total);
   advise_huge_pages(out.data(), out.capacity());  // it becomes the memory of tables and lists
-  append_header(out, carry ? format::kFlagCarriesTail : 0);
+  append_header(out);
+  img->side = name_ + (carry ? "~~" : "~");
 
   std::string body;
   put_u32(body, next_coll_id_);
@@ -220,7 +221,7 @@ Status Engine::finish_image(NewImage* img) {
 
 // The image written to the side file and flushed.
 Status Engine::write_image(NewImage* img) {
-  KF_ASSIGN(img->file, fs_.open(name_ + "~", OpenFlags{true, true}));
+  KF_ASSIGN(img->file, fs_.open(img->side, OpenFlags{true, true}));
   KF_TRY(img->file->truncate(0));
   KF_TRY(img->file->write(0, img->bytes.data(), img->bytes.size()));
   return img->file->sync();
@@ -243,11 +244,11 @@ Status Engine::carry_tail(NewImage& img, uint64_t to) {
 // The side file replaces the file (renamed over it, the directory
 // flushed). Readers read memory, not the file: this needs no engine lock,
 // only no write (the gate) and no flush running on the old file.
-Status Engine::replace_file() {
+Status Engine::replace_file(const NewImage& img) {
   std::unique_lock lk(sync_mu_);
   sync_cv_.wait(lk, [&] { return !syncing_; });
-  Status st = fs_.replace(name_ + "~", name_);
-  if (!st.is_ok()) fs_.remove(name_ + "~");
+  Status st = fs_.replace(img.side, name_);
+  if (!st.is_ok()) fs_.remove(img.side);
   return st;
 }
 
@@ -340,7 +341,7 @@ Status Engine::checkpoint_locked() {
   KF_TRY(begin_image(&img, false));
   KF_TRY(finish_image(&img));
   KF_TRY(write_image(&img));
-  KF_TRY(replace_file());
+  KF_TRY(replace_file(img));
   switch_image(img);
   return Status::ok();
 }
@@ -403,10 +404,10 @@ Status Engine::checkpoint() {
   }
   if (st.is_ok() && unflushed) st = img.file->sync();  // every carried write durable before the rename
   if (st.is_ok()) {
-    st = replace_file();
+    st = replace_file(img);
   } else if (img.file) {
     img.file.reset();
-    fs_.remove(name_ + "~");  // the old file holds everything
+    fs_.remove(img.side);  // the old file holds everything
   }
   KF_TRY(st);
   {

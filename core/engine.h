@@ -203,7 +203,8 @@ class Engine {
     uint64_t seq = 0, pos = 0, tail_records = 0;
     uint32_t sealed = 0;
     Arena::View view;
-    std::unique_ptr<File> file;  // the side file it is written to
+    std::string side;            // the side file it is written to: NAME~, or NAME~~ when it carries a tail
+    std::unique_ptr<File> file;
     uint64_t carried = 0;        // bytes of the old tail copied after the image
     uint32_t segment = 0;        // the image's arena segment after the switch
     bool keep_old = false;       // a collection still refers to the pin's segments
@@ -213,7 +214,7 @@ class Engine {
   Status finish_image(NewImage* img);
   Status write_image(NewImage* img);
   Status carry_tail(NewImage& img, uint64_t to);
-  Status replace_file();
+  Status replace_file(const NewImage& img);
   void switch_image(NewImage& img);
   void move_to_image(NewImage& img);
   Status check_all_extents();

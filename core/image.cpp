@@ -86,10 +86,9 @@ static Status read_all(File& f, std::string* out) {
   return Status::ok();
 }
 
-// True when `bytes` hold a header and a whole image ending the file, written
-// by a checkpoint that carried no tail (storage/format.h).
+// True when `bytes` hold a header and a whole image ending the file.
 static bool whole_image(std::string_view bytes) {
-  if (!check_header(bytes).empty() || header_flags(bytes) & format::kFlagCarriesTail) return false;
+  if (!check_header(bytes).empty()) return false;
   uint64_t off = format::kHeaderSize;
   RecordView r;
   while (read_record(bytes, off, &r) == ScanResult::Ok) {
@@ -102,6 +101,13 @@ static bool whole_image(std::string_view bytes) {
 Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& name, const OpenOptions& o) {
   std::unique_ptr<Engine> e(new Engine(fs, name, o));
   const std::string side = name + "~";
+  // A checkpoint that carried writes after its image, cut short: the file
+  // holds everything it would have (storage/format.h). Only native builds
+  // write one.
+  if (port::kThreads) {
+    KF_ASSIGN(bool carried_exists, fs.exists(name + "~~"));
+    if (carried_exists) KF_TRY(fs.remove(name + "~~"));
+  }
 
   // A leftover side file: a whole image wins (the checkpoint got as far as
   // flushing it), anything else is an unfinished checkpoint.

@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
-    if (access((path + "~").c_str(), F_OK) == 0) inside++;  // it died inside a checkpoint
+    if (access((path + "~~").c_str(), F_OK) == 0) inside++;  // it died inside a checkpoint (its side file)
     if (silent) {
       fprintf(stderr, "round %d: the child stopped acknowledging writes\n", round);
       failed++;

@@ -40,10 +40,9 @@
 // open, a NAME~ that holds a whole image (ImageEnd and nothing after it) wins
 // and replaces NAME; any other NAME~ is a checkpoint that never finished and
 // is deleted. A checkpoint that lets writes go on beside it (natively, with
-// atomic rename) copies them from NAME's tail into NAME~ after its image and
-// sets kFlagCarriesTail in NAME~'s header: such a NAME~ is only ever made the
-// file by the rename, and a leftover one is deleted (it may lack writes that
-// NAME holds). The flag means nothing in NAME itself.
+// atomic rename) writes NAME~~ instead, and copies those writes from NAME's
+// tail after its image: NAME~~ is only ever made the file by the rename, and
+// a leftover one is deleted on open (it may lack writes that NAME holds).
 #pragma once
 #include <cstdint>
 
@@ -53,7 +52,6 @@ constexpr char kMagic[8] = {'K', 'I', 'T', 'F', 'O', 'X', 'D', 'B'};
 constexpr uint32_t kVersion = 2;
 constexpr uint64_t kHeaderSize = 32;
 constexpr uint64_t kFrameOverhead = 9;  // length + kind + crc
-constexpr uint32_t kFlagCarriesTail = 1;  // header flags: see "Replacing the image"
 
 enum Kind : uint8_t {
   kCatalog = 1,   // u32 next collection id, varint count, collection definitions

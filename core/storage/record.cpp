@@ -18,21 +18,14 @@ void append_record(std::string& out, uint8_t kind, std::string_view body) {
   out.append((const char*)&crc, 4);
 }
 
-void append_header(std::string& out, uint32_t flags) {
+void append_header(std::string& out) {
   char h[format::kHeaderSize] = {};
   memcpy(h, format::kMagic, 8);
   uint32_t v = format::kVersion;
   memcpy(h + 8, &v, 4);
-  memcpy(h + 12, &flags, 4);
   uint32_t crc = crc32c(0, h, 28);
   memcpy(h + 28, &crc, 4);
   out.append(h, sizeof h);
-}
-
-uint32_t header_flags(std::string_view b) {
-  uint32_t f;
-  memcpy(&f, b.data() + 12, 4);
-  return f;
 }
 
 std::string check_header(std::string_view b) {

@@ -9,8 +9,7 @@ namespace kitfox {
 // Appends one framed record to `out`.
 void append_record(std::string& out, uint8_t kind, std::string_view body);
 // Writes the 32-byte file header.
-void append_header(std::string& out, uint32_t flags = 0);
-uint32_t header_flags(std::string_view file);  // of a header check_header accepted
+void append_header(std::string& out);
 // "" when the header is valid, else what is wrong.
 std::string check_header(std::string_view bytes);
 
