@@ -218,15 +218,17 @@ Result<uint64_t> Engine::commit(std::string_view ops, uint32_t nops) {
 }
 
 Result<uint64_t> Engine::write_record(std::string_view ops, uint32_t nops, bool apply) {
-  std::string body;
-  body.reserve(ops.size() + 16);
-  put_u64(body, seq_ + 1);
-  put_varint(body, nops);
-  body.append(ops);
-  if (body.size() > kMaxWriteBytes) return Status(Code::Limit, "one write is larger than the 1 GiB record limit");
+  // The record built in place: the ops are copied once into it, and the
+  // arena takes its body from it.
+  if (ops.size() + 32 > kMaxWriteBytes) return Status(Code::Limit, "one write is larger than the 1 GiB record limit");
   std::string frame;
-  frame.reserve(body.size() + format::kFrameOverhead);
-  append_record(frame, format::kWrite, body);
+  frame.reserve(ops.size() + 32);
+  size_t start = open_record(frame, format::kWrite);
+  put_u64(frame, seq_ + 1);
+  put_varint(frame, nops);
+  frame.append(ops);
+  std::string_view body(frame.data() + start + 5, frame.size() - start - 5);
+  close_record(frame, start);
   Status st = file_->write(write_pos_, frame.data(), frame.size());
   if (!st.is_ok()) {
     // A partial record may be in the file; the next open cuts it off.

@@ -951,6 +951,15 @@ int cmd_main(int argc, char** argv) {
 // ---------------------------------------------------------------------------
 // kitfox import FILE COLLECTION DATA
 
+// Buffers of megabytes that come and go (a request body, a batch of
+// documents and its record): freed memory stays in the heap instead of
+// going back to the system, so the next one does not fault fresh zeroed
+// pages in (a tenth of a bulk load's time over HTTP, a sixth of an import's).
+void keep_freed_memory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
+
 int cmd_import(int argc, char** argv) {
   ArgReader args(argc, argv, 2);
   Options o;
@@ -962,6 +971,7 @@ int cmd_import(int argc, char** argv) {
   const std::string& data = o.positional[2];
   OpenOptions opts;
   if (!open_options(o, false, &opts)) return kExitUsage;
+  keep_freed_memory();  // each batch's documents and record are megabytes
   // No automatic checkpoint between batches: an import that grows the file
   // would have the image written again and again (at 64 MiB of tail, then
   // at twice the image, ...). One at the end instead (below).
@@ -1166,11 +1176,8 @@ int cmd_serve(int argc, char** argv) {
   OpenOptions opts;
   if (!open_options(o, true, &opts)) return kExitUsage;
 
-  // Request bodies of megabytes come and go: keep freed memory in the heap
-  // instead of handing it back to the system and faulting fresh zeroed pages
-  // in for the next request (a tenth of a bulk load's time otherwise).
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  // Request bodies of megabytes come and go.
+  keep_freed_memory();
   // Many clients: as many descriptors as this process may have.
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

@@ -8,14 +8,25 @@
 
 namespace kitfox {
 
-void append_record(std::string& out, uint8_t kind, std::string_view body) {
-  uint32_t len = (uint32_t)body.size();
+size_t open_record(std::string& out, uint8_t kind) {
   size_t start = out.size();
-  out.append((const char*)&len, 4);
+  out.append(4, '\0');
   out.push_back((char)kind);
-  out.append(body);
-  uint32_t crc = crc32c(0, out.data() + start, kind == format::kExtent ? 5 : 5 + body.size());
+  return start;
+}
+
+void close_record(std::string& out, size_t start) {
+  uint32_t len = (uint32_t)(out.size() - start - 5);
+  memcpy(out.data() + start, &len, 4);
+  uint8_t kind = (uint8_t)out[start + 4];
+  uint32_t crc = crc32c(0, out.data() + start, kind == format::kExtent ? 5 : 5 + (size_t)len);
   out.append((const char*)&crc, 4);
+}
+
+void append_record(std::string& out, uint8_t kind, std::string_view body) {
+  size_t start = open_record(out, kind);
+  out.append(body);
+  close_record(out, start);
 }
 
 void append_header(std::string& out) {

@@ -8,6 +8,11 @@ namespace kitfox {
 
 // Appends one framed record to `out`.
 void append_record(std::string& out, uint8_t kind, std::string_view body);
+// A record built in place: open_record appends its head and returns where
+// it starts, the caller appends the body, close_record sets the length and
+// appends the checksum.
+size_t open_record(std::string& out, uint8_t kind);
+void close_record(std::string& out, size_t start);
 // Writes the 32-byte file header.
 void append_header(std::string& out);
 // "" when the header is valid, else what is wrong.
