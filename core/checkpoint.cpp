@@ -5,19 +5,22 @@
 //      (re-encoded now: their tables and graphs change in place), a copy of
 //      every other collection's id index (16 bytes a document), the arena's
 //      segments, and where the file's tail ends;
-//   2. the rest of the image, built from the pin, written to NAME~ and
+//   2. the rest of the image, built from the pin, written to NAME~~ and
 //      flushed (finish_image, write_image) with no lock held: writes land
 //      meanwhile in the old file's tail and in new arena segments;
 //   3. those writes copied after the new image (carry_tail), in rounds while
 //      they go on, and the last piece under the gate;
-//   4. NAME~ renamed over NAME and the engine switched to it under the write
+//   4. NAME~~ renamed over NAME and the engine switched to it under the write
 //      lock (switch_image): collections no write touched since the pin read
 //      from the new image at once;
 //   5. the documents of the others that no write replaced pointed into the
 //      new image a piece at a time under the write lock (move_to_image), and
 //      the pin's segments freed.
-// Where replace() is no atomic rename (OPFS's copy) or there are no threads
-// (WASM), the gate is held throughout and there is no tail to carry.
+// Where a collection's documents refer into vector tables (they are built at
+// the pin, from tables and graphs writes change in place), where replace()
+// is no atomic rename (OPFS's copy) or where there are no threads (WASM),
+// the gate is held throughout and there is no tail to carry (the side file
+// is then NAME~).
 #include <algorithm>
 
 #include "codec.h"
@@ -136,7 +139,7 @@ Status Engine::begin_image(NewImage* img, bool carry) {
     ic.changes = c->changes;
     // Documents with indexed vectors refer to the vector table instead of
     // repeating the vector; other documents are copied as they are, later.
-    ic.rewritten = !c->vindex.empty() || !c->retired.empty() || !c->lost_tables.empty();
+    ic.rewritten = refers_to_tables(*c);
     if (!ic.rewritten) {
       pin_ids(c->ids, &ic.pinned);
       continue;
@@ -284,6 +287,9 @@ void Engine::switch_image(NewImage& img) {
     if (it == by_id_.end()) continue;  // dropped since the pin
     Collection* c = it->second;
     if (c->changes != ic.changes) {
+      // A collection that refers into vector tables is checkpointed with
+      // the writers held, so it cannot have changed; were it to, its
+      // documents keep the pin's memory.
       if (ic.rewritten) img.keep_old = true;
       else img.to_move.push_back(&ic);
       continue;
@@ -363,13 +369,20 @@ Status Engine::checkpoint() {
       KF_TRY(check_extents(&repaired));
     }
   }
-  const bool carry = port::kThreads && fs_.atomic_replace();
+  // Natively, with an atomic rename, writes go on beside the checkpoint and
+  // are carried over, unless a collection's documents refer into vector
+  // tables: those are built at the pin, whole, from tables and graphs that
+  // writes change in place, and the writers wait throughout, as where there
+  // is no atomic rename or no thread.
+  bool carry = port::kThreads && fs_.atomic_replace();
   NewImage img;
   {
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
+    for (auto& [name, c] : colls_) carry = carry && !refers_to_tables(*c);
     KF_TRY(begin_image(&img, carry));
   }
+  carrying_ = carry;
   if (carry) gate.unlock();  // writes go on, into the old file's tail
   Status st = finish_image(&img);
   if (st.is_ok()) st = write_image(&img);
@@ -397,6 +410,7 @@ Status Engine::checkpoint() {
     }
   }
   if (carry) gate.lock();
+  carrying_ = false;
   if (st.is_ok()) st = check_writable();
   if (st.is_ok() && img.pos + img.carried < write_pos_) {  // the gate is held: write_pos_ stands still
     unflushed += write_pos_ - (img.pos + img.carried);
@@ -413,6 +427,8 @@ Status Engine::checkpoint() {
   {
     std::unique_lock lk(mu_);
     switch_image(img);
+    // The writes carried over may be a tail worth a checkpoint of their own.
+    if (opts_.auto_checkpoint && checkpoint_worthwhile(false)) checkpoint_due_ = true;
   }
   gate.unlock();
   move_to_image(img);

@@ -213,6 +213,10 @@ Status Engine::close() {
     sync_cv_.notify_all();
     flusher_.join();
   }
+  // A checkpoint or a write another thread is running ends first.
+  std::lock_guard one(checkpoint_mu_);
+  std::lock_guard gate(write_gate_);
+  if (closed_) return Status::ok();
   Status st;
   {
     std::unique_lock lk(mu_);

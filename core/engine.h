@@ -173,6 +173,10 @@ class Engine {
   // Makes the vector indexes match the definition: drops stale ones, builds new ones.
   Status sync_indexes(Collection* c);
   Status build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out);
+  // Documents that refer into vector tables: a checkpoint re-encodes them.
+  static bool refers_to_tables(const Collection& c) {
+    return !c.vindex.empty() || !c.retired.empty() || !c.lost_tables.empty();
+  }
   // Checkpoints (checkpoint.cpp). begin_image pins the database (under a
   // lock that keeps writes out) and builds what must be built then; the
   // rest of the image is built and written with no lock held, while writes
@@ -261,6 +265,7 @@ class Engine {
   uint64_t image_bytes_ = 0;
   uint64_t tail_records_ = 0;
   bool checkpoint_soon_ = false;  // an index was built: persist it
+  bool carrying_ = false;         // a checkpoint is carrying the tail (under the gate)
   bool in_txn_ = false;           // inside batch(): ops apply now, land at the end
   std::string txn_ops_;
   uint32_t txn_nops_ = 0;

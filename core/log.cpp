@@ -258,7 +258,9 @@ Result<uint64_t> Engine::write_record(std::string_view ops, uint32_t nops, bool 
     written_seq_ = seq_;
     written_end_ = write_pos_;
   }
-  if (opts_.auto_checkpoint && (checkpoint_worthwhile(false) || checkpoint_soon_)) {
+  // While a checkpoint carries the tail, the image it replaces is no measure
+  // (its switch looks again).
+  if (opts_.auto_checkpoint && ((!carrying_ && checkpoint_worthwhile(false)) || checkpoint_soon_)) {
     checkpoint_soon_ = false;
     checkpoint_due_ = true;  // run once the write lock is let go (checkpoint_if_due)
   }

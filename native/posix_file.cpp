@@ -105,7 +105,7 @@ class PosixMapping final : public Mapping {
 // The lock shared with the Node host (js/hosts/node-lock.js), which has no
 // flock: on Linux a Unix socket bound in the abstract namespace under
 // "kitfox-lock:" + sha256(real directory + "/" + name). The kernel releases it
-// when the process dies. A database's side file (`name~`) shares its lock, so
+// when the process dies. A database's side file (`name~`, `name~~`) shares its lock, so
 // the lock stays held through a checkpoint's rename; handles are counted.
 #if defined(__linux__)
 class ProcessLocks {
@@ -167,7 +167,7 @@ class ProcessLocks {
     return m;
   }
   // As the Node host: the real path of the directory, then the file name
-  // (a side file `name~` counts as its database).
+  // (a side file `name~` or `name~~` counts as its database).
   static std::string key_of(const std::string& path) {
     std::string base = path, dir = ".";
     size_t slash = path.rfind('/');
@@ -175,7 +175,7 @@ class ProcessLocks {
       dir = slash == 0 ? "/" : path.substr(0, slash);
       base = path.substr(slash + 1);
     }
-    if (!base.empty() && base.back() == '~') base.pop_back();
+    while (!base.empty() && base.back() == '~') base.pop_back();  // `name~~` too
     char real[PATH_MAX];
     std::string d = ::realpath(dir.c_str(), real) ? std::string(real) : dir;
     return d == "/" ? "/" + base : d + "/" + base;
