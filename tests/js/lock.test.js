@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
 import { Kitfox } from '../../js/index.js';
-import { cli, cliLines, root, runCli, tempDir, within } from './helpers.js';
+import { cli, cliLines, root, runCli, startServer, tempDir, within } from './helpers.js';
 
 const dir = tempDir();
 const hold = path.join(root, 'tests', 'js', 'fixtures', 'hold.js');
@@ -137,5 +137,23 @@ describe('the native build and Node exclude each other', { skip: process.platfor
     assert.throws(() => runCli([file, '-c', 'get t count']), (e) => /locked/.test(String(e.stderr)));
     db.close();
     assert.deepEqual(cliLines([file, '-c', 'get t count']), ['{"count":1}']);
+  });
+
+  test('a native checkpoint that carries writes keeps the lock from the Node package', async () => {
+    // `kitfox serve` checkpoints natively: its side file (FILE~~, the writes
+    // landing beside it carried after the image) is renamed over the file,
+    // and the Node package's lock (a socket, no flock) must still be refused.
+    const file = path.join(dir, 'carried.kfdb');
+    const s = await startServer(file);
+    try {
+      const q = (query) =>
+        fetch(`${s.url}/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+      for (const query of ['create collection t (n int)', 'put t {n: 1}', 'checkpoint', 'put t {n: 2}'])
+        assert.equal((await q(query)).status, 200, query);
+      await assert.rejects(Kitfox.open(file), { code: 'locked' });
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+    assert.deepEqual(cliLines([file, '-c', 'get t count']), ['{"count":2}']);
   });
 });
