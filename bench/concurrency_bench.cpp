@@ -1160,6 +1160,7 @@ int main(int argc, char** argv) {
   // -------- report
   const size_t KA = 0, SQ = 1, KO = 2;
   const bool has_off = T > 2;
+  auto engine_label = [&](size_t e) { return e == KA ? "kitfox `sync = always`" : e == SQ ? "SQLite" : "kitfox `sync = off`"; };
   std::string md;
   md += fmt("## Concurrency: kitfox vs SQLite, durable writes with readers beside them (%s)\n\n", started.c_str());
   md += "### Machine\n\n| | |\n| --- | --- |\n";
@@ -1325,7 +1326,7 @@ int main(int argc, char** argv) {
     Batches& b = batches[e];
     std::string runs;
     for (double x : b.batch_ms) runs += (runs.empty() ? "" : ", ") + lat(x * 1e3);
-    md += fmt("| %s | %s | %s | %s | %s | %s | %s | %s | %" PRIu64 " |\n", e == KA ? "kitfox `sync = always`" : e == SQ ? "SQLite" : "kitfox `sync = off`",
+    md += fmt("| %s | %s | %s | %s | %s | %s | %s | %s | %" PRIu64 " |\n", engine_label(e),
               lat(median(b.batch_ms) * 1e3).c_str(), runs.c_str(), grouped((double)b.during_us.size()).c_str(),
               lat(nearest_rank(b.during_us, 0.5)).c_str(), lat(nearest_rank(b.during_us, 0.99)).c_str(),
               lat(b.during_worst_us).c_str(), lat(nearest_rank(b.between_us, 0.99)).c_str(), b.busy_retries);
@@ -1349,7 +1350,7 @@ int main(int argc, char** argv) {
   for (size_t e = 0; e < T; e++) {
     Checkpoints& c = cps[e];
     md += fmt("| %s | %s | %s | %s | %s | %s | %s | %s |\n",
-              e == KA ? "kitfox `sync = always`" : e == SQ ? "SQLite" : "kitfox `sync = off`",
+              engine_label(e),
               lat(median(c.checkpoint_ms) * 1e3).c_str(), grouped((double)c.reads_during).c_str(),
               lat(c.read_worst_us).c_str(), lat(c.read_worst_between_us).c_str(), grouped((double)c.writes_during).c_str(),
               lat(c.write_worst_us).c_str(), lat(c.write_worst_between_us).c_str());
@@ -1367,7 +1368,7 @@ int main(int argc, char** argv) {
   for (size_t e = 0; e < T; e++) {
     Aggregates& a = aggs[e];
     md += fmt("| %s | %s | %s | %s | %s | %s |\n",
-              e == KA ? "kitfox `sync = always`" : e == SQ ? "SQLite" : "kitfox `sync = off`",
+              engine_label(e),
               lat(median(a.aggregate_ms) * 1e3).c_str(), lat(a.alone_ms * 1e3).c_str(),
               grouped((double)a.writes_during).c_str(), lat(a.write_worst_us).c_str(),
               lat(a.write_worst_between_us).c_str());

@@ -138,10 +138,22 @@ Status Engine::begin_image(NewImage* img, bool carry) {
     ic.id = c->def.id;
     ic.changes = c->changes;
     // Documents with indexed vectors refer to the vector table instead of
-    // repeating the vector; other documents are copied as they are, later.
+    // repeating the vector; other documents are copied as they are, later
+    // from a copy of the id index when writes go on beside the checkpoint,
+    // now when they wait.
     ic.rewritten = refers_to_tables(*c);
-    if (!ic.rewritten) {
+    if (!ic.rewritten && carry) {
       pin_ids(c->ids, &ic.pinned);
+      continue;
+    }
+    ic.built = true;
+    if (!ic.rewritten) {
+      auto copy = [&](const IdEntry& e, std::string_view* b) {
+        *b = arena_.body(e.loc);
+        return Status::ok();
+      };
+      KF_TRY(append_docs(out, c->def.id, c->ids, copy, &ic.ids, &ic.was, &img->records));
+      img->docs += ic.ids.size();
       continue;
     }
     std::string nb;
@@ -203,7 +215,7 @@ Status Engine::begin_image(NewImage* img, bool carry) {
 // The rest of the image from the pin; needs no lock.
 Status Engine::finish_image(NewImage* img) {
   for (ImageColl& ic : img->colls) {
-    if (ic.rewritten) continue;
+    if (ic.built) continue;
     const Arena::View& view = img->view;
     auto copy = [&](const IdEntry& e, std::string_view* b) {
       *b = view.body(e.loc);

@@ -173,7 +173,8 @@ class Engine {
   // Makes the vector indexes match the definition: drops stale ones, builds new ones.
   Status sync_indexes(Collection* c);
   Status build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out);
-  // Documents that refer into vector tables: a checkpoint re-encodes them.
+  // Documents that refer into vector tables: a checkpoint re-encodes them,
+  // and a long read of them keeps the lock (pinnable).
   static bool refers_to_tables(const Collection& c) {
     return !c.vindex.empty() || !c.retired.empty() || !c.lost_tables.empty();
   }
@@ -192,7 +193,8 @@ class Engine {
     uint32_t id;
     uint64_t changes;          // Collection::changes at the pin
     bool rewritten;            // documents re-encoded at the pin (they refer to its vector tables)
-    IdIndex pinned;            // what the rest is built from (not rewritten ones)
+    bool built = false;        // its records made at the pin (else from `pinned`, after it)
+    IdIndex pinned;            // what the rest is built from
     std::vector<IdEntry> ids;  // its entries in the image (offsets)
     std::vector<uint64_t> was; // each one's location at the pin
   };

@@ -20,7 +20,7 @@ namespace kitfox {
 // collection with vector indexes (documents refer into their tables) and
 // lookups (they read a second collection).
 bool Engine::pinnable(const Collection& c, const Plan& plan) const {
-  return plan.has("scan") && !plan.has("lookup") && c.vindex.empty() && c.retired.empty() && c.lost_tables.empty();
+  return plan.has("scan") && !plan.has("lookup") && !refers_to_tables(c);
 }
 
 void Engine::pin_ids(const IdIndex& from, IdIndex* to) {

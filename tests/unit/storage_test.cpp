@@ -57,6 +57,17 @@ int64_t count(Database& db, const char* coll = "t") {
   return r->rows[0].get("count")->as_int();
 }
 
+// Starts a checkpoint on a thread of its own and returns once its flush of
+// the new image is held (faults.hold): it has pinned the database and built
+// and written the image from the pin. faults.hold(false) lets it go on.
+std::thread held_checkpoint(Database& db, Faults& faults) {
+  int before = faults.syncs;
+  faults.hold(true);
+  std::thread cp([&db] { CHECK(db.checkpoint().is_ok()); });
+  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  return cp;
+}
+
 // A database with an image of `image_docs` and a tail of `tail_docs` single puts.
 void make_db(FileSystem& fs, int image_docs, int tail_docs) {
   auto db = open_db(fs);
@@ -698,12 +709,7 @@ TEST_CASE("a checkpoint runs beside the readers and the writers; what lands mean
   REQUIRE(db->query("create collection u (n int)").is_ok());
   for (int i = 0; i < 100; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
   for (int i = 0; i < 10; i++) REQUIRE(db->query("put u {n: $1}", {Value::integer(i)}).is_ok());
-  int before = faults.syncs;
-  // The checkpoint's flush of its new image is held: it has pinned the
-  // database and built and written the image from the pin.
-  faults.hold(true);
-  std::thread cp([&] { CHECK(db->checkpoint().is_ok()); });
-  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  std::thread cp = held_checkpoint(*db, faults);
   CHECK(*mem->exists("db~~"));  // the side file of a checkpoint that carries a tail
   // Reads and writes go on meanwhile: a put, a change and a delete in t, a
   // new collection with a vector index and its documents; u is left as it
@@ -766,10 +772,7 @@ TEST_CASE("with a vector index in the database, a checkpoint holds the writers, 
   for (int i = 0; i < 100; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
   for (int i = 0; i < 50; i++)
     REQUIRE(db->query("put v {n: $1, e: $2}", {Value::integer(i), Value::vector({(float)i, 0})}).is_ok());
-  int before = faults.syncs;
-  faults.hold(true);
-  std::thread cp([&] { CHECK(db->checkpoint().is_ok()); });
-  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  std::thread cp = held_checkpoint(*db, faults);
   // It holds the writers: its side file is the one of a checkpoint that
   // carries no tail.
   CHECK(*mem->exists("db~"));
@@ -800,10 +803,7 @@ TEST_CASE("a checkpoint beside writers: the file after its switch opens to the s
   auto db = open_db(fs);
   REQUIRE(db->query("create collection t (n int, s text)").is_ok());
   for (int i = 0; i < 2000; i++) REQUIRE(db->query("put t {n: $1, s: \"first\"}", {Value::integer(i)}).is_ok());
-  int before = faults.syncs;
-  faults.hold(true);
-  std::thread cp([&] { CHECK(db->checkpoint().is_ok()); });
-  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  std::thread cp = held_checkpoint(*db, faults);
   // Enough writes beside it (over 256 KiB) that they are carried in rounds.
   std::string pad(400, 'x');
   for (int i = 0; i < 1000; i++) {
