@@ -88,6 +88,7 @@ struct Stats {
   uint64_t tail_bytes = 0;
   uint64_t tail_records = 0;
   uint64_t memory_bytes = 0;  // documents and indexes held in memory
+  uint64_t queued_writes = 0;  // writes waiting now for the one landing writes to take them
   std::vector<CollectionStats> collections;
 };
 

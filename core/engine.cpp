@@ -65,7 +65,6 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
       return Status(Code::Invalid, "transactions belong to a Database handle", st.pos);
     default: break;
   }
-  bool repaired = false;
   if (!st.is_write()) {
     {
       std::shared_lock lk(mu_);
@@ -76,38 +75,23 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
     }
     // A block found damaged: rebuilding a graph needs the database alone.
     std::unique_lock lk(mu_);
+    bool repaired = false;
     KF_TRY(check_extents(&repaired));
     KF_TRY(bound(p));
     return execute_read(st, params);  // from the rebuilt graph
   }
-  uint64_t wait_seq = 0;
-  Result<QueryResult> r = Status(Code::Invalid, "no result");
+  // A write's documents are made beside the readers and the other
+  // writers; the write lock is held only to give them ids and land them,
+  // with the writes queued beside it (sync.cpp).
+  QueuedWrite w(p, params, owned);
   {
-    std::lock_guard gate(write_gate_);
-    // A put's documents are made beside the readers; the write lock is
-    // held only to give them ids and land them.
-    PreparedDocs docs;
-    {
-      std::shared_lock lk(mu_);
-      KF_TRY(check_writable());
-      KF_TRY(bound(p));
-      KF_TRY(prepare_write(st, params, owned ? &p.st : nullptr, &docs));
-    }
-    std::unique_lock lk(mu_);
+    std::shared_lock lk(mu_);
     KF_TRY(check_writable());
-    r = execute_write(st, params, nullptr, &docs);
-    if (r.is_ok()) wait_seq = seq_;
-    KF_TRY(check_extents(&repaired));
+    KF_TRY(bound(p));
+    w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
+    KF_TRY(prepare_write(st, params, owned ? &p.st : nullptr, &w.docs));
   }
-  checkpoint_if_due();
-  if (!r.is_ok()) return r;
-  if (opts_.sync == SyncMode::Always) {
-    KF_TRY(sync_to(wait_seq));
-  } else if (opts_.sync == SyncMode::Period) {
-    // Without a flusher thread the first write after the period flushes.
-    if (!port::kThreads && port::now_ms() - last_sync_ms_ >= (int64_t)opts_.sync_period_ms) KF_TRY(sync_to(wait_seq));
-  }
-  return r;
+  return land(w);
 }
 
 namespace {
@@ -236,6 +220,10 @@ Stats Engine::stats() {
   s.tail_bytes = write_pos_ - image_bytes_;
   s.tail_records = tail_records_;
   s.memory_bytes = arena_.memory_bytes();
+  {
+    std::lock_guard g(queue_mu_);
+    s.queued_writes = queue_.size();
+  }
   {
     std::lock_guard g(pin_mu_);
     for (auto& v : spare_ids_) s.memory_bytes += v.capacity() * sizeof(IdEntry);

@@ -7,11 +7,12 @@
 //   checkpoint.cpp a new image beside the writers: pin, build, carry the tail, switch
 //   log.cpp       the record log: write a record, apply its ops, undo a batch
 //   catalog.cpp   collections and their indexes: definitions, index lifecycle
-//   sync.cpp      durability: group commit, the flusher, the background checker
+//   sync.cpp      the write queue (writes landed in groups), group commit, the flusher, the checker
 //   database.cpp  Database, Statement and transactions over the engine
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <set>
 #include <memory>
@@ -46,52 +47,105 @@ namespace kitfox {
 // lock waits for the next reader phase, which the writer opens when it
 // leaves (letting in every reader then waiting, counted by the writer so the
 // next writer waits for them); a writer waits for the readers inside.
+//
+// A reader with no writer about takes and leaves it with one atomic
+// operation on `state_` (the readers inside, and a bit that a writer holds
+// or waits); the mutex is for the waits alone, and the writer bit changes
+// only under it.
 class FairSharedMutex {
  public:
   void lock() {
     std::unique_lock g(m_);
     waiting_writers_++;
-    cv_.wait(g, [&] { return !writer_ && readers_ == 0; });
+    writers_cv_.wait(g, [&] { return !writer_; });
     waiting_writers_--;
     writer_ = true;
+    state_.fetch_or(kWriter, std::memory_order_relaxed);  // readers arriving now wait
+    // The readers inside are most often a point read each, done in a
+    // microsecond: spin a little first, since a thread put to sleep waits
+    // for a core to wake on when the cores are busy.
+    g.unlock();
+    for (int i = 0; i < kSpins && (state_.load(std::memory_order_acquire) & kReaders); i++) port::cpu_relax();
+    g.lock();
+    writers_cv_.wait(g, [&] { return (state_.load(std::memory_order_acquire) & kReaders) == 0; });
   }
   void unlock() {
     {
       std::lock_guard g(m_);
       writer_ = false;
-      if (waiting_readers_) {  // open a reader phase for everyone waiting
-        readers_ += waiting_readers_;
-        waiting_readers_ = 0;
-        phase_++;
-      }
+      // The readers waiting are let in, counted now; the bit stays while
+      // another writer waits, so that it waits for them alone.
+      uint64_t in = waiting_readers_;
+      waiting_readers_ = 0;
+      if (in) phase_++;
+      state_.fetch_add(in - (waiting_writers_ ? 0 : kWriter), std::memory_order_release);
     }
-    cv_.notify_all();
+    readers_cv_.notify_all();
+    writers_cv_.notify_all();
   }
   void lock_shared() {
+    if (try_enter()) return;
     std::unique_lock g(m_);
-    if (!writer_ && waiting_writers_ == 0) {
-      readers_++;
-      return;
-    }
+    if (try_enter()) return;  // the writer left meanwhile
     waiting_readers_++;
     uint64_t ph = phase_;
-    cv_.wait(g, [&] { return phase_ != ph; });  // counted in readers_ by the writer that opened it
+    readers_cv_.wait(g, [&] { return phase_ != ph; });  // counted in by the writer that opened it
   }
   void unlock_shared() {
-    bool last;
-    {
-      std::lock_guard g(m_);
-      last = --readers_ == 0 && waiting_writers_ > 0;
+    uint64_t s = state_.fetch_sub(1, std::memory_order_release);
+    if ((s & kWriter) && (s & kReaders) == 1) {
+      std::lock_guard g(m_);  // the writer checks for readers under it
+      writers_cv_.notify_all();
     }
-    if (last) cv_.notify_all();
   }
 
  private:
+  static constexpr uint64_t kWriter = uint64_t(1) << 63, kReaders = kWriter - 1;
+  static constexpr int kSpins = port::kThreads ? 256 : 0;  // some microseconds of pauses
+  bool try_enter() {
+    uint64_t s = state_.load(std::memory_order_relaxed);
+    while (!(s & kWriter))
+      if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acquire, std::memory_order_relaxed)) return true;
+    return false;
+  }
+  std::atomic<uint64_t> state_{0};
   std::mutex m_;
-  std::condition_variable cv_;
-  int readers_ = 0, waiting_readers_ = 0, waiting_writers_ = 0;
+  std::condition_variable readers_cv_, writers_cv_;
+  uint64_t waiting_readers_ = 0;
+  int waiting_writers_ = 0;
   bool writer_ = false;
   uint64_t phase_ = 0;
+};
+
+// The documents of a put or insert, typed, checked and encoded (what
+// needs no decision of the write lock: prepare_documents runs beside the
+// readers), waiting for their ids and their record (land_documents, under
+// the write lock).
+struct PreparedDocs {
+  struct Doc {
+    bool has_id = false;
+    int64_t id = 0;
+    std::string body;  // encoded
+    Value fields;      // by name, when the collection has a @unique index
+    int64_t pos = 0;
+  };
+  std::vector<Doc> docs;
+  bool ready = false;
+};
+
+// A write waiting in the engine's queue to land (sync.cpp): the first in
+// the queue lands those behind it too.
+struct QueuedWrite {
+  QueuedWrite(Prepared& p, const std::vector<Value>& params, bool owned) : p(p), params(params), owned(owned) {}
+  Prepared& p;
+  const std::vector<Value>& params;
+  bool owned;                // nothing else holds p: its literals may be taken
+  uint64_t catalog_at = 0;   // the catalog version docs were made at
+  PreparedDocs docs;
+  Result<QueryResult> result = Status(Code::Invalid, "not landed");
+  uint64_t seq = 0;          // its record's (0: none written)
+  bool done = false;         // result is final (under the queue's mutex)
+  std::condition_variable cv;
 };
 
 class Engine {
@@ -141,11 +195,11 @@ class Engine {
   // `owned`: st itself, when nothing else holds it (its literals may be moved
   // out). `docs`: a put's documents, made by prepare_write beside the readers.
   Result<QueryResult> execute_write(const ParsedStatement& st, const std::vector<Value>& params,
-                                    ParsedStatement* owned = nullptr, struct PreparedDocs* docs = nullptr);
-  // A put's or insert's documents, typed and encoded (under the shared lock,
-  // with write_gate_ held: the catalog cannot change before they land).
+                                    ParsedStatement* owned = nullptr, PreparedDocs* docs = nullptr);
+  // A put's or insert's documents, typed and encoded (under the shared
+  // lock; landed at the catalog version they were made at, or made again).
   Status prepare_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
-                       struct PreparedDocs* docs);
+                       PreparedDocs* docs);
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.
@@ -242,6 +296,16 @@ class Engine {
   std::unique_ptr<File> file_;
 
   FairSharedMutex mu_;  // reads shared, writes exclusive
+  // The writes waiting to land, first come first (sync.cpp): a leader
+  // lands them in groups of at most kGroup, each with one hold of
+  // write_gate_ and mu_ and one flush, for at most kRounds groups.
+  static constexpr size_t kGroup = 64;
+  static constexpr int kRounds = 8;
+  std::mutex queue_mu_;
+  std::deque<QueuedWrite*> queue_;
+  bool leading_ = false;
+  Result<QueryResult> land(QueuedWrite& w);
+  Result<QueryResult> land_one(QueuedWrite& w);
   // Every write passes it before mu_, and holds it until its record is
   // written and applied (not its flush). A checkpoint holds it for its pin
   // and its switch (and, where it cannot carry a tail, throughout).

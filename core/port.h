@@ -16,6 +16,15 @@ inline constexpr bool kThreads = false;
 inline constexpr bool kThreads = true;
 #endif
 
+// A moment's pause inside a spin wait (the CPU's hint that it spins).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Milliseconds of a steady clock.
 int64_t now_ms();
 

@@ -1,12 +1,100 @@
-// Durability: flushes run outside the engine's lock and are shared by the
-// writers waiting for them (group commit); in the period mode a background
-// flusher makes them; a background checker reads the blocks of a mapped
-// file's extents that no query touched yet.
+// Durability: writes land in groups, each group under one hold of the
+// write lock, and flushes run outside the lock, shared by the writers
+// waiting for them (group commit); in the period mode a background flusher
+// makes them; a background checker reads the blocks of a mapped file's
+// extents that no query touched yet.
 #include "engine.h"
 
 #include <chrono>
 
+#include "query/parser.h"
+
 namespace kitfox {
+
+// A writer queues its write and sleeps until it is landed and flushed, or
+// until it is first in the queue and nobody leads: then it leads. A leader
+// takes the writes queued (its own first), lands them one after another
+// under one hold of the lock (each its own record, as if they had come one
+// at a time), makes the flush they wait for, wakes them, and goes on with
+// the writes queued meanwhile, for at most kRounds groups. One thread
+// that already has a core takes the lock and flushes for many writers,
+// and each of the others wakes once, when its write is durable: on a
+// machine whose cores are busy, every hand-over from thread to thread
+// first waits for a core.
+Result<QueryResult> Engine::land(QueuedWrite& w) {
+  std::unique_lock q(queue_mu_);
+  queue_.push_back(&w);
+  w.cv.wait(q, [&] { return w.done || (!leading_ && queue_.front() == &w); });
+  if (w.done) return std::move(w.result);
+  leading_ = true;
+  Result<QueryResult> mine = Status(Code::Invalid, "not landed");
+  QueuedWrite* group[kGroup];
+  for (int round = 0; round < kRounds && !queue_.empty(); round++) {
+    const size_t n = std::min(queue_.size(), kGroup);
+    for (size_t i = 0; i < n; i++) group[i] = queue_[i];
+    queue_.erase(queue_.begin(), queue_.begin() + (ptrdiff_t)n);
+    q.unlock();
+    uint64_t wait_seq = 0;
+    {
+      std::lock_guard gate(write_gate_);
+      std::unique_lock lk(mu_);
+      bool repaired = false;
+      for (size_t i = 0; i < n; i++) {
+        QueuedWrite& g = *group[i];
+        g.result = land_one(g);
+        // What it answered may rest on the writes before it (its own
+        // record or an earlier one of the group): it waits for them all.
+        if (g.result.is_ok()) g.seq = wait_seq = seq_;
+        Status ce = check_extents(&repaired);
+        if (!ce.is_ok()) g.result = ce;
+      }
+    }
+    checkpoint_if_due();
+    Status flushed;
+    if (wait_seq) {
+      if (opts_.sync == SyncMode::Always) {
+        flushed = sync_to(wait_seq);
+      } else if (opts_.sync == SyncMode::Period) {
+        // Without a flusher thread the first write after the period flushes.
+        if (!port::kThreads && port::now_ms() - last_sync_ms_ >= (int64_t)opts_.sync_period_ms)
+          flushed = sync_to(wait_seq);
+      }
+    }
+    q.lock();
+    for (size_t i = 0; i < n; i++) {
+      QueuedWrite& g = *group[i];
+      if (g.seq && !flushed.is_ok()) g.result = flushed;
+      if (&g == &w) {
+        mine = std::move(g.result);
+        continue;
+      }
+      g.done = true;
+      g.cv.notify_one();  // under the mutex: g lives on its writer's stack
+    }
+  }
+  leading_ = false;
+  if (!queue_.empty()) queue_.front()->cv.notify_one();
+  return mine;
+}
+
+// One write of a group, under the write lock.
+Result<QueryResult> Engine::land_one(QueuedWrite& w) {
+  KF_TRY(check_writable());
+  Prepared& p = w.p;
+  if (w.catalog_at != catalog_version_.load(std::memory_order_relaxed)) {
+    // A definition changed since its documents were made: make them again
+    // (from its text when it gave its literals up).
+    if (w.owned && w.docs.ready) {
+      p.st = ParsedStatement{};
+      KF_TRY(parse_statement(p.text, &p.st));
+      p.bound_at.store(0, std::memory_order_relaxed);
+    }
+    KF_TRY(bound(p));
+    w.docs = PreparedDocs{};
+    KF_TRY(prepare_write(p.st, w.params, w.owned ? &p.st : nullptr, &w.docs));
+  }
+  return execute_write(p.st, w.params, nullptr, &w.docs);
+}
 
 
 Status Engine::sync_to(uint64_t seq) {

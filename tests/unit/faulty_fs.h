@@ -45,6 +45,18 @@ struct Faults {
   }
 };
 
+// Waits until `done()` holds for a state no file operation announces (it
+// is asked every millisecond); the bound as in Faults::wait_for.
+template <typename F>
+bool eventually(F done) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 class FaultyFile : public File {
  public:
   FaultyFile(std::unique_ptr<File> f, Faults* x, std::string name) : f_(std::move(f)), x_(x), name_(std::move(name)) {}

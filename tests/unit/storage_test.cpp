@@ -23,6 +23,7 @@
 using namespace kitfox;
 using kitfox::testing::Faults;
 using kitfox::testing::FaultyFs;
+using kitfox::testing::eventually;
 using kitfox::testing::read_file;
 using kitfox::testing::records;
 using kitfox::testing::write_file;
@@ -472,28 +473,71 @@ TEST_CASE("always mode: writers that arrive during a flush share the next one") 
   REQUIRE(db->query("create collection t (w int)").is_ok());
   int before = faults.syncs, writes = faults.writes;
   uint64_t records = db->stats().tail_records;
-  // The first writer's flush is held; seven more writers land their records
-  // meanwhile (the write lock is not held over a flush) and wait. Released,
-  // the first flush ends and one more covers all seven: two in all, whatever
-  // the order the threads run in.
+  // The first writer's flush is held; seven more writers queue meanwhile.
+  // Released, the first flush ends, its leader lands the seven, each its
+  // own record, and one more flush covers them: two in all, whatever the
+  // order the threads run in.
   faults.hold(true);
-  std::atomic<int> errors{0};
+  std::atomic<int> errors{0}, done{0};
   auto put = [&](int w) {
     if (!db->query("put t {w: $1}", {Value::integer(w)}).is_ok()) errors++;
+    done++;
   };
   std::vector<std::thread> ts;
   ts.emplace_back(put, 0);
   REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
   for (int w = 1; w < 8; w++) ts.emplace_back(put, w);
-  // Each put writes its record in one write to the file.
-  REQUIRE(faults.wait_for([&] { return faults.writes == writes + 8; }));
-  CHECK(db->stats().tail_records == records + 8);
-  CHECK(faults.syncs == before + 1);  // nobody acknowledged, nothing else flushed
+  REQUIRE(eventually([&] { return db->stats().queued_writes == 7; }));
+  CHECK(faults.writes == writes + 1);  // only the first is in the file
+  CHECK(done == 0);                    // nobody acknowledged
   faults.hold(false);
   for (auto& t : ts) t.join();
   CHECK(errors == 0);
+  CHECK(faults.writes == writes + 8);  // each put its record in one write to the file
+  CHECK(db->stats().tail_records == records + 8);
   CHECK(faults.syncs == before + 2);
   CHECK(count(*db) == 8);
+}
+
+TEST_CASE("a queued write whose collection changed before it landed is made again") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  OpenOptions o;
+  o.sync = SyncMode::Always;
+  o.auto_checkpoint = false;
+  auto db = open_db(fs, "db", o);
+  REQUIRE(db->query("create collection t (w int, s text)").is_ok());
+  // While a flush is held, three writes queue in this order: a unique
+  // index on w; a put too long to be cached (it gives its literals up when
+  // its documents are made); a short put of the same w. Both puts made
+  // their documents before the index existed.
+  faults.hold(true);
+  std::thread first([&] { CHECK(db->query("put t {w: 0, s: \"first\"}").is_ok()); });
+  REQUIRE(faults.wait_for([&] { return faults.syncs >= 1; }));
+  Result<QueryResult> index = Status(Code::Invalid, ""), owned = index, shared = index;
+  const std::string long_s(2000, 'x');
+  std::thread a([&] { index = db->query("create index on t (w) @unique"); });
+  REQUIRE(eventually([&] { return db->stats().queued_writes == 1; }));
+  std::thread b([&] { owned = db->query("put t {w: 5, s: \"" + long_s + "\"}"); });
+  REQUIRE(eventually([&] { return db->stats().queued_writes == 2; }));
+  std::thread c([&] { shared = db->query("put t {w: $1, s: \"second\"}", {Value::integer(5)}); });
+  REQUIRE(eventually([&] { return db->stats().queued_writes == 3; }));
+  faults.hold(false);
+  for (std::thread* t : {&first, &a, &b, &c}) t->join();
+  CHECK(index.is_ok());
+  REQUIRE(owned.is_ok());
+  // Made again under the index: the second put of w = 5 is refused.
+  REQUIRE_FALSE(shared.is_ok());
+  CHECK(shared.status().code() == Code::Constraint);
+  auto rows = db->query("get t where w = 5 select s");
+  REQUIRE(rows.is_ok());
+  REQUIRE(rows->rows.size() == 1);
+  CHECK(rows->rows[0].get("s")->as_string() == long_s);
+  CHECK(count(*db) == 2);
+  db->close();
+  auto db2 = open_db(fs, "db", o);
+  CHECK(count(*db2) == 2);
 }
 
 TEST_CASE("a batch lands as one record; a failed write of it changes nothing in memory") {

@@ -176,21 +176,7 @@ std::unique_ptr<Source> make_known_count(ExecContext& x, int node, int64_t n, st
 // Collections, fields and indexes: the record op of the change, or an
 // answer without one (`if not exists` and the like): *nops stays 0.
 Status define(Engine& eng, const ParsedStatement& st, std::string* ops, uint32_t* nops);
-// The documents of a put or insert, typed, checked and encoded (what
-// needs no decision of the write lock: prepare_documents runs beside the
-// readers), waiting for their ids and their record (land_documents, under
-// the write lock).
-struct PreparedDocs {
-  struct Doc {
-    bool has_id = false;
-    int64_t id = 0;
-    std::string body;  // encoded
-    Value fields;      // by name, when the collection has a @unique index
-    int64_t pos = 0;
-  };
-  std::vector<Doc> docs;
-  bool ready = false;
-};
+// PreparedDocs (engine.h): the documents of a put or insert, made before the write lock.
 Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
                          ParsedStatement* owned, PreparedDocs* out);
 Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, std::string* ops,
