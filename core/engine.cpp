@@ -222,7 +222,7 @@ Stats Engine::stats() {
   s.memory_bytes = arena_.memory_bytes();
   {
     std::lock_guard g(queue_mu_);
-    s.queued_writes = queue_.size();
+    s.queued_writes = queued_;
   }
   {
     std::lock_guard g(pin_mu_);

@@ -12,7 +12,6 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <map>
 #include <set>
 #include <memory>
@@ -146,6 +145,7 @@ struct QueuedWrite {
   uint64_t seq = 0;          // its record's (0: none written)
   bool done = false;         // result is final (under the queue's mutex)
   std::condition_variable cv;
+  QueuedWrite* next = nullptr;  // the write queued after it
 };
 
 class Engine {
@@ -302,7 +302,9 @@ class Engine {
   static constexpr size_t kGroup = 64;
   static constexpr int kRounds = 8;
   std::mutex queue_mu_;
-  std::deque<QueuedWrite*> queue_;
+  QueuedWrite* queue_head_ = nullptr;
+  QueuedWrite* queue_tail_ = nullptr;
+  size_t queued_ = 0;
   bool leading_ = false;
   Result<QueryResult> land(QueuedWrite& w);
   Result<QueryResult> land_one(QueuedWrite& w);

@@ -23,16 +23,22 @@ namespace kitfox {
 // first waits for a core.
 Result<QueryResult> Engine::land(QueuedWrite& w) {
   std::unique_lock q(queue_mu_);
-  queue_.push_back(&w);
-  w.cv.wait(q, [&] { return w.done || (!leading_ && queue_.front() == &w); });
+  (queue_tail_ ? queue_tail_->next : queue_head_) = &w;
+  queue_tail_ = &w;
+  queued_++;
+  w.cv.wait(q, [&] { return w.done || (!leading_ && queue_head_ == &w); });
   if (w.done) return std::move(w.result);
   leading_ = true;
   Result<QueryResult> mine = Status(Code::Invalid, "not landed");
   QueuedWrite* group[kGroup];
-  for (int round = 0; round < kRounds && !queue_.empty(); round++) {
-    const size_t n = std::min(queue_.size(), kGroup);
-    for (size_t i = 0; i < n; i++) group[i] = queue_[i];
-    queue_.erase(queue_.begin(), queue_.begin() + (ptrdiff_t)n);
+  for (int round = 0; round < kRounds && queue_head_; round++) {
+    size_t n = 0;
+    while (queue_head_ && n < kGroup) {
+      group[n++] = queue_head_;
+      queue_head_ = queue_head_->next;
+    }
+    if (!queue_head_) queue_tail_ = nullptr;
+    queued_ -= n;
     q.unlock();
     uint64_t wait_seq = 0;
     {
@@ -73,7 +79,7 @@ Result<QueryResult> Engine::land(QueuedWrite& w) {
     }
   }
   leading_ = false;
-  if (!queue_.empty()) queue_.front()->cv.notify_one();
+  if (queue_head_) queue_head_->cv.notify_one();
   return mine;
 }
 
