@@ -118,6 +118,7 @@ class CountingFile final : public kitfox::File {
   CountingFile(std::unique_ptr<kitfox::File> f, SyncCounter* c) : f_(std::move(f)), c_(c) {}
   std::unique_ptr<kitfox::Mapping> map(uint64_t size) override { return f_->map(size); }
   uint64_t read_chunk() const override { return f_->read_chunk(); }
+  bool fills_ahead() const override { return f_->fills_ahead(); }
   kitfox::Status read(uint64_t off, void* buf, size_t n, size_t* got) override { return f_->read(off, buf, n, got); }
   kitfox::Status write(uint64_t off, const void* buf, size_t n) override { return f_->write(off, buf, n); }
   kitfox::Status sync() override {

@@ -124,6 +124,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
   bool wrote = false;
   {
     std::lock_guard gate(write_gate_);
+    const uint64_t start = write_pos_;
     // The puts' documents are made beside the readers (they depend on the
     // catalog alone, which no statement of a batch changes).
     std::vector<PreparedDocs> docs(items.size());
@@ -171,6 +172,8 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     }
     undo_.clear();
     txn_ops_.clear();
+    lk.unlock();
+    fill_ahead(write_pos_ - start);  // beside the readers
   }
   checkpoint_if_due();
   if (wrote && opts_.sync == SyncMode::Always) KF_TRY(sync_to(wait_seq));

@@ -224,6 +224,8 @@ class Engine {
   void rollback(std::vector<Undo>& undo);
   void link_touched();
   Result<uint64_t> write_record(std::string_view ops, uint32_t nops, bool apply);
+  // Under the gate, after writes landed `landed` bytes: zeros ahead of the log.
+  void fill_ahead(uint64_t landed);
   // Makes the vector indexes match the definition: drops stale ones, builds new ones.
   Status sync_indexes(Collection* c);
   Status build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out);
@@ -379,6 +381,11 @@ class Engine {
   uint64_t synced_seq_ = 0;
   uint64_t written_seq_ = 0;
   uint64_t written_end_ = 0;  // write_pos_ after written_seq_ (a checkpoint carries the tail up to it)
+  // The file holds zeros from write_pos_ up to here, written ahead of the
+  // log (log.cpp, fill_ahead; under the gate).
+  uint64_t filled_end_ = 0;
+  bool fill_failed_ = false;
+  static constexpr uint64_t kFillAhead = 1 << 20;
   int64_t last_sync_ms_ = 0;
   std::atomic<bool> failed_{false};
   std::string failure_;

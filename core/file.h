@@ -42,6 +42,12 @@ class File {
   virtual Status sync() = 0;
   virtual Result<uint64_t> size() = 0;
   virtual Status truncate(uint64_t size) = 0;
+  // True where zeros written ahead of the end make later flushes cheaper: a
+  // flush of writes that grow a file commits its new size too (a journal
+  // commit on ext4 and xfs), one of writes over bytes it already has does
+  // not. The engine then writes its log's next megabyte as zeros before the
+  // writes come (`always` mode).
+  virtual bool fills_ahead() const { return false; }
 };
 
 struct OpenFlags {

@@ -404,12 +404,32 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
       good_end = off;
       continue;
     }
+    // Zeros after the last record were written ahead of the log (log.cpp,
+    // fill_ahead): they are its end.
+    uint64_t data_end = file.size();
+    while (data_end > off && file[data_end - 1] == 0) data_end--;
+    if (data_end == off) {
+      filled_end_ = file.size();
+      break;
+    }
     uint64_t next = next_write_after(file, off, want_seq - 1);
     RecordView fixed;
-    bool only_length = s != ScanResult::Ok && whole_but_length(file, off, next ? next : file.size(), &fixed) &&
-                       in_order(fixed);
+    bool only_length = false;
+    if (s != ScanResult::Ok) {
+      if (next) {
+        only_length = whole_but_length(file, off, next, &fixed) && in_order(fixed);
+      } else {
+        // The last record ends at the end of the file or, with zeros after
+        // it, at most four bytes (its checksum's) past the last that is not.
+        for (uint64_t end : {(uint64_t)file.size(), data_end, data_end + 1, data_end + 2, data_end + 3, data_end + 4})
+          if (end <= file.size() && whole_but_length(file, off, end, &fixed) && in_order(fixed)) {
+            only_length = true;
+            break;
+          }
+      }
+    }
     if (!next && !only_length) {
-      report_.torn_bytes = file.size() - off;  // an unfinished last write: never acknowledged
+      report_.torn_bytes = data_end - off;  // an unfinished last write: never acknowledged
       break;
     }
     if (only_length && opts_.recover) {

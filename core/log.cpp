@@ -217,6 +217,25 @@ Result<uint64_t> Engine::commit(std::string_view ops, uint32_t nops) {
   return write_record(ops, nops, true);
 }
 
+// In `always` mode, where the file says it pays (file.h, fills_ahead), the
+// log's next megabyte is written as zeros before the writes come, so that
+// each durable write's flush writes into bytes the file has and commits no
+// new size. An open takes zeros after the last record for the end of the
+// log (image.cpp). Writes that landed more than 64 KiB go without: they
+// would write their bytes twice for one flush.
+void Engine::fill_ahead(uint64_t landed) {
+  if (opts_.sync != SyncMode::Always || fill_failed_ || failed_ || landed > kFillAhead / 16 || !file_->fills_ahead())
+    return;
+  uint64_t from = std::max(filled_end_, write_pos_);
+  if (from - write_pos_ >= kFillAhead / 2) return;
+  uint64_t to = write_pos_ + kFillAhead;
+  std::string zeros(to - from, '\0');
+  // Zeros past the log are never data: a failed write of them (a full
+  // disk) only ends the filling.
+  if (file_->write(from, zeros.data(), zeros.size()).is_ok()) filled_end_ = to;
+  else fill_failed_ = true;
+}
+
 Result<uint64_t> Engine::write_record(std::string_view ops, uint32_t nops, bool apply) {
   // The record built in place: the ops are copied once into it, and the
   // arena takes its body from it.

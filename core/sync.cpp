@@ -43,6 +43,7 @@ Result<QueryResult> Engine::land(QueuedWrite& w) {
     uint64_t wait_seq = 0;
     {
       std::lock_guard gate(write_gate_);
+      const uint64_t start = write_pos_;
       std::unique_lock lk(mu_);
       bool repaired = false;
       for (size_t i = 0; i < n; i++) {
@@ -54,6 +55,8 @@ Result<QueryResult> Engine::land(QueuedWrite& w) {
         Status ce = check_extents(&repaired);
         if (!ce.is_ok()) g.result = ce;
       }
+      lk.unlock();
+      fill_ahead(write_pos_ - start);  // beside the readers
     }
     checkpoint_if_due();
     Status flushed;

@@ -244,6 +244,8 @@ class PosixFile final : public File {
     return Status::ok();
   }
 
+  bool fills_ahead() const override { return true; }
+
   Status sync() override {
     int rc;
 #if defined(__APPLE__)

@@ -20,6 +20,7 @@ struct Faults {
   std::atomic<bool> fail_sync{false};
   std::atomic<bool> fail_write{false};
   std::atomic<int> sync_delay_us{0};  // a slow disk, so flushes can be shared
+  std::atomic<bool> fills_ahead{false};  // what File::fills_ahead() answers
 
   // A flush can be held until released; writes and flushes are announced,
   // so a test waits for them (not for time).
@@ -61,6 +62,7 @@ class FaultyFile : public File {
  public:
   FaultyFile(std::unique_ptr<File> f, Faults* x, std::string name) : f_(std::move(f)), x_(x), name_(std::move(name)) {}
   Status read(uint64_t o, void* b, size_t n, size_t* got) override { return f_->read(o, b, n, got); }
+  bool fills_ahead() const override { return x_->fills_ahead; }
   Status write(uint64_t o, const void* b, size_t n) override {
     if (x_->fail_write) return Status(Code::Io, "injected write failure");
     Status st = f_->write(o, b, n);

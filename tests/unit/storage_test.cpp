@@ -105,13 +105,21 @@ TEST_CASE("a torn last record is cut off and everything before it is kept") {
   CHECK(db->stats().file_bytes == recs.back().offset);
   db->close();
   CHECK(read_file(*fs, "db").size() == recs.back().offset);
+  // The same write cut short over zeros written ahead of the log.
+  write_file(*fs, "db", bytes.substr(0, cut) + std::string(bytes.size() - cut + 4096, '\0'));
+  auto db2 = open_db(*fs);
+  CHECK(db2->open_report().torn_bytes > 0);
+  CHECK(db2->open_report().torn_bytes <= cut - recs.back().offset);
+  CHECK(count(*db2) == 14);
+  db2->close();
+  CHECK(read_file(*fs, "db").size() == recs.back().offset);
 }
 
 TEST_CASE("garbage appended to the file is cut off on open, nothing lost") {
   auto fs = make_memory_file_system();
   make_db(*fs, 4, 3);
   std::string bytes = read_file(*fs, "db");
-  for (std::string junk : {std::string("garbage garbage garbage"), std::string(5000, '\x10'), std::string(3, '\0')}) {
+  for (std::string junk : {std::string("garbage garbage garbage"), std::string(5000, '\x10'), std::string("\0\0\x01", 3)}) {
     write_file(*fs, "db", bytes + junk);
     auto db = open_db(*fs);
     CHECK(db->open_report().torn_bytes == junk.size());
@@ -119,6 +127,57 @@ TEST_CASE("garbage appended to the file is cut off on open, nothing lost") {
     db->close();
     CHECK(read_file(*fs, "db") == bytes);
   }
+  // Zeros after the last record are the log's end (written ahead of it in
+  // `always` mode): nothing torn, nothing cut.
+  for (size_t zeros : {1, 3, 4096}) {
+    write_file(*fs, "db", bytes + std::string(zeros, '\0'));
+    auto db = open_db(*fs, "db", no_checkpoint());
+    CHECK(db->open_report().torn_bytes == 0);
+    CHECK(db->open_report().warnings.empty());
+    CHECK(count(*db) == 7);
+    CHECK(db->stats().file_bytes == bytes.size());
+    db->close();
+    CHECK(read_file(*fs, "db") == bytes + std::string(zeros, '\0'));
+  }
+}
+
+TEST_CASE("always mode writes zeros ahead of the log where the file says it pays; every write is kept") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  faults.fills_ahead = true;
+  FaultyFs fs(*mem, &faults);
+  OpenOptions o;
+  o.sync = SyncMode::Always;
+  o.auto_checkpoint = false;
+  auto db = open_db(fs, "db", o);
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  for (int i = 0; i < 50; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
+  uint64_t logical = db->stats().file_bytes;
+  std::string bytes = read_file(*mem, "db");
+  CHECK(bytes.size() >= logical + (1 << 19));  // at least half a megabyte ahead
+  CHECK(bytes.find_first_not_of('\0', logical) == std::string::npos);
+  // A batch and a transaction's commit fill too.
+  REQUIRE(db->batch({{"put t {n: 100}", {}}, {"put t {n: 101}", {}}}).is_ok());
+  // A write of more than 64 KiB goes without (it would write twice).
+  std::vector<Value> big;
+  for (int i = 0; i < 20000; i++) big.push_back(Value::object()), big.back().set("n", Value::integer(1000 + i));
+  uint64_t filled = read_file(*mem, "db").size();
+  REQUIRE(db->query("put t $1", {Value::list(big)}).is_ok());
+  CHECK(read_file(*mem, "db").size() <= std::max<uint64_t>(filled, db->stats().file_bytes));
+  REQUIRE(db->query("put t {n: -1}").is_ok());  // and the next small write fills again
+  CHECK(read_file(*mem, "db").size() >= db->stats().file_bytes + (1 << 19));
+  // A crash now: reopened (the file as it stands), every write is there,
+  // nothing torn.
+  std::string crashed = read_file(*mem, "db");
+  db.reset();
+  auto fs2 = make_memory_file_system();
+  write_file(*fs2, "db", crashed);
+  auto again = open_db(*fs2, "db", no_checkpoint());
+  CHECK(again->open_report().torn_bytes == 0);
+  CHECK(count(*again) == 50 + 2 + 20000 + 1);
+  // A checkpoint's new file starts without zeros; writes fill it again.
+  REQUIRE(again->query("put t {n: -2}").is_ok());
+  again->close();
 }
 
 TEST_CASE("a flipped byte in the image refuses to open, naming the offset; recover keeps what came before") {
@@ -182,11 +241,14 @@ TEST_CASE("a damaged length in any tail record is damage, never a torn tail; rec
   for (const RecordView& w : tail) REQUIRE(w.kind == format::kWrite);
   // Every byte of every tail record's length: a length past the end of the
   // file, or short, or long, with later writes after it or none (the last).
+  // And the same with zeros written ahead of the log after the last record.
+  for (size_t zeros : {0, 4096})
   for (size_t i = 0; i < tail.size(); i++) {
     for (int b = 0; b < 4; b++) {
+      CAPTURE(zeros);
       CAPTURE(i);
       CAPTURE(b);
-      std::string bad = bytes;
+      std::string bad = bytes + std::string(zeros, '\0');
       bad[tail[i].offset + b] ^= 1;
       write_file(*fs, "db", bad);
       auto r = Database::open(*fs, "db", plain());
