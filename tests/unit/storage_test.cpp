@@ -37,6 +37,14 @@ OpenOptions no_checkpoint() {
   return o;
 }
 
+// Every write flushed before it is acknowledged; no automatic checkpoint.
+OpenOptions always_no_checkpoint() {
+  OpenOptions o;
+  o.sync = SyncMode::Always;
+  o.auto_checkpoint = false;
+  return o;
+}
+
 // The defaults but for the flusher thread: a refused open must leave the
 // file as it was even with automatic checkpoints on.
 OpenOptions plain() {
@@ -146,10 +154,7 @@ TEST_CASE("always mode writes zeros ahead of the log where the file says it pays
   Faults faults;
   faults.fills_ahead = true;
   FaultyFs fs(*mem, &faults);
-  OpenOptions o;
-  o.sync = SyncMode::Always;
-  o.auto_checkpoint = false;
-  auto db = open_db(fs, "db", o);
+  auto db = open_db(fs, "db", always_no_checkpoint());
   REQUIRE(db->query("create collection t (n int)").is_ok());
   for (int i = 0; i < 50; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
   uint64_t logical = db->stats().file_bytes;
@@ -528,10 +533,7 @@ TEST_CASE("always mode: writers that arrive during a flush share the next one") 
   auto mem = make_memory_file_system();
   Faults faults;
   FaultyFs fs(*mem, &faults);
-  OpenOptions o;
-  o.sync = SyncMode::Always;
-  o.auto_checkpoint = false;
-  auto db = open_db(fs, "db", o);
+  auto db = open_db(fs, "db", always_no_checkpoint());
   REQUIRE(db->query("create collection t (w int)").is_ok());
   int before = faults.syncs, writes = faults.writes;
   uint64_t records = db->stats().tail_records;
@@ -565,10 +567,7 @@ TEST_CASE("a queued write whose collection changed before it landed is made agai
   auto mem = make_memory_file_system();
   Faults faults;
   FaultyFs fs(*mem, &faults);
-  OpenOptions o;
-  o.sync = SyncMode::Always;
-  o.auto_checkpoint = false;
-  auto db = open_db(fs, "db", o);
+  auto db = open_db(fs, "db", always_no_checkpoint());
   REQUIRE(db->query("create collection t (w int, s text)").is_ok());
   // While a flush is held, three writes queue in this order: a unique
   // index on w; a put too long to be cached (it gives its literals up when
@@ -598,7 +597,7 @@ TEST_CASE("a queued write whose collection changed before it landed is made agai
   CHECK(rows->rows[0].get("s")->as_string() == long_s);
   CHECK(count(*db) == 2);
   db->close();
-  auto db2 = open_db(fs, "db", o);
+  auto db2 = open_db(fs, "db", always_no_checkpoint());
   CHECK(count(*db2) == 2);
 }
 
