@@ -279,6 +279,7 @@ void Engine::switch_image(NewImage& img) {
     std::swap(file_, img.file);  // the old file is closed with img, after the lock (freeing its blocks takes time)
     synced_seq_ = written_seq_ = seq_;  // the carried tail was flushed with the image
     write_pos_ = written_end_ = filled_end_ = img.size + img.carried;
+    fill_failed_ = false;
     last_sync_ms_ = port::now_ms();
   }
   image_bytes_ = img.size;

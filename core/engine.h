@@ -389,7 +389,7 @@ class Engine {
   int64_t last_sync_ms_ = 0;
   std::atomic<bool> failed_{false};
   std::string failure_;
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};  // read without a lock by run(); set under the gate
   bool opened_ = false;  // open() succeeded
   port::Background flusher_;  // the period mode's flushes
   bool stop_flusher_ = false;

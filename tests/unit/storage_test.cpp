@@ -563,19 +563,46 @@ TEST_CASE("always mode: writers that arrive during a flush share the next one") 
   CHECK(count(*db) == 8);
 }
 
+TEST_CASE("writes queued while the database closes land before it or fail clearly") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  auto db = open_db(fs, "db", always_no_checkpoint());
+  REQUIRE(db->query("create collection t (w int)").is_ok());
+  const int before = faults.syncs;
+  // The first put's flush is held; a second put queues behind it; close()
+  // comes meanwhile. Whichever of the second put and close() takes the gate
+  // first, the put either lands (and is in the file) or is refused as
+  // closed, and nothing touches the file after close let it go.
+  faults.hold(true);
+  std::thread a([&] { CHECK(db->query("put t {w: 1}").is_ok()); });
+  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  Result<QueryResult> second = Status(Code::Invalid, "");
+  std::thread b([&] { second = db->query("put t {w: 2}"); });
+  REQUIRE(eventually([&] { return db->stats().queued_writes == 1; }));
+  std::thread c([&] { CHECK(db->close().is_ok()); });
+  faults.hold(false);
+  for (std::thread* t : {&a, &b, &c}) t->join();
+  if (!second.is_ok()) CHECK(second.status().message().find("closed") != std::string::npos);
+  db.reset();
+  auto again = open_db(*mem);
+  CHECK(count(*again) == (second.is_ok() ? 2 : 1));
+}
+
 TEST_CASE("a queued write whose collection changed before it landed is made again") {
   auto mem = make_memory_file_system();
   Faults faults;
   FaultyFs fs(*mem, &faults);
   auto db = open_db(fs, "db", always_no_checkpoint());
   REQUIRE(db->query("create collection t (w int, s text)").is_ok());
+  const int before = faults.syncs;
   // While a flush is held, three writes queue in this order: a unique
   // index on w; a put too long to be cached (it gives its literals up when
   // its documents are made); a short put of the same w. Both puts made
   // their documents before the index existed.
   faults.hold(true);
   std::thread first([&] { CHECK(db->query("put t {w: 0, s: \"first\"}").is_ok()); });
-  REQUIRE(faults.wait_for([&] { return faults.syncs >= 1; }));
+  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
   Result<QueryResult> index = Status(Code::Invalid, ""), owned = index, shared = index;
   const std::string long_s(2000, 'x');
   std::thread a([&] { index = db->query("create index on t (w) @unique"); });
