@@ -77,6 +77,17 @@ std::thread held_checkpoint(Database& db, Faults& faults) {
   return cp;
 }
 
+// Starts the write `text` on a thread of its own with flushes held
+// (faults.hold) and returns once its flush is held: it leads, and the
+// writes that come after it queue. faults.hold(false) lets it go on.
+std::thread held_write(Database& db, Faults& faults, std::string text) {
+  int before = faults.syncs;
+  faults.hold(true);
+  std::thread t([&db, text] { CHECK(db.query(text).is_ok()); });
+  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  return t;
+}
+
 // A database with an image of `image_docs` and a tail of `tail_docs` single puts.
 void make_db(FileSystem& fs, int image_docs, int tail_docs) {
   auto db = open_db(fs);
@@ -569,14 +580,11 @@ TEST_CASE("writes queued while the database closes land before it or fail clearl
   FaultyFs fs(*mem, &faults);
   auto db = open_db(fs, "db", always_no_checkpoint());
   REQUIRE(db->query("create collection t (w int)").is_ok());
-  const int before = faults.syncs;
   // The first put's flush is held; a second put queues behind it; close()
   // comes meanwhile. Whichever of the second put and close() takes the gate
   // first, the put either lands (and is in the file) or is refused as
   // closed, and nothing touches the file after close let it go.
-  faults.hold(true);
-  std::thread a([&] { CHECK(db->query("put t {w: 1}").is_ok()); });
-  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  std::thread a = held_write(*db, faults, "put t {w: 1}");
   Result<QueryResult> second = Status(Code::Invalid, "");
   std::thread b([&] { second = db->query("put t {w: 2}"); });
   REQUIRE(eventually([&] { return db->stats().queued_writes == 1; }));
@@ -595,14 +603,11 @@ TEST_CASE("a queued write whose collection changed before it landed is made agai
   FaultyFs fs(*mem, &faults);
   auto db = open_db(fs, "db", always_no_checkpoint());
   REQUIRE(db->query("create collection t (w int, s text)").is_ok());
-  const int before = faults.syncs;
   // While a flush is held, three writes queue in this order: a unique
   // index on w; a put too long to be cached (it gives its literals up when
   // its documents are made); a short put of the same w. Both puts made
   // their documents before the index existed.
-  faults.hold(true);
-  std::thread first([&] { CHECK(db->query("put t {w: 0, s: \"first\"}").is_ok()); });
-  REQUIRE(faults.wait_for([&] { return faults.syncs == before + 1; }));
+  std::thread first = held_write(*db, faults, "put t {w: 0, s: \"first\"}");
   Result<QueryResult> index = Status(Code::Invalid, ""), owned = index, shared = index;
   const std::string long_s(2000, 'x');
   std::thread a([&] { index = db->query("create index on t (w) @unique"); });
