@@ -46,14 +46,15 @@ struct Faults {
   }
 };
 
-// Waits until `done()` holds for a state no file operation announces (it
-// is asked every millisecond); the bound as in Faults::wait_for.
+// Waits until `done()` holds for a state no file operation announces: it
+// is asked again each time this thread yields its core; the bound as in
+// Faults::wait_for.
 template <typename F>
 bool eventually(F done) {
   auto end = std::chrono::steady_clock::now() + std::chrono::minutes(5);
   while (!done()) {
     if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::yield();
   }
   return true;
 }

@@ -77,6 +77,15 @@ std::thread held_checkpoint(Database& db, Faults& faults) {
   return cp;
 }
 
+// A database in `always` mode, without automatic checkpoints, over a
+// memory file system whose flushes a test can hold and count.
+struct AlwaysDb {
+  std::unique_ptr<FileSystem> mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs{*mem, &faults};
+  std::unique_ptr<Database> db = open_db(fs, "db", always_no_checkpoint());
+};
+
 // Starts the write `text` on a thread of its own with flushes held
 // (faults.hold) and returns once its flush is held: it leads, and the
 // writes that come after it queue. faults.hold(false) lets it go on.
@@ -541,10 +550,8 @@ TEST_CASE("always mode: concurrent writers share flushes (group commit) and ever
 }
 
 TEST_CASE("always mode: writers that arrive during a flush share the next one") {
-  auto mem = make_memory_file_system();
-  Faults faults;
-  FaultyFs fs(*mem, &faults);
-  auto db = open_db(fs, "db", always_no_checkpoint());
+  AlwaysDb a_;
+  auto& [mem, faults, fs, db] = a_;
   REQUIRE(db->query("create collection t (w int)").is_ok());
   int before = faults.syncs, writes = faults.writes;
   uint64_t records = db->stats().tail_records;
@@ -575,10 +582,8 @@ TEST_CASE("always mode: writers that arrive during a flush share the next one") 
 }
 
 TEST_CASE("writes queued while the database closes land before it or fail clearly") {
-  auto mem = make_memory_file_system();
-  Faults faults;
-  FaultyFs fs(*mem, &faults);
-  auto db = open_db(fs, "db", always_no_checkpoint());
+  AlwaysDb a_;
+  auto& [mem, faults, fs, db] = a_;
   REQUIRE(db->query("create collection t (w int)").is_ok());
   // The first put's flush is held; a second put queues behind it; close()
   // comes meanwhile. Whichever of the second put and close() takes the gate
@@ -598,10 +603,8 @@ TEST_CASE("writes queued while the database closes land before it or fail clearl
 }
 
 TEST_CASE("a queued write whose collection changed before it landed is made again") {
-  auto mem = make_memory_file_system();
-  Faults faults;
-  FaultyFs fs(*mem, &faults);
-  auto db = open_db(fs, "db", always_no_checkpoint());
+  AlwaysDb a_;
+  auto& [mem, faults, fs, db] = a_;
   REQUIRE(db->query("create collection t (w int, s text)").is_ok());
   // While a flush is held, three writes queue in this order: a unique
   // index on w; a put too long to be cached (it gives its literals up when
