@@ -28,12 +28,18 @@ Result<QueryResult> Database::query(std::string_view text, const std::vector<Val
   return run(p, params, p.use_count() == 1);
 }
 
-Result<QueryResult> Database::query_outside_transaction(std::string_view text, const std::vector<Value>& params) {
+Result<QueryResult> Database::query_outside_transaction(std::string_view text, const std::vector<Value>& params,
+                                                       uint64_t* durable_at) {
+  if (durable_at) *durable_at = 0;
   KF_ASSIGN(auto p, engine_->prepare(text, true));
   const StmtKind kind = p->st.kind;
   if (kind == StmtKind::Begin || kind == StmtKind::Commit || kind == StmtKind::Rollback)
     return Status(Code::Invalid, "transactions are not available here: send the statements of one atomic write together as a batch", p->st.pos);
-  return engine_->run(*p, params, p.use_count() == 1);
+  return engine_->run(*p, params, p.use_count() == 1, durable_at);
+}
+
+void Database::when_durable(uint64_t durable_at, std::function<void(const Status&)> done) {
+  engine_->when_durable(durable_at, std::move(done));
 }
 
 Result<Statement> Database::prepare(std::string_view text) {
@@ -125,7 +131,9 @@ const std::string& Statement::text() const {
 }
 bool Statement::is_write() const { return p_ && p_->st.is_write(); }
 
-Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items) { return engine_->batch(items); }
+Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
+  return engine_->batch(items, durable_at);
+}
 Status Database::checkpoint() { return engine_->checkpoint(); }
 Status Database::compact() { return engine_->checkpoint(); }
 Status Database::sync() { return engine_->sync(); }

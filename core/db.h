@@ -9,6 +9,7 @@
 // parallel, one write at a time.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <map>
 #include <mutex>
@@ -134,12 +135,27 @@ class Database {
   // share (a server): no transaction of the calling thread applies, and
   // begin, commit and rollback are refused (`invalid`); a client sends the
   // statements of one atomic write together, through batch().
-  Result<QueryResult> query_outside_transaction(std::string_view text, const std::vector<Value>& params = {});
+  //
+  // `durable_at`, for callers whose threads must not wait for a flush (a
+  // server's event loops): when given, a write with sync = always returns
+  // once it has landed (readers see it; it is not durable yet) and sets
+  // *durable_at to the point when_durable() waits for before the write may
+  // be acknowledged; 0 when there is nothing to wait for.
+  Result<QueryResult> query_outside_transaction(std::string_view text, const std::vector<Value>& params = {},
+                                                uint64_t* durable_at = nullptr);
   // Parses and binds a statement once; see Statement.
   Result<Statement> prepare(std::string_view text);
   // Runs statements (put, insert, set, del and reads) as one atomic write:
   // each sees the ones before it, and all land as one record or none does.
-  Result<std::vector<QueryResult>> batch(const std::vector<BatchItem>& items);
+  // `durable_at`: as for query_outside_transaction.
+  Result<std::vector<QueryResult>> batch(const std::vector<BatchItem>& items, uint64_t* durable_at = nullptr);
+  // Calls `done` once every write up to `durable_at` (from a deferred write
+  // above) is flushed, with ok, or with the error when the flush failed
+  // (`failed`: acknowledge nothing). Natively it is called from a flusher
+  // thread, which one flush serves for every write landed meanwhile (or at
+  // once, on this thread, when the point is already flushed): `done` must
+  // not block. Without threads it flushes and calls `done` before it returns.
+  void when_durable(uint64_t durable_at, std::function<void(const Status&)> done);
 
   Status checkpoint();  // writes a new image, drops the tail
   Status compact();     // checkpoint, and rebuilds the in-memory store

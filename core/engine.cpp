@@ -51,7 +51,8 @@ Status Engine::bind_now(Prepared& p) {
   return bound(p);
 }
 
-Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, bool owned) {
+Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, bool owned, uint64_t* durable_at) {
+  if (durable_at) *durable_at = 0;
   const ParsedStatement& st = p.st;
   if (closed_) return Status(Code::Invalid, "the database is closed");
   switch (st.kind) {
@@ -84,6 +85,7 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
   // writers; the write lock is held only to give them ids and land them,
   // with the writes queued beside it (sync.cpp).
   QueuedWrite w(p, params, owned);
+  w.deferred = durable_at != nullptr;
   {
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
@@ -91,7 +93,9 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, owned ? &p.st : nullptr, &w.docs));
   }
-  return land(w);
+  Result<QueryResult> r = land(w);
+  if (w.deferred && r.is_ok() && opts_.sync == SyncMode::Always) *durable_at = w.seq;
+  return r;
 }
 
 namespace {
@@ -100,17 +104,19 @@ Status in_statement(size_t i, const Status& s) {
 }
 }  // namespace
 
-Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& items) {
+Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
   std::vector<PreparedItem> prepared(items.size());
   for (size_t i = 0; i < items.size(); i++) {
     auto p = prepare(items[i].text, true);
     if (!p.is_ok()) return in_statement(i, p.status());
     prepared[i] = {std::move(p.value()), items[i].params};
   }
-  return run_batch(prepared, false);
+  return run_batch(prepared, false, durable_at);
 }
 
-Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedItem>& items, bool dry_run) {
+Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedItem>& items, bool dry_run,
+                                                   uint64_t* durable_at) {
+  if (durable_at) *durable_at = 0;
   for (size_t i = 0; i < items.size(); i++) {
     StmtKind k = items[i].p->st.kind;
     if (k != StmtKind::Put && k != StmtKind::Insert && k != StmtKind::Set && k != StmtKind::Del && k != StmtKind::Get &&
@@ -176,7 +182,10 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     fill_ahead(write_pos_ - start);  // beside the readers
   }
   checkpoint_if_due();
-  if (wrote && opts_.sync == SyncMode::Always) KF_TRY(sync_to(wait_seq));
+  if (wrote && opts_.sync == SyncMode::Always) {
+    if (durable_at) *durable_at = wait_seq;
+    else KF_TRY(sync_to(wait_seq));
+  }
   return out;
 }
 

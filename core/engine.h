@@ -12,6 +12,7 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <set>
 #include <memory>
@@ -139,6 +140,7 @@ struct QueuedWrite {
   Prepared& p;
   const std::vector<Value>& params;
   bool owned;                // nothing else holds p: its literals may be taken
+  bool deferred = false;     // returns once landed; its caller waits for the flush (when_durable)
   uint64_t catalog_at = 0;   // the catalog version docs were made at
   PreparedDocs docs;
   Result<QueryResult> result = Status(Code::Invalid, "not landed");
@@ -153,13 +155,15 @@ class Engine {
   static Result<std::unique_ptr<Engine>> open(FileSystem& fs, const std::string& name, const OpenOptions& o);
   ~Engine();
 
-  Result<std::vector<QueryResult>> batch(const std::vector<BatchItem>& items);
+  // `durable_at` (see Database::query_outside_transaction): not null, a
+  // durable write returns once landed and sets it to what when_durable waits for.
+  Result<std::vector<QueryResult>> batch(const std::vector<BatchItem>& items, uint64_t* durable_at = nullptr);
 
   // Parses a statement, from the statement cache when `cache` (and adds it).
   Result<std::shared_ptr<Prepared>> prepare(std::string_view text, bool cache);
   // Runs a prepared statement (binding it first if the catalog changed).
   // `owned`: nothing else holds p, so a write may take its literals.
-  Result<QueryResult> run(Prepared& p, const std::vector<Value>& params, bool owned);
+  Result<QueryResult> run(Prepared& p, const std::vector<Value>& params, bool owned, uint64_t* durable_at = nullptr);
   Status bind_now(Prepared& p);  // binds it now (an error if a name is unknown)
   struct PreparedItem {
     std::shared_ptr<Prepared> p;
@@ -167,7 +171,11 @@ class Engine {
   };
   // Runs statements as one atomic write; `dry_run`: then undoes them all
   // (what a transaction's read sees: the transaction's writes before it).
-  Result<std::vector<QueryResult>> run_batch(const std::vector<PreparedItem>& items, bool dry_run);
+  Result<std::vector<QueryResult>> run_batch(const std::vector<PreparedItem>& items, bool dry_run,
+                                             uint64_t* durable_at = nullptr);
+  // Calls `done` once every write up to `seq` is flushed, or with the
+  // failure (see Database::when_durable).
+  void when_durable(uint64_t seq, std::function<void(const Status&)> done);
   Status checkpoint();
   Status sync();
   Status close();
@@ -288,6 +296,7 @@ class Engine {
   Status check_writable() const;
   bool checkpoint_worthwhile(bool closing) const;
   void flusher_loop();
+  void durable_loop();
   void checker_loop();
   void stop_checker();
 
@@ -391,8 +400,15 @@ class Engine {
   std::string failure_;
   std::atomic<bool> closed_{false};  // read without a lock by run(); set under the gate
   bool opened_ = false;  // open() succeeded
-  port::Background flusher_;  // the period mode's flushes
+  port::Background flusher_;  // the period mode's flushes; in the always mode, the deferred writes'
   bool stop_flusher_ = false;
+  // Deferred writes waiting for their flush (when_durable), in seq order
+  // of their calls (not necessarily of their seqs); under sync_mu_.
+  struct DurableWaiter {
+    uint64_t seq;
+    std::function<void(const Status&)> done;
+  };
+  std::vector<DurableWaiter> durable_waiters_;
   // Checks the blocks of a mapped file's extents that no query touched yet,
   // in slices beside the queries, after open.
   port::Background checker_;

@@ -161,7 +161,7 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   e->last_sync_ms_ = port::now_ms();
   e->opened_ = true;
   // Background work (natively: port.h runs none without threads).
-  if (o.sync == SyncMode::Period) e->flusher_.start([p = e.get()] { p->flusher_loop(); });
+  if (o.sync != SyncMode::Off) e->flusher_.start([p = e.get()] { p->flusher_loop(); });
   if (o.auto_checkpoint) e->checkpointer_.start([p = e.get()] { p->checkpointer_loop(); });
   if (port::kThreads && e->lazy_ && !e->lazy_read_ && o.check_in_background) {
     uint64_t unchecked = 0;

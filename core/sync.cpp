@@ -51,7 +51,11 @@ Result<QueryResult> Engine::land(QueuedWrite& w) {
         g.result = land_one(g);
         // What it answered may rest on the writes before it (its own
         // record or an earlier one of the group): it waits for them all.
-        if (g.result.is_ok()) g.seq = wait_seq = seq_;
+        // A deferred write waits after it returns (when_durable).
+        if (g.result.is_ok()) {
+          g.seq = seq_;
+          if (!g.deferred) wait_seq = seq_;
+        }
         Status ce = check_extents(&repaired);
         if (!ce.is_ok()) g.result = ce;
       }
@@ -163,7 +167,55 @@ void Engine::stop_checker() {
   checker_.join();
 }
 
+// Deferred writes (a server's, whose threads must not wait for a flush)
+// land at once and are answered from here: the flusher thread makes the
+// flush they wait for, shared by every write landed meanwhile, and calls
+// them back. Without that thread (another sync mode, the WASM build) the
+// caller flushes now.
+void Engine::when_durable(uint64_t seq, std::function<void(const Status&)> done) {
+  {
+    std::lock_guard g(sync_mu_);
+    if (opts_.sync == SyncMode::Always && flusher_.running() && !stop_flusher_ && !failed_ && synced_seq_ < seq) {
+      durable_waiters_.push_back({seq, std::move(done)});
+      sync_cv_.notify_all();
+      return;
+    }
+  }
+  done(seq ? sync_to(seq) : Status::ok());
+}
+
+// The always mode's flusher: one flush for the deferred writes waiting,
+// then their answers, outside the lock. At its stop (close) it answers
+// the rest.
+void Engine::durable_loop() {
+  std::unique_lock lk(sync_mu_);
+  for (;;) {
+    sync_cv_.wait(lk, [&] { return stop_flusher_ || !durable_waiters_.empty(); });
+    if (durable_waiters_.empty()) return;  // stopping
+    uint64_t target = 0;
+    for (const DurableWaiter& w : durable_waiters_) target = std::max(target, w.seq);
+    lk.unlock();
+    Status st = sync_to(target);
+    lk.lock();
+    std::vector<DurableWaiter> ready;
+    for (size_t i = 0; i < durable_waiters_.size();) {
+      if (!st.is_ok() || durable_waiters_[i].seq <= synced_seq_) {
+        ready.push_back(std::move(durable_waiters_[i]));
+        durable_waiters_[i] = std::move(durable_waiters_.back());
+        durable_waiters_.pop_back();
+      } else {
+        i++;
+      }
+    }
+    lk.unlock();
+    for (DurableWaiter& w : ready) w.done(st);
+    ready.clear();  // the callbacks' captures go before the lock is taken
+    lk.lock();
+  }
+}
+
 void Engine::flusher_loop() {
+  if (opts_.sync == SyncMode::Always) return durable_loop();
   std::unique_lock lk(sync_mu_);
   while (!stop_flusher_) {
     sync_cv_.wait_for(lk, std::chrono::milliseconds(opts_.sync_period_ms ? opts_.sync_period_ms : 1));

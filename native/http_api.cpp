@@ -197,6 +197,21 @@ ApiResponse Api::handle(const ApiRequest& req) {
   return r;
 }
 
+void Api::when_durable(ApiResponse response, std::function<void(ApiResponse)> send) {
+  if (!response.durable_at) return send(std::move(response));
+  const uint64_t at = response.durable_at;
+  db_.when_durable(at, [r = std::move(response), send = std::move(send)](const Status& flushed) mutable {
+    if (!flushed.is_ok()) {
+      // Landed, but the flush failed: it is not acknowledged.
+      ApiResponse e = from_status(flushed);
+      e.allow_origin = std::move(r.allow_origin);
+      r = std::move(e);
+    }
+    r.durable_at = 0;
+    send(std::move(r));
+  });
+}
+
 ApiResponse Api::route(const ApiRequest& req) {
   std::string_view path = req.target.substr(0, req.target.find('?'));
   const bool get = req.method == "GET", post = req.method == "POST";
@@ -254,9 +269,12 @@ ApiResponse Api::query(std::string_view body, bool ndjson) {
   std::vector<Value> params;
   Status s = body_statement(body, &text, &params);
   if (!s.is_ok()) return from_status(s);
-  auto r = db_.query_outside_transaction(text, params);
+  uint64_t durable_at = 0;
+  auto r = db_.query_outside_transaction(text, params, &durable_at);
   if (!r.is_ok()) return from_status(r.status());
-  return rows_response(*r, ndjson);
+  ApiResponse out = rows_response(*r, ndjson);
+  out.durable_at = durable_at;
+  return out;
 }
 
 ApiResponse Api::batch(std::string_view body) {
@@ -270,9 +288,11 @@ ApiResponse Api::batch(std::string_view body) {
                               "statement " + std::to_string(i + 1) + " ");
     if (!s.is_ok()) return from_status(s);
   }
-  auto r = db_.batch(items);
+  uint64_t durable_at = 0;
+  auto r = db_.batch(items, &durable_at);
   if (!r.is_ok()) return from_status(r.status());
   ApiResponse out;
+  out.durable_at = durable_at;
   out.body = "{\"results\":[";
   for (size_t i = 0; i < r->size(); i++) {
     if (i) out.body += ',';
@@ -336,7 +356,8 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
   std::vector<Value> params;
   params.push_back(Value::list(std::move(documents)));
   const std::string text = "put " + std::string(collection) + " $1";
-  auto r = db_.query_outside_transaction(text, params);
+  uint64_t durable_at = 0;
+  auto r = db_.query_outside_transaction(text, params, &durable_at);
   if (!r.is_ok()) {
     const Status& s = r.status();
     // Not found at the name in the statement: the collection of the path.
@@ -345,6 +366,7 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
     return error(no_collection ? 404 : http_status(s.code()), code_name(s.code()), s.message());
   }
   ApiResponse out;
+  out.durable_at = durable_at;
   out.body = "{\"ids\":[";
   for (size_t i = 0; i < r->rows.size(); i++) {
     if (i) out.body += ',';

@@ -17,6 +17,7 @@
 // message, and an NDJSON body its line).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,9 @@ struct ApiResponse {
   // with `preflight`, the answer to an OPTIONS request (204, no body).
   std::string allow_origin;
   bool preflight = false;
+  // A write whose answer waits for its flush (kitfox serve --sync always):
+  // send it through Api::when_durable, never before. 0: send it now.
+  uint64_t durable_at = 0;
 };
 
 class Api {
@@ -55,7 +59,16 @@ class Api {
   // browser (CORS), "*" for any; none by default.
   Api(Database& db, std::string token, std::vector<std::string> origins = {});
 
+  // The response to a request. A write with sync = always has landed but
+  // is not yet durable (durable_at != 0): the caller hands the response to
+  // when_durable(), whose `send` gets it once it is, or gets the error (503)
+  // when the flush failed. Nothing here waits for a flush, so an event
+  // loop's thread goes on with its other connections meanwhile.
   ApiResponse handle(const ApiRequest& request);
+  // Calls `send` with the response once its write is durable (natively from
+  // the database's flusher thread, so `send` must not block), at once when
+  // it waits for nothing.
+  void when_durable(ApiResponse response, std::function<void(ApiResponse)> send);
 
   // The response for an error found before a request reaches handle() (a
   // body over the limit, a malformed request).

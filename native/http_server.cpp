@@ -67,8 +67,8 @@ struct HttpServer::Impl {
   // One event loop a thread: a connection lives on one loop, so a request
   // is read, run and answered on one thread, with no hand-over between
   // threads on the way (each costs a wake-up, tens of microseconds on a
-  // busy machine). A request that blocks (a durable write waiting for its
-  // flush) holds up only the other connections of its loop.
+  // busy machine). A request that runs long (a scan) holds up only the
+  // other connections of its loop; a durable write's flush holds none.
   std::vector<std::unique_ptr<Loop>> loops;
   size_t next_loop = 0;                   // the loop of the next connection (round robin)
   std::optional<tcp::acceptor> acceptor;  // on loops[0]
@@ -180,7 +180,22 @@ class Session : public std::enable_shared_from_this<Session> {
     r.origin = req[http::field::origin];
     r.body = req.body();
     ApiResponse a = server_.api.handle(r);
-    respond(std::move(a), req.keep_alive(), req.version());
+    const bool keep_alive = req.keep_alive();
+    const unsigned version = req.version();
+    if (!a.durable_at) return respond(std::move(a), keep_alive, version);
+    // A durable write has landed: its answer waits for its flush, this
+    // loop does not. The flusher hands the answer back to the loop, and
+    // until then the loop is kept running (a shutdown waits for it).
+    auto hold = std::make_shared<net::executor_work_guard<net::io_context::executor_type>>(loop_.ctx.get_executor());
+    server_.api.when_durable(std::move(a), [self = shared_from_this(), hold, keep_alive, version](ApiResponse done) mutable {
+      // The captures move on to the loop: the last reference to the
+      // session is never let go on the flusher's thread.
+      net::io_context& ctx = self->loop_.ctx;
+      net::post(ctx, [self = std::move(self), hold = std::move(hold), done = std::move(done), keep_alive, version]() mutable {
+        self->respond(std::move(done), keep_alive, version);
+        hold.reset();
+      });
+    });
   }
 
   // An error found before the request was read whole: the response goes

@@ -4,9 +4,11 @@
 // `threads` event loops (an io_context each, run by one thread); each
 // connection lives on one of them (round robin) as a chain of asynchronous
 // reads and writes, so an idle or slow connection holds no thread. A
-// request, once read whole, runs on its loop's thread (a durable write waits
-// there for its flush, which the writes of other connections share), so at
-// most `threads` requests run at once.
+// request, once read whole, runs on its loop's thread, so at most `threads`
+// requests run at once. A durable write does not wait there for its flush:
+// once landed, its answer waits with the database's flusher, which one
+// flush serves for the writes of every connection, and comes back to the
+// loop to be sent.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -4,6 +4,7 @@
 // tests/js/server.test.js covers them over HTTP.
 #include <doctest/doctest.h>
 
+#include <future>
 #include <string>
 
 #include "db.h"
@@ -24,7 +25,11 @@ ApiResponse post(Api& api, std::string_view path, std::string_view body, std::st
   r.content_type = type;
   r.authorization = auth;
   r.body = body;
-  return api.handle(r);
+  // As the server does: a durable write's answer once its flush is done.
+  std::promise<ApiResponse> answer;
+  auto got = answer.get_future();
+  api.when_durable(api.handle(r), [&answer](ApiResponse a) { answer.set_value(std::move(a)); });
+  return got.get();
 }
 
 std::unique_ptr<Database> open_db(FileSystem& fs, SyncMode sync = SyncMode::Off) {
@@ -46,6 +51,16 @@ TEST_CASE("http api: a failed flush is 503 for writes; reads go on") {
   Api api(*db, "");
   REQUIRE(post(api, "/query", R"j({"query": "create collection t (n int)"})j").status == 200);
   REQUIRE(post(api, "/query", R"j({"query": "put t {n: 1}"})j").status == 200);
+  // handle() itself waits for no flush: the write has landed, its answer
+  // waits for when_durable.
+  ApiRequest put;
+  put.method = "POST";
+  put.target = "/query";
+  put.content_type = "application/json";
+  put.body = R"j({"query": "put t {n: 0}"})j";
+  ApiResponse landed = api.handle(put);
+  CHECK(landed.status == 200);
+  CHECK(landed.durable_at > 0);
   faults.fail_sync = true;
   ApiResponse w = post(api, "/query", R"j({"query": "put t {n: 2}"})j");
   CHECK(w.status == 503);

@@ -636,6 +636,108 @@ TEST_CASE("a queued write whose collection changed before it landed is made agai
   CHECK(count(*db2) == 2);
 }
 
+// Deferred writes (query_outside_transaction / batch with durable_at, as
+// kitfox serve makes them): they land without waiting for a flush, and
+// when_durable answers them from the flusher, one flush for many.
+TEST_CASE("deferred writes land while a flush is held and are answered after it, sharing it") {
+  AlwaysDb a_;
+  auto& [mem, faults, fs, db] = a_;
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  const int before = faults.syncs;
+  faults.hold(true);
+  std::atomic<int> landed{0}, answered{0}, failed{0};
+  std::thread writer([&] {
+    for (int i = 0; i < 10; i++) {
+      uint64_t at = 0;
+      auto r = i % 2 ? db->query_outside_transaction("put t {n: $1}", {Value::integer(i)}, &at)
+                     : [&] {
+                         auto b = db->batch({{"put t {n: $1}", {Value::integer(i)}}}, &at);
+                         return b.is_ok() ? Result<QueryResult>(std::move(b->at(0))) : Result<QueryResult>(b.status());
+                       }();
+      if (!r.is_ok() || !at) {
+        failed++;
+        continue;
+      }
+      landed++;
+      db->when_durable(at, [&](const Status& s) { (s.is_ok() ? answered : failed)++; });
+    }
+  });
+  // Every write lands (and is read) while the first flush is held.
+  REQUIRE(eventually([&] { return landed + failed == 10; }));
+  writer.join();
+  CHECK(failed == 0);
+  CHECK(count(*db) == 10);
+  REQUIRE(faults.wait_for([&] { return faults.syncs > before; }));
+  CHECK(answered == 0);
+  faults.hold(false);
+  REQUIRE(eventually([&] { return answered == 10; }));
+  // The flush held when the first write came, and at most one after it
+  // for the writes that landed meanwhile.
+  CHECK(faults.syncs - before <= 2);
+  // Already durable: answered at once, on this thread.
+  bool now = false;
+  db->when_durable(1, [&](const Status& s) { now = s.is_ok(); });
+  CHECK(now);
+  db->close();
+  auto again = open_db(fs, "db", always_no_checkpoint());
+  CHECK(count(*again) == 10);
+}
+
+TEST_CASE("deferred writes: nothing to wait for without sync = always; a failed flush is their answer") {
+  {
+    auto mem = make_memory_file_system();
+    auto db = open_db(*mem);  // sync off
+    REQUIRE(db->query("create collection t (n int)").is_ok());
+    uint64_t at = 7;
+    REQUIRE(db->query_outside_transaction("put t {n: 1}", {}, &at).is_ok());
+    CHECK(at == 0);
+  }
+  AlwaysDb a_;
+  auto& [mem, faults, fs, db] = a_;
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  uint64_t at = 0;
+  REQUIRE(db->query_outside_transaction("get t", {}, &at).is_ok());
+  CHECK(at == 0);  // a read waits for nothing
+  faults.fail_sync = true;
+  REQUIRE(db->query_outside_transaction("put t {n: 1}", {}, &at).is_ok());
+  REQUIRE(at > 0);
+  std::atomic<bool> called{false};
+  Status got;
+  db->when_durable(at, [&](const Status& s) {
+    got = s;
+    called = true;
+  });
+  REQUIRE(eventually([&] { return called.load(); }));
+  CHECK(got.code() == Code::Failed);
+  // The database refuses writes from then on, deferred or not.
+  CHECK(db->query_outside_transaction("put t {n: 2}", {}, &at).status().code() == Code::Failed);
+  CHECK(db->query("put t {n: 3}").status().code() == Code::Failed);
+}
+
+TEST_CASE("close answers the deferred writes still waiting for their flush") {
+  AlwaysDb a_;
+  auto& [mem, faults, fs, db] = a_;
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  const int before = faults.syncs;
+  faults.hold(true);
+  uint64_t at = 0;
+  REQUIRE(db->query_outside_transaction("put t {n: 1}", {}, &at).is_ok());
+  std::atomic<bool> called{false};
+  Status got(Code::Invalid, "not called");
+  db->when_durable(at, [&](const Status& s) {
+    got = s;
+    called = true;
+  });
+  REQUIRE(faults.wait_for([&] { return faults.syncs > before; }));
+  std::thread closer([&] { CHECK(db->close().is_ok()); });
+  faults.hold(false);
+  closer.join();
+  CHECK(called);
+  CHECK(got.is_ok());
+  auto again = open_db(fs, "db", always_no_checkpoint());
+  CHECK(count(*again) == 1);
+}
+
 TEST_CASE("a batch lands as one record; a failed write of it changes nothing in memory") {
   auto mem = make_memory_file_system();
   Faults faults;
