@@ -23,15 +23,47 @@ const char* kind_name(Kind k) {
   return "?";
 }
 
+// A kind tag and one member: 56 bytes on 64-bit targets (120 with a member
+// for each kind), 32 in WASM.
+static_assert(sizeof(void*) != 8 || sizeof(Value) == 56);
+
+const std::string Value::kEmptyString;
+const std::vector<Value> Value::kNoItems;
+const std::vector<std::string> Value::kNoKeys;
+const std::vector<float> Value::kNoFloats;
+
+void Value::become(Kind k) {
+  destroy();
+  kind_ = k;
+  switch (k) {
+    case Kind::Text: case Kind::Bytes: new (&s_) std::string(); break;
+    case Kind::List: case Kind::Object: new (&m_) Members{}; break;
+    case Kind::Vector: new (&vec_) std::vector<float>(); break;
+    default: i_ = 0; break;
+  }
+}
+
+void Value::copy_from(const Value& o) {
+  kind_ = o.kind_;
+  switch (kind_) {
+    case Kind::Text: case Kind::Bytes: new (&s_) std::string(o.s_); break;
+    case Kind::List: case Kind::Object: new (&m_) Members(o.m_); break;
+    case Kind::Vector: new (&vec_) std::vector<float>(o.vec_); break;
+    default: i_ = o.i_; break;
+  }
+}
+
 const Value* Value::get(std::string_view key) const {
-  for (size_t i = 0; i < keys_.size(); i++)
-    if (keys_[i] == key) return &items_[i];
+  if (!has_members()) return nullptr;
+  for (size_t i = 0; i < m_.keys.size(); i++)
+    if (m_.keys[i] == key) return &m_.items[i];
   return nullptr;
 }
 
 Value* Value::get_mut(std::string_view key) {
-  for (size_t i = 0; i < keys_.size(); i++)
-    if (keys_[i] == key) return &items_[i];
+  if (!has_members()) return nullptr;
+  for (size_t i = 0; i < m_.keys.size(); i++)
+    if (m_.keys[i] == key) return &m_.items[i];
   return nullptr;
 }
 
@@ -40,15 +72,17 @@ void Value::set(std::string_view key, Value v) {
     *p = std::move(v);
     return;
   }
-  keys_.emplace_back(key);
-  items_.push_back(std::move(v));
+  Members& m = members();
+  m.keys.emplace_back(key);
+  m.items.push_back(std::move(v));
 }
 
 bool Value::erase(std::string_view key) {
-  for (size_t i = 0; i < keys_.size(); i++)
-    if (keys_[i] == key) {
-      keys_.erase(keys_.begin() + i);
-      items_.erase(items_.begin() + i);
+  if (!has_members()) return false;
+  for (size_t i = 0; i < m_.keys.size(); i++)
+    if (m_.keys[i] == key) {
+      m_.keys.erase(m_.keys.begin() + i);
+      m_.items.erase(m_.items.begin() + i);
       return true;
     }
   return false;

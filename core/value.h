@@ -2,6 +2,7 @@
 // are field names; json fields hold any of Null/Bool/Int/Float/Text/List/Object.
 #pragma once
 #include <cstdint>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,58 +15,170 @@ const char* kind_name(Kind k);
 
 class Value {
  public:
-  Value() = default;
+  Value() noexcept : i_(0) {}
+  ~Value() { destroy(); }
+  Value(const Value& o) { copy_from(o); }
+  Value(Value&& o) noexcept { move_from(std::move(o)); }
+  // Through a temporary: the source may live inside this value.
+  Value& operator=(const Value& o) {
+    if (this != &o) {
+      Value t(o);
+      destroy();
+      move_from(std::move(t));
+    }
+    return *this;
+  }
+  Value& operator=(Value&& o) noexcept {
+    if (this != &o) {
+      Value t(std::move(o));
+      destroy();
+      move_from(std::move(t));
+    }
+    return *this;
+  }
+
   static Value null() { return Value(); }
-  static Value boolean(bool b) { Value v; v.kind_ = Kind::Bool; v.i_ = b; return v; }
-  static Value integer(int64_t i) { Value v; v.kind_ = Kind::Int; v.i_ = i; return v; }
-  static Value real(double d) { Value v; v.kind_ = Kind::Float; v.f_ = d; return v; }
-  static Value timestamp(int64_t ms) { Value v; v.kind_ = Kind::Timestamp; v.i_ = ms; return v; }
-  static Value text(std::string s) { Value v; v.kind_ = Kind::Text; v.s_ = std::move(s); return v; }
-  static Value bytes(std::string s) { Value v; v.kind_ = Kind::Bytes; v.s_ = std::move(s); return v; }
-  static Value list(std::vector<Value> items = {}) { Value v; v.kind_ = Kind::List; v.items_ = std::move(items); return v; }
-  static Value object() { Value v; v.kind_ = Kind::Object; return v; }
-  static Value vector(std::vector<float> f) { Value v; v.kind_ = Kind::Vector; v.vec_ = std::move(f); return v; }
+  static Value boolean(bool b) { return scalar(Kind::Bool, b); }
+  static Value integer(int64_t i) { return scalar(Kind::Int, i); }
+  static Value real(double d) {
+    Value v;
+    v.kind_ = Kind::Float;
+    v.f_ = d;
+    return v;
+  }
+  static Value timestamp(int64_t ms) { return scalar(Kind::Timestamp, ms); }
+  static Value text(std::string s) { return string_of(Kind::Text, std::move(s)); }
+  static Value bytes(std::string s) { return string_of(Kind::Bytes, std::move(s)); }
+  static Value list(std::vector<Value> items = {}) {
+    Value v;
+    v.kind_ = Kind::List;
+    new (&v.m_) Members{std::move(items), {}};
+    return v;
+  }
+  static Value object() {
+    Value v;
+    v.kind_ = Kind::Object;
+    new (&v.m_) Members{};
+    return v;
+  }
+  static Value vector(std::vector<float> f) {
+    Value v;
+    v.kind_ = Kind::Vector;
+    new (&v.vec_) std::vector<float>(std::move(f));
+    return v;
+  }
 
   Kind kind() const { return kind_; }
   bool is_null() const { return kind_ == Kind::Null; }
   bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float; }
-  bool as_bool() const { return i_ != 0; }
-  int64_t as_int() const { return i_; }
-  double as_float() const { return f_; }
-  double as_number() const { return kind_ == Kind::Int ? double(i_) : f_; }
-  const std::string& as_string() const { return s_; }
-  std::string& mutable_string() { return s_; }
+  // Scalars; 0 (false) for a value of another kind.
+  bool as_bool() const { return is_scalar() && i_ != 0; }
+  int64_t as_int() const { return is_scalar() ? i_ : 0; }
+  double as_float() const { return is_scalar() ? f_ : 0.0; }
+  double as_number() const { return kind_ == Kind::Int ? double(i_) : kind_ == Kind::Float ? f_ : 0.0; }
+  // Text and bytes; empty for a value of another kind.
+  const std::string& as_string() const { return is_string() ? s_ : kEmptyString; }
+  // The mutable accessors make the value of their kind first when it is not
+  // (text, a list, a vector), so they never reach a member it does not hold.
+  std::string& mutable_string() {
+    if (!is_string()) become(Kind::Text);
+    return s_;
+  }
 
   // List items, or an Object's values (parallel to keys()).
-  const std::vector<Value>& items() const { return items_; }
-  std::vector<Value>& mutable_items() { return items_; }
-  const std::vector<std::string>& keys() const { return keys_; }
-  const std::vector<float>& vec() const { return vec_; }
-  std::vector<float>& mutable_vec() { return vec_; }
+  const std::vector<Value>& items() const { return has_members() ? m_.items : kNoItems; }
+  std::vector<Value>& mutable_items() {
+    if (!has_members()) become(Kind::List);
+    return m_.items;
+  }
+  const std::vector<std::string>& keys() const { return has_members() ? m_.keys : kNoKeys; }
+  const std::vector<float>& vec() const { return kind_ == Kind::Vector ? vec_ : kNoFloats; }
+  std::vector<float>& mutable_vec() {
+    if (kind_ != Kind::Vector) become(Kind::Vector);
+    return vec_;
+  }
 
-  // Object access. set() replaces an existing key or appends.
+  // Object access (a value that is not a list or an object becomes an
+  // object first). set() replaces an existing key or appends.
   const Value* get(std::string_view key) const;
   Value* get_mut(std::string_view key);
   void set(std::string_view key, Value v);
   bool erase(std::string_view key);
-  void append(std::string key, Value v) { keys_.push_back(std::move(key)); items_.push_back(std::move(v)); }
-  void reserve_keys(size_t n) {
-    keys_.reserve(n);
-    items_.reserve(n);
+  void append(std::string key, Value v) {
+    Members& m = members();
+    m.keys.push_back(std::move(key));
+    m.items.push_back(std::move(v));
   }
-  void push(Value v) { items_.push_back(std::move(v)); }
-  size_t size() const { return kind_ == Kind::Vector ? vec_.size() : kind_ == Kind::Object || kind_ == Kind::List ? items_.size() : s_.size(); }
+  void reserve_keys(size_t n) {
+    Members& m = members();
+    m.keys.reserve(n);
+    m.items.reserve(n);
+  }
+  void push(Value v) { mutable_items().push_back(std::move(v)); }
+  size_t size() const {
+    return kind_ == Kind::Vector ? vec_.size() : has_members() ? m_.items.size() : is_string() ? s_.size() : 0;
+  }
 
  private:
+  // A list's items (no keys) or an object's keys and values.
+  struct Members {
+    std::vector<Value> items;
+    std::vector<std::string> keys;
+  };
+  static const std::string kEmptyString;
+  static const std::vector<Value> kNoItems;
+  static const std::vector<std::string> kNoKeys;
+  static const std::vector<float> kNoFloats;
+
+  static Value scalar(Kind k, int64_t i) {
+    Value v;
+    v.kind_ = k;
+    v.i_ = i;
+    return v;
+  }
+  static Value string_of(Kind k, std::string s) {
+    Value v;
+    v.kind_ = k;
+    new (&v.s_) std::string(std::move(s));
+    return v;
+  }
+  bool is_scalar() const { return kind_ <= Kind::Float || kind_ == Kind::Timestamp; }
+  bool is_string() const { return kind_ == Kind::Text || kind_ == Kind::Bytes; }
+  bool has_members() const { return kind_ == Kind::List || kind_ == Kind::Object; }
+  Members& members() {
+    if (!has_members()) become(Kind::Object);
+    return m_;
+  }
+  void destroy() noexcept {
+    switch (kind_) {
+      case Kind::Text: case Kind::Bytes: s_.~basic_string(); break;
+      case Kind::List: case Kind::Object: m_.~Members(); break;
+      case Kind::Vector: vec_.~vector(); break;
+      default: break;
+    }
+  }
+  // The value becomes an empty one of kind k (text, list, object, vector).
+  void become(Kind k);
+  void copy_from(const Value& o);
+  // The source keeps its kind, its member emptied by the move.
+  void move_from(Value&& o) noexcept {
+    kind_ = o.kind_;
+    switch (kind_) {
+      case Kind::Text: case Kind::Bytes: new (&s_) std::string(std::move(o.s_)); break;
+      case Kind::List: case Kind::Object: new (&m_) Members{std::move(o.m_.items), std::move(o.m_.keys)}; break;
+      case Kind::Vector: new (&vec_) std::vector<float>(std::move(o.vec_)); break;
+      default: i_ = o.i_; break;
+    }
+  }
+
   Kind kind_ = Kind::Null;
   union {
-    int64_t i_ = 0;
+    int64_t i_;
     double f_;
+    std::string s_;     // Text, Bytes
+    Members m_;         // List, Object
+    std::vector<float> vec_;  // Vector
   };
-  std::string s_;
-  std::vector<Value> items_;
-  std::vector<std::string> keys_;
-  std::vector<float> vec_;
 };
 
 // Total order used by `order` and sorted output: null < bool < number <
