@@ -30,6 +30,8 @@ using tcp = net::ip::tcp;
 
 namespace {
 constexpr uint32_t kHeaderLimit = 64 << 10;  // bytes of a request's start line and headers
+constexpr size_t kSmallBody = 16 << 10;  // read into the buffer as it is
+constexpr size_t kBodyRead = 64 << 10;   // the receive size for larger bodies (Beast's most)
 constexpr const char* kServer = "kitfox/0.1.0";
 }  // namespace
 
@@ -147,6 +149,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_body() {
     if (parser_->is_done()) return on_read({}, 0);  // no body (a GET)
+    // Beast reads as much as the buffer has room for (512 bytes at first,
+    // at most 64 KiB): a large body, in as few receives as it allows.
+    const auto length = parser_->content_length();
+    if (!length || *length > kSmallBody) buffer_.reserve(kBodyRead);
     http::async_read(socket_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 
@@ -237,6 +243,7 @@ class Session : public std::enable_shared_from_this<Session> {
     writing_ = false;
     bool again = !ec && res_->keep_alive() && !stopping_;
     res_.reset();
+    if (buffer_.capacity() > kSmallBody) buffer_.shrink_to_fit();  // an idle connection keeps little
     if (!again && linger_ && !ec) return linger();
     if (!again) return close();
     read_header();
