@@ -402,8 +402,8 @@ class Engine {
   bool opened_ = false;  // open() succeeded
   port::Background flusher_;  // the period mode's flushes; in the always mode, the deferred writes'
   bool stop_flusher_ = false;
-  // Deferred writes waiting for their flush (when_durable), in seq order
-  // of their calls (not necessarily of their seqs); under sync_mu_.
+  // Deferred writes waiting for their flush (when_durable), in no
+  // particular order; under sync_mu_.
   struct DurableWaiter {
     uint64_t seq;
     std::function<void(const Status&)> done;

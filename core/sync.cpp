@@ -175,7 +175,8 @@ void Engine::stop_checker() {
 void Engine::when_durable(uint64_t seq, std::function<void(const Status&)> done) {
   {
     std::lock_guard g(sync_mu_);
-    if (opts_.sync == SyncMode::Always && flusher_.running() && !stop_flusher_ && !failed_ && synced_seq_ < seq) {
+    // stop_flusher_ first: it is set under this mutex before close() joins the thread.
+    if (opts_.sync == SyncMode::Always && !stop_flusher_ && flusher_.running() && !failed_ && synced_seq_ < seq) {
       durable_waiters_.push_back({seq, std::move(done)});
       sync_cv_.notify_all();
       return;

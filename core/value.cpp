@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <utility>
 
 namespace kitfox {
 
@@ -60,12 +61,7 @@ const Value* Value::get(std::string_view key) const {
   return nullptr;
 }
 
-Value* Value::get_mut(std::string_view key) {
-  if (!has_members()) return nullptr;
-  for (size_t i = 0; i < m_.keys.size(); i++)
-    if (m_.keys[i] == key) return &m_.items[i];
-  return nullptr;
-}
+Value* Value::get_mut(std::string_view key) { return const_cast<Value*>(std::as_const(*this).get(key)); }
 
 void Value::set(std::string_view key, Value v) {
   if (Value* p = get_mut(key)) {

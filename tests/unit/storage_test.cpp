@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -636,6 +637,18 @@ TEST_CASE("a queued write whose collection changed before it landed is made agai
   CHECK(count(*db2) == 2);
 }
 
+// What when_durable answered a deferred write, and whether it has.
+struct DurableAnswer {
+  std::atomic<bool> called{false};
+  Status got{Code::Invalid, "not called"};
+  std::function<void(const Status&)> callback() {
+    return [this](const Status& s) {
+      got = s;
+      called = true;
+    };
+  }
+};
+
 // Deferred writes (query_outside_transaction / batch with durable_at, as
 // kitfox serve makes them): they land without waiting for a flush, and
 // when_durable answers them from the flusher, one flush for many.
@@ -701,13 +714,10 @@ TEST_CASE("deferred writes: nothing to wait for without sync = always; a failed 
   faults.fail_sync = true;
   REQUIRE(db->query_outside_transaction("put t {n: 1}", {}, &at).is_ok());
   REQUIRE(at > 0);
-  std::atomic<bool> called{false};
-  Status got;
-  db->when_durable(at, [&](const Status& s) {
-    got = s;
-    called = true;
-  });
-  REQUIRE(eventually([&] { return called.load(); }));
+  DurableAnswer answer;
+  db->when_durable(at, answer.callback());
+  REQUIRE(eventually([&] { return answer.called.load(); }));
+  const Status& got = answer.got;
   CHECK(got.code() == Code::Failed);
   // The database refuses writes from then on, deferred or not.
   CHECK(db->query_outside_transaction("put t {n: 2}", {}, &at).status().code() == Code::Failed);
@@ -722,18 +732,14 @@ TEST_CASE("close answers the deferred writes still waiting for their flush") {
   faults.hold(true);
   uint64_t at = 0;
   REQUIRE(db->query_outside_transaction("put t {n: 1}", {}, &at).is_ok());
-  std::atomic<bool> called{false};
-  Status got(Code::Invalid, "not called");
-  db->when_durable(at, [&](const Status& s) {
-    got = s;
-    called = true;
-  });
+  DurableAnswer answer;
+  db->when_durable(at, answer.callback());
   REQUIRE(faults.wait_for([&] { return faults.syncs > before; }));
   std::thread closer([&] { CHECK(db->close().is_ok()); });
   faults.hold(false);
   closer.join();
-  CHECK(called);
-  CHECK(got.is_ok());
+  CHECK(answer.called);
+  CHECK(answer.got.is_ok());
   auto again = open_db(fs, "db", always_no_checkpoint());
   CHECK(count(*again) == 1);
 }
