@@ -145,12 +145,17 @@ report() {
 }
 trap report EXIT
 
+timings=()
 for stage in "${selected[@]}"; do
   current=$stage
+  started=$SECONDS
   "stage_$stage"
+  timings+=("$stage $((SECONDS - started))s")
+  printf '==== %s: %ds ====\n' "$stage" "$((SECONDS - started))"
   [[ " ${skipped[*]-} " == *" $stage "* ]] || passed+=("$stage")
 done
 current=""
 printf '\n==== all tests passed: %s' "${passed[*]-none}"
 ((${#skipped[@]} == 0)) || printf '; skipped: %s' "${skipped[*]}"
 printf ' ====\n'
+printf 'stage times: %s\n' "$(IFS=,; echo "${timings[*]}" | sed 's/,/, /g')"
