@@ -21,16 +21,28 @@ const char* code_name(Code c) {
   return "unknown";
 }
 
+Status::Status(Code c, std::string msg, int64_t pos) : rep_(c == Code::Ok ? nullptr : new Rep{c, pos, std::move(msg)}) {}
+Status::Rep* Status::copy(const Rep* r) { return new Rep(*r); }
+void Status::drop() {
+  delete rep_;
+  rep_ = nullptr;
+}
+
+const std::string& Status::message() const {
+  static const std::string none;
+  return rep_ ? rep_->msg : none;
+}
+
 std::string Status::to_string() const {
   if (is_ok()) return "ok";
-  std::string s = code_name(code_);
+  std::string s = code_name(rep_->code);
   s += " error";
-  if (pos_ >= 0) {
+  if (rep_->pos >= 0) {
     s += " at ";
-    s += std::to_string(pos_);
+    s += std::to_string(rep_->pos);
   }
   s += ": ";
-  s += msg_;
+  s += rep_->msg;
   return s;
 }
 

@@ -27,23 +27,49 @@ enum class Code : uint8_t {
 
 const char* code_name(Code c);
 
+// A Status is one pointer: null when ok, so the ok path every call takes
+// (returned, checked, dropped) costs what a pointer does; an error holds
+// its code, message and position on the heap.
 class Status {
  public:
   Status() = default;
-  Status(Code c, std::string msg, int64_t pos = -1) : code_(c), msg_(std::move(msg)), pos_(pos) {}
+  // Out of line: errors are rare, and every place that makes one stays small.
+  Status(Code c, std::string msg, int64_t pos = -1);
+  Status(const Status& o) : rep_(o.rep_ ? copy(o.rep_) : nullptr) {}
+  Status(Status&& o) noexcept : rep_(o.rep_) { o.rep_ = nullptr; }
+  Status& operator=(const Status& o) {
+    if (this != &o) {
+      Rep* r = o.rep_ ? copy(o.rep_) : nullptr;
+      drop();
+      rep_ = r;
+    }
+    return *this;
+  }
+  Status& operator=(Status&& o) noexcept {
+    std::swap(rep_, o.rep_);
+    return *this;
+  }
+  ~Status() {
+    if (rep_) drop();
+  }
   static Status ok() { return Status(); }
-  bool is_ok() const { return code_ == Code::Ok; }
+  bool is_ok() const { return rep_ == nullptr; }
   explicit operator bool() const { return is_ok(); }
-  Code code() const { return code_; }
-  const std::string& message() const { return msg_; }
-  int64_t position() const { return pos_; }
+  Code code() const { return rep_ ? rep_->code : Code::Ok; }
+  const std::string& message() const;
+  int64_t position() const { return rep_ ? rep_->pos : -1; }
   // "syntax error at 12: expected ..." style text for users.
   std::string to_string() const;
 
  private:
-  Code code_ = Code::Ok;
-  std::string msg_;
-  int64_t pos_ = -1;
+  struct Rep {
+    Code code;
+    int64_t pos;
+    std::string msg;
+  };
+  static Rep* copy(const Rep* r);
+  void drop();
+  Rep* rep_ = nullptr;
 };
 
 template <typename T>

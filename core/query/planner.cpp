@@ -26,7 +26,7 @@ Access choose_access(ExecContext& x) {
 
 // The source of an access path and, unless it is exact, the filter.
 int add_access(ExecContext& x, Access a, Pipeline* p) {
-  int node;
+  int node = -1;
   switch (a.kind) {
     case Access::Kind::Ids:
       node = plan_id_lookup(x.plan, a.ids.size());
