@@ -252,7 +252,7 @@ Stats Engine::stats() {
 }
 
 Collection* Engine::find(std::string_view name) {
-  auto it = colls_.find(std::string(name));
+  auto it = colls_.find(name);
   return it == colls_.end() ? nullptr : it->second.get();
 }
 

@@ -87,6 +87,12 @@ Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::v
   }
 
   Evaluator ev(params);
+  int64_t id = 0;
+  bool none = false;
+  if (point_read(ev, st, &id, &none)) {
+    if (!none) KF_TRY(read_point(*this, *c, st, ev, id, &res.rows));
+    return res;
+  }
   Plan plan(st.explain);
   ExecContext x(*this, *c, st, ev, plan, st.analyze);
   Pipeline p;

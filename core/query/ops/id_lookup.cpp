@@ -4,23 +4,45 @@
 
 namespace kitfox {
 
+namespace {
+
+// `id = c` (either way round): 1 with the id in *id, 0 when c is null (no
+// document), -1 when the clause is not of that form or c is not an
+// integral number.
+int id_equal(const Evaluator& ev, const Expr* w, int64_t* id) {
+  auto is_id = [](const Expr& x) { return x.kind == ExprKind::Path && x.path.size() == 1 && x.path[0] == "id"; };
+  if (w->kind != ExprKind::Compare || w->op != CmpOp::Eq) return -1;
+  const Expr* other = is_id(*w->kids[0]) ? w->kids[1].get() : is_id(*w->kids[1]) ? w->kids[0].get() : nullptr;
+  if (!other || other->kind == ExprKind::Path) return -1;
+  const Value* v = ev.ref(*other);
+  Value tmp;
+  if (!v) {
+    if (!ev.constant(*other, &tmp).is_ok()) return -1;
+    v = &tmp;
+  }
+  if (v->kind() == Kind::Int) {
+    *id = v->as_int();
+    return 1;
+  }
+  if (v->is_null()) return 0;
+  if (v->kind() == Kind::Float && v->as_float() == std::floor(v->as_float()) && std::fabs(v->as_float()) < 9e18) {
+    *id = (int64_t)v->as_float();
+    return 1;
+  }
+  return -1;
+}
+
+}  // namespace
+
 bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
   if (!w) return false;
-  auto is_id = [](const Expr& x) { return x.kind == ExprKind::Path && x.path.size() == 1 && x.path[0] == "id"; };
-  if (w->kind == ExprKind::Compare && w->op == CmpOp::Eq) {
-    const Expr* other = is_id(*w->kids[0]) ? w->kids[1].get() : is_id(*w->kids[1]) ? w->kids[0].get() : nullptr;
-    if (!other || other->kind == ExprKind::Path) return false;
-    const Value* v = ev.ref(*other);
-    Value tmp;
-    if (!v) {
-      if (!ev.constant(*other, &tmp).is_ok()) return false;
-      v = &tmp;
-    }
-    if (v->kind() == Kind::Int) ids->push_back(v->as_int());
-    else if (!v->is_null() && !(v->kind() == Kind::Float && v->as_float() == std::floor(v->as_float()) && std::fabs(v->as_float()) < 9e18)) return false;
-    else if (v->kind() == Kind::Float) ids->push_back((int64_t)v->as_float());
-    return true;
+  int64_t id;
+  switch (id_equal(ev, w, &id)) {
+    case 1: ids->push_back(id); return true;
+    case 0: return true;
+    default: break;
   }
+  auto is_id = [](const Expr& x) { return x.kind == ExprKind::Path && x.path.size() == 1 && x.path[0] == "id"; };
   if (w->kind == ExprKind::In && !w->negate && is_id(*w->kids[0]) && w->kids[1]->kind != ExprKind::Path) {
     Value v;
     if (!ev.constant(*w->kids[1], &v).is_ok() || v.kind() != Kind::List) return false;
@@ -60,6 +82,37 @@ class Ids : public Source {
 };
 
 }  // namespace
+
+// The point read, `get C where id = X` with no other clause (whole
+// documents or selected fields): the plan an id lookup and a project, run
+// as one step with no pipeline built, since it is the read an application
+// makes most. explain (and explain analyze) show and run the same plan
+// through plan_get.
+bool point_read(const Evaluator& ev, const ParsedStatement& st, int64_t* id, bool* none) {
+  if (st.kind != StmtKind::Get || !st.where || st.explain || !st.order.empty() || !st.group.empty() || st.limit ||
+      st.offset || st.count || st.near_pos >= 0 || st.match_pos >= 0 || st.fuse || st.rerank_pos >= 0 || st.lookup)
+    return false;
+  for (const SelectItem& s : st.select)
+    if (s.expr && s.expr->kind == ExprKind::Aggregate) return false;
+  int r = id_equal(ev, st.where.get(), id);
+  *none = r == 0;
+  return r >= 0;
+}
+
+Status read_point(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t id,
+                  std::vector<Value>* out) {
+  const uint64_t* loc = c.ids.find(id);
+  if (!loc) return Status::ok();
+  Value doc;
+  KF_TRY(decode_document(c.def, id, eng.body(*loc), &doc, &c));
+  Status err;
+  Value row = project_row(st, std::move(doc), ev, &err);
+  KF_TRY(err);
+  RowBudget budget(eng.options().max_result_bytes);
+  if (!budget.take(row, &err)) return err;
+  out->push_back(std::move(row));
+  return Status::ok();
+}
 
 int plan_id_lookup(Plan& plan, size_t n) {
   int node = plan.add("id lookup");
