@@ -148,17 +148,27 @@ Status decode_value(Reader& r, Value* out, int depth) {
 }
 
 void encode_document(const CollectionDef& def, const Value& fields, std::string& out) {
+  // Each field's value looked up once (the count goes first).
+  constexpr size_t kOnStack = 32;
+  const Value* on_stack[kOnStack];
+  std::vector<const Value*> on_heap;
+  const Value** found = on_stack;
+  if (def.fields.size() > kOnStack) {
+    on_heap.resize(def.fields.size());
+    found = on_heap.data();
+  }
   size_t count = 0;
-  for (const Field& f : def.fields) {
-    const Value* v = fields.get(f.name);
-    if (v && !v->is_null()) count++;
+  for (size_t i = 0; i < def.fields.size(); i++) {
+    const Value* v = fields.get(def.fields[i].name);
+    found[i] = v && !v->is_null() ? v : nullptr;
+    count += found[i] != nullptr;
   }
   put_varint(out, count);
-  for (const Field& f : def.fields) {
-    const Value* v = fields.get(f.name);
-    if (!v || v->is_null()) continue;
+  for (size_t i = 0; i < def.fields.size(); i++) {
+    if (!found[i]) continue;
+    const Field& f = def.fields[i];
     put_varint(out, f.id);
-    encode_value(out, *v, f.type.kind == TypeKind::Vector && f.type.f16);
+    encode_value(out, *found[i], f.type.kind == TypeKind::Vector && f.type.f16);
   }
 }
 
@@ -211,9 +221,8 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
       skip_value(r);
       continue;
     }
-    Value v;
-    KF_TRY(decode_field_value(r, fid, &v, vs));
-    out->append(f->name, std::move(v));
+    out->append(f->name, Value());
+    KF_TRY(decode_field_value(r, fid, &out->mutable_items().back(), vs));  // in its place
   }
   if (!r.ok()) return Status(Code::Corrupt, "document " + std::to_string(id) + " is cut short");
   return Status::ok();

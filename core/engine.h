@@ -125,12 +125,14 @@ struct PreparedDocs {
   struct Doc {
     bool has_id = false;
     int64_t id = 0;
-    std::string body;  // encoded
-    Value fields;      // by name, when the collection has a @unique index
+    size_t at = 0, len = 0;  // its encoding in `bodies`
+    Value fields;            // by name, when the collection has a @unique index
     int64_t pos = 0;
   };
   std::vector<Doc> docs;
+  std::string bodies;  // every document encoded, one after another
   bool ready = false;
+  std::string_view body(const Doc& d) const { return std::string_view(bodies).substr(d.at, d.len); }
 };
 
 // A write waiting in the engine's queue to land (sync.cpp): the first in
@@ -185,7 +187,7 @@ class Engine {
   // Used by the executor (query/executor.cpp, query/ops/), under the appropriate lock.
   const OpenOptions& options() const { return opts_; }
   Collection* find(std::string_view name);
-  const std::map<std::string, std::unique_ptr<Collection>>& collections() const { return colls_; }
+  const std::map<std::string, std::unique_ptr<Collection>, std::less<>>& collections() const { return colls_; }
   std::string_view body(uint64_t loc) const { return arena_.body(loc); }
   uint32_t next_collection_id() const { return next_coll_id_; }
   // Writes one record holding `nops` ops and applies it. Called under the
@@ -335,7 +337,7 @@ class Engine {
   std::mutex pin_mu_;
   std::vector<std::vector<IdEntry>> spare_ids_;
   Status bound(Prepared& p);
-  std::map<std::string, std::unique_ptr<Collection>> colls_;
+  std::map<std::string, std::unique_ptr<Collection>, std::less<>> colls_;
   std::map<uint32_t, Collection*> by_id_;
   uint32_t next_coll_id_ = 1;
   Arena arena_;

@@ -30,6 +30,10 @@ class Value {
   }
   Value& operator=(Value&& o) noexcept {
     if (this != &o) {
+      if (!owns_member()) {  // nothing to free, so the source is not inside it
+        move_from(std::move(o));
+        return *this;
+      }
       Value t(std::move(o));
       destroy();
       move_from(std::move(t));
@@ -145,6 +149,7 @@ class Value {
   bool is_scalar() const { return kind_ <= Kind::Float || kind_ == Kind::Timestamp; }
   bool is_string() const { return kind_ == Kind::Text || kind_ == Kind::Bytes; }
   bool has_members() const { return kind_ == Kind::List || kind_ == Kind::Object; }
+  bool owns_member() const { return kind_ >= Kind::Text && kind_ != Kind::Timestamp; }
   Members& members() {
     if (!has_members()) become(Kind::Object);
     return m_;

@@ -70,12 +70,12 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
   out->reserve(s.size() / 4 + 8);  // a bulk put is about one token per 4 bytes: no regrowth
   if (!valid_utf8(s)) return Status(Code::Syntax, "statement text is not valid UTF-8", 0);
   size_t p = 0;
+  // Each token is made in its place in *out (reserved above).
   auto single = [&](Tok k, size_t n) {
-    Token t;
+    Token& t = out->emplace_back();
     t.kind = k;
     t.pos = p;
     t.text = s.substr(p, n);
-    out->push_back(std::move(t));
     p += n;
   };
   while (p < s.size()) {
@@ -90,11 +90,10 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
       while (p < s.size() && ((s[p] >= 'a' && s[p] <= 'z') || (s[p] >= 'A' && s[p] <= 'Z') ||
                               (s[p] >= '0' && s[p] <= '9') || s[p] == '_'))
         p++;
-      Token t;
+      Token& t = out->emplace_back();
       t.kind = Tok::Ident;
       t.pos = start;
       t.text = s.substr(start, p - start);
-      out->push_back(std::move(t));
       continue;
     }
     if (c >= '0' && c <= '9') {
@@ -114,7 +113,8 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
           while (p < s.size() && s[p] >= '0' && s[p] <= '9') p++;
         }
       }
-      Token t;
+      const bool after_minus = !out->empty() && out->back().kind == Tok::Minus;
+      Token& t = out->emplace_back();
       t.pos = start;
       t.text = s.substr(start, p - start);
       if (is_float) {
@@ -127,14 +127,13 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
         auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), t.i);
         if (r.ec != std::errc()) {
           // 9223372036854775808 is valid only after a minus sign.
-          if (t.text == "9223372036854775808" && !out->empty() && out->back().kind == Tok::Minus) {
+          if (t.text == "9223372036854775808" && after_minus) {
             t.i = INT64_MIN;  // the parser negates it back
           } else {
             return Status(Code::Limit, "integer " + std::string(t.text) + " is out of range (int64)", start);
           }
         }
       }
-      out->push_back(std::move(t));
       continue;
     }
     if (c == '"') {
@@ -144,12 +143,11 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
       size_t q = p;
       while (q < s.size() && s[q] != '"' && s[q] != '\\') q++;
       if (q < s.size() && s[q] == '"') {
-        Token t;
+        Token& t = out->emplace_back();
         t.kind = Tok::String;
         t.pos = start;
         t.text = s.substr(start, q + 1 - start);
         t.str.assign(s.data() + p, q - p);
-        out->push_back(std::move(t));
         p = q + 1;
         continue;
       }
@@ -209,12 +207,11 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
       size_t ds = p;
       while (p < s.size() && s[p] >= '0' && s[p] <= '9' && p - ds < 6) n = n * 10 + (s[p++] - '0');
       if (p == ds || n == 0) return Status(Code::Syntax, "expected a parameter number after '$' ($1, $2, ...)", start);
-      Token t;
+      Token& t = out->emplace_back();
       t.kind = Tok::Param;
       t.pos = start;
       t.text = s.substr(start, p - start);
       t.i = n;
-      out->push_back(std::move(t));
       continue;
     }
     char n2 = p + 1 < s.size() ? s[p + 1] : 0;

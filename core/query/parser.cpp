@@ -384,9 +384,8 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
           return false;
         }
         if (parts) parts->key.push_back(kpos);
-        Value v;
-        if (!literal(&v, depth + 1, nullptr, false, err)) return false;
-        out->append(std::move(key), std::move(v));
+        out->append(std::move(key), Value());
+        if (!literal(&out->mutable_items().back(), depth + 1, nullptr, false, err)) return false;  // in its place
         if (accept(Tok::Comma)) {
           if (accept(Tok::RBrace)) return true;
           continue;

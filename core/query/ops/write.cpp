@@ -28,17 +28,18 @@ bool already_typed(const Value& v, const Type& t) {
   }
 }
 
-// Builds a document's typed fields from `in`, whose values it may move from.
+// Makes `in` a document of the collection's typed fields, in place: each
+// value checked against its field and converted where it must be (an
+// `id` key is taken out as *id and left for the encoder to skip).
 // `keys`: where each of its keys stood in the statement (null: at `pos`).
 struct KeyPositions {
   const int64_t* at = nullptr;
   size_t n = 0;
 };
-Status build_document(const CollectionDef& def, Value& in, KeyPositions keys, int64_t pos, Value* fields,
-                      bool* has_id, int64_t* id) {
+Status build_document(const CollectionDef& def, Value& in, KeyPositions keys, int64_t pos, bool* has_id,
+                      int64_t* id) {
   if (in.kind() != Kind::Object)
     return Status(Code::Type, std::string("expected a document (an object), got ") + kind_name(in.kind()), pos);
-  *fields = Value::object();
   *has_id = false;
   for (size_t i = 0; i < in.keys().size(); i++) {
     const std::string& k = in.keys()[i];
@@ -53,22 +54,18 @@ Status build_document(const CollectionDef& def, Value& in, KeyPositions keys, in
     }
     const Field* f = def.field(k);
     if (!f) return not_found_field(k, def, kpos);
-    if (already_typed(v, f->type)) {
-      if (v.kind() == Kind::Text && !valid_utf8(v.as_string()))
-        return Status(Code::Type, "'" + k + "' is not valid UTF-8 text", kpos);
-      fields->append(k, std::move(v));
-      continue;
+    if (!already_typed(v, f->type)) {
+      Value t;
+      Status st = coerce(v, f->type, k, &t);
+      if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
+      v = std::move(t);
     }
-    Value t;
-    Status st = coerce(v, f->type, k, &t);
-    if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
-    if (t.kind() == Kind::Text && !valid_utf8(t.as_string()))
+    if (v.kind() == Kind::Text && !valid_utf8(v.as_string()))
       return Status(Code::Type, "'" + k + "' is not valid UTF-8 text", kpos);
-    fields->append(k, std::move(t));
   }
   for (const Field& f : def.fields) {
     if (!f.required) continue;
-    const Value* v = fields->get(f.name);
+    const Value* v = in.get(f.name);
     if (!v || v->is_null()) return Status(Code::Constraint, "required field '" + f.name + "' is missing", pos);
   }
   return Status::ok();
@@ -198,7 +195,7 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
   for (const SecondaryDef& d : c.def.secondary) unique |= d.kind == IndexKind::Unique;
   out->docs.clear();
   out->docs.resize(n);
-  Value fields;
+  out->bodies.clear();
   std::vector<int64_t> key_pos;
   for (size_t i = 0; i < n; i++) {
     Value& dv = is_list ? body.mutable_items()[i] : body;
@@ -228,22 +225,24 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
     }
     PreparedDocs::Doc& d = out->docs[i];
     d.pos = pos;
-    Status s = build_document(c.def, dv, keys, pos, &fields, &d.has_id, &d.id);
+    Status s = build_document(c.def, dv, keys, pos, &d.has_id, &d.id);
     if (!s.is_ok()) {
       if (is_list && !literal) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
       return s;
     }
     for (auto& [fid, index] : c.vindex) {
       const Field* vf = c.def.field_by_id(fid);
-      const Value* vv = vf ? fields.get(vf->name) : nullptr;
+      const Value* vv = vf ? dv.get(vf->name) : nullptr;
       if (vv && vv->kind() == Kind::Vector) {
         Status ps = index->prepare(vv->vec().data(), &prepared, vf->name);
         if (!ps.is_ok()) return Status(ps.code(), ps.message(), pos);
       }
     }
-    encode_document(c.def, fields, d.body);
-    KF_TRY(check_doc_size(d.body.size(), pos));
-    if (unique) d.fields = std::move(fields);
+    d.at = out->bodies.size();
+    encode_document(c.def, dv, out->bodies);
+    d.len = out->bodies.size() - d.at;
+    KF_TRY(check_doc_size(d.len, pos));
+    if (unique) d.fields = std::move(dv);
   }
   out->ready = true;
   return Status::ok();
@@ -268,7 +267,7 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
         return Status(Code::Exists, "id " + std::to_string(id) + " already exists in '" + c.def.name + "'; nothing was inserted", d.pos);
       seen.push_back(id);
     }
-    op_put(*ops, c.def.id, id, d.body);
+    op_put(*ops, c.def.id, id, docs.body(d));
     (*nops)++;
     if (unique.active()) unique.add(id, d.fields, d.pos);
     res->rows.push_back(row1("id", Value::integer(id)));
