@@ -249,6 +249,12 @@ const shared = new Encoder();
 // Encodes a parameter array as one list value. Returns a view into a shared
 // buffer, valid until the next call.
 export function encodeParams(params) {
+  encodeParamsShared(params);
+  return shared.bytes();
+}
+
+// The same into the shared encoder (shared.buf), returning the length.
+export function encodeParamsShared(params) {
   const e = shared;
   e.reset();
   e.u8(TAG.list);
@@ -262,7 +268,15 @@ export function encodeParams(params) {
       throw kitfoxError(err.code, `parameter ${where ?? `$${i + 1}`}: ${err.message}`);
     }
   }
-  return e.bytes();
+  return e.pos;
+}
+
+// The shared encoder's first n bytes copied to heap[at..]: by hand when
+// short (no view made), else with set().
+export function copyShared(n, heap, at) {
+  const b = shared.buf;
+  if (n <= 64) for (let i = 0; i < n; i++) heap[at + i] = b[i];
+  else heap.set(b.subarray(0, n), at);
 }
 
 // ---------------------------------------------------------------- decoding
@@ -436,7 +450,23 @@ function halfToFloat(h) {
 
 // Rows from the engine's output: varint count, then one object value each.
 export function decodeRows(u8) {
-  const d = new Decoder(u8);
+  return rowsOf(new Decoder(u8));
+}
+
+// The same, read in place at `pos` of `heap` (the module's memory) by one
+// decoder kept for it: a point read makes no view and no decoder.
+const heapDecoder = new Decoder(new Uint8Array(0));
+export function decodeRowsAt(heap, pos) {
+  const d = heapDecoder;
+  if (d.u8 !== heap) {
+    d.u8 = heap;
+    d._view = null;
+  }
+  d.pos = pos;
+  return rowsOf(d);
+}
+
+function rowsOf(d) {
   const n = d.varint();
   const rows = new Array(n);
   for (let i = 0; i < n; i++) rows[i] = d.value();

@@ -11,7 +11,7 @@
 //   db.close();
 //
 // See kitfox.d.ts for the whole API and docs/wasm.md for how values map.
-import { decodeRows, decodeBatch, encodeParams, wellFormed } from './codec.js';
+import { decodeRowsAt, decodeBatch, encodeParams, encodeParamsShared, copyShared, wellFormed } from './codec.js';
 import { loadCore, trapped } from './core.js';
 import { HostError, KitfoxError, kitfoxError } from './errors.js';
 import { MemoryHost } from './hosts/memory.js';
@@ -82,7 +82,7 @@ export class Statement {
   // Runs it; returns its rows as plain objects.
   query(params) {
     this._db._runPrepared(this._handle(), params, 0);
-    return decodeRows(this._db._output());
+    return this._db._rows();
   }
 
   // Runs it; returns each row as JSON text.
@@ -230,17 +230,18 @@ export class Kitfox {
   // Writes `text` (may be null) and then the encoded params into the
   // module's input buffer: returns [text bytes, params bytes, flags].
   _input(text, params, flags) {
-    let enc = null;
+    let json = null; // params given as JSON text
+    let plen = 0;
     if (typeof params === 'string') {
-      enc = utf8.encode(params);
+      json = utf8.encode(params);
+      plen = json.length;
       flags |= FLAG_PARAMS_JSON;
     } else if (params !== undefined && params !== null) {
       if (!Array.isArray(params)) throw kitfoxError('invalid', 'params must be an array');
-      if (params.length) enc = encodeParams(params);
+      if (params.length) plen = encodeParamsShared(params); // in the shared encoder
     }
     const core = this._core;
     const maxText = text === null ? 0 : text.length * 3;
-    const plen = enc ? enc.length : 0;
     if (maxText + plen > 0x7fffffff) throw kitfoxError('limit', 'a statement and its params must be under 2 GiB');
     const ptr = this._call((c) => c.kfInput(maxText + plen)) >>> 0;
     const heap = core.HEAPU8;
@@ -252,7 +253,8 @@ export class Kitfox {
       if (written !== text.length && !wellFormed(text))
         throw kitfoxError('syntax', 'the statement text holds an unpaired UTF-16 surrogate');
     }
-    if (enc) heap.set(enc, ptr + written);
+    if (json) heap.set(json, ptr + written);
+    else if (plen) copyShared(plen, heap, ptr + written);
     return [written, plen, flags];
   }
 
@@ -291,6 +293,12 @@ export class Kitfox {
     }
   }
 
+  // The rows of the last statement, read in place in the output buffer.
+  _rows() {
+    const core = this._core;
+    return decodeRowsAt(core.HEAPU8, core.kfOutputPtr() >>> 0);
+  }
+
   _output() {
     const core = this._core;
     const p = core.kfOutputPtr() >>> 0;
@@ -311,7 +319,7 @@ export class Kitfox {
   // Runs one statement; returns its rows as plain objects.
   query(text, params) {
     this._run(text, params, 0);
-    return decodeRows(this._output());
+    return this._rows();
   }
 
   // Runs one statement; returns each row as JSON text, exactly as the native
