@@ -23,7 +23,7 @@ const opt = (name, def) => {
   return i >= 0 ? Number(args[i + 1]) : def;
 };
 const DOCS = opt('docs', 100_000);
-const READS = opt('reads', 10_000);
+const READS = opt('reads', 100_000);
 const RUNS = opt('runs', 3);
 const CHUNK = 1000;
 
