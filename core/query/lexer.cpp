@@ -65,8 +65,9 @@ static bool hex4(std::string_view s, size_t p, uint32_t* v) {
   return true;
 }
 
-Status tokenize(std::string_view s, std::vector<Token>* out) {
+Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::string>* decoded) {
   out->clear();
+  decoded->clear();
   out->reserve(s.size() / 4 + 8);  // a bulk put is about one token per 4 bytes: no regrowth
   if (!valid_utf8(s)) return Status(Code::Syntax, "statement text is not valid UTF-8", 0);
   size_t p = 0;
@@ -146,8 +147,7 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
         Token& t = out->emplace_back();
         t.kind = Tok::String;
         t.pos = start;
-        t.text = s.substr(start, q + 1 - start);
-        t.str.assign(s.data() + p, q - p);
+        t.text = s.substr(start, q + 1 - start);  // the value: inside the quotes
         p = q + 1;
         continue;
       }
@@ -193,12 +193,12 @@ Status tokenize(std::string_view s, std::vector<Token>* out) {
         v += d;
         p++;
       }
-      Token t;
+      decoded->push_back(std::move(v));
+      Token& t = out->emplace_back();
       t.kind = Tok::String;
       t.pos = start;
       t.text = s.substr(start, p - start);
-      t.str = std::move(v);
-      out->push_back(std::move(t));
+      t.i = (int64_t)decoded->size();
       continue;
     }
     if (c == '$') {

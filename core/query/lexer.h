@@ -15,18 +15,28 @@ enum class Tok : uint8_t {
   Eq, Ne, Lt, Le, Gt, Ge, Tilde, Minus, Star, At,
 };
 
+// 32 bytes: a bulk put is about one token per 4 bytes of text, and the
+// parser walks them more than once.
 struct Token {
   Tok kind = Tok::End;
-  int64_t pos = 0;
-  std::string_view text;  // the source text of the token
-  std::string str;        // String: the decoded value
-  int64_t i = 0;          // Int, Param
-  double f = 0;           // Float
+  uint32_t pos = 0;       // statements are at most 256 MiB
+  std::string_view text;  // the source text of the token (a string with its quotes)
+  union {
+    int64_t i = 0;  // Int, Param; String: 0, or 1 + the index of its unescaped form in `decoded`
+    double f;       // Float
+  };
 };
+
+// A String token's value: its text inside the quotes, or (when it held
+// escapes) its decoded form.
+inline std::string_view token_string(const Token& t, const std::vector<std::string>& decoded) {
+  return t.i ? std::string_view(decoded[(size_t)t.i - 1]) : t.text.substr(1, t.text.size() - 2);
+}
 
 const char* tok_name(Tok t);
 
-// Splits `text` into tokens; the last one is End. Errors name the position.
-Status tokenize(std::string_view text, std::vector<Token>* out);
+// Splits `text` into tokens; the last one is End. Strings with escapes
+// have their decoded form in *decoded. Errors name the position.
+Status tokenize(std::string_view text, std::vector<Token>* out, std::vector<std::string>* decoded);
 
 }  // namespace kitfox

@@ -13,7 +13,8 @@ bool iequals(std::string_view a, const char* b);
 
 class Parser {
  public:
-  Parser(std::vector<Token>& toks, std::string_view text) : t_(toks), text_(text) {}
+  Parser(std::vector<Token>& toks, const std::vector<std::string>& decoded, std::string_view text)
+      : t_(toks), decoded_(decoded), text_(text) {}
 
   Status statement(ParsedStatement* st);
 
@@ -105,7 +106,9 @@ class Parser {
   Status item(Item* out);
 
   std::vector<Token>& t_;
+  const std::vector<std::string>& decoded_;
   std::string_view text_;
+  std::string_view str(const Token& t) const { return token_string(t, decoded_); }
   size_t i_ = 0;
   int depth_ = 0;  // lookup nesting
 };
@@ -136,7 +139,7 @@ Status Parser::path(std::vector<std::string>* out, int64_t* pos) {
     next();
     int64_t p;
     if (peek().kind == Tok::String) {  // meta."odd key"
-      out->push_back(next().str);
+      out->push_back(std::string(str(next())));
       continue;
     }
     KF_TRY(name(&n, &p, "a key after '.'"));
@@ -285,7 +288,7 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
   switch (t.kind) {
     case Tok::Int: *out = Value::integer(next().i); return true;
     case Tok::Float: *out = Value::real(next().f); return true;
-    case Tok::String: *out = Value::text(std::move(t.str)); next(); return true;
+    case Tok::String: *out = Value::text(std::string(str(t))); next(); return true;
     case Tok::Minus: {
       const Token& n = peek(1);
       if (n.kind == Tok::Int) {
@@ -356,7 +359,7 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
         const Token& k = peek();
         std::string key;
         if (k.kind == Tok::Ident) key = std::string(k.text);
-        else if (k.kind == Tok::String) key = k.str;
+        else if (k.kind == Tok::String) key = std::string(str(k));
         else {
           *err = expected("a key");
           return false;
@@ -371,7 +374,7 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
             return false;
           }
           key += '.';
-          key += k2.kind == Tok::Ident ? std::string_view(k2.text) : std::string_view(k2.str);
+          key += k2.kind == Tok::Ident ? std::string_view(k2.text) : str(k2);
           next();
         }
         for (const std::string& existing : out->keys())
@@ -436,7 +439,7 @@ Status Parser::value_expr(ExprPtr* out, int depth, bool fold) {
   switch (t.kind) {
     case Tok::Int: *out = make(ExprKind::Literal, t.pos); (*out)->value = Value::integer(next().i); return Status::ok();
     case Tok::Float: *out = make(ExprKind::Literal, t.pos); (*out)->value = Value::real(next().f); return Status::ok();
-    case Tok::String: *out = make(ExprKind::Literal, t.pos); (*out)->value = Value::text(next().str); return Status::ok();
+    case Tok::String: *out = make(ExprKind::Literal, t.pos); (*out)->value = Value::text(std::string(str(next()))); return Status::ok();
     case Tok::Param: *out = make(ExprKind::Param, t.pos); (*out)->param = (int)next().i; return Status::ok();
     case Tok::Minus: {
       int64_t pos = next().pos;
@@ -475,7 +478,7 @@ Status Parser::value_expr(ExprPtr* out, int depth, bool fold) {
         const Token& k = peek();
         std::string key;
         if (k.kind == Tok::Ident) key = std::string(k.text);
-        else if (k.kind == Tok::String) key = k.str;
+        else if (k.kind == Tok::String) key = std::string(str(k));
         else return expected("a key");
         next();
         // Keys may be dotted paths (set t {meta.a: 1}); joined with '.' here,
@@ -485,7 +488,7 @@ Status Parser::value_expr(ExprPtr* out, int depth, bool fold) {
           const Token& k2 = peek();
           if (k2.kind != Tok::Ident && k2.kind != Tok::String) return expected("a key after '.'");
           key += '.';
-          key += k2.kind == Tok::Ident ? std::string_view(k2.text) : std::string_view(k2.str);
+          key += k2.kind == Tok::Ident ? std::string_view(k2.text) : str(k2);
           next();
         }
         for (const std::string& existing : (*out)->keys)
@@ -945,8 +948,9 @@ Status parse_statement(std::string_view text, ParsedStatement* out) {
   if (text.size() > kMaxStatementBytes) return Status(Code::Limit, "statement longer than 256 MiB", 0);
   // Reused per thread: a large statement's token array is not mapped afresh each time.
   thread_local std::vector<Token> toks;
-  KF_TRY(tokenize(text, &toks));
-  Parser p(toks, text);
+  thread_local std::vector<std::string> decoded;
+  KF_TRY(tokenize(text, &toks, &decoded));
+  Parser p(toks, decoded, text);
   Status st = p.statement(out);
   if (toks.capacity() > (1u << 20)) std::vector<Token>().swap(toks);  // do not keep a huge one
   else toks.clear();
