@@ -75,7 +75,9 @@ class Parser {
   Status value_expr(ExprPtr* out, int depth, bool fold = true);
   // A list or object of literals only (value_expr checked that no
   // parameter is among them), into `out`; false with *err set.
-  bool literal(Value* out, int depth, LiteralPositions* parts, bool top, Status* err);
+  // `keys`: an object's likely number of keys (its sibling's before it in
+  // a list), 0 to count them first.
+  bool literal(Value* out, int depth, LiteralPositions* parts, bool top, Status* err, size_t keys = 0);
   // How many elements (or keys) the list (or object) opening at token i
   // holds, at most: its commas one level down, plus one.
   size_t parts_in(size_t i) const {
@@ -281,7 +283,7 @@ Status Parser::index_spec(IndexSpec* out) {
   }
 }
 
-bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, Status* err) {
+bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, Status* err, size_t keys) {
   *err = depth_check(depth);
   if (!err->is_ok()) return false;
   Token& t = t_[i_];
@@ -334,8 +336,10 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
           parts->item.push_back(peek().pos);
           parts->key_start.push_back((uint32_t)parts->key.size());
         }
+        size_t sibling = items.empty() ? 0 : items.back().keys().size();
         items.emplace_back();
-        if (!literal(&items.back(), depth + 1, top && peek().kind == Tok::LBrace ? parts : nullptr, false, err)) return false;
+        if (!literal(&items.back(), depth + 1, top && peek().kind == Tok::LBrace ? parts : nullptr, false, err, sibling))
+          return false;
         if (accept(Tok::Comma)) {
           if (accept(Tok::RBracket)) break;  // trailing comma
           continue;
@@ -350,7 +354,7 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
       return true;
     }
     case Tok::LBrace: {
-      size_t n = parts_in(i_);
+      size_t n = keys ? keys : parts_in(i_);  // a guess too few or too many only costs a regrowth
       next();
       *out = Value::object();
       out->reserve_keys(n);
