@@ -35,22 +35,19 @@ class Evaluator {
                                            std::to_string(params_.size()) + " given)", e.pos);
         *out = params_[e.param - 1];
         return Status::ok();
-      case ExprKind::ListLit: {
+      case ExprKind::ListLit: {  // each item made in its place
         *out = Value::list();
-        out->mutable_items().reserve(e.kids.size());
-        for (const ExprPtr& k : e.kids) {
-          Value v;
-          KF_TRY(constant(*k, &v));
-          out->push(std::move(v));
-        }
+        std::vector<Value>& items = out->mutable_items();
+        items.resize(e.kids.size());
+        for (size_t i = 0; i < e.kids.size(); i++) KF_TRY(constant(*e.kids[i], &items[i]));
         return Status::ok();
       }
       case ExprKind::ObjectLit: {
         *out = Value::object();
+        out->reserve_keys(e.kids.size());
         for (size_t i = 0; i < e.kids.size(); i++) {
-          Value v;
-          KF_TRY(constant(*e.kids[i], &v));
-          out->append(e.keys[i], std::move(v));
+          out->append(e.keys[i], Value());
+          KF_TRY(constant(*e.kids[i], &out->mutable_items().back()));
         }
         return Status::ok();
       }
@@ -71,10 +68,10 @@ class Evaluator {
       }
       case ExprKind::ObjectLit: {
         *out = Value::object();
+        out->reserve_keys(e.kids.size());
         for (size_t i = 0; i < e.kids.size(); i++) {
-          Value v;
-          KF_TRY(take(*e.kids[i], &v));
-          out->append(std::move(e.keys[i]), std::move(v));
+          out->append(std::move(e.keys[i]), Value());
+          KF_TRY(take(*e.kids[i], &out->mutable_items().back()));
         }
         return Status::ok();
       }
