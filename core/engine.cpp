@@ -107,6 +107,10 @@ Status in_statement(size_t i, const Status& s) {
 Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
   std::vector<PreparedItem> prepared(items.size());
   for (size_t i = 0; i < items.size(); i++) {
+    if (i > 0 && items[i].text == items[i - 1].text) {  // a run of one statement: prepared once
+      prepared[i] = {prepared[i - 1].p, items[i].params};
+      continue;
+    }
     auto p = prepare(items[i].text, true);
     if (!p.is_ok()) return in_statement(i, p.status());
     prepared[i] = {std::move(p.value()), items[i].params};
