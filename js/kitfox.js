@@ -45,8 +45,13 @@ function syncOption(sync) {
   throw kitfoxError('invalid', `sync must be 'always', 'off' or a period in milliseconds, got ${String(sync)}`);
 }
 
-// The prepared statements near() keeps, one per shape of call.
-const NEAR_STATEMENTS = 16;
+// The prepared statements query() and near() keep, by text, most recently
+// used last: a statement run again as text costs what a prepared one does
+// (no text copied into the module, no lookup there). Long texts (bulk
+// writes with their documents in them) are not kept, as in the engine's
+// own cache.
+const KEPT_STATEMENTS = 64;
+const KEPT_TEXT = 1024;
 
 // Finalizes the statements their owners forgot (the module frees them
 // anyway when their database closes).
@@ -120,7 +125,7 @@ export class Kitfox {
     this._period = info.period;
     this._timer = null;
     this._warmer = null;
-    this._near = new Map(); // near(): prepared statements by their text
+    this._kept = new Map(); // query(), near(): prepared statements by their text
     if (info.warm) this._warmLater(WARM_DELAY_MS);
   }
 
@@ -318,8 +323,33 @@ export class Kitfox {
 
   // Runs one statement; returns its rows as plain objects.
   query(text, params) {
+    // Params as JSON text are checked before the statement, as kfQuery does.
+    if (typeof text === 'string' && text.length <= KEPT_TEXT && typeof params !== 'string')
+      return this._kept_statement(text).query(params);
     this._run(text, params, 0);
     return this._rows();
+  }
+
+  // The kept prepared statement of `text`, prepared now if there is none.
+  _kept_statement(text) {
+    const kept = this._kept;
+    let st = kept.get(text);
+    if (st) {
+      if (st._st !== 0) {
+        kept.delete(text); // to the back: most recently used
+        kept.set(text, st);
+        return st;
+      }
+      kept.delete(text); // finalized by its user (near() hands none out, so only by close)
+    }
+    st = this.prepare(text);
+    if (kept.size >= KEPT_STATEMENTS) {
+      const [oldest, old] = kept.entries().next().value;
+      kept.delete(oldest);
+      old.finalize();
+    }
+    kept.set(text, st);
+    return st;
   }
 
   // Runs one statement; returns each row as JSON text, exactly as the native
@@ -356,20 +386,7 @@ export class Kitfox {
   //   get C [select ...] [where ...] near field $k [ef N] [exact] limit K
   near(collection, field, vector, options = {}) {
     const { text: q, params: all } = nearStatement(collection, field, vector, options);
-    // One prepared statement per shape of call, kept while it is in use.
-    let st = this._near.get(q);
-    if (st) {
-      this._near.delete(q); // to the back: most recently used
-    } else {
-      st = this.prepare(q);
-      if (this._near.size >= NEAR_STATEMENTS) {
-        const [oldest, old] = this._near.entries().next().value;
-        this._near.delete(oldest);
-        old.finalize();
-      }
-    }
-    this._near.set(q, st);
-    return st.query(all);
+    return this._kept_statement(q).query(all); // one prepared statement per shape of call
   }
 
   // Writes a new image of the file and empties its write log.
@@ -417,7 +434,7 @@ export class Kitfox {
       }
     }
     this._h = 0;
-    this._near.clear(); // the module freed them with the database
+    this._kept.clear(); // the module freed them with the database
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;
     core.kfRemoveHost(this._hostId);
