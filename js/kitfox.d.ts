@@ -243,8 +243,9 @@ export class Kitfox {
 
   /**
    * Runs one statement and returns its rows. Write statements are atomic.
-   * Recent statement texts are kept parsed, so running the same text again
-   * costs what a prepared statement does (but for sending the text).
+   * The 64 most recent statement texts (up to 1,024 characters) are kept
+   * prepared, so running the same text again costs what a prepared
+   * statement does.
    */
   query<R extends Row = Row>(text: string, params?: KitfoxParam[]): R[];
 
