@@ -333,6 +333,8 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
       if (accept(Tok::RBracket)) return true;
       for (;;) {
         if (top) {
+          // After the first document, room for as many keys in each.
+          if (items.size() == 1) parts->key.reserve(parts->key.size() * n);
           parts->item.push_back(peek().pos);
           parts->key_start.push_back((uint32_t)parts->key.size());
         }

@@ -241,6 +241,7 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
     d.at = out->bodies.size();
     encode_document(c.def, dv, out->bodies);
     d.len = out->bodies.size() - d.at;
+    if (i == 0 && n > 1) out->bodies.reserve(d.len * n + d.len);  // grown once, not doubled ten times
     KF_TRY(check_doc_size(d.len, pos));
     if (unique) d.fields = std::move(dv);
   }
@@ -254,6 +255,7 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
   UniqueCheck unique(eng, c);
   std::vector<int64_t> seen;  // insert: ids given in this statement
   res->rows.reserve(docs.docs.size());
+  ops->reserve(ops->size() + docs.bodies.size() + docs.docs.size() * 16);  // each op: a body and a few varints
   for (PreparedDocs::Doc& d : docs.docs) {
     int64_t id = d.id;
     if (!d.has_id) {
