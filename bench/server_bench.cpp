@@ -90,6 +90,7 @@ double s_since(Clock::time_point a) { return std::chrono::duration<double>(Clock
 
 struct Options {
   std::string pg, kitfox, kitfox_durable, kitfox_bin, kitfox_threads, pg_bin, commit;
+  std::string placement;  // where the servers and this client run (server_bench.sh --pin)
   std::string dir = "/tmp", out;
   bool no_kitfox = false;
   std::set<std::string> only;  // empty: every scenario
@@ -149,6 +150,7 @@ Options parse_options(int argc, char** argv) {
     else if (a == "--kitfox-threads") o.kitfox_threads = value();
     else if (a == "--pg-bin") o.pg_bin = value();
     else if (a == "--commit") o.commit = value();
+    else if (a == "--placement") o.placement = value();
     else if (a == "--no-kitfox") o.no_kitfox = true;
     else if (a == "--quick") quick = true;
     else if (a == "--only") {
@@ -1609,6 +1611,7 @@ int main(int argc, char** argv) {
   s += "| clients | this program, on the same machine: Boost.Beast " + std::to_string(BOOST_BEAST_VERSION) +
        " HTTP/1.1 (synchronous, kept alive, TCP_NODELAY), libpq " + std::to_string(PQlibVersion()) +
        " (prepared, text format); 127.0.0.1 for both |\n";
+  s += "| CPUs | " + (o.placement.empty() ? std::string("as the kernel places them (not pinned)") : o.placement) + " |\n";
   emit(s);
 
   if (o.runs("requests")) b.requests();

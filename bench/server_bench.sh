@@ -16,6 +16,10 @@
 #   --threads N      the kitfox servers' --threads (default: the server's own)
 #   --dir PATH       where the temporary directory goes (default /tmp): both sides' data and the
 #                    durable writes' fsyncs land on its file system
+#   --pin            both servers (every thread and process, PostgreSQL's backends too) on the last
+#                    CPU, this client on the others (taskset): a one-client round trip then always
+#                    crosses CPUs, instead of landing on the same CPU or not as the scheduler places
+#                    the two, which on this 2-CPU VM moves a p50 between about 10 and 85 µs
 #
 # PostgreSQL: Debian's postgresql-15 (/usr/lib/postgresql/15/bin), a cluster made
 # by initdb as the postgres user (when run as root), listening on 127.0.0.1 on a
@@ -34,12 +38,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build="build-bench"
 kitfox=
 no_kitfox=0
+pin=0
 threads=()
 dir=/tmp
 pass=()
 while (($# > 0)); do
   case $1 in
     --no-kitfox) no_kitfox=1 ;;
+    --pin) pin=1 ;;
     --build | --kitfox | --threads | --dir)
       (($# >= 2)) || { echo "server_bench.sh: $1 needs a value" >&2; exit 2; }
       case $1 in
@@ -187,4 +193,22 @@ else
 fi
 args+=(--commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- core native CMakeLists.txt 2>/dev/null || echo ' with uncommitted changes')")
 
-"$bench" "${args[@]}" ${pass[@]+"${pass[@]}"}
+run=()
+if ((pin)); then
+  cpus=$(nproc)
+  ((cpus >= 2)) || { echo "server_bench.sh: --pin needs at least 2 CPUs" >&2; exit 1; }
+  last=$((cpus - 1))
+  command -v taskset >/dev/null || { echo "server_bench.sh: --pin needs taskset (util-linux)" >&2; exit 1; }
+  # The postmaster and what it has forked; backends forked later inherit it.
+  pg_main=$(head -n 1 "$pgdata/postmaster.pid")
+  for pid in "$pg_main" $(pgrep -P "$pg_main") ${kitfox_pids[@]+"${kitfox_pids[@]}"}; do
+    taskset -a -p -c "$last" "$pid" >/dev/null
+  done
+  client_cpus=0
+  ((last == 1)) || client_cpus="0-$((last - 1))"
+  run=(taskset -c "$client_cpus")
+  args+=(--placement "pinned: both servers on CPU $last, this client on CPU $client_cpus (server_bench.sh --pin)")
+  echo "server_bench.sh: servers pinned to CPU $last, the client to $client_cpus" >&2
+fi
+
+${run[@]+"${run[@]}"} "$bench" "${args[@]}" ${pass[@]+"${pass[@]}"}
