@@ -333,8 +333,10 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
       if (accept(Tok::RBracket)) return true;
       for (;;) {
         if (top) {
-          // After the first document, room for as many keys in each.
-          if (items.size() == 1) parts->key.reserve(parts->key.size() * n);
+          // After the first document, room for as many keys in each, but
+          // no more than the statement's tokens could hold (a key takes
+          // three: the key, the colon, the value).
+          if (items.size() == 1) parts->key.reserve(std::min(parts->key.size() * n, t_.size() / 3 + 1));
           parts->item.push_back(peek().pos);
           parts->key_start.push_back((uint32_t)parts->key.size());
         }
@@ -960,6 +962,7 @@ Status parse_statement(std::string_view text, ParsedStatement* out) {
   Status st = p.statement(out);
   if (toks.capacity() > (1u << 20)) std::vector<Token>().swap(toks);  // do not keep a huge one
   else toks.clear();
+  std::vector<std::string>().swap(decoded);  // the strings with escapes, kept by nothing now
   return st;
 }
 

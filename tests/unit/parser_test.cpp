@@ -122,3 +122,31 @@ TEST_CASE("a list or object of literals is parsed straight into one value, with 
   std::string deep = "put t {a: " + std::string(70, '[') + std::string(70, ']') + "}";
   CHECK(parse_statement(deep, &st).code() == Code::Limit);
 }
+
+TEST_CASE("a literal list whose first document is far larger than the rest reserves only what its text holds") {
+  // The key positions are reserved from the first document's count times
+  // the number of documents, bounded by the tokens: 50,000 keys and 100,000
+  // documents would otherwise ask for 40 GB.
+  std::string text = "put t [{";
+  for (int i = 0; i < 50000; i++) text += (i ? ", k" : "k") + std::to_string(i) + ": 0";
+  text += "}";
+  for (int i = 0; i < 100000; i++) text += ", {}";
+  text += "]";
+  ParsedStatement st;
+  REQUIRE(parse_statement(text, &st).is_ok());
+  CHECK(st.body->value.items().size() == 100001);
+  CHECK(st.body->parts->key.size() == 50000);
+  CHECK(st.body->parts->key.capacity() <= text.size());
+}
+
+TEST_CASE("escaped strings: their decoded forms, in keys and values, over many statements") {
+  ParsedStatement st;
+  REQUIRE(parse_statement(R"(put t [{"k\"1": "v\n1", plain: "no escapes"}, {"k\"1": "\u00e9"}])", &st).is_ok());
+  CHECK(to_json(st.body->value) == R"([{"k\"1":"v\n1","plain":"no escapes"},{"k\"1":"é"}])");
+  REQUIRE(parse_statement(R"(get t select meta."a\tb" where x = "\\")", &st).is_ok());
+  CHECK(st.select[0].path == std::vector<std::string>{"meta", "a\tb"});
+  CHECK(st.where->kids[1]->value.as_string() == "\\");
+  ParsedStatement st2;
+  REQUIRE(parse_statement(R"(get t where x = "plain")", &st2).is_ok());
+  CHECK(st2.where->kids[1]->value.as_string() == "plain");
+}

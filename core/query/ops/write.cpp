@@ -241,8 +241,10 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
     d.at = out->bodies.size();
     encode_document(c.def, dv, out->bodies);
     d.len = out->bodies.size() - d.at;
-    if (i == 0 && n > 1) out->bodies.reserve(d.len * n + d.len);  // grown once, not doubled ten times
     KF_TRY(check_doc_size(d.len, pos));
+    // Room for n documents like the first, up to 64 MiB (past that it grows
+    // as it goes): grown once, not doubled ten times.
+    if (i == 0 && n > 1) out->bodies.reserve(std::min<size_t>(d.len * n, size_t(64) << 20));
     if (unique) d.fields = std::move(dv);
   }
   out->ready = true;
