@@ -103,11 +103,20 @@ Status read_point(Engine& eng, Collection& c, const ParsedStatement& st, const E
                   std::vector<Value>* out) {
   const uint64_t* loc = c.ids.find(id);
   if (!loc) return Status::ok();
-  Value doc;
-  KF_TRY(decode_document(c.def, id, eng.body(*loc), &doc, &c));
+  // `select id` alone reads no document, as the project stage does.
+  bool ids_only = !st.select.empty();
+  for (const SelectItem& s : st.select)
+    if (s.expr || s.path.size() != 1 || s.path[0] != "id") ids_only = false;
   Status err;
-  Value row = project_row(st, std::move(doc), ev, &err);
-  KF_TRY(err);
+  Value row;
+  if (ids_only) {
+    row = row1("id", Value::integer(id));
+  } else {
+    Value doc;
+    KF_TRY(decode_document(c.def, id, eng.body(*loc), &doc, &c));
+    row = project_row(st, std::move(doc), ev, &err);
+    KF_TRY(err);
+  }
   RowBudget budget(eng.options().max_result_bytes);
   if (!budget.take(row, &err)) return err;
   out->push_back(std::move(row));
