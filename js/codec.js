@@ -28,7 +28,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 export const wellFormed = String.prototype.isWellFormed
   ? (s) => s.isWellFormed()
   : (s) => !LONE_SURROGATE.test(s);
-const utf8Decoder = new TextDecoder('utf-8');
+const utf8Decoder = new TextDecoder('utf-8', { ignoreBOM: true }); // a leading U+FEFF is part of the text
 
 // ---------------------------------------------------------------- encoding
 

@@ -323,14 +323,19 @@ export class Kitfox {
 
   // Runs one statement; returns its rows as plain objects.
   query(text, params) {
-    // Params as JSON text are checked before the statement, as kfQuery does.
-    if (typeof text === 'string' && text.length <= KEPT_TEXT && typeof params !== 'string')
-      return this._kept_statement(text).query(params);
+    if (typeof text === 'string' && text.length <= KEPT_TEXT && typeof params !== 'string') {
+      const st = this._kept_statement(text);
+      if (st !== null) return st.query(params);
+    }
+    // Long texts, params as JSON text, and statements that do not prepare:
+    // run as text (which then reports the error as always, params first).
     this._run(text, params, 0);
     return this._rows();
   }
 
-  // The kept prepared statement of `text`, prepared now if there is none.
+  // The kept prepared statement of `text`, prepared now if there is none;
+  // null when it does not prepare (query() then runs the text, so its error
+  // is the one the text always gave).
   _kept_statement(text) {
     const kept = this._kept;
     let st = kept.get(text);
@@ -342,7 +347,12 @@ export class Kitfox {
       }
       kept.delete(text); // finalized by its user (near() hands none out, so only by close)
     }
-    st = this.prepare(text);
+    try {
+      st = this.prepare(text);
+    } catch (e) {
+      if (e instanceof KitfoxError && e.code !== 'failed') return null;
+      throw e;
+    }
     if (kept.size >= KEPT_STATEMENTS) {
       const [oldest, old] = kept.entries().next().value;
       kept.delete(oldest);
@@ -386,7 +396,9 @@ export class Kitfox {
   //   get C [select ...] [where ...] near field $k [ef N] [exact] limit K
   near(collection, field, vector, options = {}) {
     const { text: q, params: all } = nearStatement(collection, field, vector, options);
-    return this._kept_statement(q).query(all); // one prepared statement per shape of call
+    // One prepared statement per shape of call (one that does not prepare
+    // gives its error from prepare).
+    return (this._kept_statement(q) ?? this.prepare(q)).query(all);
   }
 
   // Writes a new image of the file and empties its write log.

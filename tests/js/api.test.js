@@ -71,6 +71,19 @@ describe('values', () => {
     db.close();
   });
 
+  test('text and keys come back whole: a leading U+FEFF, long and short, rows of other shapes', async () => {
+    const db = await fresh();
+    const long = '\uFEFF' + 'x'.repeat(40) + ' é';
+    db.query('put t {name: $1, j: $2}', ['\uFEFFabc', { '\uFEFFk': long, k: 'short' }]);
+    db.query('put t {j: $1}', [{ other: 1, k: 2 }]);
+    const rows = db.query('get t select name, j');
+    assert.deepEqual(rows, [
+      { id: 1, name: '\uFEFFabc', j: { '\uFEFFk': long, k: 'short' } },
+      { id: 2, name: null, j: { other: 1, k: 2 } },
+    ]);
+    db.close();
+  });
+
   test('__proto__ as a json key is data, not a prototype', async () => {
     const db = await fresh();
     db.query('put t {j: {"__proto__": {polluted: 1}}}');
@@ -163,6 +176,10 @@ describe('errors', () => {
     let deep = 1;
     for (let i = 0; i < 100; i++) deep = [deep];
     assert.throws(() => db.query('put t {j: $1}', [deep]), { code: 'limit' });
+    // The params are checked before the statement (a short text is run as a
+    // kept prepared statement, and still reports as the text did).
+    assert.throws(() => db.query('get t wher', [() => 1]), { code: 'type' });
+    assert.throws(() => db.query('get nosuch', { not: 'an array' }), { code: 'invalid' });
     assert.throws(() => db.query('put t {n: $1}', ['x']), { code: 'type' });
     assert.throws(() => db.query('put t {n: $2}', [1]), KitfoxError);
     assert.throws(() => db.query('put t $1', ['not a document']), KitfoxError);
