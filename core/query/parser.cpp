@@ -1,6 +1,8 @@
 #include "parser.h"
 
+#include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "../engine_limits.h"
 #include "lexer.h"
@@ -98,6 +100,19 @@ class Parser {
   Status predicate(ExprPtr* out, int depth);
   Status operand(ExprPtr* out, int depth);
   Status get_clauses(ParsedStatement* st);
+  // An object's keys so far, for the check that none is given twice: a
+  // scan while there are few, a hash set past that (filled as it goes), so
+  // an object of many keys is not checked in quadratic time.
+  struct KeySet {
+    std::unordered_set<std::string> set;
+    size_t n = 0;  // keys[0..n) are in the set
+  };
+  static bool repeated(const std::vector<std::string>& keys, const std::string& key, KeySet* seen) {
+    constexpr size_t kScan = 16;
+    if (keys.size() <= kScan) return std::find(keys.begin(), keys.end(), key) != keys.end();
+    for (; seen->n < keys.size(); seen->n++) seen->set.insert(keys[seen->n]);
+    return seen->set.count(key) != 0;
+  }
   Status depth_check(int depth) const {
     if (depth > kMaxDepth) return Status(Code::Limit, "statement nested deeper than " + std::to_string(kMaxDepth) + " levels", peek().pos);
     return Status::ok();
@@ -363,6 +378,7 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
       *out = Value::object();
       out->reserve_keys(n);
       if (accept(Tok::RBrace)) return true;
+      KeySet seen;
       for (;;) {
         const Token& k = peek();
         std::string key;
@@ -385,11 +401,10 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
           key += k2.kind == Tok::Ident ? std::string_view(k2.text) : str(k2);
           next();
         }
-        for (const std::string& existing : out->keys())
-          if (existing == key) {
-            *err = Status(Code::Syntax, "key '" + key + "' appears twice", kpos);
-            return false;
-          }
+        if (repeated(out->keys(), key, &seen)) {
+          *err = Status(Code::Syntax, "key '" + key + "' appears twice", kpos);
+          return false;
+        }
         if (!accept(Tok::Colon)) {
           *err = expect(Tok::Colon);
           return false;
@@ -482,6 +497,7 @@ Status Parser::value_expr(ExprPtr* out, int depth, bool fold) {
     case Tok::LBrace: {
       *out = make(ExprKind::ObjectLit, next().pos);
       if (accept(Tok::RBrace)) return Status::ok();
+      KeySet seen;
       for (;;) {
         const Token& k = peek();
         std::string key;
@@ -499,8 +515,7 @@ Status Parser::value_expr(ExprPtr* out, int depth, bool fold) {
           key += k2.kind == Tok::Ident ? std::string_view(k2.text) : str(k2);
           next();
         }
-        for (const std::string& existing : (*out)->keys)
-          if (existing == key) return Status(Code::Syntax, "key '" + key + "' appears twice", k.pos);
+        if (repeated((*out)->keys, key, &seen)) return Status(Code::Syntax, "key '" + key + "' appears twice", k.pos);
         KF_TRY(expect(Tok::Colon));
         ExprPtr e;
         KF_TRY(value_expr(&e, depth + 1));
