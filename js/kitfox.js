@@ -324,7 +324,7 @@ export class Kitfox {
   // Runs one statement; returns its rows as plain objects.
   query(text, params) {
     if (typeof text === 'string' && text.length <= KEPT_TEXT && typeof params !== 'string') {
-      const st = this._kept_statement(text);
+      const st = this._keptStatement(text);
       if (st !== null) return st.query(params);
     }
     // Long texts, params as JSON text, and statements that do not prepare:
@@ -336,16 +336,13 @@ export class Kitfox {
   // The kept prepared statement of `text`, prepared now if there is none;
   // null when it does not prepare (query() then runs the text, so its error
   // is the one the text always gave).
-  _kept_statement(text) {
+  _keptStatement(text) {
     const kept = this._kept;
-    let st = kept.get(text);
+    let st = kept.get(text); // never handed out, so finalized only when it leaves the map
     if (st) {
-      if (st._st !== 0) {
-        kept.delete(text); // to the back: most recently used
-        kept.set(text, st);
-        return st;
-      }
-      kept.delete(text); // finalized by its user (near() hands none out, so only by close)
+      kept.delete(text); // to the back: most recently used
+      kept.set(text, st);
+      return st;
     }
     try {
       st = this.prepare(text);
@@ -398,7 +395,7 @@ export class Kitfox {
     const { text: q, params: all } = nearStatement(collection, field, vector, options);
     // One prepared statement per shape of call (one that does not prepare
     // gives its error from prepare).
-    return (this._kept_statement(q) ?? this.prepare(q)).query(all);
+    return (this._keptStatement(q) ?? this.prepare(q)).query(all);
   }
 
   // Writes a new image of the file and empties its write log.

@@ -6,11 +6,12 @@ namespace kitfox {
 
 namespace {
 
+bool is_id(const Expr& x) { return x.kind == ExprKind::Path && x.path.size() == 1 && x.path[0] == "id"; }
+
 // `id = c` (either way round): 1 with the id in *id, 0 when c is null (no
 // document), -1 when the clause is not of that form or c is not an
 // integral number.
 int id_equal(const Evaluator& ev, const Expr* w, int64_t* id) {
-  auto is_id = [](const Expr& x) { return x.kind == ExprKind::Path && x.path.size() == 1 && x.path[0] == "id"; };
   if (w->kind != ExprKind::Compare || w->op != CmpOp::Eq) return -1;
   const Expr* other = is_id(*w->kids[0]) ? w->kids[1].get() : is_id(*w->kids[1]) ? w->kids[0].get() : nullptr;
   if (!other || other->kind == ExprKind::Path) return -1;
@@ -42,7 +43,6 @@ bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
     case 0: return true;
     default: break;
   }
-  auto is_id = [](const Expr& x) { return x.kind == ExprKind::Path && x.path.size() == 1 && x.path[0] == "id"; };
   if (w->kind == ExprKind::In && !w->negate && is_id(*w->kids[0]) && w->kids[1]->kind != ExprKind::Path) {
     Value v;
     if (!ev.constant(*w->kids[1], &v).is_ok() || v.kind() != Kind::List) return false;
@@ -103,13 +103,9 @@ Status read_point(Engine& eng, Collection& c, const ParsedStatement& st, const E
                   std::vector<Value>* out) {
   const uint64_t* loc = c.ids.find(id);
   if (!loc) return Status::ok();
-  // `select id` alone reads no document, as the project stage does.
-  bool ids_only = !st.select.empty();
-  for (const SelectItem& s : st.select)
-    if (s.expr || s.path.size() != 1 || s.path[0] != "id") ids_only = false;
   Status err;
   Value row;
-  if (ids_only) {
+  if (selects_id_only(st)) {  // no document read, as the project stage does
     row = row1("id", Value::integer(id));
   } else {
     Value doc;

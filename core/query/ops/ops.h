@@ -74,6 +74,8 @@ struct ProjectAdds {
   bool distance = false;  // _distance
 };
 Value project_row(const ParsedStatement& st, Value doc, const Evaluator& ev, Status* err);
+// `select id` alone (a common shape for a search): its rows need no document read.
+bool selects_id_only(const ParsedStatement& st);
 int plan_project(Plan& plan, const ParsedStatement& st, int input);
 std::unique_ptr<Stage> make_project(ExecContext& x, int node, std::vector<Value>* out, ProjectAdds adds);
 

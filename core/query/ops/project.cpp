@@ -30,16 +30,20 @@ Value project_row(const ParsedStatement& st, Value doc, const Evaluator& ev, Sta
   return r;
 }
 
+bool selects_id_only(const ParsedStatement& st) {
+  if (st.select.empty()) return false;
+  for (const SelectItem& s : st.select)
+    if (s.expr || s.path.size() != 1 || s.path[0] != "id") return false;
+  return true;
+}
+
 namespace {
 
 class Project : public Stage {
  public:
   Project(ExecContext& x, int node, std::vector<Value>* out, ProjectAdds adds)
       : Stage(x, node), out_(out), adds_(adds) {
-    // `select id` alone (a common shape for a search): no document is read.
-    ids_only_ = !x.st.select.empty();
-    for (const SelectItem& s : x.st.select)
-      if (s.expr || s.path.size() != 1 || s.path[0] != "id") ids_only_ = false;
+    ids_only_ = selects_id_only(x.st);  // no document is read
   }
 
  protected:
