@@ -5,6 +5,7 @@
 
 #include "db.h"
 #include "engine_limits.h"
+#include "float_text.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "simdjson.h"
@@ -138,10 +139,10 @@ void append_json(std::string& out, const Value& v) {
     case Kind::Vector:
       out += '[';
       for (size_t i = 0; i < v.vec().size(); i++) {
-        if (i) out += ',';
-        char buf[32];
-        auto r = std::to_chars(buf, buf + sizeof buf, v.vec()[i]);
-        out.append(buf, r.ptr - buf);
+        char buf[kFloatTextMax + 1];
+        buf[0] = ',';
+        char* end = write_float(buf + 1, v.vec()[i]);
+        out.append(i ? buf : buf + 1, end);
       }
       out += ']';
       return;

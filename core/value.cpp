@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "float_text.h"
+
 namespace kitfox {
 
 const char* kind_name(Kind k) {
@@ -285,18 +287,15 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
-// For p = 1..9 significant digits: m = f scaled to p digits and rounded,
-// then m * 10^e in double. m < 10^9 and 10^|e| <= 10^22 are exact doubles, so
-// the product (or quotient) is correctly rounded: the same double strtod
-// gives for the text "m e e". The first p whose value rounds back to f is the
-// shortest form; ties at one length go to the nearest, as shortest-form
-// printers do. From 2^24 up, where every float is an integer, the text form
-// may be the whole integer (to_chars prefers fixed notation when it is no
-// longer), so those go through text, as do 0, inf and NaN.
+// The shortest decimal digits * 10^e in double: the digits (< 10^9) and
+// 10^|e| (|e| <= 22) are exact doubles, so the product or quotient is
+// correctly rounded, the double strtod gives for the text. From 2^24 up,
+// where every float is an integer, the text form is the whole integer
+// (to_chars writes fixed notation exactly), so those go through text, as do
+// exponents past 22.
 static double shortest_by_text(float f) {
-  char buf[48];
-  auto r = std::to_chars(buf, buf + sizeof buf - 1, f);
-  *r.ptr = 0;
+  char buf[kFloatTextMax + 1];
+  *write_float(buf, f) = 0;
   return strtod(buf, nullptr);
 }
 
@@ -304,27 +303,11 @@ double float_as_shortest_double(float f) {
   static const double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
   if (f == 0 || !std::isfinite(f)) return (double)f;
-  double x = std::fabs((double)f);
-  if (x >= 16777216.0) return shortest_by_text(f);
-  int e10 = (int)std::floor(std::log10(x));
-  if (x >= std::pow(10.0, e10 + 1)) e10++;
-  else if (x < std::pow(10.0, e10)) e10--;
-  for (int p = 1; p <= 9; p++) {
-    int e = e10 - (p - 1);  // value = m * 10^e, m has p digits
-    if (e > 22 || e < -22) break;
-    double scaled = e >= 0 ? x / kPow10[e] : x * kPow10[-e];
-    double m = std::nearbyint(scaled);
-    double v = e >= 0 ? m * kPow10[e] : m / kPow10[-e];
-    if ((float)v == (float)x) {
-      // A nearer candidate of the same length can only be one step away.
-      for (double alt : {m - 1, m + 1}) {
-        double va = e >= 0 ? alt * kPow10[e] : alt / kPow10[-e];
-        if ((float)va == (float)x && std::fabs(va - x) < std::fabs(v - x)) v = va;
-      }
-      return f < 0 ? -v : v;
-    }
-  }
-  return shortest_by_text(f);
+  if (std::fabs(f) >= 16777216.0f) return shortest_by_text(f);
+  const FloatDecimal d = shortest_decimal(f);
+  if (d.exponent > 22 || d.exponent < -22) return shortest_by_text(f);
+  const double v = d.exponent >= 0 ? d.digits * kPow10[d.exponent] : d.digits / kPow10[-d.exponent];
+  return f < 0 ? -v : v;
 }
 
 }  // namespace kitfox

@@ -1,0 +1,244 @@
+// The shortest round-trip digits of a float by Schubfach (Raffaello
+// Giulietti, "The Schubfach way to render doubles", 2020): the float's value
+// and the two ends of its rounding interval are scaled by one power of ten,
+// held as a 64-bit fraction rounded up, so that each lands on an integer
+// (rounded to odd, which keeps the comparisons exact). A shortest decimal is
+// then one digit shorter than the scaled value, if one lies in the interval,
+// or else the nearer of the value's floor and ceiling. The powers are
+// computed at compile time. The layout that follows is the one
+// std::to_chars chooses.
+#include "float_text.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace kitfox {
+
+namespace {
+
+constexpr int kMantissaBits = 23;
+constexpr int kExponentBias = 127 + kMantissaBits;  // f = c * 2^(e - 150)
+constexpr int kMinK = -31, kMaxK = 46;               // the powers of ten floats need
+
+using u128 = unsigned __int128;
+
+constexpr int floor_log2_pow10(int e) { return (e * 1741647) >> 19; }
+constexpr int floor_log10_pow2(int e) { return (e * 1262611) >> 22; }
+constexpr int floor_log10_three_quarters_pow2(int e) { return (e * 1262611 - 524031) >> 22; }
+
+// 10^k as g * 2^(floor_log2_pow10(k) - 63), 2^63 <= g < 2^64, rounded up.
+constexpr uint64_t pow10_fraction(int k) {
+  u128 five = 1;  // 5^|k| < 2^107
+  for (int i = 0; i < (k < 0 ? -k : k); i++) five *= 5;
+  int bits = 0;
+  for (u128 v = five; v; v >>= 1) bits++;
+  if (k >= 0) {
+    // 10^k * 2^(63 - e) = 5^k * 2^(64 - bits(5^k)).
+    if (bits <= 64) return (uint64_t)(five << (64 - bits));
+    const int drop = bits - 64;
+    const bool exact = (five & (((u128)1 << drop) - 1)) == 0;
+    return (uint64_t)(five >> drop) + !exact;
+  }
+  // 2^n / 5^-k with n = 63 - e + k, by long division one bit at a time.
+  const int n = 63 - floor_log2_pow10(k) + k;
+  u128 r = 0, q = 0;
+  for (int i = n; i >= 0; i--) {
+    r = r << 1 | (i == n ? 1 : 0);
+    q <<= 1;
+    if (r >= five) {
+      r -= five;
+      q |= 1;
+    }
+  }
+  return (uint64_t)q + 1;  // 5^-k never divides a power of two
+}
+
+struct Powers {
+  uint64_t g[kMaxK - kMinK + 1];
+};
+
+constexpr Powers make_powers() {
+  Powers t{};
+  for (int k = kMinK; k <= kMaxK; k++) t.g[k - kMinK] = pow10_fraction(k);
+  return t;
+}
+
+constexpr Powers kPowers = make_powers();
+
+// (g * cp) / 2^64, its lowest bit set when anything below was dropped.
+inline uint32_t round_to_odd(uint64_t g, uint32_t cp) {
+  const u128 p = (u128)g * cp;
+  const uint32_t high = (uint32_t)(p >> 64);
+  const uint32_t low = (uint32_t)(p >> 32);
+  return high | (low > 1);
+}
+
+using Decimal = FloatDecimal;
+
+Decimal shortest(uint32_t mantissa, uint32_t exponent) {
+  uint32_t c;
+  int q;
+  if (exponent != 0) {
+    c = (1u << kMantissaBits) | mantissa;
+    q = (int)exponent - kExponentBias;
+  } else {
+    c = mantissa;
+    q = 1 - kExponentBias;
+  }
+  Decimal d;
+  if (q <= 0 && -q <= kMantissaBits && (c & ((1u << -q) - 1)) == 0) {
+    d = {c >> -q, 0};  // a small integer is its own shortest form
+  } else {
+    const bool even = (c & 1) == 0;
+    const bool closer_below = mantissa == 0 && exponent > 1;  // the gap below is half as wide at a power of 2
+    const uint32_t cbl = 4 * c - 2 + closer_below;
+    const uint32_t cb = 4 * c;
+    const uint32_t cbr = 4 * c + 2;
+    const int k = closer_below ? floor_log10_three_quarters_pow2(q) : floor_log10_pow2(q);
+    const int h = q + floor_log2_pow10(-k) + 1;  // 1..4
+    const uint64_t g = kPowers.g[-k - kMinK];
+    const uint32_t vbl = round_to_odd(g, cbl << h);
+    const uint32_t vb = round_to_odd(g, cb << h);
+    const uint32_t vbr = round_to_odd(g, cbr << h);
+    // An even mantissa reads its interval's ends back as itself (round half to even).
+    const uint32_t lower = vbl + !even;
+    const uint32_t upper = vbr - !even;
+    const uint32_t s = vb / 4;
+    bool done = false;
+    if (s >= 10) {
+      // One digit fewer: at most one such decimal lies in the interval.
+      const uint32_t sp = s / 10;
+      const bool up_inside = lower <= 40 * sp;
+      const bool wp_inside = 40 * sp + 40 <= upper;
+      if (up_inside != wp_inside) {
+        d = {sp + wp_inside, k + 1};
+        done = true;
+      }
+    }
+    if (!done) {
+      const bool u_inside = lower <= 4 * s;
+      const bool w_inside = 4 * s + 4 <= upper;
+      if (u_inside != w_inside) {
+        d = {s + w_inside, k};
+      } else {
+        const uint32_t mid = 4 * s + 2;  // both inside: the nearer, ties to even
+        d = {s + (vb > mid || (vb == mid && (s & 1) != 0)), k};
+      }
+    }
+  }
+  while (d.digits % 10 == 0) {
+    d.digits /= 10;
+    d.exponent++;
+  }
+  return d;
+}
+
+// The digits of a float's shortest form number at most 9.
+// Comparisons summed rather than branched on: how many digits a value has
+// is what a branch predictor cannot guess.
+inline int digit_count(uint32_t v) {
+  return 1 + (v >= 10) + (v >= 100) + (v >= 1000) + (v >= 10000) + (v >= 100000) + (v >= 1000000) +
+         (v >= 10000000) + (v >= 100000000);
+}
+
+const char kPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+// Writes v (< 10^9) as exactly 9 digits, leading zeros included, at t.
+inline void write_nine(char* t, uint32_t v) {
+  const uint32_t low = v % 100000000;
+  t[0] = char('0' + v / 100000000);
+  const uint32_t hi4 = low / 10000, lo4 = low % 10000;
+  memcpy(t + 1, kPairs + 2 * (hi4 / 100), 2);
+  memcpy(t + 3, kPairs + 2 * (hi4 % 100), 2);
+  memcpy(t + 5, kPairs + 2 * (lo4 / 100), 2);
+  memcpy(t + 7, kPairs + 2 * (lo4 % 100), 2);
+}
+
+}  // namespace
+
+FloatDecimal shortest_decimal(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return shortest(bits & ((1u << kMantissaBits) - 1), (bits >> kMantissaBits) & 0xFF);
+}
+
+char* write_float(char* out, float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  const bool negative = bits >> 31;
+  const uint32_t mantissa = bits & ((1u << kMantissaBits) - 1);
+  const uint32_t exponent = (bits >> kMantissaBits) & 0xFF;
+  if (exponent == 0xFF) {
+    if (mantissa) {
+      memcpy(out, negative ? "-nan" : "nan", negative ? 4 : 3);
+      return out + (negative ? 4 : 3);
+    }
+    memcpy(out, negative ? "-inf" : "inf", negative ? 4 : 3);
+    return out + (negative ? 4 : 3);
+  }
+  if (negative) *out++ = '-';
+  if (exponent == 0 && mantissa == 0) {
+    *out++ = '0';
+    return out;
+  }
+  const Decimal d = shortest(mantissa, exponent);
+  const int n = digit_count(d.digits);
+  const int sci_exp = d.exponent + n - 1;  // d.d...e±XX
+  const int abs_exp = sci_exp < 0 ? -sci_exp : sci_exp;
+  const int sci_len = n + (n > 1) + 2 + (abs_exp >= 100 ? 3 : 2);
+  const int fixed_len = d.exponent >= 0 ? n + d.exponent : sci_exp >= 0 ? n + 1 : n + 1 - sci_exp;
+
+  // The n digits are the last n of nine; the fixed-size moves below may
+  // copy a few bytes past them, which the buffer has room for: the point
+  // comes after at most 8 digits, and at most 3 zeros follow "0.".
+  char nine[24];
+  write_nine(nine, d.digits);
+  const char* digits = nine + 9 - n;
+  if (fixed_len <= sci_len) {
+    if (d.exponent >= 0) {
+      // An integer, written exactly (as printf's %f would), not as its
+      // shortest digits padded with zeros: 33554448, not 33554450.
+      const int e = (int)exponent - kExponentBias;
+      const uint32_t m = (1u << kMantissaBits) | mantissa;
+      uint64_t v = e >= 0 ? (uint64_t)m << e : m >> -e;
+      char tmp[24];
+      char* end = tmp + sizeof tmp;
+      char* p = end;
+      do {
+        *--p = char('0' + v % 10);
+        v /= 10;
+      } while (v);
+      memcpy(out, p, end - p);
+      return out + (end - p);
+    }
+    if (sci_exp >= 0) {
+      const int whole = sci_exp + 1;  // ddd.ddd
+      memcpy(out, digits, 8);
+      out[whole] = '.';
+      memcpy(out + whole + 1, digits + whole, 8);
+      return out + n + 1;
+    }
+    const int zeros = -sci_exp - 1;  // 0.000ddd
+    memcpy(out, "0.000000", 8);
+    memcpy(out + 2 + zeros, digits, 9);
+    return out + 2 + zeros + n;
+  }
+  // d.ddde±XX
+  out[0] = digits[0];
+  char* p = out + 1;
+  if (n > 1) {
+    *p = '.';
+    memcpy(p + 1, digits + 1, 8);
+    p += n;
+  }
+  *p++ = 'e';
+  *p++ = sci_exp < 0 ? '-' : '+';
+  if (abs_exp >= 100) *p++ = char('0' + abs_exp / 100);
+  memcpy(p, kPairs + 2 * (abs_exp % 100), 2);
+  return p + 2;
+}
+
+}  // namespace kitfox
