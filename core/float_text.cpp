@@ -146,16 +146,31 @@ const char kPairs[] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-// Writes v (< 10^9) as exactly 9 digits, leading zeros included, at t.
-inline void write_nine(char* t, uint32_t v) {
-  const uint32_t low = v % 100000000;
-  t[0] = char('0' + v / 100000000);
-  const uint32_t hi4 = low / 10000, lo4 = low % 10000;
-  memcpy(t + 1, kPairs + 2 * (hi4 / 100), 2);
-  memcpy(t + 3, kPairs + 2 * (hi4 % 100), 2);
-  memcpy(t + 5, kPairs + 2 * (lo4 / 100), 2);
-  memcpy(t + 7, kPairs + 2 * (lo4 % 100), 2);
+// v (< 10^9, n digits) as its first digit and the n - 1 after it, the
+// second in the low byte of `rest` (little-endian order, as they are
+// stored). Built in registers and stored whole: text written in pieces and
+// read back as a word stalls a load on the pieces' stores.
+struct Digits {
+  char first;
+  uint64_t rest;
+};
+
+inline uint64_t pair(uint32_t v) {
+  uint16_t p;
+  memcpy(&p, kPairs + 2 * v, 2);
+  return p;
 }
+
+inline Digits split_digits(uint32_t v, int n) {
+  const uint32_t low = v % 100000000;  // the last 8 digits, leading zeros included
+  const uint32_t hi4 = low / 10000, lo4 = low % 10000;
+  const uint64_t eight = pair(hi4 / 100) | pair(hi4 % 100) << 16 | pair(lo4 / 100) << 32 | pair(lo4 % 100) << 48;
+  if (n == 9) return {char('0' + v / 100000000), eight};
+  const uint64_t last_n = eight >> (8 * (8 - n));  // n digits in the low bytes
+  return {char(last_n), last_n >> 8};
+}
+
+inline void store8(char* at, uint64_t w) { memcpy(at, &w, 8); }
 
 }  // namespace
 
@@ -191,47 +206,46 @@ char* write_float(char* out, float f) {
   const int sci_len = n + (n > 1) + 2 + (abs_exp >= 100 ? 3 : 2);
   const int fixed_len = d.exponent >= 0 ? n + d.exponent : sci_exp >= 0 ? n + 1 : n + 1 - sci_exp;
 
-  // The n digits are the last n of nine; the fixed-size moves below may
-  // copy a few bytes past them, which the buffer has room for: the point
-  // comes after at most 8 digits, and at most 3 zeros follow "0.".
-  char nine[24];
-  write_nine(nine, d.digits);
-  const char* digits = nine + 9 - n;
+  if (fixed_len <= sci_len && d.exponent >= 0) {
+    // An integer, written exactly (as printf's %f would), not as its
+    // shortest digits padded with zeros: 33554448, not 33554450.
+    const int e = (int)exponent - kExponentBias;
+    const uint32_t m = (1u << kMantissaBits) | mantissa;
+    uint64_t v = e >= 0 ? (uint64_t)m << e : m >> -e;
+    char tmp[24];
+    char* end = tmp + sizeof tmp;
+    char* p = end;
+    do {
+      *--p = char('0' + v % 10);
+      v /= 10;
+    } while (v);
+    memcpy(out, p, end - p);
+    return out + (end - p);
+  }
+  // The 8-byte stores below reach past the text, within kFloatTextMax: the
+  // point comes after at most 8 digits, and at most 3 zeros follow "0.".
+  const Digits g = split_digits(d.digits, n);
   if (fixed_len <= sci_len) {
-    if (d.exponent >= 0) {
-      // An integer, written exactly (as printf's %f would), not as its
-      // shortest digits padded with zeros: 33554448, not 33554450.
-      const int e = (int)exponent - kExponentBias;
-      const uint32_t m = (1u << kMantissaBits) | mantissa;
-      uint64_t v = e >= 0 ? (uint64_t)m << e : m >> -e;
-      char tmp[24];
-      char* end = tmp + sizeof tmp;
-      char* p = end;
-      do {
-        *--p = char('0' + v % 10);
-        v /= 10;
-      } while (v);
-      memcpy(out, p, end - p);
-      return out + (end - p);
-    }
     if (sci_exp >= 0) {
       const int whole = sci_exp + 1;  // ddd.ddd
-      memcpy(out, digits, 8);
+      out[0] = g.first;
+      store8(out + 1, g.rest);
       out[whole] = '.';
-      memcpy(out + whole + 1, digits + whole, 8);
+      store8(out + whole + 1, g.rest >> (8 * (whole - 1)));
       return out + n + 1;
     }
     const int zeros = -sci_exp - 1;  // 0.000ddd
     memcpy(out, "0.000000", 8);
-    memcpy(out + 2 + zeros, digits, 9);
+    out[2 + zeros] = g.first;
+    store8(out + 3 + zeros, g.rest);
     return out + 2 + zeros + n;
   }
   // d.ddde±XX
-  out[0] = digits[0];
+  out[0] = g.first;
   char* p = out + 1;
   if (n > 1) {
     *p = '.';
-    memcpy(p + 1, digits + 1, 8);
+    store8(p + 1, g.rest);
     p += n;
   }
   *p++ = 'e';

@@ -136,16 +136,21 @@ void append_json(std::string& out, const Value& v) {
       }
       out += '}';
       return;
-    case Kind::Vector:
-      out += '[';
-      for (size_t i = 0; i < v.vec().size(); i++) {
-        char buf[kFloatTextMax + 1];
-        buf[0] = ',';
-        char* end = write_float(buf + 1, v.vec()[i]);
-        out.append(i ? buf : buf + 1, end);
+    case Kind::Vector: {
+      // Written straight into the string's room for the longest text, then
+      // cut to what was written: no copy per number.
+      const size_t start = out.size(), n = v.vec().size();
+      out.resize(start + 2 + n * (kFloatTextMax + 1));
+      char* p = out.data() + start;
+      *p++ = '[';
+      for (size_t i = 0; i < n; i++) {
+        if (i) *p++ = ',';
+        p = write_float(p, v.vec()[i]);
       }
-      out += ']';
+      *p++ = ']';
+      out.resize(p - out.data());
       return;
+    }
   }
 }
 
