@@ -134,11 +134,12 @@ Decimal shortest(uint32_t mantissa, uint32_t exponent) {
 }
 
 // The digits of a float's shortest form number at most 9.
-// Comparisons summed rather than branched on: how many digits a value has
-// is what a branch predictor cannot guess.
+// From the bit length, without a branch: how many digits a value has is
+// what a branch predictor cannot guess. v > 0.
 inline int digit_count(uint32_t v) {
-  return 1 + (v >= 10) + (v >= 100) + (v >= 1000) + (v >= 10000) + (v >= 100000) + (v >= 1000000) +
-         (v >= 10000000) + (v >= 100000000);
+  static constexpr uint32_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+  const int t = ((32 - __builtin_clz(v)) * 1233) >> 12;  // floor(log10(2^bits)), within one of the answer
+  return t + (v >= kPow10[t]);
 }
 
 const char kPairs[] =
@@ -155,18 +156,23 @@ struct Digits {
   uint64_t rest;
 };
 
-inline uint64_t pair(uint32_t v) {
-  uint16_t p;
-  memcpy(&p, kPairs + 2 * v, 2);
-  return p;
+// The 8 digits of v (< 10^8), leading zeros included, as ASCII in one word,
+// the first digit in the low byte: split in two halves of 4, each half
+// into two pairs, each pair into two digits, the lanes of a word divided
+// side by side (the quotients exact over the lanes' ranges, with no carry
+// between lanes).
+inline uint64_t eight_digits(uint32_t v) {
+  const uint32_t hi = v / 10000;
+  const uint64_t x = hi | (uint64_t)(v - hi * 10000) << 32;  // two 32-bit lanes < 10^4
+  const uint64_t q = ((x * 10486) >> 20) & 0x0000007F0000007Full;  // each lane / 100
+  const uint64_t y = q | (x - q * 100) << 16;                       // four 16-bit lanes < 100
+  const uint64_t t = ((y * 103) >> 10) & 0x000F000F000F000Full;     // each lane / 10
+  return (t | (y - t * 10) << 8) + 0x3030303030303030ull;
 }
 
 inline Digits split_digits(uint32_t v, int n) {
-  const uint32_t low = v % 100000000;  // the last 8 digits, leading zeros included
-  const uint32_t hi4 = low / 10000, lo4 = low % 10000;
-  const uint64_t eight = pair(hi4 / 100) | pair(hi4 % 100) << 16 | pair(lo4 / 100) << 32 | pair(lo4 % 100) << 48;
-  if (n == 9) return {char('0' + v / 100000000), eight};
-  const uint64_t last_n = eight >> (8 * (8 - n));  // n digits in the low bytes
+  if (n == 9) return {char('0' + v / 100000000), eight_digits(v % 100000000)};
+  const uint64_t last_n = eight_digits(v) >> (8 * (8 - n));  // n digits in the low bytes
   return {char(last_n), last_n >> 8};
 }
 
