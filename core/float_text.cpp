@@ -65,7 +65,10 @@ constexpr Powers make_powers() {
 
 constexpr Powers kPowers = make_powers();
 
-// (g * cp) / 2^64, its lowest bit set when anything below was dropped.
+// (g * cp) / 2^64 rounded to odd: the lowest bit set when the dropped part
+// is more than g's upward rounding could have added (the low 32 bits are
+// ignored and the next 32 tested "> 1", as Schubfach's single-precision
+// form does; the comparison of all 2^32 floats with to_chars confirms it).
 inline uint32_t round_to_odd(uint64_t g, uint32_t cp) {
   const u128 p = (u128)g * cp;
   const uint32_t high = (uint32_t)(p >> 64);

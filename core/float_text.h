@@ -8,12 +8,15 @@
 
 namespace kitfox {
 
-// Enough for any float: "-1.17549435e-38" is 15 characters.
+// The room a write needs: a float's text is at most 15 characters
+// ("-1.1754944e-38"), but write_float stores 8 bytes at a time and reaches
+// up to 18 bytes past out.
 constexpr int kFloatTextMax = 24;
 
 // Writes f's text at out (room for kFloatTextMax characters) and returns the
 // end. Infinities and NaN are written as to_chars writes them ("inf",
-// "-nan"); JSON callers handle them first.
+// "-nan"); vectors cannot hold them (the schema refuses them), and
+// float_as_shortest_double takes them aside first.
 char* write_float(char* out, float f);
 
 // A finite nonzero float's shortest decimal, of its magnitude: digits (no

@@ -290,7 +290,7 @@ bool valid_utf8(std::string_view s) {
 // The shortest decimal digits * 10^e in double: the digits (< 10^9) and
 // 10^|e| (|e| <= 22) are exact doubles, so the product or quotient is
 // correctly rounded, the double strtod gives for the text. From 2^24 up,
-// where every float is an integer, the text form is the whole integer
+// where every float is an integer, the text form may be the whole integer
 // (to_chars writes fixed notation exactly), so those go through text, as do
 // exponents past 22.
 static double shortest_by_text(float f) {

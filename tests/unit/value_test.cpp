@@ -178,7 +178,7 @@ TEST_CASE("crc32c over long buffers (three interleaved streams) equals the byte-
 }
 
 TEST_CASE("write_float writes what std::to_chars writes") {
-  // Every one of the 2^32 bit patterns was compared once by hand (bench/RESULTS.md,
+  // Every one of the 2^32 bit patterns was compared once by a one-off program (bench/RESULTS.md,
   // "Floats written in JSON"); here every float at each exponent's two ends
   // (where the rounding interval is lopsided and the layout changes), a
   // stride through all of them, and random patterns.
