@@ -9,6 +9,7 @@
 // std::to_chars chooses.
 #include "float_text.h"
 
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 
@@ -76,9 +77,7 @@ inline uint32_t round_to_odd(uint64_t g, uint32_t cp) {
   return high | (low > 1);
 }
 
-using Decimal = FloatDecimal;
-
-Decimal shortest(uint32_t mantissa, uint32_t exponent) {
+FloatDecimal shortest(uint32_t mantissa, uint32_t exponent) {
   uint32_t c;
   int q;
   if (exponent != 0) {
@@ -88,7 +87,7 @@ Decimal shortest(uint32_t mantissa, uint32_t exponent) {
     c = mantissa;
     q = 1 - kExponentBias;
   }
-  Decimal d;
+  FloatDecimal d;
   if (q <= 0 && -q <= kMantissaBits && (c & ((1u << -q) - 1)) == 0) {
     d = {c >> -q, 0};  // a small integer is its own shortest form
   } else {
@@ -136,19 +135,13 @@ Decimal shortest(uint32_t mantissa, uint32_t exponent) {
   return d;
 }
 
-// The digits of a float's shortest form number at most 9.
-// From the bit length, without a branch: how many digits a value has is
-// what a branch predictor cannot guess. v > 0.
+// How many digits v (0 < v < 10^9) has, from its bit length, without a
+// branch: the count is what a branch predictor cannot guess.
 inline int digit_count(uint32_t v) {
   static constexpr uint32_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
   const int t = ((32 - __builtin_clz(v)) * 1233) >> 12;  // floor(log10(2^bits)), within one of the answer
   return t + (v >= kPow10[t]);
 }
-
-const char kPairs[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
 
 // v (< 10^9, n digits) as its first digit and the n - 1 after it, the
 // second in the low byte of `rest` (little-endian order, as they are
@@ -208,11 +201,11 @@ char* write_float(char* out, float f) {
     *out++ = '0';
     return out;
   }
-  const Decimal d = shortest(mantissa, exponent);
+  const FloatDecimal d = shortest(mantissa, exponent);
   const int n = digit_count(d.digits);
-  const int sci_exp = d.exponent + n - 1;  // d.d...e±XX
+  const int sci_exp = d.exponent + n - 1;  // d.d...e±XX, |XX| <= 45 for a float
   const int abs_exp = sci_exp < 0 ? -sci_exp : sci_exp;
-  const int sci_len = n + (n > 1) + 2 + (abs_exp >= 100 ? 3 : 2);
+  const int sci_len = n + (n > 1) + 4;
   const int fixed_len = d.exponent >= 0 ? n + d.exponent : sci_exp >= 0 ? n + 1 : n + 1 - sci_exp;
 
   if (fixed_len <= sci_len && d.exponent >= 0) {
@@ -220,16 +213,7 @@ char* write_float(char* out, float f) {
     // shortest digits padded with zeros: 33554448, not 33554450.
     const int e = (int)exponent - kExponentBias;
     const uint32_t m = (1u << kMantissaBits) | mantissa;
-    uint64_t v = e >= 0 ? (uint64_t)m << e : m >> -e;
-    char tmp[24];
-    char* end = tmp + sizeof tmp;
-    char* p = end;
-    do {
-      *--p = char('0' + v % 10);
-      v /= 10;
-    } while (v);
-    memcpy(out, p, end - p);
-    return out + (end - p);
+    return std::to_chars(out, out + kFloatTextMax, e >= 0 ? (uint64_t)m << e : m >> -e).ptr;
   }
   // The 8-byte stores below reach past the text, within kFloatTextMax: the
   // point comes after at most 8 digits, and at most 3 zeros follow "0.".
@@ -259,9 +243,9 @@ char* write_float(char* out, float f) {
   }
   *p++ = 'e';
   *p++ = sci_exp < 0 ? '-' : '+';
-  if (abs_exp >= 100) *p++ = char('0' + abs_exp / 100);
-  memcpy(p, kPairs + 2 * (abs_exp % 100), 2);
-  return p + 2;
+  *p++ = char('0' + abs_exp / 10);
+  *p++ = char('0' + abs_exp % 10);
+  return p;
 }
 
 }  // namespace kitfox
