@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The libFuzzer harnesses of tests/fuzz/, built with clang, ASan and UBSan
-# in build-fuzz/.
+# in build-asan/ (the build the asan stage tests; scripts/lib.sh configure_asan).
 #
 #   scripts/fuzz.sh                  a short, seeded run of every harness (npm test runs this)
 #   scripts/fuzz.sh NAME [SECONDS]   a long run of one (statement, json, codec, open, import, http), 600 s by
-#                                    default; what it finds is kept in build-fuzz/corpus/NAME
+#                                    default; what it finds is kept in build-asan/fuzz/corpus/NAME
 #
 # Seeds: the statements of tests/queries/*.test, real database files, JSON and
 # encoded values (tests/fuzz/make_seeds.cpp), and every input that once broke
 # something (tests/fuzz/regressions/NAME/, run each time). A crash leaves its
-# input in build-fuzz/crashes/; copy it into tests/fuzz/regressions/NAME/
+# input in build-asan/fuzz/crashes/; copy it into tests/fuzz/regressions/NAME/
 # with the fix.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,12 +21,15 @@ HARNESSES=(statement json codec open import http)
 declare -A RUNS=([statement]=200000 [json]=150000 [codec]=500000 [open]=20000 [import]=20000 [http]=10000)
 declare -A MAXLEN=([statement]=2048 [json]=2048 [codec]=512 [open]=65536 [import]=4096 [http]=4096)
 
-CXX=clang++ configure_once build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKITFOX_FUZZ=ON -DKITFOX_TESTS=OFF
-cmake --build build-fuzz -j2 >build-fuzz/build.log 2>&1 || { cat build-fuzz/build.log; exit 1; }
+configure_asan
+out=build-asan/fuzz
+mkdir -p "$out"
+targets=(kitfox_fuzz_seeds "${HARNESSES[@]/#/kitfox_fuzz_}")
+cmake --build build-asan -j2 --target "${targets[@]}" >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
 
-seeds=build-fuzz/seeds
-rm -rf "$seeds" && mkdir -p "$seeds/statement" build-fuzz/crashes
-build-fuzz/tests/fuzz/kitfox_fuzz_seeds "$seeds"
+seeds=$out/seeds
+rm -rf "$seeds" && mkdir -p "$seeds/statement" "$out/crashes"
+build-asan/tests/fuzz/kitfox_fuzz_seeds "$seeds"
 # One file per statement of the query scripts (the lines after a
 # `statement` or `query` header, up to ---- or a blank line).
 awk -v out="$seeds/statement" '
@@ -38,15 +41,15 @@ awk -v out="$seeds/statement" '
 run() {
   local name=$1
   shift
-  local corpus=build-fuzz/corpus/$name regress=tests/fuzz/regressions/$name log=build-fuzz/$name.log
+  local corpus=$out/corpus/$name regress=tests/fuzz/regressions/$name log=$out/$name.log
   mkdir -p "$corpus" "$regress"
   local dict=()
   [[ -f tests/fuzz/$name.dict ]] && dict=(-dict="tests/fuzz/$name.dict")
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "build-fuzz/tests/fuzz/kitfox_fuzz_$name" "${dict[@]}" "$@" -max_len="${MAXLEN[$name]}" -timeout=30 -rss_limit_mb=2048 \
-    -artifact_prefix="build-fuzz/crashes/$name-" "$corpus" "$seeds/$name" "$regress" >"$log" 2>&1 || {
+    "build-asan/tests/fuzz/kitfox_fuzz_$name" "${dict[@]}" "$@" -max_len="${MAXLEN[$name]}" -timeout=30 -rss_limit_mb=2048 \
+    -artifact_prefix="$out/crashes/$name-" "$corpus" "$seeds/$name" "$regress" >"$log" 2>&1 || {
     tail -n 60 "$log"
-    echo "fuzz: $name found a failure; its input is in build-fuzz/crashes/ (log: $log)" >&2
+    echo "fuzz: $name found a failure; its input is in $out/crashes/ (log: $log)" >&2
     return 1
   }
   echo "fuzz $name: $(grep -E '^(#[0-9]+|Done)' "$log" | tail -n 1)"
@@ -55,7 +58,7 @@ run() {
 if (($# == 0)); then
   # Short and seeded: the same inputs each time, from a fresh corpus.
   for name in "${HARNESSES[@]}"; do
-    rm -rf "build-fuzz/corpus/$name"
+    rm -rf "$out/corpus/$name"
     run "$name" -seed=1 -runs="${RUNS[$name]}"
   done
 else

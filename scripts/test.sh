@@ -54,14 +54,15 @@ stage_tsan() {
     node --test --test-concurrency=1 tests/js/server.test.js tests/js/server-queries.test.js
 }
 
-# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer, in
+# build-asan/ (clang; the fuzz stage's harnesses are built there too).
 stage_asan() {
   if [[ ${KITFOX_SKIP_ASAN:-} == 1 ]]; then
     skip "KITFOX_SKIP_ASAN=1"
     return 0
   fi
-  header "asan: build (Debug, sanitizers, build-asan/)"
-  configure_once build-asan -DCMAKE_BUILD_TYPE=Debug -DKITFOX_SANITIZE=ON
+  header "asan: build (clang -O1, sanitizers, build-asan/)"
+  configure_asan
   cmake --build build-asan -j2
   header "asan: ctest (build-asan/)"
   # Options already in the environment come last, so they win.
@@ -76,10 +77,10 @@ stage_asan() {
 
 # The libFuzzer harnesses (tests/fuzz/: statements, JSON, the value codec,
 # database files from arbitrary bytes), built with clang and the sanitizers
-# in build-fuzz/, each run for a fixed number of seeded inputs
+# in build-asan/ beside the asan stage's tests, each run for a fixed number of seeded inputs
 # (scripts/fuzz.sh NAME SECONDS runs one for long).
 stage_fuzz() {
-  header "fuzz: build (clang, libFuzzer, sanitizers, build-fuzz/) and a short run of each harness"
+  header "fuzz: build (clang, libFuzzer, sanitizers, build-asan/) and a short run of each harness"
   bash scripts/fuzz.sh
 }
 

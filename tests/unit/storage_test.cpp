@@ -552,7 +552,8 @@ TEST_CASE("always mode: concurrent writers share flushes (group commit) and ever
 
 TEST_CASE("always mode: writers that arrive during a flush share the next one") {
   AlwaysDb a_;
-  auto& [mem, faults, fs, db] = a_;
+  auto& faults = a_.faults;
+  auto& db = a_.db;
   REQUIRE(db->query("create collection t (w int)").is_ok());
   int before = faults.syncs, writes = faults.writes;
   uint64_t records = db->stats().tail_records;
@@ -584,7 +585,9 @@ TEST_CASE("always mode: writers that arrive during a flush share the next one") 
 
 TEST_CASE("writes queued while the database closes land before it or fail clearly") {
   AlwaysDb a_;
-  auto& [mem, faults, fs, db] = a_;
+  auto& mem = a_.mem;
+  auto& faults = a_.faults;
+  auto& db = a_.db;
   REQUIRE(db->query("create collection t (w int)").is_ok());
   // The first put's flush is held; a second put queues behind it; close()
   // comes meanwhile. Whichever of the second put and close() takes the gate
@@ -605,7 +608,9 @@ TEST_CASE("writes queued while the database closes land before it or fail clearl
 
 TEST_CASE("a queued write whose collection changed before it landed is made again") {
   AlwaysDb a_;
-  auto& [mem, faults, fs, db] = a_;
+  auto& faults = a_.faults;
+  auto& fs = a_.fs;
+  auto& db = a_.db;
   REQUIRE(db->query("create collection t (w int, s text)").is_ok());
   // While a flush is held, three writes queue in this order: a unique
   // index on w; a put too long to be cached (it gives its literals up when
@@ -654,7 +659,9 @@ struct DurableAnswer {
 // when_durable answers them from the flusher, one flush for many.
 TEST_CASE("deferred writes land while a flush is held and are answered after it, sharing it") {
   AlwaysDb a_;
-  auto& [mem, faults, fs, db] = a_;
+  auto& faults = a_.faults;
+  auto& fs = a_.fs;
+  auto& db = a_.db;
   REQUIRE(db->query("create collection t (n int)").is_ok());
   const int before = faults.syncs;
   faults.hold(true);
@@ -706,7 +713,8 @@ TEST_CASE("deferred writes: nothing to wait for without sync = always; a failed 
     CHECK(at == 0);
   }
   AlwaysDb a_;
-  auto& [mem, faults, fs, db] = a_;
+  auto& faults = a_.faults;
+  auto& db = a_.db;
   REQUIRE(db->query("create collection t (n int)").is_ok());
   uint64_t at = 0;
   REQUIRE(db->query_outside_transaction("get t", {}, &at).is_ok());
@@ -726,7 +734,9 @@ TEST_CASE("deferred writes: nothing to wait for without sync = always; a failed 
 
 TEST_CASE("close answers the deferred writes still waiting for their flush") {
   AlwaysDb a_;
-  auto& [mem, faults, fs, db] = a_;
+  auto& faults = a_.faults;
+  auto& fs = a_.fs;
+  auto& db = a_.db;
   REQUIRE(db->query("create collection t (n int)").is_ok());
   const int before = faults.syncs;
   faults.hold(true);
