@@ -4,8 +4,6 @@
 
 namespace kitfox {
 
-enum Tag : uint8_t { kFalse = 1, kTrue, kInt, kFloat, kText, kBytes, kTimestamp, kList, kObject, kVecF32, kVecF16, kVecRef };
-
 void encode_vector_ref(std::string& out, uint64_t node) {
   put_u8(out, kVecRef);
   put_varint(out, node);
@@ -51,7 +49,7 @@ void encode_value(std::string& out, const Value& v, bool f16) {
       put_u8(out, kList);
       put_varint(out, v.items().size());
       for (const Value& e : v.items()) {
-        if (e.is_null()) put_u8(out, 0);  // json lists may hold null
+        if (e.is_null()) put_u8(out, kNull);  // json lists may hold null
         else encode_value(out, e, f16);
       }
       return;
@@ -60,7 +58,7 @@ void encode_value(std::string& out, const Value& v, bool f16) {
       put_varint(out, v.items().size());
       for (size_t i = 0; i < v.items().size(); i++) {
         put_str(out, v.keys()[i]);
-        if (v.items()[i].is_null()) put_u8(out, 0);
+        if (v.items()[i].is_null()) put_u8(out, kNull);
         else encode_value(out, v.items()[i], f16);
       }
       return;
@@ -83,7 +81,7 @@ Status decode_value(Reader& r, Value* out, int depth) {
   if (depth > kMaxDepth) return Status(Code::Corrupt, "document nested too deeply");
   uint8_t tag = r.u8();
   switch (tag) {
-    case 0: *out = Value(); break;
+    case kNull: *out = Value(); break;
     case kFalse: *out = Value::boolean(false); break;
     case kTrue: *out = Value::boolean(true); break;
     case kInt: *out = Value::integer(unzigzag(r.varint())); break;
@@ -172,9 +170,7 @@ void encode_document(const CollectionDef& def, const Value& fields, std::string&
   }
 }
 
-// Steps over one value; a damaged one (nested too deeply, a length beyond
-// the document) fails the reader.
-static void skip_value(Reader& r, int depth = 0) {
+void skip_value(Reader& r, int depth) {
   if (depth > kMaxDepth) return r.fail();
   uint8_t tag = r.u8();
   switch (tag) {
@@ -190,7 +186,7 @@ static void skip_value(Reader& r, int depth = 0) {
       r.bytes(n * item);
       return;
     }
-    case 0: case kFalse: case kTrue: return;
+    case kNull: case kFalse: case kTrue: return;
     default: r.fail();
   }
 }

@@ -35,6 +35,9 @@ inline void put_varint(std::string& o, uint64_t v) {
   buf[n++] = (char)v;
   o.append(buf, n);
 }
+// The value tags above; 0 stands for null inside a list or an object.
+enum Tag : uint8_t { kNull = 0, kFalse, kTrue, kInt, kFloat, kText, kBytes, kTimestamp, kList, kObject, kVecF32, kVecF16, kVecRef };
+
 inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 inline int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 inline void put_str(std::string& o, std::string_view s) { put_varint(o, s.size()); o.append(s); }
@@ -118,6 +121,9 @@ class VectorSource {
 // Encodes one typed value (already coerced to its field's type).
 void encode_value(std::string& out, const Value& v, bool f16);
 Status decode_value(Reader& r, Value* out, int depth = 0);
+// Steps over one value; a damaged one (nested too deeply, a length beyond
+// the document) fails the reader.
+void skip_value(Reader& r, int depth = 0);
 void encode_vector_ref(std::string& out, uint64_t node);
 
 // `fields` holds the document's typed values by field name (no id); the body

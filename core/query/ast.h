@@ -48,6 +48,9 @@ struct Expr {
   int64_t pos = 0;
   Value value;
   std::unique_ptr<LiteralPositions> parts;  // a folded list or object literal
+  // A put's or insert's folded body: its value in the codec's value
+  // encoding (codec.h; null as tag 0), not in `value`.
+  std::string encoded;
   int param = 0;
   CmpOp op = CmpOp::Eq;
   bool negate = false;

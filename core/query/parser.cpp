@@ -4,6 +4,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "../codec.h"
 #include "../engine_limits.h"
 #include "lexer.h"
 
@@ -12,6 +13,82 @@ namespace kitfox {
 namespace {
 
 bool iequals(std::string_view a, const char* b);
+
+// Where Parser::literal writes a list or object of literals: the codec's
+// value encoding, one buffer, no value per field or element. A put keeps
+// its documents so until the writer types them against their collection;
+// any other literal is decoded into its Value once.
+struct CodecOut {
+  std::string* b;
+  std::vector<std::pair<size_t, size_t>>* keys;  // the open objects' keys: offset and length in *b
+  void integer(int64_t i) { put_u8(*b, kInt); put_varint(*b, zigzag(i)); }
+  void real(double f) { put_u8(*b, kFloat); b->append((const char*)&f, 8); }
+  void text(std::string_view s) { put_u8(*b, kText); put_str(*b, s); }
+  void boolean(bool x) { put_u8(*b, x ? kTrue : kFalse); }
+  void null() { put_u8(*b, kNull); }
+  // A list's or object's count comes before its items: one byte is kept
+  // for it, widened once the count is known to need more.
+  static void count_at(std::string& b, size_t at, uint64_t n) {
+    char buf[10];
+    int k = 0;
+    while (n >= 0x80) { buf[k++] = (char)(n | 0x80); n >>= 7; }
+    buf[k++] = (char)n;
+    b[at] = buf[0];
+    if (k > 1) b.insert(at + 1, buf + 1, k - 1);
+  }
+  struct List;
+  struct Object;
+  List list(size_t);
+  Object object(size_t);
+};
+
+struct CodecOut::List {
+  CodecOut o;
+  size_t at, n = 0;
+  CodecOut item() { n++; return o; }
+  size_t size() const { return n; }
+  void done() { count_at(*o.b, at, n); }
+};
+
+struct CodecOut::Object {
+  CodecOut o;
+  size_t at, base;  // base: this object's first key in *o.keys
+  size_t size() const { return o.keys->size() - base; }
+  std::string_view key(size_t i) const {
+    auto [p, n] = (*o.keys)[base + i];
+    return std::string_view(*o.b).substr(p, n);
+  }
+  CodecOut value(std::string_view k) {
+    put_varint(*o.b, k.size());
+    o.keys->push_back({o.b->size(), k.size()});
+    o.b->append(k);
+    return o;
+  }
+  void done() {
+    size_t n = size();
+    o.keys->resize(base);
+    count_at(*o.b, at, n);
+  }
+};
+
+CodecOut::List CodecOut::list(size_t) {
+  put_u8(*b, kList);
+  b->push_back(0);
+  return {*this, b->size() - 1};
+}
+
+CodecOut::Object CodecOut::object(size_t) {
+  put_u8(*b, kObject);
+  b->push_back(0);
+  return {*this, b->size() - 1, keys->size()};
+}
+
+// An object expression's keys, as repeated() reads them.
+struct KeyList {
+  const std::vector<std::string>& keys;
+  size_t size() const { return keys.size(); }
+  std::string_view key(size_t i) const { return keys[i]; }
+};
 
 class Parser {
  public:
@@ -74,12 +151,15 @@ class Parser {
   Status index_target(ParsedStatement* st);  // on C (path)
   // A literal, a parameter, a list or an object. `fold`: a list or object
   // of literals only becomes one Literal, parsed straight into its value.
-  Status value_expr(ExprPtr* out, int depth, bool fold = true);
+  // `encode`: a folded list or object goes into Expr::encoded, not a Value.
+  Status value_expr(ExprPtr* out, int depth, bool fold = true, bool encode = false);
   // A list or object of literals only (value_expr checked that no
   // parameter is among them), into `out`; false with *err set.
   // `keys`: an object's likely number of keys (its sibling's before it in
   // a list), 0 to count them first.
-  bool literal(Value* out, int depth, LiteralPositions* parts, bool top, Status* err, size_t keys = 0);
+  bool literal(CodecOut out, int depth, LiteralPositions* parts, bool top, Status* err, size_t keys = 0);
+  size_t last_keys_ = 0;  // the key count of the object literal() last finished
+  std::vector<std::pair<size_t, size_t>> codec_keys_;  // CodecOut: the open objects' keys
   // How many elements (or keys) the list (or object) opening at token i
   // holds, at most: its commas one level down, plus one.
   size_t parts_in(size_t i) const {
@@ -107,11 +187,17 @@ class Parser {
     std::unordered_set<std::string> set;
     size_t n = 0;  // keys[0..n) are in the set
   };
-  static bool repeated(const std::vector<std::string>& keys, const std::string& key, KeySet* seen) {
+  template <typename Object>
+  static bool repeated(const Object& obj, std::string_view key, KeySet* seen) {
     constexpr size_t kScan = 16;
-    if (keys.size() <= kScan) return std::find(keys.begin(), keys.end(), key) != keys.end();
-    for (; seen->n < keys.size(); seen->n++) seen->set.insert(keys[seen->n]);
-    return seen->set.count(key) != 0;
+    size_t n = obj.size();
+    if (n <= kScan) {
+      for (size_t i = 0; i < n; i++)
+        if (obj.key(i) == key) return true;
+      return false;
+    }
+    for (; seen->n < n; seen->n++) seen->set.insert(std::string(obj.key(seen->n)));
+    return seen->set.count(std::string(key)) != 0;
   }
   Status depth_check(int depth) const {
     if (depth > kMaxDepth) return Status(Code::Limit, "statement nested deeper than " + std::to_string(kMaxDepth) + " levels", peek().pos);
@@ -298,25 +384,25 @@ Status Parser::index_spec(IndexSpec* out) {
   }
 }
 
-bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, Status* err, size_t keys) {
+bool Parser::literal(CodecOut out, int depth, LiteralPositions* parts, bool top, Status* err, size_t keys) {
   *err = depth_check(depth);
   if (!err->is_ok()) return false;
   Token& t = t_[i_];
   switch (t.kind) {
-    case Tok::Int: *out = Value::integer(next().i); return true;
-    case Tok::Float: *out = Value::real(next().f); return true;
-    case Tok::String: *out = Value::text(std::string(str(t))); next(); return true;
+    case Tok::Int: out.integer(next().i); return true;
+    case Tok::Float: out.real(next().f); return true;
+    case Tok::String: out.text(str(t)); next(); return true;
     case Tok::Minus: {
       const Token& n = peek(1);
       if (n.kind == Tok::Int) {
         next();
         int64_t v = next().i;
-        *out = Value::integer(v == INT64_MIN ? v : -v);
+        out.integer(v == INT64_MIN ? v : -v);
         return true;
       }
       if (n.kind == Tok::Float) {
         next();
-        *out = Value::real(-next().f);
+        out.real(-next().f);
         return true;
       }
       *err = Status(Code::Syntax, "expected a number after '-'", n.pos);
@@ -324,13 +410,13 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
     }
     case Tok::Ident:
       if (is_kw("true") || is_kw("false")) {
-        *out = Value::boolean(is_kw("true"));
+        out.boolean(is_kw("true"));
         next();
         return true;
       }
       if (is_kw("null")) {
         next();
-        *out = Value();
+        out.null();
         return true;
       }
       *err = expected("a value");
@@ -338,71 +424,73 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
     case Tok::LBracket: {
       size_t n = parts_in(i_);
       next();
-      *out = Value::list();
-      std::vector<Value>& items = out->mutable_items();
-      items.reserve(n);
+      auto items = out.list(n);
       if (top) {
         parts->item.reserve(n);
         parts->key_start.reserve(n + 1);
       }
-      if (accept(Tok::RBracket)) return true;
-      for (;;) {
-        if (top) {
-          // After the first document, room for as many keys in each, but
-          // no more than the statement's tokens could hold (a key takes
-          // three: the key, the colon, the value).
-          if (items.size() == 1) parts->key.reserve(std::min(parts->key.size() * n, t_.size() / 3 + 1));
-          parts->item.push_back(peek().pos);
-          parts->key_start.push_back((uint32_t)parts->key.size());
+      if (!accept(Tok::RBracket)) {
+        for (;;) {
+          if (top) {
+            // After the first document, room for as many keys in each, but
+            // no more than the statement's tokens could hold (a key takes
+            // three: the key, the colon, the value).
+            if (items.size() == 1) parts->key.reserve(std::min(parts->key.size() * n, t_.size() / 3 + 1));
+            parts->item.push_back(peek().pos);
+            parts->key_start.push_back((uint32_t)parts->key.size());
+          }
+          size_t sibling = items.size() ? last_keys_ : 0;
+          if (!literal(items.item(), depth + 1, top && peek().kind == Tok::LBrace ? parts : nullptr, false, err, sibling))
+            return false;
+          if (accept(Tok::Comma)) {
+            if (accept(Tok::RBracket)) break;  // trailing comma
+            continue;
+          }
+          if (!accept(Tok::RBracket)) {
+            *err = expect(Tok::RBracket);
+            return false;
+          }
+          break;
         }
-        size_t sibling = items.empty() ? 0 : items.back().keys().size();
-        items.emplace_back();
-        if (!literal(&items.back(), depth + 1, top && peek().kind == Tok::LBrace ? parts : nullptr, false, err, sibling))
-          return false;
-        if (accept(Tok::Comma)) {
-          if (accept(Tok::RBracket)) break;  // trailing comma
-          continue;
-        }
-        if (!accept(Tok::RBracket)) {
-          *err = expect(Tok::RBracket);
-          return false;
-        }
-        break;
       }
+      items.done();
       if (top) parts->key_start.push_back((uint32_t)parts->key.size());
       return true;
     }
     case Tok::LBrace: {
       size_t n = keys ? keys : parts_in(i_);  // a guess too few or too many only costs a regrowth
       next();
-      *out = Value::object();
-      out->reserve_keys(n);
-      if (accept(Tok::RBrace)) return true;
+      auto obj = out.object(n);
       KeySet seen;
-      for (;;) {
+      std::string dotted;
+      while (peek().kind != Tok::RBrace) {
         const Token& k = peek();
-        std::string key;
-        if (k.kind == Tok::Ident) key = std::string(k.text);
-        else if (k.kind == Tok::String) key = std::string(str(k));
+        std::string_view key;
+        if (k.kind == Tok::Ident) key = k.text;
+        else if (k.kind == Tok::String) key = str(k);
         else {
           *err = expected("a key");
           return false;
         }
         int64_t kpos = k.pos;
         next();
-        while (peek().kind == Tok::Dot) {  // a dotted key, as value_expr joins it
-          next();
-          const Token& k2 = peek();
-          if (k2.kind != Tok::Ident && k2.kind != Tok::String) {
-            *err = expected("a key after '.'");
-            return false;
+        if (peek().kind == Tok::Dot) {  // a dotted key, as value_expr joins it
+          dotted = key;
+          while (peek().kind == Tok::Dot) {
+            next();
+            const Token& k2 = peek();
+            if (k2.kind != Tok::Ident && k2.kind != Tok::String) {
+              *err = expected("a key after '.'");
+              return false;
+            }
+            dotted += '.';
+            dotted += k2.kind == Tok::Ident ? std::string_view(k2.text) : str(k2);
+            next();
           }
-          key += '.';
-          key += k2.kind == Tok::Ident ? std::string_view(k2.text) : str(k2);
-          next();
+          key = dotted;
         }
-        if (repeated(out->keys(), key, &seen)) {
-          *err = Status(Code::Syntax, "key '" + key + "' appears twice", kpos);
+        if (repeated(obj, key, &seen)) {
+          *err = Status(Code::Syntax, "key '" + std::string(key) + "' appears twice", kpos);
           return false;
         }
         if (!accept(Tok::Colon)) {
@@ -410,18 +498,17 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
           return false;
         }
         if (parts) parts->key.push_back(kpos);
-        out->append(std::move(key), Value());
-        if (!literal(&out->mutable_items().back(), depth + 1, nullptr, false, err)) return false;  // in its place
-        if (accept(Tok::Comma)) {
-          if (accept(Tok::RBrace)) return true;
-          continue;
-        }
-        if (!accept(Tok::RBrace)) {
+        if (!literal(obj.value(key), depth + 1, nullptr, false, err)) return false;  // in its place
+        if (accept(Tok::Comma)) continue;
+        if (peek().kind != Tok::RBrace) {
           *err = expect(Tok::RBrace);
           return false;
         }
-        return true;
       }
+      next();
+      last_keys_ = obj.size();
+      obj.done();
+      return true;
     }
     default:
       *err = expected("a value");
@@ -429,7 +516,7 @@ bool Parser::literal(Value* out, int depth, LiteralPositions* parts, bool top, S
   }
 }
 
-Status Parser::value_expr(ExprPtr* out, int depth, bool fold) {
+Status Parser::value_expr(ExprPtr* out, int depth, bool fold, bool encode) {
   KF_TRY(depth_check(depth));
   const Token& t = peek();
   if (fold && (t.kind == Tok::LBracket || t.kind == Tok::LBrace)) {
@@ -450,13 +537,20 @@ Status Parser::value_expr(ExprPtr* out, int depth, bool fold) {
     }
     if (!only) return value_expr(out, depth, false);
     auto parts = std::make_unique<LiteralPositions>();
-    Value v;
     Status err;
     int64_t pos = t.pos;
-    if (!literal(&v, depth, parts.get(), true, &err)) return err;
-    *out = make(ExprKind::Literal, pos);
-    (*out)->value = std::move(v);
-    (*out)->parts = std::move(parts);
+    ExprPtr e = make(ExprKind::Literal, pos);
+    // About as many bytes as the text, in one allocation.
+    e->encoded.reserve(std::min<size_t>(text_.size() - t.pos, size_t(64) << 20));
+    codec_keys_.clear();
+    if (!literal(CodecOut{&e->encoded, &codec_keys_}, depth, parts.get(), true, &err)) return err;
+    if (!encode) {
+      Reader r(e->encoded);
+      KF_TRY(decode_value(r, &e->value));
+      std::string().swap(e->encoded);
+    }
+    e->parts = std::move(parts);
+    *out = std::move(e);
     return Status::ok();
   }
   switch (t.kind) {
@@ -515,7 +609,7 @@ Status Parser::value_expr(ExprPtr* out, int depth, bool fold) {
           key += k2.kind == Tok::Ident ? std::string_view(k2.text) : str(k2);
           next();
         }
-        if (repeated((*out)->keys, key, &seen)) return Status(Code::Syntax, "key '" + key + "' appears twice", k.pos);
+        if (repeated(KeyList{(*out)->keys}, key, &seen)) return Status(Code::Syntax, "key '" + key + "' appears twice", k.pos);
         KF_TRY(expect(Tok::Colon));
         ExprPtr e;
         KF_TRY(value_expr(&e, depth + 1));
@@ -913,7 +1007,7 @@ Status Parser::statement(ParsedStatement* st) {
     const Token& b = peek();
     if (b.kind != Tok::LBrace && b.kind != Tok::LBracket && b.kind != Tok::Param)
       return expected("a document {...}, a list of documents [...] or a parameter");
-    KF_TRY(value_expr(&st->body, 0));
+    KF_TRY(value_expr(&st->body, 0, true, true));
   } else if (accept_kw("set")) {
     st->kind = StmtKind::Set;
     KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));

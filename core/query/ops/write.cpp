@@ -71,6 +71,182 @@ Status build_document(const CollectionDef& def, Value& in, KeyPositions keys, in
   return Status::ok();
 }
 
+// The kind of value an encoded literal's tag stands for (the parser writes
+// null, bool, int, float, text, list and object only).
+Kind literal_kind(uint8_t tag) {
+  switch (tag) {
+    case kNull: return Kind::Null;
+    case kFalse: case kTrue: return Kind::Bool;
+    case kInt: return Kind::Int;
+    case kFloat: return Kind::Float;
+    case kText: return Kind::Text;
+    case kList: return Kind::List;
+    default: return Kind::Object;
+  }
+}
+
+// One field's value of an encoded literal document, typed and encoded into
+// `out` as the field stores it. The common cases (a value already of the
+// field's kind, an int for a float, a list of numbers for a vector) are
+// read straight from the bytes; the rest is decoded and coerced, so every
+// error is the one a value would get, at its key (kpos) or, for a vector
+// its index refuses, at its document (dpos). `r` ends past the value.
+Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, int64_t dpos, std::string& out) {
+  const char* at = r.pos();
+  uint8_t tag = r.left() ? (uint8_t)*at : (uint8_t)kNull;
+  const Type& t = f.type;
+  switch (t.kind) {
+    case TypeKind::Bool:
+    case TypeKind::Int:
+      if (t.kind == TypeKind::Int ? tag != kInt : tag != kTrue && tag != kFalse) break;
+      skip_value(r);
+      out.append(at, r.pos() - at);
+      return Status::ok();
+    case TypeKind::Text: {
+      if (tag != kText) break;
+      r.u8();
+      std::string_view s = r.str();
+      if (!valid_utf8(s)) return Status(Code::Type, "'" + f.name + "' is not valid UTF-8 text", kpos);
+      out.append(at, r.pos() - at);
+      return Status::ok();
+    }
+    case TypeKind::Float: {
+      if (tag != kFloat && tag != kInt) break;
+      Reader v = r;
+      v.u8();
+      double d;
+      if (tag == kInt) {
+        d = (double)unzigzag(v.varint());
+      } else {
+        uint64_t bits = v.u64();
+        memcpy(&d, &bits, 8);
+        if (!std::isfinite(d)) break;
+      }
+      r = v;
+      put_u8(out, kFloat);
+      out.append((const char*)&d, 8);
+      return Status::ok();
+    }
+    case TypeKind::Vector: {
+      if (tag != kList) break;
+      Reader v = r;
+      v.u8();
+      if (v.varint() != t.dim) break;
+      thread_local std::vector<float> floats;
+      floats.resize(t.dim);
+      bool ok = true;
+      for (uint32_t i = 0; i < t.dim && ok; i++) {
+        uint8_t et = v.u8();
+        float x;
+        if (et == kInt) {
+          x = (float)unzigzag(v.varint());
+        } else if (et == kFloat) {
+          uint64_t bits = v.u64();
+          double d;
+          memcpy(&d, &bits, 8);
+          x = (float)d;
+        } else {
+          ok = false;
+          break;
+        }
+        ok = std::isfinite(x) && (!t.f16 || std::fabs(x) <= 65504.0f);
+        floats[i] = x;
+      }
+      if (!ok || !v.ok()) break;
+      r = v;
+      if (auto it = c.vindex.find(f.id); it != c.vindex.end()) {
+        thread_local std::vector<float> prepared;  // the vector in the index's stored form
+        Status ps = it->second->prepare(floats.data(), &prepared, f.name);
+        if (!ps.is_ok()) return Status(ps.code(), ps.message(), dpos);
+      }
+      put_u8(out, t.f16 ? kVecF16 : kVecF32);
+      put_varint(out, t.dim);
+      if (t.f16) {
+        for (float x : floats) {
+          uint16_t h = float_to_half(x);
+          out.append((const char*)&h, 2);
+        }
+      } else {
+        out.append((const char*)floats.data(), t.dim * 4);
+      }
+      return Status::ok();
+    }
+    default:
+      break;
+  }
+  Value v, typed;
+  KF_TRY(decode_value(r, &v));
+  Status st = coerce(v, t, f.name, &typed);
+  if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
+  if (typed.kind() == Kind::Text && !valid_utf8(typed.as_string()))
+    return Status(Code::Type, "'" + f.name + "' is not valid UTF-8 text", kpos);
+  if (typed.kind() == Kind::Vector)
+    if (auto it = c.vindex.find(f.id); it != c.vindex.end()) {
+      thread_local std::vector<float> prepared;
+      Status ps = it->second->prepare(typed.vec().data(), &prepared, f.name);
+      if (!ps.is_ok()) return Status(ps.code(), ps.message(), dpos);
+    }
+  encode_value(out, typed, t.kind == TypeKind::Vector && t.f16);
+  return Status::ok();
+}
+
+// One document of a put's encoded literal body (the value at `r`) typed
+// against the collection and appended to `bodies` as its stored body; an
+// `id` key sets d->id. `keys`: where its keys stood in the statement.
+Status type_literal_document(const Collection& c, Reader& r, KeyPositions keys, PreparedDocs::Doc* d,
+                             std::string& bodies) {
+  const CollectionDef& def = c.def;
+  uint8_t tag = r.u8();
+  if (tag != kObject)
+    return Status(Code::Type, std::string("expected a document (an object), got ") + kind_name(literal_kind(tag)), d->pos);
+  // Each field's typed value, in the order the document gives them (spans of
+  // `typed`), then written in schema order.
+  thread_local std::string typed;
+  thread_local std::vector<std::pair<uint32_t, uint32_t>> span;  // by field index: offset, length (0: absent)
+  typed.clear();
+  span.assign(def.fields.size(), {0, 0});
+  size_t present = 0;
+  uint64_t n = r.varint();
+  for (uint64_t i = 0; i < n && r.ok(); i++) {
+    std::string_view k = r.str();
+    int64_t kpos = i < keys.n ? keys.at[i] : d->pos;
+    uint8_t vt = r.left() ? (uint8_t)*r.pos() : (uint8_t)kNull;
+    if (vt == kNull) {  // a null field is not stored
+      r.u8();
+      if (k != "id" && !def.field(k)) return not_found_field(std::string(k), def, kpos);
+      continue;
+    }
+    if (k == "id") {
+      if (vt != kInt) return Status(Code::Type, std::string("'id' must be an int, got ") + kind_name(literal_kind(vt)), kpos);
+      r.u8();
+      d->has_id = true;
+      d->id = unzigzag(r.varint());
+      continue;
+    }
+    const Field* f = def.field(k);
+    if (!f) return not_found_field(std::string(k), def, kpos);
+    size_t at = typed.size();
+    KF_TRY(type_field(c, *f, r, kpos, d->pos, typed));
+    span[f - def.fields.data()] = {(uint32_t)at, (uint32_t)(typed.size() - at)};
+    present++;
+  }
+  if (!r.ok()) return Status(Code::Invalid, "internal: a put's parsed documents are damaged", d->pos);
+  size_t start = bodies.size();
+  put_varint(bodies, present);
+  for (size_t i = 0; i < def.fields.size(); i++) {
+    const Field& f = def.fields[i];
+    if (!span[i].second) {
+      if (f.required) return Status(Code::Constraint, "required field '" + f.name + "' is missing", d->pos);
+      continue;
+    }
+    put_varint(bodies, f.id);
+    bodies.append(typed, span[i].first, span[i].second);
+  }
+  d->at = start;
+  d->len = bodies.size() - start;
+  return Status::ok();
+}
+
 void op_put(std::string& ops, uint32_t cid, int64_t id, std::string_view body) {
   put_u8(ops, format::kOpPut);
   put_varint(ops, cid);
@@ -181,9 +357,45 @@ class UniqueCheck {
 };
 
 
+// A put's body of literals only, as the parser encoded it: each document
+// typed from its bytes, no Value built for it.
+Status prepare_literal_documents(const Collection& c, const Expr& body, PreparedDocs* out) {
+  const LiteralPositions& lp = *body.parts;
+  Reader r(body.encoded);
+  bool is_list = (uint8_t)body.encoded[0] == kList;
+  size_t n = 1;
+  if (is_list) {
+    r.u8();
+    n = r.varint();
+  }
+  bool unique = false;
+  for (const SecondaryDef& d : c.def.secondary) unique |= d.kind == IndexKind::Unique;
+  out->docs.clear();
+  out->docs.resize(n);
+  out->bodies.clear();
+  for (size_t i = 0; i < n; i++) {
+    PreparedDocs::Doc& d = out->docs[i];
+    KeyPositions keys{lp.key.data(), lp.key.size()};
+    d.pos = body.pos;
+    if (is_list) {
+      d.pos = lp.item[i];
+      keys = {lp.key.data() + lp.key_start[i], (size_t)(lp.key_start[i + 1] - lp.key_start[i])};
+    }
+    KF_TRY(type_literal_document(c, r, keys, &d, out->bodies));
+    KF_TRY(check_doc_size(d.len, d.pos));
+    // Room for n documents like the first, up to 64 MiB (past that it grows
+    // as it goes): grown once, not doubled ten times.
+    if (i == 0 && n > 1) out->bodies.reserve(std::min<size_t>(d.len * n, size_t(64) << 20));
+    if (unique) KF_TRY(decode_document(c.def, 0, out->body(d), &d.fields));
+  }
+  out->ready = true;
+  return Status::ok();
+}
+
 Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
                          ParsedStatement* owned, PreparedDocs* out) {
   (void)eng;
+  if (!st.body->encoded.empty()) return prepare_literal_documents(c, *st.body, out);
   thread_local std::vector<float> prepared;  // a vector in an index's stored form
   Value body;
   // A statement that runs once (`owned`) gives its literals up rather
