@@ -1,10 +1,11 @@
 // Checkpoints: a new image of the live documents, written beside the readers
 // and, natively, beside the writers too. The steps, and who waits for each:
 //   1. the pin (begin_image), under the gate and the shared lock: the
-//      catalog, the collections whose documents refer into vector tables
-//      (re-encoded now: their tables and graphs change in place), a copy of
-//      every other collection's id index (16 bytes a document), the arena's
-//      segments, and where the file's tail ends;
+//      catalog, a copy of every collection's id index (16 bytes a document),
+//      of each vector index what writes change in place (HnswIndex::pin:
+//      its graph and level-0 lists; the table is appended to only, so just
+//      what the last image does not hold), the arena's segments, and where
+//      the file's tail ends;
 //   2. the rest of the image, built from the pin, written to NAME~~ and
 //      flushed (finish_image, write_image) with no lock held: writes land
 //      meanwhile in the old file's tail and in new arena segments;
@@ -12,15 +13,15 @@
 //      they go on, and the last piece under the gate;
 //   4. NAME~~ renamed over NAME and the engine switched to it under the write
 //      lock (switch_image): collections no write touched since the pin read
-//      from the new image at once;
+//      from the new image at once, vector indexes from its tables;
 //   5. the documents of the others that no write replaced pointed into the
 //      new image a piece at a time under the write lock (move_to_image), and
 //      the pin's segments freed.
-// Where a collection's documents refer into vector tables (they are built at
-// the pin, from tables and graphs writes change in place), where replace()
-// is no atomic rename (OPFS's copy) or where there are no threads (WASM),
-// the gate is held throughout and there is no tail to carry (the side file
-// is then NAME~).
+// Where a collection's documents refer into a table no index holds (a
+// dropped index's, one a recovery lost), where replace() is no atomic
+// rename (OPFS's copy) or where there are no threads (WASM), the image is
+// built at the pin, the gate is held throughout and there is no tail to
+// carry (the side file is then NAME~).
 #include <algorithm>
 
 #include "codec.h"
@@ -110,9 +111,140 @@ static Status append_docs(std::string& out, uint32_t cid, const IdIndex& from, B
   return Status::ok();
 }
 
+namespace {
+
+// Documents as an image holds them. Where a field's vector index was pinned
+// and the document's vector is on a node of it, the body refers to that node
+// (tag 12) instead of holding the vector; a reference into a table no index
+// holds any more (a dropped index's, or one a recovery lost: only while
+// writes wait, through `vs`) becomes the vector itself, or nothing. Every
+// other value is copied as it is.
+class ImageBodies {
+ public:
+  ImageBodies(const std::string& name, const Collection* vs) : name_(name), vs_(vs) {}
+  void add_index(uint32_t field, const HnswIndex::Pin& pin) {
+    Indexed& x = indexed_.emplace_back();
+    x.field = field;
+    pin.doc_nodes(&x.nodes);
+  }
+  bool needed() const { return !indexed_.empty() || vs_; }
+
+  Status body(int64_t id, std::string_view in, std::string_view* out) {
+    Reader r(in);
+    uint64_t n = r.varint();
+    fields_.clear();
+    uint64_t count = 0;
+    for (uint64_t i = 0; i < n && r.ok(); i++) {
+      uint32_t fid = (uint32_t)r.varint();
+      const char* at = r.pos();
+      skip_value(r);
+      if (!r.ok()) break;
+      std::string_view v(at, r.pos() - at);
+      uint8_t tag = (uint8_t)v[0];
+      if (tag == kVecF32 || tag == kVecF16 || tag == kVecRef) {
+        int64_t node = node_of(fid, id);
+        if (node >= 0) {
+          put_varint(fields_, fid);
+          encode_vector_ref(fields_, (uint64_t)node);
+          count++;
+          continue;
+        }
+        if (tag == kVecRef) {
+          Reader ref(v);
+          ref.u8();
+          uint64_t at_node = ref.varint();
+          const Field* f = vs_ ? vs_->def.field_by_id(fid) : nullptr;
+          if (!vs_ || !vs_->vector(fid, at_node, &value_))
+            return damaged(id, "a vector reference no table resolves");
+          if (!f || value_.is_null()) continue;  // a dropped field, or a lost table's vector: gone
+          put_varint(fields_, fid);
+          encode_value(fields_, value_, f->type.kind == TypeKind::Vector && f->type.f16);
+          count++;
+          continue;
+        }
+      }
+      put_varint(fields_, fid);
+      fields_.append(v);
+      count++;
+    }
+    if (!r.ok()) return damaged(id, "its body is cut short or damaged");
+    body_.clear();
+    put_varint(body_, count);
+    body_ += fields_;
+    *out = body_;
+    return Status::ok();
+  }
+
+ private:
+  struct Indexed {
+    uint32_t field;
+    std::vector<std::pair<int64_t, uint32_t>> nodes;  // by document
+  };
+  int64_t node_of(uint32_t fid, int64_t id) const {
+    for (const Indexed& x : indexed_) {
+      if (x.field != fid) continue;
+      auto it = std::upper_bound(x.nodes.begin(), x.nodes.end(), id, [](int64_t d, const auto& e) { return d < e.first; });
+      if (it == x.nodes.begin() || (it - 1)->first != id) return -1;
+      return (it - 1)->second;
+    }
+    return -1;
+  }
+  // Writes are refused when their documents would not decode, so this is
+  // damage; the checkpoint stops and the old file stays.
+  Status damaged(int64_t id, const char* what) const {
+    return Status(Code::Corrupt, "checkpoint stopped: document " + std::to_string(id) + " of '" + name_ + "': " +
+                                     what + "; the file is unchanged");
+  }
+
+  const std::string& name_;
+  const Collection* vs_;
+  std::vector<Indexed> indexed_;
+  std::string fields_, body_;
+  Value value_;
+};
+
+}  // namespace
+
+Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
+                                 const Collection* vs) {
+  std::string& out = img->bytes;
+  ImageBodies bodies(ic.name, vs);
+  for (const VectorPin& vp : ic.vectors) bodies.add_index(vp.field, vp.pin);
+  if (bodies.needed()) {
+    auto rewrite = [&](const IdEntry& e, std::string_view* b) { return bodies.body(e.id, view.body(e.loc), b); };
+    KF_TRY(append_docs(out, ic.id, ids, rewrite, &ic.ids, &ic.was, &img->records));
+  } else {
+    auto copy = [&](const IdEntry& e, std::string_view* b) {
+      *b = view.body(e.loc);
+      return Status::ok();
+    };
+    KF_TRY(append_docs(out, ic.id, ids, copy, &ic.ids, &ic.was, &img->records));
+  }
+  img->docs += ic.ids.size();
+  for (VectorPin& vp : ic.vectors) {
+    std::string head, table;
+    put_varint(head, ic.id);
+    put_varint(head, vp.field);
+    put_str(head, vp.pin.meta);
+    vp.pin.table(table);
+    uint64_t table_at = append_with_extent(out, format::kVectors, head, table, vp.index->table_item_bytes());
+    head.clear();
+    put_varint(head, ic.id);
+    put_varint(head, vp.field);
+    put_u64(head, img->seq);
+    put_str(head, vp.pin.graph);
+    uint64_t links_at = append_with_extent(out, format::kGraph, head, vp.pin.links0, vp.index->links_item_bytes());
+    img->tables.push_back({ic.id, vp.field, table_at, links_at, vp.pin.nodes});
+    img->records += 4;
+    vp.pin = HnswIndex::Pin();  // its copies are in the image now
+  }
+  return Status::ok();
+}
+
 // The pin, under a lock that keeps writes out (the gate and the shared lock,
-// or the write lock): the header and catalog, the collections with vector
-// tables whole, a copy of the others' id indexes to build them from.
+// or the write lock): the header and catalog, and of each collection a
+// copy of its id index and its vector indexes' pins (HnswIndex::pin), to
+// build it from with no lock held (`carry`), or its records now.
 Status Engine::begin_image(NewImage* img, bool carry) {
   std::string& out = img->bytes;
   uint64_t total = format::kHeaderSize + 64;
@@ -124,6 +256,7 @@ Status Engine::begin_image(NewImage* img, bool carry) {
   advise_huge_pages(out.data(), out.capacity());  // it becomes the memory of tables and lists
   append_header(out);
   img->side = name_ + (carry ? "~~" : "~");
+  img->seq = seq_;
 
   std::string body;
   put_u32(body, next_coll_id_);
@@ -132,79 +265,26 @@ Status Engine::begin_image(NewImage* img, bool carry) {
   append_record(out, format::kCatalog, body);
   img->records = 1;
 
-  for (auto& entry : colls_) {
-    Collection* c = entry.second.get();  // not a structured binding: the lambda below captures it (clang 14)
+  Arena::View now;
+  if (!carry) now = arena_.view();
+  for (auto& [name, c] : colls_) {
     ImageColl& ic = img->colls.emplace_back();
     ic.id = c->def.id;
+    ic.name = c->def.name;
     ic.changes = c->changes;
-    // Documents with indexed vectors refer to the vector table instead of
-    // repeating the vector; other documents are copied as they are, later
-    // from a copy of the id index when writes go on beside the checkpoint,
-    // now when they wait.
-    ic.rewritten = refers_to_tables(*c);
-    if (!ic.rewritten && carry) {
-      pin_ids(c->ids, &ic.pinned);
-      continue;
-    }
-    ic.built = true;
-    if (!ic.rewritten) {
-      auto copy = [&](const IdEntry& e, std::string_view* b) {
-        *b = arena_.body(e.loc);
-        return Status::ok();
-      };
-      KF_TRY(append_docs(out, c->def.id, c->ids, copy, &ic.ids, &ic.was, &img->records));
-      img->docs += ic.ids.size();
-      continue;
-    }
-    std::string nb;
-    Value doc;
-    auto rewrite = [&](const IdEntry& e, std::string_view* b) -> Status {
-      // Writes are refused when their documents would not decode, so this
-      // fails only on damage; the checkpoint stops and the old file stays.
-      Status ds = decode_document(c->def, e.id, arena_.body(e.loc), &doc, c);
-      if (!ds.is_ok())
-        return Status(Code::Corrupt, "checkpoint stopped: document " + std::to_string(e.id) + " of '" + c->def.name +
-                                         "' does not decode (" + ds.message() + "); the file is unchanged");
-      nb.clear();
-      size_t count = 0;
-      for (const Field& f : c->def.fields) {
-        const Value* v = doc.get(f.name);
-        if (v && !v->is_null()) count++;
-      }
-      put_varint(nb, count);
-      for (const Field& f : c->def.fields) {
-        const Value* v = doc.get(f.name);
-        if (!v || v->is_null()) continue;
-        put_varint(nb, f.id);
-        auto vi = c->vindex.find(f.id);
-        int64_t node = vi != c->vindex.end() && v->kind() == Kind::Vector ? vi->second->node_of(e.id) : -1;
-        if (node >= 0) encode_vector_ref(nb, (uint64_t)node);
-        else encode_value(nb, *v, f.type.kind == TypeKind::Vector && f.type.f16);
-      }
-      *b = nb;
-      return Status::ok();
-    };
-    KF_TRY(append_docs(out, c->def.id, c->ids, rewrite, &ic.ids, &ic.was, &img->records));
-    img->docs += ic.ids.size();
     for (auto& [fid, index] : c->vindex) {
-      std::string meta, vec, graph, links;
-      index->serialize(meta, vec, graph, links);
-      std::string head;
-      put_varint(head, c->def.id);
-      put_varint(head, fid);
-      put_str(head, meta);
-      uint64_t table_at = append_with_extent(out, format::kVectors, head, vec, index->table_item_bytes());
-      head.clear();
-      put_varint(head, c->def.id);
-      put_varint(head, fid);
-      put_u64(head, seq_);
-      put_str(head, graph);
-      uint64_t links_at = append_with_extent(out, format::kGraph, head, links, index->links_item_bytes());
-      img->tables.push_back({c->def.id, fid, table_at, links_at});
-      img->records += 4;
+      VectorPin& vp = ic.vectors.emplace_back();
+      vp.field = fid;
+      vp.index = index.get();
+      index->pin(&vp.pin);
+    }
+    if (carry) {
+      pin_ids(c->ids, &ic.pinned);
+    } else {
+      ic.built = true;
+      KF_TRY(append_collection(img, ic, c->ids, now, refers_to_tables(*c) ? c.get() : nullptr));
     }
   }
-  img->seq = seq_;
   img->pos = write_pos_;
   img->tail_records = tail_records_;
   img->sealed = arena_.seal();  // what lands from now on goes to new segments
@@ -216,13 +296,7 @@ Status Engine::begin_image(NewImage* img, bool carry) {
 Status Engine::finish_image(NewImage* img) {
   for (ImageColl& ic : img->colls) {
     if (ic.built) continue;
-    const Arena::View& view = img->view;
-    auto copy = [&](const IdEntry& e, std::string_view* b) {
-      *b = view.body(e.loc);
-      return Status::ok();
-    };
-    KF_TRY(append_docs(img->bytes, ic.id, ic.pinned, copy, &ic.ids, &ic.was, &img->records));
-    img->docs += ic.ids.size();
+    KF_TRY(append_collection(img, ic, ic.pinned, img->view, nullptr));
     unpin(&ic.pinned);
   }
   std::string end;
@@ -300,11 +374,23 @@ void Engine::switch_image(NewImage& img) {
     if (it == by_id_.end()) continue;  // dropped since the pin
     Collection* c = it->second;
     if (c->changes != ic.changes) {
-      // A collection that refers into vector tables is checkpointed with
-      // the writers held, so it cannot have changed; were it to, its
-      // documents keep the pin's memory.
-      if (ic.rewritten) img.keep_old = true;
-      else img.to_move.push_back(&ic);
+      // Written since the pin: its documents that no write replaced move
+      // into the image in pieces (move_to_image), their vectors referring
+      // to the same nodes of the same indexes, whose pinned part now lies in
+      // the image. Were an index created, dropped or rebuilt meanwhile, the
+      // documents keep the pin's memory instead.
+      bool same = c->retired.empty() && c->lost_tables.empty() && c->vindex.size() == ic.vectors.size();
+      for (const VectorPin& vp : ic.vectors) {
+        auto v = c->vindex.find(vp.field);
+        same = same && v != c->vindex.end() && v->second.get() == vp.index;
+      }
+      if (!same) {
+        img.keep_old = true;
+        continue;
+      }
+      for (const TableAt& t : img.tables)
+        if (t.coll == ic.id) c->vindex.at(t.field)->rebase_prefix(base + t.table, base + t.links, t.nodes);
+      img.to_move.push_back(&ic);
       continue;
     }
     if (img.segment)
@@ -383,16 +469,17 @@ Status Engine::checkpoint() {
     }
   }
   // Natively, with an atomic rename, writes go on beside the checkpoint and
-  // are carried over, unless a collection's documents refer into vector
-  // tables: those are built at the pin, whole, from tables and graphs that
-  // writes change in place, and the writers wait throughout, as where there
-  // is no atomic rename or no thread.
+  // are carried over, unless a collection's documents refer into a table
+  // no index holds (a dropped index's, one a recovery lost): those are
+  // resolved at the pin through tables that are let go at the switch, and
+  // the writers wait throughout, as where there is no atomic rename or no
+  // thread.
   bool carry = port::kThreads && fs_.atomic_replace();
   NewImage img;
   {
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
-    for (auto& [name, c] : colls_) carry = carry && !refers_to_tables(*c);
+    for (auto& [name, c] : colls_) carry = carry && c->retired.empty() && c->lost_tables.empty();
     KF_TRY(begin_image(&img, carry));
   }
   carrying_ = carry;

@@ -254,13 +254,21 @@ class Engine {
     uint32_t coll, field;
     uint64_t table;  // offsets in the image: the vector table
     uint64_t links;  // and the level-0 lists
+    size_t nodes;    // the table's vectors
+  };
+  // A vector index as a checkpoint pinned it.
+  struct VectorPin {
+    uint32_t field;
+    const HnswIndex* index;
+    HnswIndex::Pin pin;
   };
   struct ImageColl {
     uint32_t id;
+    std::string name;
     uint64_t changes;          // Collection::changes at the pin
-    bool rewritten;            // documents re-encoded at the pin (they refer to its vector tables)
     bool built = false;        // its records made at the pin (else from `pinned`, after it)
     IdIndex pinned;            // what the rest is built from
+    std::vector<VectorPin> vectors;
     std::vector<IdEntry> ids;  // its entries in the image (offsets)
     std::vector<uint64_t> was; // each one's location at the pin
   };
@@ -283,6 +291,11 @@ class Engine {
     std::vector<ImageColl*> to_move;
   };
   Status begin_image(NewImage* img, bool carry);
+  // A collection's records in the image: its documents from `ids` and
+  // `view`, then its pinned vector tables. `vs`: resolves references into
+  // tables no index holds (only while writes wait).
+  Status append_collection(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
+                           const Collection* vs);
   Status finish_image(NewImage* img);
   Status write_image(NewImage* img);
   Status carry_tail(NewImage& img, uint64_t to);

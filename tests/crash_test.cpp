@@ -5,8 +5,10 @@
 // it: while its image is written, its tail carried over, its file renamed,
 // its documents moved), and reports each acknowledged write through a pipe;
 // the parent kills it with SIGKILL after a random number of them, reopens the
-// file and checks that every acknowledged write is there, exactly once. Repeated many times
-// on one file, so kills land in writes, flushes and checkpoints alike.
+// file and checks that every acknowledged write is there, exactly once, with
+// its vector (the collection has an HNSW index, so checkpoints pin and write
+// its table and graph beside the writes). Repeated many times on one file,
+// so kills land in writes, flushes and checkpoints alike.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +25,9 @@
 #include "posix_file.h"
 
 using namespace kitfox;
+
+// Document n's vector: distinct for each n.
+static Value vector_of(int64_t n) { return Value::vector({(float)n, (float)(n % 7), 1, 0}); }
 
 [[noreturn]] static void child(const std::string& path, int fd, int64_t start, bool nonstop) {
   auto fs = make_posix_file_system();
@@ -75,6 +80,7 @@ using namespace kitfox;
         Value d = Value::object();
         d.append("n", Value::integer(k + i));
         d.append("pad", Value::text(pad));
+        d.append("e", vector_of(k + i));
         list.push(std::move(d));
       }
       auto q = db->query("put t $1", {list});
@@ -82,7 +88,7 @@ using namespace kitfox;
       last = k + n - 1;
       if (st) k += n;
     } else {
-      auto q = db->query("put t {n: $1, pad: $2}", {Value::integer(k), Value::text(pad)});
+      auto q = db->query("put t {n: $1, pad: $2, e: $3}", {Value::integer(k), Value::text(pad), vector_of(k)});
       st = q.status();
       if (st) k++;
     }
@@ -104,7 +110,7 @@ int main(int argc, char** argv) {
   auto fs = make_posix_file_system();
   {
     auto r = Database::open(*fs, path);
-    if (!r || !(*r)->query("create collection t (n int, pad text)")) return 2;
+    if (!r || !(*r)->query("create collection t (n int, pad text, e vector<4> @hnsw(l2))")) return 2;
     (*r)->close();
   }
   std::mt19937 rng(12345);
@@ -175,6 +181,25 @@ int main(int argc, char** argv) {
       fprintf(stderr, "round %d: %lld documents but the highest n is %lld\n", round, (long long)total, (long long)max_n);
       failed++;
       break;
+    }
+    // Each document with its own vector, and the index finding it.
+    auto docs = db->query("get t select n, e");
+    int64_t wrong = docs ? 0 : -1;
+    if (docs)
+      for (const Value& row : docs->rows)
+        if (to_json(*row.get("e")) != to_json(vector_of(row.get("n")->as_int()))) wrong++;
+    if (wrong) {
+      fprintf(stderr, "round %d: %lld documents without their vector\n", round, (long long)wrong);
+      failed++;
+      break;
+    }
+    if (max_n > 0) {
+      auto near = db->query("get t select n near e $1 limit 1", {vector_of(max_n)});
+      if (!near || near->rows.size() != 1 || near->rows[0].get("n")->as_int() != max_n) {
+        fprintf(stderr, "round %d: near did not find document %lld\n", round, (long long)max_n);
+        failed++;
+        break;
+      }
     }
     acked = max_n;
     db->close();

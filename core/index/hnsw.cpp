@@ -867,9 +867,11 @@ static void append_extent(std::string& out, const char* p, size_t n, LazyExtent*
   lazy->copy_to(out.data() + at);
 }
 
-void HnswIndex::serialize(std::string& meta, std::string& table, std::string& graph, std::string& links0) const {
+void HnswIndex::pin(Pin* out) const {
   read_all();
   size_t n = levels_.size();
+  out->nodes = n;
+  std::string& meta = out->meta;
   put_u32(meta, 2);  // layout version
   put_u32(meta, dim_);
   put_u32(meta, f16_);
@@ -884,10 +886,16 @@ void HnswIndex::serialize(std::string& meta, std::string& table, std::string& gr
     put_u32(meta, node);
     put_u64(meta, (uint64_t)doc);
   }
-  table.reserve(table.size() + n * vbytes_);
-  append_extent(table, base_, (size_t)base_n_ * vbytes_, lazy_table_.get());
-  table.append(extra_.data(), extra_.size());
+  size_t base_bytes = (size_t)base_n_ * vbytes_;
+  if (lazy_table_ && !lazy_table_->clean()) {  // blocks unread: a copy, read and checked
+    append_extent(out->rest, base_, base_bytes, lazy_table_.get());
+  } else {
+    out->base = base_;
+    out->base_bytes = base_bytes;
+  }
+  out->rest.append(extra_.data(), extra_.size());
 
+  std::string& graph = out->graph;
   put_u32(graph, 5);  // layout version (5: fingerprints of the stored bytes, 4 lanes)
   put_u32(graph, (uint32_t)p_.metric);
   put_u32(graph, p_.m);
@@ -895,13 +903,55 @@ void HnswIndex::serialize(std::string& meta, std::string& table, std::string& gr
   put_u64(graph, n);
   put_u64(graph, (uint64_t)entry_);
   put_u32(graph, (uint32_t)max_level_);
-  append_extent(links0, reinterpret_cast<const char*>(l0_), n * (1 + 2 * p_.m) * 4, l0_owned_ ? nullptr : lazy_links_.get());
+  append_extent(out->links0, reinterpret_cast<const char*>(l0_), n * (1 + 2 * p_.m) * 4,
+                l0_owned_ ? nullptr : lazy_links_.get());
   put_array(graph, levels_);
   put_array(graph, fp_);
   put_array(graph, inv_);
   put_array(graph, upper_off_);
   put_u64(graph, upper_.size());
   put_array(graph, upper_);
+}
+
+void HnswIndex::Pin::doc_nodes(std::vector<std::pair<int64_t, uint32_t>>* out) const {
+  // meta: version, dim, f16, n, documents, node -> first document, node ->
+  // document count (0: a tombstone), then the further documents of shared nodes.
+  Reader r(meta);
+  r.bytes(12);
+  uint64_t n = r.u64();
+  r.u64();
+  std::string_view docs = r.bytes(n * 8), refs = r.bytes(n * 4);
+  uint64_t more = r.u64();
+  out->clear();
+  out->reserve(n + more);
+  for (uint64_t i = 0; i < n && r.ok(); i++) {
+    uint32_t c;
+    memcpy(&c, refs.data() + 4 * i, 4);
+    if (!c) continue;
+    int64_t d;
+    memcpy(&d, docs.data() + 8 * i, 8);
+    out->push_back({d, (uint32_t)i});
+  }
+  for (uint64_t i = 0; i < more && r.ok(); i++) {
+    uint32_t node = r.u32();
+    out->push_back({(int64_t)r.u64(), node});
+  }
+  // A document listed twice is on the last node listed, as node_of() has it.
+  std::stable_sort(out->begin(), out->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+void HnswIndex::rebase_prefix(const char* table, const char* links0, size_t nodes) {
+  size_t drop = (nodes - base_n_) * vbytes_;  // the image's part of extra_
+  size_t keep = extra_.size() - drop;
+  if (drop && keep) memmove(extra_.data(), extra_.data() + drop, keep);
+  extra_.resize(keep);
+  base_ = table;
+  base_n_ = (uint32_t)nodes;
+  lazy_table_.reset();
+  if (!l0_owned_) {
+    l0_ = reinterpret_cast<const uint32_t*>(links0);
+    lazy_links_.reset();
+  }
 }
 
 bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const ExtentLoad& how) {
@@ -1053,9 +1103,9 @@ size_t HnswIndex::memory_bytes() const {
 }
 
 std::string HnswIndex::graph_bytes() const {
-  std::string m, v, g, l;
-  serialize(m, v, g, l);
-  return g + l;
+  Pin p;
+  pin(&p);
+  return p.graph + p.links0;
 }
 
 }  // namespace kitfox

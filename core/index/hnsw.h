@@ -107,11 +107,37 @@ class HnswIndex {
   }
   float distance_to(const float* q, uint32_t node) const;
 
-  // Persistence: `meta` (node -> documents), `table` (the vectors), `graph`
-  // (all but the level-0 lists) and `links0` (those), as flat little-endian
-  // arrays. The caller keeps the table and links 16-byte aligned. Reads every
-  // lazily loaded block first.
-  void serialize(std::string& meta, std::string& table, std::string& graph, std::string& links0) const;
+  // Persistence: `meta` (node -> documents), the table (the vectors),
+  // `graph` (all but the level-0 lists) and `links0` (those), as flat
+  // little-endian arrays; the caller keeps the table and links 16-byte
+  // aligned. A checkpoint pins them under a lock that keeps writes out, and
+  // writes them with none held: what writes change in place (meta, graph,
+  // level-0 lists) is copied; of the table, which writes only append to,
+  // the part the last image holds is referred to, the rest copied.
+  struct Pin {
+    size_t nodes = 0;
+    std::string meta, graph, links0;
+    const char* base = nullptr;  // the table's first base_bytes, in the last image
+    size_t base_bytes = 0;
+    std::string rest;            // the table after them
+    // The whole table, one block.
+    void table(std::string& out) const {
+      out.reserve(out.size() + base_bytes + rest.size());
+      out.append(base, base_bytes);
+      out += rest;
+    }
+    // Each document's node at the pin, sorted by document (built from
+    // meta); where a document is listed twice, the last is its node.
+    void doc_nodes(std::vector<std::pair<int64_t, uint32_t>>* out) const;
+  };
+  // Reads every lazily loaded block first.
+  void pin(Pin* out) const;
+  // After a checkpoint that wrote a pin of this index and writes that
+  // changed it since: the image holds its first `nodes` vectors at `table`
+  // (the same bytes: a node's vector never changes) and, where no write
+  // changed the level-0 lists since they were last read in place, those
+  // lists at `links0`. Nothing of the index then lies in an older image.
+  void rebase_prefix(const char* table, const char* links0, size_t nodes);
   // Bytes per vector in the table, per node in links0 (extent items).
   uint32_t table_item_bytes() const { return (uint32_t)vbytes_; }
   uint32_t links_item_bytes() const { return (1 + 2 * p_.m) * 4; }

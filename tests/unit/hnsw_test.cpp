@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
@@ -178,14 +179,16 @@ TEST_CASE("f16: vectors with the same halves share a node, others do not") {
   CHECK(idx.node_of(3) != idx.node_of(1));
 }
 
-TEST_CASE("serialize and load: the same answers, the vector table used in place") {
+TEST_CASE("pin and load: the same answers, the vector table used in place") {
   const uint32_t dim = 32;
   bench::Clustered gen(dim, 10);
   auto pts = gen.points(2000, 8);
   auto idx = build(pts, dim, HnswParams{}, 2);
   idx->remove(7);
-  std::string meta, vecs, graph, links;
-  idx->serialize(meta, vecs, graph, links);
+  HnswIndex::Pin pin;
+  idx->pin(&pin);
+  std::string vecs, &meta = pin.meta, &graph = pin.graph, &links = pin.links0;
+  pin.table(vecs);
   auto ref = [](std::string_view bytes) {
     ExtentRef e;
     e.bytes = bytes;
@@ -227,6 +230,71 @@ TEST_CASE("serialize and load: the same answers, the vector table used in place"
   // A table that does not match its size is refused.
   HnswIndex no2(dim, false, HnswParams{});
   CHECK_FALSE(no2.load_table(meta, ref(std::string_view(vecs).substr(1))));
+}
+
+TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table changes no answer") {
+  // What a checkpoint does: pin, let writes go on, write the pin as the
+  // image, then point the live index's first nodes and its untouched lists
+  // into that image.
+  const uint32_t dim = 16;
+  bench::Clustered gen(dim, 6);
+  auto pts = gen.points(1500, 3);
+  auto idx = build(pts, dim, HnswParams{}, 2);
+  std::map<int64_t, int64_t> node_at_pin;
+  for (int64_t d = 1; d <= 1500; d++) node_at_pin[d] = idx->node_of(d);
+  HnswIndex::Pin pin;
+  idx->pin(&pin);
+  std::string table;
+  pin.table(table);
+  const std::string graph_at_pin = idx->graph_bytes();
+  // Writes after the pin: new documents, a removal, a document given a new vector.
+  auto more = gen.points(300, 4);
+  std::vector<float> v;
+  for (size_t i = 0; i < 300; i++) {
+    REQUIRE(idx->prepare(&more[i * dim], &v, "v").is_ok());
+    idx->put(2000 + (int64_t)i, v.data());
+  }
+  idx->remove(5);
+  REQUIRE(idx->prepare(&more[0], &v, "v").is_ok());
+  idx->put(6, v.data());
+  idx->link_pending(2);
+  // The pin still holds the index as it stood.
+  CHECK(pin.nodes == 1500);
+  HnswIndex back(dim, false, HnswParams{});
+  auto ref = [](std::string_view bytes) {
+    ExtentRef e;
+    e.bytes = bytes;
+    return e;
+  };
+  REQUIRE(back.load_table(pin.meta, ref(table)));
+  REQUIRE(back.load_graph(pin.graph, ref(pin.links0)));
+  CHECK(back.graph_bytes() == graph_at_pin);
+  std::vector<std::pair<int64_t, uint32_t>> docs;
+  pin.doc_nodes(&docs);
+  REQUIRE(docs.size() == 1500);
+  for (auto& [d, n] : docs) CHECK(node_at_pin[d] == (int64_t)n);
+  // Rebased onto the image's table (and its lists, where the index still
+  // read them in place), the live index answers as before.
+  auto qs = gen.points(20, 9);
+  std::vector<std::vector<float>> q(20);
+  std::vector<std::vector<Hit>> before(20);
+  for (size_t i = 0; i < 20; i++) {
+    REQUIRE(idx->prepare_query(&qs[i * dim], &q[i], "q").is_ok());
+    idx->search(q[i].data(), 10, 64, nullptr, &before[i]);
+  }
+  std::vector<float> stored_before, stored_after;
+  idx->vector_of(1700, &stored_before);
+  idx->rebase_prefix(table.data(), pin.links0.data(), pin.nodes);
+  idx->vector_of(1700, &stored_after);
+  CHECK(stored_before == stored_after);
+  for (size_t i = 0; i < 20; i++) {
+    std::vector<Hit> after;
+    idx->search(q[i].data(), 10, 64, nullptr, &after);
+    REQUIRE(after.size() == before[i].size());
+    for (size_t k = 0; k < after.size(); k++) CHECK(after[k].node == before[i][k].node);
+  }
+  CHECK(idx->node_of(5) == -1);
+  CHECK(idx->node_of(2299) >= 1500);
 }
 
 TEST_CASE("cosine refuses a zero vector; non-finite values are refused") {
