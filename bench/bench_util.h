@@ -98,6 +98,19 @@ inline double nearest_rank(std::vector<double>& v, double q) {
 }
 
 // "2026-11-30 01:22 UTC"
+// Prints the Markdown report and, where `out` is given, writes it there
+// too; false when that write failed.
+inline bool emit_report(const std::string& md, const std::string& out) {
+  std::fputs(md.c_str(), stdout);
+  std::fflush(stdout);
+  if (out.empty()) return true;
+  FILE* f = std::fopen(out.c_str(), "w");
+  bool ok = f && std::fputs(md.c_str(), f) >= 0;
+  if (f && std::fclose(f) != 0) ok = false;
+  if (ok) progress("  report written to " + out);
+  return ok;
+}
+
 inline std::string utc_stamp() {
   std::time_t t = std::time(nullptr);
   char buf[64];

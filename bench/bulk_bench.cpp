@@ -747,13 +747,7 @@ int main(int argc, char** argv) {
             mib(kstats.memory_bytes).c_str(),
             sq_wal_after_reopen ? fmt(" (SQLite left a %s WAL after the reopen rounds.)", mib(sq_wal_after_reopen).c_str()).c_str() : "");
 
-  std::fputs(md.c_str(), stdout);
-  std::fflush(stdout);
-  if (!opt.out.empty()) {
-    FILE* f = std::fopen(opt.out.c_str(), "w");
-    if (!f || std::fputs(md.c_str(), f) < 0 || std::fclose(f) != 0) die("cannot write " + opt.out);
-    progress("  report written to " + opt.out);
-  }
+  if (!emit_report(md, opt.out)) die("cannot write " + opt.out);
 
   remove_dir();
   return 0;

@@ -17,7 +17,11 @@
 //      readers' and the writer's worst wait during them;
 //   4. an aggregate over every document, five times, while one writer lands
 //      pairs of documents: the writer's worst wait during them, and every
-//      answer checked to be a whole state.
+//      answer checked to be a whole state;
+//   5. (section 7 of the report) kitfox alone: three checkpoints of a collection of V documents with a
+//      128-dim vector under an HNSW index, while the readers run `near`
+//      top-10 and one writer puts documents with vectors: the readers' and
+//      the writer's worst wait during them, and every put there afterwards.
 //
 // kitfox: one Database (core/db.h) shared by every thread, opened with
 // `sync = Always` (every write flushed before it is acknowledged; concurrent
@@ -28,7 +32,7 @@
 //
 // Usage: kitfox_concurrency_bench [--quick] [--rows N] [--seconds S] [--runs N]
 //          [--readers N] [--writers LIST] [--batch N] [--batches N] [--no-off]
-//          [--dir PATH] [--out PATH] [--keep] [--wait-quiet S]
+//          [--vectors V] [--only-vectors] [--dir PATH] [--out PATH] [--keep] [--wait-quiet S]
 // See bench/README.md.
 #include <sqlite3.h>
 #include <unistd.h>
@@ -44,6 +48,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -624,10 +629,13 @@ struct Checkpoints {
   uint64_t puts = 0;  // the writer's, every one acknowledged
 };
 
-Checkpoints run_checkpoints(Target& t, const Preload& data, int readers, size_t count, double gap_s, uint64_t seed) {
+// The threads of a checkpoint run: R readers each calling read(i, rng) and
+// one writer calling write(rng) until the main thread, having run
+// checkpoint() `count` times with `gap_s` of quiet around each, stops them.
+Checkpoints beside_checkpoints(int readers, size_t count, double gap_s, uint64_t seed,
+                               const std::function<void(int, SplitMix&)>& read, const std::function<void(SplitMix&)>& write,
+                               const std::function<void()>& checkpoint) {
   Checkpoints out;
-  std::vector<std::unique_ptr<Session>> sessions;
-  for (int i = 0; i <= readers; i++) sessions.push_back(t.session());  // the last one writes
   struct Op {
     double start_us, dur_us;
   };
@@ -637,19 +645,14 @@ Checkpoints run_checkpoints(Target& t, const Preload& data, int readers, size_t 
   std::vector<std::thread> threads;
   for (int i = 0; i <= readers; i++) {
     threads.emplace_back([&, i] {
-      Session& s = *sessions[i];
       SplitMix r(seed * 1000 + (uint64_t)i);
       ops[i].reserve(1 << 20);
       line.arrive();
       const Clock::time_point t0 = line.t0;
       while (!stop.load(std::memory_order_relaxed)) {
         auto a = Clock::now();
-        if (i < readers) {
-          int64_t id = 1 + (int64_t)r.below(data.ns.size());
-          s.get(id, data.ns[(size_t)id - 1]);
-        } else {
-          s.put(random_name(r), (int64_t)r.below(1000000000));
-        }
+        if (i < readers) read(i, r);
+        else write(r);
         auto b = Clock::now();
         ops[i].push_back({us_between(t0, a), us_between(a, b)});
       }
@@ -662,7 +665,7 @@ Checkpoints run_checkpoints(Target& t, const Preload& data, int readers, size_t 
   for (size_t k = 0; k < count; k++) {
     std::this_thread::sleep_for(gap);
     auto a = Clock::now();
-    t.checkpoint();
+    checkpoint();
     auto e = Clock::now();
     out.checkpoint_ms.push_back(us_between(a, e) / 1e3);
     windows.push_back({us_between(t0, a), us_between(t0, e)});
@@ -685,6 +688,19 @@ Checkpoints run_checkpoints(Target& t, const Preload& data, int readers, size_t 
       if (during) (i < readers ? out.reads_during : out.writes_during)++;
     }
   return out;
+}
+
+Checkpoints run_checkpoints(Target& t, const Preload& data, int readers, size_t count, double gap_s, uint64_t seed) {
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i <= readers; i++) sessions.push_back(t.session());  // the last one writes
+  return beside_checkpoints(
+      readers, count, gap_s, seed,
+      [&](int i, SplitMix& r) {
+        int64_t id = 1 + (int64_t)r.below(data.ns.size());
+        sessions[i]->get(id, data.ns[(size_t)id - 1]);
+      },
+      [&](SplitMix& r) { sessions[readers]->put(random_name(r), (int64_t)r.below(1000000000)); },
+      [&] { t.checkpoint(); });
 }
 
 // One writer lands pairs of documents (n = x and n = -x, one transaction
@@ -768,6 +784,102 @@ Aggregates run_aggregates(Target& t, size_t count, double gap_s, uint64_t seed) 
   return out;
 }
 
+// kitfox alone: a collection `v (n int, e vector<128> @hnsw(l2))` of `rows`
+// documents (random vectors, fixed seed), checkpointed once so that its
+// documents refer into the image's table, in `sync = always`; then R readers
+// run `near` top-10 and one writer puts a document with a vector a
+// statement, while the main thread checkpoints `count` times with `gap_s`
+// of quiet around each. The waits that overlapped a checkpoint against the
+// rest; afterwards the documents are counted: every put is there.
+struct VectorCheckpoints : Checkpoints {
+  size_t rows = 0;
+  double preload_s = 0;
+  uint64_t file_bytes = 0;
+};
+
+constexpr uint32_t kVecDim = 128;
+
+Value random_vector(SplitMix& r) {
+  std::vector<float> v(kVecDim);
+  for (float& x : v) x = (float)((double)r.below(2000001) / 1000000.0 - 1.0);
+  return Value::vector(std::move(v));
+}
+
+VectorCheckpoints run_vector_checkpoints(kitfox::FileSystem& fs, const std::string& path, size_t rows, int readers,
+                                         size_t count, double gap_s, uint64_t seed) {
+  VectorCheckpoints out;
+  out.rows = rows;
+  OpenOptions o;
+  o.sync = SyncMode::Always;
+  o.auto_checkpoint = false;  // the main thread checkpoints
+  auto r = Database::open(fs, path, o);
+  if (!r.is_ok()) die("kitfox open " + path + ": " + r.status().to_string());
+  Database& db = *r.value();
+  if (!db.query("create collection v (n int, e vector<128> @hnsw(l2, m=16, ef_construction=200))").is_ok())
+    die("kitfox create v failed");
+  SplitMix gen(seed);
+  auto p0 = Clock::now();
+  for (size_t i = 0; i < rows; i += 1000) {
+    std::vector<Value> docs;
+    for (size_t k = i; k < std::min(rows, i + 1000); k++) {
+      Value d = Value::object();
+      d.append("n", Value::integer((int64_t)k));
+      d.append("e", random_vector(gen));
+      docs.push_back(std::move(d));
+    }
+    auto p = db.query("put v $1", {Value::list(std::move(docs))});
+    if (!p.is_ok()) die("kitfox vector preload: " + p.status().to_string());
+  }
+  if (!db.checkpoint().is_ok()) die("kitfox vector preload: checkpoint failed");
+  out.preload_s = us_between(p0, Clock::now()) / 1e6;
+
+  int64_t next_n = (int64_t)rows;
+  Checkpoints run = beside_checkpoints(
+      readers, count, gap_s, seed,
+      [&](int, SplitMix& r) {
+        auto q = db.query("get v select n near e $1 limit 10", {random_vector(r)});
+        if (!q.is_ok() || q->rows.size() != 10) die("kitfox near: " + q.status().to_string());
+      },
+      [&](SplitMix& r) {
+        auto q = db.query("put v {n: $1, e: $2}", {Value::integer(next_n++), random_vector(r)});
+        if (!q.is_ok()) die("kitfox vector put: " + q.status().to_string());
+      },
+      [&] {
+        if (!db.checkpoint().is_ok()) die("kitfox vector checkpoint failed");
+      });
+  static_cast<Checkpoints&>(out) = std::move(run);
+  // Every put is there.
+  auto c = db.query("get v count");
+  if (!c.is_ok() || (uint64_t)c->rows[0].get("count")->as_int() != rows + out.puts)
+    die("kitfox vector section: documents missing after the checkpoints");
+  if (!db.close().is_ok()) die("kitfox vector close failed");
+  out.file_bytes = size_of(path);
+  return out;
+}
+
+std::string vector_section(const VectorCheckpoints& v, int readers) {
+  std::string md;
+  md += fmt("### 7. Checkpoints of a collection with an HNSW index, beside %d `near` readers and a writer (kitfox "
+            "`sync = always`)\n\n",
+            readers);
+  md += fmt("%s documents `{n: int, e: vector<128>}` under `@hnsw(l2, m=16, ef_construction=200)`, preloaded in "
+            "%.1f s (1,000 a statement) and checkpointed once, so that their documents refer into the image's "
+            "table; then %d readers each run `get v select n near e $1 limit 10` with random vectors and one writer "
+            "puts `{n, e}` a statement, while %zu checkpoints run 0.3 s apart. Every put was there afterwards. File "
+            "at the end: %s.\n\n",
+            grouped((double)v.rows).c_str(), v.preload_s, readers, v.checkpoint_ms.size(), mib_of(v.file_bytes).c_str());
+  std::string runs;
+  for (double x : v.checkpoint_ms) runs += (runs.empty() ? "" : ", ") + lat(x * 1e3);
+  md += "| checkpoints | readers' worst wait during | between | reads during | the writer's worst wait during | between | "
+        "writes during | writes in all |\n";
+  md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  md += fmt("| %s | %s | %s | %s | %s | %s | %s | %s |\n\n", runs.c_str(), lat(v.read_worst_us).c_str(),
+            lat(v.read_worst_between_us).c_str(), grouped((double)v.reads_during).c_str(), lat(v.write_worst_us).c_str(),
+            lat(v.write_worst_between_us).c_str(), grouped((double)v.writes_during).c_str(),
+            grouped((double)v.puts).c_str());
+  return md;
+}
+
 // ---------------------------------------------------------------- options
 
 struct Options {
@@ -779,6 +891,8 @@ struct Options {
   size_t batch = 1000;
   size_t batches = 5;
   bool off = true;
+  size_t vectors = 100000;  // documents of the vector section (0: skipped)
+  bool only_vectors = false;
   bool quick = false;
   bool keep = false;
   double wait_quiet = 0;  // seconds
@@ -799,6 +913,8 @@ void usage(FILE* f) {
                "  --batch N       puts in the one-transaction batch (default 1,000)\n"
                "  --batches N     batches landed while the readers read (overrides --quick)\n"
                "  --no-off        skip the kitfox `sync = Off` reference\n"
+               "  --vectors V     documents of section 7, the vector collection (default 100,000; 10,000 with --quick; 0 skips it)\n"
+               "  --only-vectors  run section 7 alone\n"
                "  --dir PATH      where the fresh data directory is made (default /tmp, on disk here); removed at the end\n"
                "  --out PATH      also write the Markdown report to PATH\n"
                "  --keep          keep the data directory\n"
@@ -813,7 +929,7 @@ size_t parse_count(const std::string& flag, const char* s) {
 
 Options parse_args(int argc, char** argv) {
   Options o;
-  bool rows_given = false, seconds_given = false, batches_given = false;
+  bool rows_given = false, seconds_given = false, batches_given = false, vectors_given = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -846,6 +962,8 @@ Options parse_args(int argc, char** argv) {
     else if (a == "--batch") o.batch = parse_count(a, value());
     else if (a == "--batches") { o.batches = parse_count(a, value()); batches_given = true; }
     else if (a == "--no-off") o.off = false;
+    else if (a == "--vectors") { o.vectors = parse_count(a, value()); vectors_given = true; }
+    else if (a == "--only-vectors") o.only_vectors = true;
     else if (a == "--dir") o.dir = value();
     else if (a == "--out") o.out = value();
     else if (a == "--keep") o.keep = true;
@@ -861,6 +979,7 @@ Options parse_args(int argc, char** argv) {
   if (o.quick && !rows_given) o.rows = 10000;
   if (o.quick && !seconds_given) o.seconds = 1;
   if (o.quick && !batches_given) o.batches = 3;
+  if (o.quick && !vectors_given) o.vectors = 10000;
   return o;
 }
 
@@ -1011,6 +1130,39 @@ int main(int argc, char** argv) {
   const double fsync_p50 = nearest_rank(probe, 0.5), fsync_p99 = nearest_rank(probe, 0.99);
   progress(fmt("  fdatasync of a 64-byte append: p50 %s, p99 %s", lat(fsync_p50).c_str(), lat(fsync_p99).c_str()));
 
+  auto emit = [&](const std::string& md) {
+    if (!emit_report(md, opt.out)) die("cannot write " + opt.out);
+    if (opt.keep) {
+      progress("  data kept in " + dir);
+    } else {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  };
+  auto vectors = [&] {
+    progress(fmt("  checkpoints of %s documents with an HNSW index beside near readers and a writer",
+                 grouped((double)opt.vectors).c_str()));
+    if (opt.wait_quiet > 0) wait_for_quiet(opt.wait_quiet);
+    VectorCheckpoints v = run_vector_checkpoints(*posix, dir + "/vectors.kfdb", opt.vectors, opt.readers, 3, 0.3, 4242);
+    progress(fmt("    checkpoint %s (median), reads' worst during %s (between %s), the writer's worst during %s (between %s)",
+                 lat(median(v.checkpoint_ms) * 1e3).c_str(), lat(v.read_worst_us).c_str(),
+                 lat(v.read_worst_between_us).c_str(), lat(v.write_worst_us).c_str(),
+                 lat(v.write_worst_between_us).c_str()));
+    return v;
+  };
+  if (opt.only_vectors) {
+    if (!opt.vectors) die("--only-vectors needs --vectors above 0");
+    VectorCheckpoints v = vectors();
+    std::string md = fmt("## Concurrency: checkpoints of a vector collection (%s)\n\n", started.c_str());
+    md += "### Machine\n\n| | |\n| --- | --- |\n" + machine_rows();
+    md += "| data directory | " + opt.dir + " (a fresh directory inside it): " + fs_text + " |\n";
+    md += fmt("| fdatasync of a 64-byte append there | p50 %s, p99 %s (500 calls, one thread) |\n\n",
+              lat(fsync_p50).c_str(), lat(fsync_p99).c_str());
+    md += "Command: `" + command + "`\n\n" + vector_section(v, opt.readers);
+    emit(md);
+    return 0;
+  }
+
   Preload data = make_preload(opt.rows);
   {
     OpenOptions o;
@@ -1146,6 +1298,9 @@ int main(int argc, char** argv) {
                  lat(aggs[e].alone_ms * 1e3).c_str(), lat(aggs[e].write_worst_us).c_str(),
                  lat(aggs[e].write_worst_between_us).c_str()));
   }
+
+  VectorCheckpoints vecs;
+  if (opt.vectors) vecs = vectors();
 
   // Every put landed, none twice.
   for (size_t e = 0; e < T; e++) {
@@ -1375,6 +1530,7 @@ int main(int argc, char** argv) {
               lat(a.write_worst_between_us).c_str());
   }
   md += "\n";
+  if (opt.vectors) md += vector_section(vecs, opt.readers);
 
   // Conditions: what other processes used during the timed runs.
   md += "### Conditions\n\n";
@@ -1404,18 +1560,6 @@ int main(int argc, char** argv) {
                                 : (" Runs with other processes above 0.25 CPUs: " + busy_runs + ".").c_str());
   }
 
-  std::fputs(md.c_str(), stdout);
-  std::fflush(stdout);
-  if (!opt.out.empty()) {
-    FILE* f = std::fopen(opt.out.c_str(), "w");
-    if (!f || std::fputs(md.c_str(), f) < 0 || std::fclose(f) != 0) die("cannot write " + opt.out);
-    progress("  report written to " + opt.out);
-  }
-  if (opt.keep) {
-    progress("  data kept in " + dir);
-  } else {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
+  emit(md);
   return 0;
 }

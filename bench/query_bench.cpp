@@ -1924,13 +1924,7 @@ int main(int argc, char** argv) {
     md += fmt("| %s | %s | %.2f | %.2f | %s |\n", b.name.c_str(), dur(b.seconds).c_str(), b.load_start, b.load_end,
               b.seconds < 0.5 ? "-" : fmt("%.2f", b.others).c_str());
 
-  std::fputs(md.c_str(), stdout);
-  std::fflush(stdout);
-  if (!opt.out.empty()) {
-    FILE* f = std::fopen(opt.out.c_str(), "w");
-    if (!f || std::fputs(md.c_str(), f) < 0 || std::fclose(f) != 0) die("cannot write " + opt.out);
-    progress("  report written to " + opt.out);
-  }
+  if (!emit_report(md, opt.out)) die("cannot write " + opt.out);
   remove_dir();
   return 0;
 }
