@@ -79,7 +79,7 @@ Answers answers(Database& db) {
 
 }  // namespace
 
-TEST_CASE("every part of every record damaged: refused with an offset, reported, or answered as before") {
+TEST_CASE("every part of every record damaged: refused with an offset, reported, or answered as before" * doctest::test_suite("heavy")) {
   auto fs = make_memory_file_system();
   std::vector<std::string> prefix;  // the file after the image and k tail writes
   std::vector<Answers> want;        // and what it answers

@@ -88,7 +88,7 @@ TEST_CASE("f16 decoding is exact for every half value") {
   }
 }
 
-TEST_CASE("recall@10 on clustered data with held-out queries, every metric") {
+TEST_CASE("recall@10 on clustered data with held-out queries, every metric" * doctest::test_suite("heavy")) {
   const uint32_t dim = 48;
   bench::Clustered gen(dim, 50);
   auto pts = gen.points(6000, 1);
@@ -103,7 +103,7 @@ TEST_CASE("recall@10 on clustered data with held-out queries, every metric") {
   }
 }
 
-TEST_CASE("f16 storage keeps recall") {
+TEST_CASE("f16 storage keeps recall" * doctest::test_suite("heavy")) {
   const uint32_t dim = 64;
   bench::Clustered gen(dim, 40);
   auto pts = gen.points(4000, 3);

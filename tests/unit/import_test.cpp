@@ -246,7 +246,7 @@ TEST_CASE("import: clean NDJSON and arrays are read by the fast reader alone") {
   same_as_plain(array_of(docs, " ,  "));
 }
 
-TEST_CASE("import: what the fast reader leaves to the plain one comes out the same") {
+TEST_CASE("import: what the fast reader leaves to the plain one comes out the same" * doctest::test_suite("heavy")) {
   const std::vector<std::string> cases = {
       // Numbers parse_json refuses, or reads as it does.
       "{\"n\": 9223372036854775808}\n",

