@@ -29,6 +29,10 @@ inline void put_u8(std::string& o, uint8_t v) { o.push_back((char)v); }
 inline void put_u32(std::string& o, uint32_t v) { o.append((const char*)&v, 4); }
 inline void put_u64(std::string& o, uint64_t v) { o.append((const char*)&v, 8); }
 inline void put_varint(std::string& o, uint64_t v) {
+  if (v < 0x80) {  // most: counts, field ids, lengths, small numbers
+    o.push_back((char)v);
+    return;
+  }
   char buf[10];
   int n = 0;
   while (v >= 0x80) { buf[n++] = (char)(v | 0x80); v >>= 7; }
