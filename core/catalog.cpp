@@ -11,6 +11,13 @@
 namespace kitfox {
 
 bool Collection::vector(uint32_t field_id, uint64_t node, Value* out) const {
+  if (auto t = pinned_tables.find(field_id); t != pinned_tables.end()) {
+    if (node >= t->second.nodes) return false;
+    std::vector<float> v;
+    t->second.vector_of((uint32_t)node, &v);
+    *out = Value::vector(std::move(v));
+    return true;
+  }
   if (lost_tables.count(field_id)) {
     *out = Value();
     lost_refs++;

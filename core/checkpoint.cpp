@@ -227,13 +227,13 @@ Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& id
     put_varint(head, vp.field);
     put_str(head, vp.pin.meta);
     vp.pin.table(table);
-    uint64_t table_at = append_with_extent(out, format::kVectors, head, table, vp.index->table_item_bytes());
+    uint64_t table_at = append_with_extent(out, format::kVectors, head, table, vp.pin.table_item_bytes);
     head.clear();
     put_varint(head, ic.id);
     put_varint(head, vp.field);
     put_u64(head, img->seq);
     put_str(head, vp.pin.graph);
-    uint64_t links_at = append_with_extent(out, format::kGraph, head, vp.pin.links0, vp.index->links_item_bytes());
+    uint64_t links_at = append_with_extent(out, format::kGraph, head, vp.pin.links0, vp.pin.links_item_bytes);
     img->tables.push_back({ic.id, vp.field, table_at, links_at, vp.pin.nodes});
     img->records += 4;
     vp.pin = HnswIndex::Pin();  // its copies are in the image now

@@ -71,7 +71,7 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
       std::shared_lock lk(mu_);
       KF_TRY(bound(p));
       Result<QueryResult> r = execute_read(st, params, &lk);
-      if (!lk.owns_lock()) return r;  // pinned: it read no vector block
+      if (!lk.owns_lock()) return r;  // pinned: it read no block still to be checked
       if (!extents_damaged()) return r;
     }
     // A block found damaged: rebuilding a graph needs the database alone.

@@ -259,7 +259,7 @@ class Engine {
   // A vector index as a checkpoint pinned it.
   struct VectorPin {
     uint32_t field;
-    const HnswIndex* index;
+    const HnswIndex* index;  // only compared at the switch: after the pin it may be gone
     HnswIndex::Pin pin;
   };
   struct ImageColl {

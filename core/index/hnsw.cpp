@@ -282,8 +282,9 @@ uint32_t HnswIndex::fingerprint(const char* bytes) const {
 }
 
 void HnswIndex::build_doc_map() {
-  if (maps_built_) return;
-  maps_built_ = true;
+  if (maps_built_.load(std::memory_order_acquire)) return;
+  std::lock_guard g(maps_mu_);
+  if (maps_built_.load(std::memory_order_relaxed)) return;
   doc_node_.reserve(levels_.size());
   fp_nodes_.reserve(levels_.size());
   for (uint32_t n = 0; n < levels_.size(); n++) {
@@ -291,6 +292,7 @@ void HnswIndex::build_doc_map() {
     if (refs_[n]) doc_node_[node_doc_[n]] = n;
   }
   for (auto& [n, d] : more_docs_) doc_node_[d] = n;
+  maps_built_.store(true, std::memory_order_release);
 }
 
 void HnswIndex::put(int64_t doc, const float* v) {
@@ -871,6 +873,8 @@ void HnswIndex::pin(Pin* out) const {
   read_all();
   size_t n = levels_.size();
   out->nodes = n;
+  out->table_item_bytes = table_item_bytes();
+  out->links_item_bytes = links_item_bytes();
   std::string& meta = out->meta;
   put_u32(meta, 2);  // layout version
   put_u32(meta, dim_);
@@ -913,6 +917,24 @@ void HnswIndex::pin(Pin* out) const {
   put_array(graph, upper_);
 }
 
+bool HnswIndex::image_table(ImageTable* out) const {
+  if (lazy_table_ && !lazy_table_->clean()) return false;
+  out->base = base_;
+  out->nodes = base_n_;
+  out->dim = dim_;
+  out->f16 = f16_;
+  return true;
+}
+
+void HnswIndex::ImageTable::vector_of(uint32_t node, std::vector<float>* out) const {
+  out->resize(dim);
+  if (!f16) {
+    memcpy(out->data(), base + (size_t)node * dim * 4, (size_t)dim * 4);
+    return;
+  }
+  f16_to_f32(reinterpret_cast<const uint16_t*>(base + (size_t)node * dim * 2), out->data(), dim);
+}
+
 void HnswIndex::Pin::doc_nodes(std::vector<std::pair<int64_t, uint32_t>>* out) const {
   // meta: version, dim, f16, n, documents, node -> first document, node ->
   // document count (0: a tombstone), then the further documents of shared nodes.
@@ -942,16 +964,17 @@ void HnswIndex::Pin::doc_nodes(std::vector<std::pair<int64_t, uint32_t>>* out) c
 
 void HnswIndex::rebase_prefix(const char* table, const char* links0, size_t nodes) {
   size_t drop = (nodes - base_n_) * vbytes_;  // the image's part of extra_
-  size_t keep = extra_.size() - drop;
-  if (drop && keep) memmove(extra_.data(), extra_.data() + drop, keep);
-  extra_.resize(keep);
+  if (drop) {  // the rest (added since the pin, a few) into memory of their own
+    std::string kept(extra_.data() + drop, extra_.size() - drop);
+    extra_.release();
+    extra_.resize(kept.size());
+    if (!kept.empty()) memcpy(extra_.data(), kept.data(), kept.size());
+  }
   base_ = table;
   base_n_ = (uint32_t)nodes;
   lazy_table_.reset();
-  if (!l0_owned_) {
-    l0_ = reinterpret_cast<const uint32_t*>(links0);
-    lazy_links_.reset();
-  }
+  if (!l0_owned_) l0_ = reinterpret_cast<const uint32_t*>(links0);
+  lazy_links_.reset();  // every block was read at the pin
 }
 
 bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const ExtentLoad& how) {

@@ -29,7 +29,9 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -116,6 +118,7 @@ class HnswIndex {
   // the part the last image holds is referred to, the rest copied.
   struct Pin {
     size_t nodes = 0;
+    uint32_t table_item_bytes = 0, links_item_bytes = 0;  // as below, for the extents
     std::string meta, graph, links0;
     const char* base = nullptr;  // the table's first base_bytes, in the last image
     size_t base_bytes = 0;
@@ -132,6 +135,16 @@ class HnswIndex {
   };
   // Reads every lazily loaded block first.
   void pin(Pin* out) const;
+  // The table's part in the last image (bytes no write changes, alive while
+  // the image's arena segment is), for a pinned read; false while blocks of
+  // it are still to be read and checked.
+  struct ImageTable {
+    const char* base = nullptr;
+    uint32_t nodes = 0, dim = 0;
+    bool f16 = false;
+    void vector_of(uint32_t node, std::vector<float>* out) const;
+  };
+  bool image_table(ImageTable* out) const;
   // After a checkpoint that wrote a pin of this index and writes that
   // changed it since: the image holds its first `nodes` vectors at `table`
   // (the same bytes: a node's vector never changes) and, where no write
@@ -247,7 +260,10 @@ class HnswIndex {
   size_t doc_count_ = 0;
 
   // Built on first need after a load: document -> node, fingerprint -> nodes.
-  bool maps_built_ = false;
+  // Readers may be first (node_of under the shared lock), so once, under
+  // maps_mu_; writers change them under the write lock.
+  std::atomic<bool> maps_built_{false};
+  std::mutex maps_mu_;
   std::unordered_map<int64_t, uint32_t> doc_node_;
   std::unordered_multimap<uint32_t, uint32_t> fp_nodes_;
 };

@@ -15,12 +15,22 @@ namespace kitfox {
 // it copies what it reads (the collection's definition and id index, 16
 // bytes a document, and its view of the arena, whose bytes never move),
 // lets the lock go and scans the copy, so writers need not wait for it. It
-// answers what it would have under the lock. Reads an index answers are
-// short and keep the lock (indexes change in place); so do reads of a
-// collection with vector indexes (documents refer into their tables) and
-// lookups (they read a second collection).
+// answers what it would have under the lock. A document's reference into a
+// vector table points into the part an image holds, which no write changes
+// and the view keeps alive: the copy resolves it there. Reads an index
+// answers are short and keep the lock (indexes change in place: `near`,
+// `match` and their kin among them); so do lookups (they read a second
+// collection), reads of a collection whose documents refer into a dropped
+// index's or a lost table, and reads while a table's blocks are still to be
+// checked.
 bool Engine::pinnable(const Collection& c, const Plan& plan) const {
-  return plan.has("scan") && !plan.has("lookup") && !refers_to_tables(c);
+  if (!plan.has("scan") || plan.has("lookup") || !c.retired.empty() || !c.lost_tables.empty()) return false;
+  for (const char* op : {"near graph", "near exact", "match", "fuse", "rerank"})
+    if (plan.has(op)) return false;
+  HnswIndex::ImageTable t;
+  for (auto& [fid, index] : c.vindex)
+    if (!index->image_table(&t)) return false;
+  return true;
 }
 
 void Engine::pin_ids(const IdIndex& from, IdIndex* to) {
@@ -117,6 +127,7 @@ Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::v
     snap->next_id = c->next_id;
     pin_ids(c->ids, &snap->ids);
     snap->bytes = c->bytes;
+    for (auto& [fid, index] : c->vindex) index->image_table(&snap->pinned_tables[fid]);
     view = arena_.view();
     lock->unlock();
     plan2 = std::make_unique<Plan>(st.explain);
