@@ -78,6 +78,18 @@ std::thread held_checkpoint(Database& db, Faults& faults) {
   return cp;
 }
 
+// `check` on the database again after a checkpoint, then after a close
+// and a reopen (which must warn of nothing).
+void checkpoint_and_reopen(std::unique_ptr<Database>& db, FileSystem& fs, const std::function<void(Database&)>& check) {
+  REQUIRE(db->checkpoint().is_ok());
+  CHECK(db->stats().tail_records == 0);
+  check(*db);
+  REQUIRE(db->close().is_ok());
+  auto again = open_db(fs);
+  check(*again);
+  CHECK(again->open_report().warnings.empty());
+}
+
 // A database in `always` mode, without automatic checkpoints, over a
 // memory file system whose flushes a test can hold and count.
 struct AlwaysDb {
@@ -1084,13 +1096,7 @@ TEST_CASE("with a vector index, a checkpoint runs beside the writers too; what l
   check(*other);
   CHECK(other->open_report().warnings.empty());
   // Another checkpoint, now that the documents moved into the image, and a reopen.
-  REQUIRE(db->checkpoint().is_ok());
-  CHECK(db->stats().tail_records == 0);
-  check(*db);
-  REQUIRE(db->close().is_ok());
-  auto again = open_db(fs);
-  check(*again);
-  CHECK(again->open_report().warnings.empty());
+  checkpoint_and_reopen(db, fs, check);
 }
 
 TEST_CASE("a collection with a vector index dropped or re-indexed during a checkpoint: nothing of it is read after") {
@@ -1128,12 +1134,7 @@ TEST_CASE("a collection with a vector index dropped or re-indexed during a check
     CHECK(to_json(e->rows[0]) == R"({"id":8,"e":[7,0]})");
   };
   check(*db);
-  REQUIRE(db->checkpoint().is_ok());
-  check(*db);
-  REQUIRE(db->close().is_ok());
-  auto again = open_db(fs);
-  check(*again);
-  CHECK(again->open_report().warnings.empty());
+  checkpoint_and_reopen(db, fs, check);
 }
 
 TEST_CASE("documents that refer into a dropped index's table: a checkpoint holds the writers, not the readers") {
