@@ -62,18 +62,20 @@ void encode_value(std::string& out, const Value& v, bool f16) {
         else encode_value(out, v.items()[i], f16);
       }
       return;
-    case Kind::Vector:
-      put_u8(out, f16 ? kVecF16 : kVecF32);
-      put_varint(out, v.vec().size());
-      if (f16) {
-        for (float f : v.vec()) {
-          uint16_t h = float_to_half(f);
-          out.append((const char*)&h, 2);
-        }
-      } else {
-        out.append((const char*)v.vec().data(), v.vec().size() * 4);
-      }
-      return;
+    case Kind::Vector: encode_vector(out, v.vec().data(), v.vec().size(), f16); return;
+  }
+}
+
+void encode_vector(std::string& out, const float* v, size_t n, bool f16) {
+  put_u8(out, f16 ? kVecF16 : kVecF32);
+  put_varint(out, n);
+  if (!f16) {
+    out.append((const char*)v, n * 4);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint16_t h = float_to_half(v[i]);
+    out.append((const char*)&h, 2);
   }
 }
 

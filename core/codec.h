@@ -124,6 +124,8 @@ class VectorSource {
 
 // Encodes one typed value (already coerced to its field's type).
 void encode_value(std::string& out, const Value& v, bool f16);
+// A vector value (tag and dimension first), as f32 or as halves.
+void encode_vector(std::string& out, const float* v, size_t n, bool f16);
 Status decode_value(Reader& r, Value* out, int depth = 0);
 // Steps over one value; a damaged one (nested too deeply, a length beyond
 // the document) fails the reader.

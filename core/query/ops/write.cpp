@@ -85,6 +85,15 @@ Kind literal_kind(uint8_t tag) {
   }
 }
 
+// A vector for field `f`, refused (at dpos) where the field's index would refuse it.
+Status check_indexed(const Collection& c, const Field& f, const float* v, int64_t dpos) {
+  auto it = c.vindex.find(f.id);
+  if (it == c.vindex.end()) return Status::ok();
+  thread_local std::vector<float> prepared;  // the vector in the index's stored form
+  Status ps = it->second->prepare(v, &prepared, f.name);
+  return ps.is_ok() ? ps : Status(ps.code(), ps.message(), dpos);
+}
+
 // One field's value of an encoded literal document, typed and encoded into
 // `out` as the field stores it. The common cases (a value already of the
 // field's kind, an int for a float, a list of numbers for a vector) are
@@ -154,21 +163,8 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
       }
       if (!ok || !v.ok()) break;
       r = v;
-      if (auto it = c.vindex.find(f.id); it != c.vindex.end()) {
-        thread_local std::vector<float> prepared;  // the vector in the index's stored form
-        Status ps = it->second->prepare(floats.data(), &prepared, f.name);
-        if (!ps.is_ok()) return Status(ps.code(), ps.message(), dpos);
-      }
-      put_u8(out, t.f16 ? kVecF16 : kVecF32);
-      put_varint(out, t.dim);
-      if (t.f16) {
-        for (float x : floats) {
-          uint16_t h = float_to_half(x);
-          out.append((const char*)&h, 2);
-        }
-      } else {
-        out.append((const char*)floats.data(), t.dim * 4);
-      }
+      KF_TRY(check_indexed(c, f, floats.data(), dpos));
+      encode_vector(out, floats.data(), t.dim, t.f16);
       return Status::ok();
     }
     default:
@@ -180,12 +176,7 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
   if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
   if (typed.kind() == Kind::Text && !valid_utf8(typed.as_string()))
     return Status(Code::Type, "'" + f.name + "' is not valid UTF-8 text", kpos);
-  if (typed.kind() == Kind::Vector)
-    if (auto it = c.vindex.find(f.id); it != c.vindex.end()) {
-      thread_local std::vector<float> prepared;
-      Status ps = it->second->prepare(typed.vec().data(), &prepared, f.name);
-      if (!ps.is_ok()) return Status(ps.code(), ps.message(), dpos);
-    }
+  if (typed.kind() == Kind::Vector) KF_TRY(check_indexed(c, f, typed.vec().data(), dpos));
   encode_value(out, typed, t.kind == TypeKind::Vector && t.f16);
   return Status::ok();
 }
@@ -396,7 +387,6 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
                          ParsedStatement* owned, PreparedDocs* out) {
   (void)eng;
   if (!st.body->encoded.empty()) return prepare_literal_documents(c, *st.body, out);
-  thread_local std::vector<float> prepared;  // a vector in an index's stored form
   Value body;
   // A statement that runs once (`owned`) gives its literals up rather
   // than having them copied.
@@ -445,10 +435,7 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
     for (auto& [fid, index] : c.vindex) {
       const Field* vf = c.def.field_by_id(fid);
       const Value* vv = vf ? dv.get(vf->name) : nullptr;
-      if (vv && vv->kind() == Kind::Vector) {
-        Status ps = index->prepare(vv->vec().data(), &prepared, vf->name);
-        if (!ps.is_ok()) return Status(ps.code(), ps.message(), pos);
-      }
+      if (vv && vv->kind() == Kind::Vector) KF_TRY(check_indexed(c, *vf, vv->vec().data(), pos));
     }
     d.at = out->bodies.size();
     encode_document(c.def, dv, out->bodies);
@@ -500,7 +487,6 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
 Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
                        ParsedStatement* owned, PreparedDocs* docs, std::string* ops, uint32_t* nops, QueryResult* res) {
   *nops = 0;
-  thread_local std::vector<float> prepared;  // a vector in an index's stored form
   switch (st.kind) {
     case StmtKind::Put:
     case StmtKind::Insert: {
@@ -536,11 +522,7 @@ Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, co
                         a.pos);
         if (a.path.size() == 1 && f->required && typed.is_null())
           return Status(Code::Constraint, "required field '" + f->name + "' cannot be set to null", a.pos);
-        auto vi = c.vindex.find(f->id);
-        if (a.path.size() == 1 && vi != c.vindex.end() && typed.kind() == Kind::Vector) {
-          Status ps = vi->second->prepare(typed.vec().data(), &prepared, f->name);
-          if (!ps.is_ok()) return Status(ps.code(), ps.message(), a.pos);
-        }
+        if (a.path.size() == 1 && typed.kind() == Kind::Vector) KF_TRY(check_indexed(c, *f, typed.vec().data(), a.pos));
         as.push_back({f, &a.path, std::move(typed), a.pos});
       }
       int64_t n = 0;
