@@ -32,7 +32,8 @@ stage_native() {
   header "native: build (Release, build/)"
   bash scripts/build.sh
   header "native: ctest (build/)"
-  ctest --test-dir build --output-on-failure
+  # Two at a time: the heavy unit tests beside the rest (tests/CMakeLists.txt).
+  ctest --test-dir build --output-on-failure -j2
 }
 
 # The unit and crash tests under ThreadSanitizer, in build-tsan/: threads
@@ -73,7 +74,7 @@ stage_asan() {
   # Options already in the environment come last, so they win.
   ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
-    ctest --test-dir build-asan --output-on-failure
+    ctest --test-dir build-asan --output-on-failure -j2
   header "asan: kitfox serve under its tests (build-asan/kitfox)"
   ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" KITFOX_CLI=build-asan/kitfox \
