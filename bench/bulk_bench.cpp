@@ -313,15 +313,18 @@ struct ReadCheck {
 // `prepared`: through a Statement; else Database::query with the text.
 double kitfox_reads(Database& db, const std::vector<int64_t>& ids, ReadCheck* check, const kitfox::Statement* prepared) {
   static constexpr std::string_view kGet = "get t where id = $1";
+  // One result for every read, as SQLite's statement holds its row: each
+  // read writes over the last one's (Statement::query(params, out)).
   std::vector<Value> params(1);
+  kitfox::QueryResult r;
   uint64_t sum = 0, found = 0;
   auto t0 = Clock::now();
   for (int64_t id : ids) {
     params[0] = Value::integer(id);
-    auto r = prepared ? prepared->query(params) : db.query(kGet, params);
-    if (!r.is_ok()) die("kitfox get: " + r.status().to_string());
-    if (!r->rows.empty()) {
-      const Value& row = r->rows[0];
+    kitfox::Status st = prepared ? prepared->query(params, &r) : db.query(kGet, params, &r);
+    if (!st.is_ok()) die("kitfox get: " + st.to_string());
+    if (!r.rows.empty()) {
+      const Value& row = r.rows[0];
       const Value* name = row.get("name");
       const Value* n = row.get("n");
       sum += (uint64_t)n->as_int() + name->as_string().size();
@@ -374,6 +377,7 @@ struct Options {
   bool keep = false;
   bool quick = false;
   std::string only_load;  // "literal", "param" or "sqlite": that load alone (for profilers)
+  bool only_reads = false;  // the prepared point reads alone, after an untimed load (for profilers)
 };
 
 void usage(FILE* f) {
@@ -387,7 +391,9 @@ void usage(FILE* f) {
                "  --out PATH    also write the Markdown report to PATH\n"
                "  --keep        keep the data directory\n"
                "  --only-load literal|param|sqlite\n"
-               "                run that one bulk load (after its warm-up), print its time and stop: for profilers\n");
+               "                run that one bulk load (after its warm-up), print its time and stop: for profilers\n"
+               "  --only-reads  load kitfox (untimed), run the prepared point reads once, print their time\n"
+               "                and stop: for profilers\n");
 }
 
 size_t parse_count(const char* flag, const char* s) {
@@ -417,10 +423,12 @@ Options parse_args(int argc, char** argv) {
       if (o.only_load != "literal" && o.only_load != "param" && o.only_load != "sqlite")
         die("--only-load takes literal, param or sqlite");
     }
+    else if (a == "--only-reads") o.only_reads = true;
     else if (a == "-h" || a == "--help") { usage(stdout); std::exit(0); }
     else { usage(stderr); die("unknown argument '" + a + "'"); }
   }
   if (o.quick && !rows_given) o.rows = 100000;
+  if (o.only_reads && !o.only_load.empty()) die("--only-reads and --only-load are each a run of their own");
   return o;
 }
 
@@ -456,8 +464,8 @@ int main(int argc, char** argv) {
   // -------- data, built before any timing
   auto tg = Clock::now();
   Data data = make_data(opt.rows, 42);
-  const bool want_texts = opt.only_load.empty() || opt.only_load == "literal";
-  const bool want_params = opt.only_load.empty() || opt.only_load == "param";
+  const bool want_texts = !opt.only_reads && (opt.only_load.empty() || opt.only_load == "literal");
+  const bool want_params = opt.only_reads || opt.only_load.empty() || opt.only_load == "param";
   std::vector<std::string> texts = want_texts ? literal_statements(data, opt.batch) : std::vector<std::string>();
   std::vector<std::vector<Value>> params = want_params ? list_params(data, opt.batch) : std::vector<std::vector<Value>>();
   const size_t batches = (opt.rows + opt.batch - 1) / opt.batch;
@@ -475,6 +483,28 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(dir, ec);
     if (ec) progress("  could not remove " + dir + ": " + ec.message());
   };
+
+  if (opt.only_reads) {
+    kitfox_load(*fs, kf_par, Variant::Param, texts, params, batches);
+    std::vector<std::vector<Value>>().swap(params);
+    std::vector<int64_t> ids(opt.reads);
+    Rng r(7);
+    uint64_t expect_sum = 0;
+    for (auto& id : ids) {
+      id = 1 + (int64_t)r.below(opt.rows);
+      expect_sum += (uint64_t)data.ns[id - 1] + data.names[id - 1].size();
+    }
+    auto kdb = kitfox_open(*fs, kf_par);
+    auto kget = kdb->prepare("get t where id = $1");
+    if (!kget.is_ok()) die("kitfox prepare: " + kget.status().to_string());
+    ReadCheck kc;
+    double ns = kitfox_reads(*kdb, ids, &kc, &kget.value());
+    if (kc.found != ids.size() || kc.sum != expect_sum) die("kitfox reads returned wrong documents");
+    std::printf("prepared point reads: %.0f ns each\n", ns);
+    kdb.reset();
+    remove_dir();
+    return 0;
+  }
 
   // -------- warm-up: code paths, allocator, page cache of the directory
   {
@@ -696,8 +726,8 @@ int main(int argc, char** argv) {
     double med = median(v);
     md += fmt("| %s | %.0f | %s | %s | %.2f |\n", name, med, runs(v).c_str(), grouped(1e9 / med).c_str(), kmed / med);
   };
-  read_row("kitfox prepared `get t where id = $1` (`Statement::query`)", kf_ns);
-  read_row("kitfox `Database::query(\"get t where id = $1\")` (the text, from the statement cache)", kft_ns);
+  read_row("kitfox prepared `get t where id = $1` (`Statement::query(params, &result)`)", kf_ns);
+  read_row("kitfox `Database::query(\"get t where id = $1\", params, &result)` (the text, from the statement cache)", kft_ns);
   read_row("SQLite prepared SELECT, autocommit (a read transaction per statement)", sq_ns);
   read_row("SQLite prepared SELECT, all reads in one `BEGIN`/`COMMIT`", sqt_ns);
   read_row("SQLite prepared SELECT, one `BEGIN`/`COMMIT`, `cache_size` 256 MiB (whole db cached)", sqb_ns);

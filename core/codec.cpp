@@ -94,8 +94,8 @@ Status decode_value(Reader& r, Value* out, int depth) {
       *out = Value::real(d);
       break;
     }
-    case kText: *out = Value::text(std::string(r.str())); break;
-    case kBytes: *out = Value::bytes(std::string(r.str())); break;
+    case kText: out->assign_string(Kind::Text, r.str()); break;
+    case kBytes: out->assign_string(Kind::Bytes, r.str()); break;
     case kTimestamp: *out = Value::timestamp(unzigzag(r.varint())); break;
     case kList: {
       uint64_t n = r.varint();
@@ -208,10 +208,13 @@ static Status decode_field_value(Reader& r, uint32_t fid, Value* out, const Vect
 Status decode_document(const CollectionDef& def, int64_t id, std::string_view body, Value* out,
                        const VectorSource* vs) {
   Reader r(body);
-  *out = Value::object();
   uint64_t n = r.varint();
+  // Written over what *out holds (Value::member): an object read before
+  // gives its storage to this one.
+  if (out->kind() != Kind::Object) *out = Value::object();
   out->reserve_keys(1 + (size_t)std::min<uint64_t>(n, def.fields.size()));  // grown once, not field by field
-  out->append("id", Value::integer(id));
+  size_t k = 0;
+  out->member(k++, "id") = Value::integer(id);
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     uint32_t fid = (uint32_t)r.varint();
     const Field* f = def.field_by_id(fid);
@@ -219,9 +222,9 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
       skip_value(r);
       continue;
     }
-    out->append(f->name, Value());
-    KF_TRY(decode_field_value(r, fid, &out->mutable_items().back(), vs));  // in its place
+    KF_TRY(decode_field_value(r, fid, &out->member(k++, f->name), vs));  // in its place
   }
+  out->keep_members(k);
   if (!r.ok()) return Status(Code::Corrupt, "document " + std::to_string(id) + " is cut short");
   return Status::ok();
 }

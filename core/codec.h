@@ -136,7 +136,9 @@ void encode_vector_ref(std::string& out, uint64_t node);
 // is appended to `out`.
 void encode_document(const CollectionDef& def, const Value& fields, std::string& out);
 // Decodes a body into an Object {id, fields in schema order}; null fields are
-// left out.
+// left out. *out is written over: an object it holds keeps its storage (its
+// members' vectors, keys and texts) for this one, so a row read again and
+// again into one Value allocates nothing.
 Status decode_document(const CollectionDef& def, int64_t id, std::string_view body, Value* out,
                        const VectorSource* vs = nullptr);
 // Decodes just one field (Null when absent).

@@ -24,8 +24,18 @@ Result<std::unique_ptr<Database>> Database::open(FileSystem& fs, const std::stri
 }
 
 Result<QueryResult> Database::query(std::string_view text, const std::vector<Value>& params) {
-  KF_ASSIGN(auto p, engine_->prepare(text, true));
-  return run(p, params, p.use_count() == 1);
+  QueryResult r;
+  KF_TRY(query(text, params, &r));
+  return r;
+}
+
+Status Database::query(std::string_view text, const std::vector<Value>& params, QueryResult* out) {
+  auto p = engine_->prepare(text, true);
+  if (!p.is_ok()) {
+    out->rows.clear();
+    return p.status();
+  }
+  return run(*p, params, p->use_count() == 1, out);
 }
 
 Result<QueryResult> Database::query_outside_transaction(std::string_view text, const std::vector<Value>& params,
@@ -35,7 +45,9 @@ Result<QueryResult> Database::query_outside_transaction(std::string_view text, c
   const StmtKind kind = p->st.kind;
   if (kind == StmtKind::Begin || kind == StmtKind::Commit || kind == StmtKind::Rollback)
     return Status(Code::Invalid, "transactions are not available here: send the statements of one atomic write together as a batch", p->st.pos);
-  return engine_->run(*p, params, p.use_count() == 1, durable_at);
+  QueryResult r;
+  KF_TRY(engine_->run(*p, params, p.use_count() == 1, &r, durable_at));
+  return r;
 }
 
 void Database::when_durable(uint64_t durable_at, std::function<void(const Status&)> done) {
@@ -51,7 +63,18 @@ Result<Statement> Database::prepare(std::string_view text) {
   return s;
 }
 
-Result<QueryResult> Database::run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned) {
+// The rows of *out are cleared on an error, whichever step it came from.
+Status Database::run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned,
+                     QueryResult* out) {
+  Status s = dispatch(p, params, owned, out);
+  if (!s.is_ok()) out->rows.clear();
+  return s;
+}
+
+// Begin, commit and rollback; a statement inside this thread's transaction;
+// any other straight to the engine.
+Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned,
+                          QueryResult* out) {
   const StmtKind kind = p->st.kind;
   auto me = std::this_thread::get_id();
   Transactions& t = *txns_;
@@ -61,13 +84,15 @@ Result<QueryResult> Database::run(const std::shared_ptr<Prepared>& p, const std:
       if (t.open.count(me)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)", p->st.pos);
       t.open[me];
       t.count = t.open.size();
-      return QueryResult{};
+      out->rows.clear();
+      return Status::ok();
     }
     case StmtKind::Rollback: {
       std::lock_guard g(t.mu);
       if (!t.open.erase(me)) return Status(Code::Invalid, "no transaction is open (rollback without begin)", p->st.pos);
       t.count = t.open.size();
-      return QueryResult{};
+      out->rows.clear();
+      return Status::ok();
     }
     case StmtKind::Commit: {
       std::vector<Engine::PreparedItem> items;
@@ -80,21 +105,21 @@ Result<QueryResult> Database::run(const std::shared_ptr<Prepared>& p, const std:
         t.count = t.open.size();
       }
       KF_ASSIGN(auto results, engine_->run_batch(items, false));
-      QueryResult all;
+      out->rows.clear();
       for (auto& r : results)
-        for (auto& row : r.rows) all.rows.push_back(std::move(row));
-      return all;
+        for (auto& row : r.rows) out->rows.push_back(std::move(row));
+      return Status::ok();
     }
     default: break;
   }
   // Only this thread opens or closes its own transaction, so with none open
   // at all this thread has none.
-  if (t.count.load(std::memory_order_acquire) == 0) return engine_->run(*p, params, owned);
+  if (t.count.load(std::memory_order_acquire) == 0) return engine_->run(*p, params, owned, out);
   std::unique_lock g(t.mu);
   auto it = t.open.find(me);
   if (it == t.open.end()) {
     g.unlock();
-    return engine_->run(*p, params, owned);
+    return engine_->run(*p, params, owned, out);
   }
   std::vector<Engine::PreparedItem>& queue = it->second;
   bool is_read = kind == StmtKind::Get || kind == StmtKind::Collections || kind == StmtKind::Describe;
@@ -105,25 +130,35 @@ Result<QueryResult> Database::run(const std::shared_ptr<Prepared>& p, const std:
     queue.push_back({p, params});
     Value row = Value::object();
     row.append("queued", Value::integer((int64_t)queue.size()));
-    QueryResult r;
-    r.rows.push_back(std::move(row));
-    return r;
+    out->rows.clear();
+    out->rows.push_back(std::move(row));
+    return Status::ok();
   }
   if (queue.empty()) {
     g.unlock();
-    return engine_->run(*p, params, owned);
+    return engine_->run(*p, params, owned, out);
   }
   // A read sees the transaction's writes: they run before it, then are undone.
   std::vector<Engine::PreparedItem> items = queue;
   g.unlock();
   items.push_back({p, params});
   KF_ASSIGN(auto results, engine_->run_batch(items, true));
-  return std::move(results.back());
+  *out = std::move(results.back());
+  return Status::ok();
 }
 
 Result<QueryResult> Statement::query(const std::vector<Value>& params) const {
-  if (!p_) return Status(Code::Invalid, "an empty statement (not prepared)");
-  return db_->run(p_, params, false);
+  QueryResult r;
+  KF_TRY(query(params, &r));
+  return r;
+}
+
+Status Statement::query(const std::vector<Value>& params, QueryResult* out) const {
+  if (!p_) {
+    out->rows.clear();
+    return Status(Code::Invalid, "an empty statement (not prepared)");
+  }
+  return db_->run(p_, params, false, out);
 }
 const std::string& Statement::text() const {
   static const std::string none;

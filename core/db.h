@@ -107,6 +107,11 @@ class Statement {
   Statement() = default;
   // Runs as Database::query runs the text (inside a transaction of this thread too).
   Result<QueryResult> query(const std::vector<Value>& params = {}) const;
+  // The same into *out, which holds the rows on success and none after an
+  // error. The rows *out held are written over where they can be: a read by
+  // id keeps the last call's row, its keys and its texts' storage, so a loop
+  // of such reads into one QueryResult allocates nothing.
+  Status query(const std::vector<Value>& params, QueryResult* out) const;
   const std::string& text() const;
   bool is_write() const;
   explicit operator bool() const { return p_ != nullptr; }
@@ -131,6 +136,8 @@ class Database {
   // writes applied; `commit` lands the writes as one batch and returns their
   // rows in order; `rollback` drops them. Other threads never see them.
   Result<QueryResult> query(std::string_view text, const std::vector<Value>& params = {});
+  // The same into *out, its rows written over as Statement::query(params, out) does.
+  Status query(std::string_view text, const std::vector<Value>& params, QueryResult* out);
   // As query(), for statements that come from many clients over threads they
   // share (a server): no transaction of the calling thread applies, and
   // begin, commit and rollback are refused (`invalid`); a client sends the
@@ -172,7 +179,8 @@ class Database {
  private:
   friend class Statement;
   Database();
-  Result<QueryResult> run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned);
+  Status run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned, QueryResult* out);
+  Status dispatch(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned, QueryResult* out);
   std::unique_ptr<Engine> engine_;
   // Open transactions (between begin and commit), per thread.
   struct Transactions;

@@ -51,7 +51,8 @@ Status Engine::bind_now(Prepared& p) {
   return bound(p);
 }
 
-Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, bool owned, uint64_t* durable_at) {
+Status Engine::run(Prepared& p, const std::vector<Value>& params, bool owned, QueryResult* out,
+                   uint64_t* durable_at) {
   if (durable_at) *durable_at = 0;
   const ParsedStatement& st = p.st;
   if (closed_) return Status(Code::Invalid, "the database is closed");
@@ -59,7 +60,8 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
     case StmtKind::Checkpoint:
     case StmtKind::Compact:
       KF_TRY(checkpoint());
-      return QueryResult{};
+      out->rows.clear();
+      return Status::ok();
     case StmtKind::Begin:
     case StmtKind::Commit:
     case StmtKind::Rollback:
@@ -70,7 +72,7 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
     {
       std::shared_lock lk(mu_);
       KF_TRY(bound(p));
-      Result<QueryResult> r = execute_read(st, params, &lk);
+      Status r = execute_read(st, params, out, &lk);
       if (!lk.owns_lock()) return r;  // pinned: it read no block still to be checked
       if (!extents_damaged()) return r;
     }
@@ -79,7 +81,7 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
     bool repaired = false;
     KF_TRY(check_extents(&repaired));
     KF_TRY(bound(p));
-    return execute_read(st, params);  // from the rebuilt graph
+    return execute_read(st, params, out);  // from the rebuilt graph
   }
   // A write's documents are made beside the readers and the other
   // writers; the write lock is held only to give them ids and land them,
@@ -93,9 +95,9 @@ Result<QueryResult> Engine::run(Prepared& p, const std::vector<Value>& params, b
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, owned ? &p.st : nullptr, &w.docs));
   }
-  Result<QueryResult> r = land(w);
-  if (w.deferred && r.is_ok() && opts_.sync == SyncMode::Always) *durable_at = w.seq;
-  return r;
+  KF_ASSIGN(*out, land(w));
+  if (w.deferred && opts_.sync == SyncMode::Always) *durable_at = w.seq;
+  return Status::ok();
 }
 
 namespace {
@@ -155,13 +157,21 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     undo_.clear();
     for (size_t i = 0; i < items.size(); i++) {
       const ParsedStatement& st = items[i].p->st;
-      auto r = st.is_write() ? execute_write(st, items[i].params, nullptr, &docs[i]) : execute_read(st, items[i].params);
-      if (!r.is_ok()) {
+      QueryResult r;
+      Status s;
+      if (st.is_write()) {
+        auto w = execute_write(st, items[i].params, nullptr, &docs[i]);
+        if (w.is_ok()) r = std::move(w.value());
+        else s = w.status();
+      } else {
+        s = execute_read(st, items[i].params, &r);
+      }
+      if (!s.is_ok()) {
         rollback(undo_);
         in_txn_ = false;
-        return in_statement(i, r.status());
+        return in_statement(i, s);
       }
-      out.push_back(std::move(r.value()));
+      out.push_back(std::move(r));
     }
     in_txn_ = false;
     bool repaired = false;

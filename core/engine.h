@@ -164,8 +164,11 @@ class Engine {
   // Parses a statement, from the statement cache when `cache` (and adds it).
   Result<std::shared_ptr<Prepared>> prepare(std::string_view text, bool cache);
   // Runs a prepared statement (binding it first if the catalog changed).
-  // `owned`: nothing else holds p, so a write may take its literals.
-  Result<QueryResult> run(Prepared& p, const std::vector<Value>& params, bool owned, uint64_t* durable_at = nullptr);
+  // `owned`: nothing else holds p, so a write may take its literals. The
+  // result goes to *out, written over where it can be (a point read's row);
+  // after an error what it holds is unspecified.
+  Status run(Prepared& p, const std::vector<Value>& params, bool owned, QueryResult* out,
+             uint64_t* durable_at = nullptr);
   Status bind_now(Prepared& p);  // binds it now (an error if a name is unknown)
   struct PreparedItem {
     std::shared_ptr<Prepared> p;
@@ -195,8 +198,10 @@ class Engine {
   Result<uint64_t> commit(std::string_view ops, uint32_t nops);
   // `lock`: the shared lock the caller holds; a long read may let it go
   // once it has pinned what it reads (then lock->owns_lock() is false).
-  Result<QueryResult> execute_read(const ParsedStatement& st, const std::vector<Value>& params,
-                                   std::shared_lock<FairSharedMutex>* lock = nullptr);
+  // The rows go to *out: a point read writes over the row it holds, any
+  // other read replaces them.
+  Status execute_read(const ParsedStatement& st, const std::vector<Value>& params, QueryResult* out,
+                      std::shared_lock<FairSharedMutex>* lock = nullptr);
   bool pinnable(const Collection& c, const class Plan& plan) const;
   // A copy of a collection's id index for a pin (a pinned read, a
   // checkpoint), in memory a former pin used; unpin() gives the memory back.

@@ -119,6 +119,38 @@ class Value {
     m.items.reserve(n);
   }
   void push(Value v) { mutable_items().push_back(std::move(v)); }
+  // Text or bytes written over this value, into the storage of the string it
+  // holds when it holds one.
+  void assign_string(Kind k, std::string_view s) {
+    if (kind_ == Kind::Text || kind_ == Kind::Bytes) {
+      kind_ = k;
+      s_.assign(s.data(), s.size());
+      return;
+    }
+    destroy();
+    kind_ = k;
+    new (&s_) std::string(s);
+  }
+  // An object written over the one this value holds, keeping its storage
+  // (what a read made again and again reuses: a prepared point read's row):
+  // member(i, key) is the i-th member, its key set to `key` and its old value
+  // left for the caller to write over (appended past the end), and
+  // keep_members(n) drops those from the n-th on. A value that is not an
+  // object becomes an empty one first.
+  Value& member(size_t i, std::string_view key) {
+    if (kind_ != Kind::Object) become(Kind::Object);
+    if (i < m_.keys.size()) {
+      if (m_.keys[i] != key) m_.keys[i].assign(key.data(), key.size());
+      return m_.items[i];
+    }
+    m_.keys.emplace_back(key);
+    return m_.items.emplace_back();
+  }
+  void keep_members(size_t n) {
+    if (!has_members() || n >= m_.items.size()) return;
+    m_.items.resize(n);
+    if (n < m_.keys.size()) m_.keys.resize(n);
+  }
   size_t size() const {
     return kind_ == Kind::Vector ? vec_.size() : has_members() ? m_.items.size() : is_string() ? s_.size() : 0;
   }

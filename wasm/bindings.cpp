@@ -33,6 +33,7 @@ struct Slot {
 std::vector<std::unique_ptr<Slot>> g_slots;  // handle h is g_slots[h - 1]
 std::string g_in;                            // statement text + params
 std::string g_out;                           // rows of the last call
+QueryResult g_rows;                          // their values, written over by the next query
 Status g_err;
 
 int fail(Status s) {
@@ -107,20 +108,25 @@ Status read_params(std::string_view raw, int flags, std::vector<Value>* params) 
 }
 
 // Leaves the rows in the output buffer; returns their count or -1.
-int output_rows(Result<QueryResult>& r, int flags) {
-  if (!r) return fail(r.status());
+// The rows are those of g_rows, which a point read writes over in place;
+// a result of many rows is not kept past its encoding.
+int output_rows(const Status& st, int flags) {
+  if (!st) return fail(st);
+  const std::vector<Value>& rows = g_rows.rows;
   trim(g_out);
   g_out.clear();
   if (flags & kRowsJson) {
-    for (size_t i = 0; i < r->rows.size(); i++) {
+    for (size_t i = 0; i < rows.size(); i++) {
       if (i) g_out += '\n';
-      append_json(g_out, r->rows[i]);
+      append_json(g_out, rows[i]);
     }
   } else {
-    put_varint(g_out, r->rows.size());
-    for (const Value& row : r->rows) encode_value(g_out, row, false);
+    put_varint(g_out, rows.size());
+    for (const Value& row : rows) encode_value(g_out, row, false);
   }
-  return (int)r->rows.size();
+  int n = (int)rows.size();
+  if (n > 1) std::vector<Value>().swap(g_rows.rows);
+  return n;
 }
 
 // Runs the statement in input[0, text_len) with the params in
@@ -132,8 +138,7 @@ int query(int h, uint32_t text_len, uint32_t params_len, int flags) {
   std::vector<Value> params;
   Status ps = read_params(std::string_view(g_in.data() + text_len, params_len), flags, &params);
   if (!ps) return fail(ps);
-  auto r = s->db->query(std::string_view(g_in.data(), text_len), params);
-  return output_rows(r, flags);
+  return output_rows(s->db->query(std::string_view(g_in.data(), text_len), params, &g_rows), flags);
 }
 
 // Prepares the statement in input[0, text_len). Returns its handle (> 0) or -1.
@@ -160,8 +165,7 @@ int run(int h, int st, uint32_t params_len, int flags) {
   std::vector<Value> params;
   Status ps = read_params(std::string_view(g_in.data(), params_len), flags, &params);
   if (!ps) return fail(ps);
-  auto r = s->stmts[st - 1]->query(params);
-  return output_rows(r, flags);
+  return output_rows(s->stmts[st - 1]->query(params, &g_rows), flags);
 }
 
 void finalize(int h, int st) {

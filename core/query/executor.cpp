@@ -51,19 +51,30 @@ void Engine::unpin(IdIndex* ids) {
   if (spare_ids_.size() < 2) spare_ids_.push_back(std::move(storage));
 }  // else freed here, after the lock
 
-Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::vector<Value>& params,
-                                         std::shared_lock<FairSharedMutex>* lock) {
-  QueryResult res;
+Status Engine::execute_read(const ParsedStatement& st, const std::vector<Value>& params, QueryResult* out,
+                            std::shared_lock<FairSharedMutex>* lock) {
+  Collection* c = st.kind == StmtKind::Collections ? nullptr : find(st.collection);
+  Evaluator ev(params);
+  int64_t id = 0;
+  bool none = false;
+  if (c && point_read(ev, st, &id, &none)) {  // over the row out holds
+    if (none) {
+      out->rows.clear();
+      return Status::ok();
+    }
+    return read_point(*this, *c, st, ev, id, &out->rows);
+  }
+  out->rows.clear();
+  QueryResult& res = *out;
   if (st.kind == StmtKind::Collections) {
-    for (auto& [name, c] : colls_) {
+    for (auto& [name, coll] : colls_) {
       Value r = Value::object();
       r.append("name", Value::text(name));
-      r.append("documents", Value::integer((int64_t)c->ids.size()));
+      r.append("documents", Value::integer((int64_t)coll->ids.size()));
       res.rows.push_back(std::move(r));
     }
-    return res;
+    return Status::ok();
   }
-  Collection* c = find(st.collection);
   if (!c) return no_collection(st.collection, st.collection_pos);
   if (st.kind == StmtKind::Describe) {
     Value idr = Value::object();
@@ -93,16 +104,9 @@ Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::v
       r.append("index", Value::text(secondary_name(d.kind)));
       res.rows.push_back(std::move(r));
     }
-    return res;
+    return Status::ok();
   }
 
-  Evaluator ev(params);
-  int64_t id = 0;
-  bool none = false;
-  if (point_read(ev, st, &id, &none)) {
-    if (!none) KF_TRY(read_point(*this, *c, st, ev, id, &res.rows));
-    return res;
-  }
   Plan plan(st.explain);
   ExecContext x(*this, *c, st, ev, plan, st.analyze);
   Pipeline p;
@@ -137,20 +141,21 @@ Result<QueryResult> Engine::execute_read(const ParsedStatement& st, const std::v
   }
   Plan& used = plan2 ? *plan2 : plan;
   if (st.explain && !st.analyze) {
-    QueryResult out;
-    plan.explain(false, &out.rows);
-    return out;
+    res.rows.clear();
+    plan.explain(false, &res.rows);
+    return Status::ok();
   }
   uint64_t t0 = st.analyze ? ExecContext::now_ns() : 0;
   KF_TRY(plan2 ? p2.run() : p.run());
-  if (!st.analyze) return res;
-  QueryResult out;
-  used.explain(true, &out.rows);
+  if (!st.analyze) return Status::ok();
+  const size_t n = res.rows.size();
+  res.rows.clear();
+  used.explain(true, &res.rows);
   Value last = Value::object();
-  last.append("rows", Value::integer((int64_t)res.rows.size()));
+  last.append("rows", Value::integer((int64_t)n));
   last.append("ms", Value::real((double)(ExecContext::now_ns() - t0) / 1e6));
-  out.rows.push_back(std::move(last));
-  return out;
+  res.rows.push_back(std::move(last));
+  return Status::ok();
 }
 
 Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,

@@ -226,3 +226,56 @@ TEST_CASE("a put whose first document is far larger than the rest reserves at mo
   CHECK(rows(db->query("get t count")) == "{\"count\":20001}\n");
   CHECK(rows(db->query("get t select id where id = 1")) == "{\"id\":1}\n");
 }
+
+namespace {
+std::string rows(const QueryResult& r) {
+  std::string s;
+  for (const Value& v : r.rows) s += to_json(v) + "\n";
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a statement run into one result again and again: each read its own row, in the last one's storage") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (name text, n int, tags json)");
+  ok(*db, "put t {name: \"a name of thirty characters ...\", n: 1, tags: [1, 2]}");
+  ok(*db, "put t {name: \"b\", n: 2}");  // no tags: a member fewer
+  ok(*db, "put t {name: \"a name of 25 characters..\", n: 3, tags: {a: {b: \"c\"}}}");
+  ok(*db, "put t {n: 4, tags: \"text where the name was\"}");
+  auto get = db->prepare("get t where id = $1");
+  REQUIRE(get.is_ok());
+  QueryResult r;
+  for (int64_t id : {1, 2, 3, 4, 1, 9, 4, 2, 3, 3}) {
+    CAPTURE(id);
+    REQUIRE(get->query({Value::integer(id)}, &r).is_ok());
+    CHECK(rows(r) == rows(get->query({Value::integer(id)})));
+    CHECK(r.rows.size() == (id == 9 ? 0u : 1u));
+  }
+  // Written over in place: the row, and a text's bytes when they fit.
+  REQUIRE(get->query({Value::integer(1)}, &r).is_ok());
+  const Value* row = &r.rows[0];
+  const char* name = row->get("name")->as_string().data();
+  REQUIRE(get->query({Value::integer(3)}, &r).is_ok());
+  CHECK(&r.rows[0] == row);
+  CHECK(r.rows[0].get("name")->as_string().data() == name);
+  CHECK(r.rows[0].get("name")->as_string() == "a name of 25 characters..");
+
+  // An error leaves no rows; a read of many rows, or of selected fields,
+  // replaces what the result held; a point read after them is right again.
+  CHECK_FALSE(get->query({}, &r).is_ok());
+  CHECK(r.rows.empty());
+  auto sel = db->prepare("get t select n, tags.a where id = $1");
+  REQUIRE(sel.is_ok());
+  REQUIRE(sel->query({Value::integer(3)}, &r).is_ok());
+  CHECK(rows(r) == "{\"id\":3,\"n\":3,\"tags.a\":{\"b\":\"c\"}}\n");
+  REQUIRE(db->query("get t where n >= $1", {Value::integer(2)}, &r).is_ok());
+  CHECK(rows(r) == rows(db->query("get t where n >= $1", {Value::integer(2)})));
+  CHECK(r.rows.size() == 3);
+  REQUIRE(db->query("get t select id where id = $1", {Value::integer(2)}, &r).is_ok());
+  CHECK(rows(r) == "{\"id\":2}\n");
+  REQUIRE(get->query({Value::integer(2)}, &r).is_ok());
+  CHECK(rows(r) == "{\"id\":2,\"name\":\"b\",\"n\":2}\n");
+  CHECK_FALSE(db->query("get t where", {}, &r).is_ok());
+  CHECK(r.rows.empty());
+}

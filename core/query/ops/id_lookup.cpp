@@ -100,23 +100,29 @@ bool point_read(const Evaluator& ev, const ParsedStatement& st, int64_t* id, boo
 }
 
 Status read_point(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t id,
-                  std::vector<Value>* out) {
+                  std::vector<Value>* rows) {
   const uint64_t* loc = c.ids.find(id);
-  if (!loc) return Status::ok();
+  if (!loc) {
+    rows->clear();
+    return Status::ok();
+  }
+  rows->resize(1);  // the row of the last read, if any, written over
+  Value& row = rows->front();
   Status err;
-  Value row;
   if (selects_id_only(st)) {  // no document read, as the project stage does
-    row = row1("id", Value::integer(id));
+    row.member(0, "id") = Value::integer(id);
+    row.keep_members(1);
+  } else if (st.select.empty()) {
+    err = decode_document(c.def, id, eng.body(*loc), &row, &c);
   } else {
     Value doc;
-    KF_TRY(decode_document(c.def, id, eng.body(*loc), &doc, &c));
-    row = project_row(st, std::move(doc), ev, &err);
-    KF_TRY(err);
+    err = decode_document(c.def, id, eng.body(*loc), &doc, &c);
+    if (err.is_ok()) row = project_row(st, std::move(doc), ev, &err);
   }
   RowBudget budget(eng.options().max_result_bytes);
-  if (!budget.take(row, &err)) return err;
-  out->push_back(std::move(row));
-  return Status::ok();
+  if (err.is_ok()) budget.take(row, &err);
+  if (!err.is_ok()) rows->clear();
+  return err;
 }
 
 int plan_id_lookup(Plan& plan, size_t n) {

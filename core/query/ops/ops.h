@@ -33,10 +33,12 @@ std::unique_ptr<Source> make_scan(ExecContext& x, int node);
 bool id_lookup(const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids);
 int plan_id_lookup(Plan& plan, size_t n);
 // `get C where id = X` and nothing else: true with the id (or *none when X
-// is null); read_point then answers it with no pipeline (id_lookup.cpp).
+// is null); read_point then answers it with no pipeline (id_lookup.cpp):
+// *rows becomes the one row, written over the first row it held (a
+// statement run again into one result reuses its storage), or none.
 bool point_read(const Evaluator& ev, const ParsedStatement& st, int64_t* id, bool* none);
 Status read_point(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t id,
-                  std::vector<Value>* out);
+                  std::vector<Value>* rows);
 // Rows for a list of ids, in its order (missing ones skipped).
 std::unique_ptr<Source> make_ids(ExecContext& x, int node, std::vector<int64_t> ids);
 
