@@ -32,6 +32,7 @@ Result<std::shared_ptr<Prepared>> Engine::prepare(std::string_view text, bool ca
   auto p = std::make_shared<Prepared>();
   p->text = std::string(text);
   KF_TRY(parse_statement(p->text, &p->st));
+  p->point_id = point_read(p->st);
   if (cache) cache_.add(p);
   return p;
 }
@@ -42,6 +43,7 @@ Status Engine::bound(Prepared& p) {
   std::lock_guard g(p.bind_mu);
   if (p.bound_at.load(std::memory_order_relaxed) == v) return Status::ok();
   KF_TRY(bind(*this, p.st));
+  p.collection = p.st.collection.empty() ? nullptr : find(p.st.collection);
   p.bound_at.store(v, std::memory_order_release);
   return Status::ok();
 }
@@ -72,7 +74,7 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, bool owned, Qu
     {
       std::shared_lock lk(mu_);
       KF_TRY(bound(p));
-      Status r = execute_read(st, params, out, &lk);
+      Status r = execute_read(p, p.collection, params, out, &lk);
       if (!lk.owns_lock()) return r;  // pinned: it read no block still to be checked
       if (!extents_damaged()) return r;
     }
@@ -81,7 +83,7 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, bool owned, Qu
     bool repaired = false;
     KF_TRY(check_extents(&repaired));
     KF_TRY(bound(p));
-    return execute_read(st, params, out);  // from the rebuilt graph
+    return execute_read(p, p.collection, params, out);  // from the rebuilt graph
   }
   // A write's documents are made beside the readers and the other
   // writers; the write lock is held only to give them ids and land them,
@@ -164,7 +166,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
         if (w.is_ok()) r = std::move(w.value());
         else s = w.status();
       } else {
-        s = execute_read(st, items[i].params, &r);
+        s = execute_read(*items[i].p, find(st.collection), items[i].params, &r);  // no lock held since binding
       }
       if (!s.is_ok()) {
         rollback(undo_);

@@ -198,9 +198,10 @@ class Engine {
   Result<uint64_t> commit(std::string_view ops, uint32_t nops);
   // `lock`: the shared lock the caller holds; a long read may let it go
   // once it has pinned what it reads (then lock->owns_lock() is false).
-  // The rows go to *out: a point read writes over the row it holds, any
-  // other read replaces them.
-  Status execute_read(const ParsedStatement& st, const std::vector<Value>& params, QueryResult* out,
+  // Reads c (the collection p names, looked up by the caller; null if none
+  // exists). The rows go to *out: a point read writes over the row it holds,
+  // any other read replaces them.
+  Status execute_read(const Prepared& p, Collection* c, const std::vector<Value>& params, QueryResult* out,
                       std::shared_lock<FairSharedMutex>* lock = nullptr);
   bool pinnable(const Collection& c, const class Plan& plan) const;
   // A copy of a collection's id index for a pin (a pinned read, a

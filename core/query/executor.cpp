@@ -51,18 +51,17 @@ void Engine::unpin(IdIndex* ids) {
   if (spare_ids_.size() < 2) spare_ids_.push_back(std::move(storage));
 }  // else freed here, after the lock
 
-Status Engine::execute_read(const ParsedStatement& st, const std::vector<Value>& params, QueryResult* out,
+Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vector<Value>& params, QueryResult* out,
                             std::shared_lock<FairSharedMutex>* lock) {
-  Collection* c = st.kind == StmtKind::Collections ? nullptr : find(st.collection);
+  const ParsedStatement& st = prep.st;
   Evaluator ev(params);
-  int64_t id = 0;
-  bool none = false;
-  if (c && point_read(ev, st, &id, &none)) {  // over the row out holds
-    if (none) {
-      out->rows.clear();
-      return Status::ok();
+  if (c && prep.point_id) {  // over the row out holds
+    int64_t id = 0;
+    switch (id_value(ev, *prep.point_id, &id)) {
+      case 1: return read_point(*this, *c, st, ev, id, &out->rows);
+      case 0: out->rows.clear(); return Status::ok();
+      default: break;  // not an id: the plan answers
     }
-    return read_point(*this, *c, st, ev, id, &out->rows);
   }
   out->rows.clear();
   QueryResult& res = *out;

@@ -14,14 +14,24 @@
 
 namespace kitfox {
 
+struct Collection;
+
 struct Prepared {
   std::string text;
   ParsedStatement st;
+  // A point read (`get C where id = X` and nothing else): X, whose value
+  // read_point looks up with no plan built (ops/id_lookup.cpp); set once
+  // the statement is parsed.
+  const Expr* point_id = nullptr;
   // The catalog version the statement was last bound at (0: never). A
   // reader rebinds under bind_mu when it finds an older one: the catalog
   // changes only under the write lock, so every reader holding the shared
   // lock sees the same version.
   std::atomic<uint64_t> bound_at{0};
+  // The collection it names, as bound at bound_at (null for statements that
+  // name none): a pointer good while the catalog stays at that version, so
+  // while the shared lock that bound or checked it is held.
+  Collection* collection = nullptr;
   std::mutex bind_mu;
 };
 

@@ -8,17 +8,27 @@ namespace {
 
 bool is_id(const Expr& x) { return x.kind == ExprKind::Path && x.path.size() == 1 && x.path[0] == "id"; }
 
-// `id = c` (either way round): 1 with the id in *id, 0 when c is null (no
-// document), -1 when the clause is not of that form or c is not an
-// integral number.
-int id_equal(const Evaluator& ev, const Expr* w, int64_t* id) {
-  if (w->kind != ExprKind::Compare || w->op != CmpOp::Eq) return -1;
+// `id = c` (either way round): c, or null when the clause is not of that form.
+const Expr* id_operand(const Expr* w) {
+  if (w->kind != ExprKind::Compare || w->op != CmpOp::Eq) return nullptr;
   const Expr* other = is_id(*w->kids[0]) ? w->kids[1].get() : is_id(*w->kids[1]) ? w->kids[0].get() : nullptr;
-  if (!other || other->kind == ExprKind::Path) return -1;
-  const Value* v = ev.ref(*other);
+  return other && other->kind != ExprKind::Path ? other : nullptr;
+}
+
+// `id = c`: 1 with the id in *id, 0 when c is null (no document), -1 when
+// the clause is not of that form or c is not an integral number.
+int id_equal(const Evaluator& ev, const Expr* w, int64_t* id) {
+  const Expr* other = id_operand(w);
+  return other ? id_value(ev, *other, id) : -1;
+}
+
+}  // namespace
+
+int id_value(const Evaluator& ev, const Expr& x, int64_t* id) {
+  const Value* v = ev.ref(x);
   Value tmp;
   if (!v) {
-    if (!ev.constant(*other, &tmp).is_ok()) return -1;
+    if (!ev.constant(x, &tmp).is_ok()) return -1;
     v = &tmp;
   }
   if (v->kind() == Kind::Int) {
@@ -32,8 +42,6 @@ int id_equal(const Evaluator& ev, const Expr* w, int64_t* id) {
   }
   return -1;
 }
-
-}  // namespace
 
 bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
   if (!w) return false;
@@ -86,17 +94,15 @@ class Ids : public Source {
 // The point read, `get C where id = X` with no other clause (whole
 // documents or selected fields): the plan an id lookup and a project, run
 // as one step with no pipeline built, since it is the read an application
-// makes most. explain (and explain analyze) show and run the same plan
-// through plan_get.
-bool point_read(const Evaluator& ev, const ParsedStatement& st, int64_t* id, bool* none) {
+// makes most. Its shape is known once parsed (Prepared::point_id);
+// explain (and explain analyze) show and run the same plan through plan_get.
+const Expr* point_read(const ParsedStatement& st) {
   if (st.kind != StmtKind::Get || !st.where || st.explain || !st.order.empty() || !st.group.empty() || st.limit ||
       st.offset || st.count || st.near_pos >= 0 || st.match_pos >= 0 || st.fuse || st.rerank_pos >= 0 || st.lookup)
-    return false;
+    return nullptr;
   for (const SelectItem& s : st.select)
-    if (s.expr && s.expr->kind == ExprKind::Aggregate) return false;
-  int r = id_equal(ev, st.where.get(), id);
-  *none = r == 0;
-  return r >= 0;
+    if (s.expr && s.expr->kind == ExprKind::Aggregate) return nullptr;
+  return id_operand(st.where.get());
 }
 
 Status read_point(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t id,

@@ -32,11 +32,14 @@ std::unique_ptr<Source> make_scan(ExecContext& x, int node);
 // The ids a where clause pins down exactly (id = c, id in [...]), if any.
 bool id_lookup(const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids);
 int plan_id_lookup(Plan& plan, size_t n);
-// `get C where id = X` and nothing else: true with the id (or *none when X
-// is null); read_point then answers it with no pipeline (id_lookup.cpp):
-// *rows becomes the one row, written over the first row it held (a
-// statement run again into one result reuses its storage), or none.
-bool point_read(const Evaluator& ev, const ParsedStatement& st, int64_t* id, bool* none);
+// `get C where id = X` and nothing else: X (null for any other statement).
+// id_value gives the id X holds: 1 with *id set, 0 when X is null (no
+// document), -1 when it is no integral number (then the plan answers).
+// read_point then answers it with no pipeline (id_lookup.cpp): *rows
+// becomes the one row, written over the first row it held (a statement run
+// again into one result reuses its storage), or none.
+const Expr* point_read(const ParsedStatement& st);
+int id_value(const Evaluator& ev, const Expr& x, int64_t* id);
 Status read_point(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t id,
                   std::vector<Value>* rows);
 // Rows for a list of ids, in its order (missing ones skipped).
