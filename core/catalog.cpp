@@ -23,7 +23,11 @@ bool Collection::vector(uint32_t field_id, uint64_t node, Value* out) const {
     lost_refs++;
     return true;
   }
-  for (auto* m : {&vindex, &retired}) {
+  // A retired index first: image documents refer into the table the field's
+  // index had at the last checkpoint, and once that index is retired, one
+  // made since numbers its nodes afresh (documents written since hold their
+  // vectors, not references).
+  for (auto* m : {&retired, &vindex}) {
     auto it = m->find(field_id);
     if (it == m->end()) continue;
     if (node >= it->second->nodes()) return false;
@@ -207,7 +211,10 @@ Status Engine::sync_indexes(Collection* c) {
   for (auto it = c->vindex.begin(); it != c->vindex.end();) {
     const Field* f = c->def.field_by_id(it->first);
     if (!f || f->index.kind != IndexKind::Hnsw || !(f->index.hnsw == it->second->params())) {
-      c->retired[it->first] = std::move(it->second);  // image documents may still refer to its table
+      // Image documents may still refer to its table; an index retired
+      // earlier since the last checkpoint holds the table they refer to, and
+      // this one (made since) none they do.
+      if (!c->retired.count(it->first)) c->retired[it->first] = std::move(it->second);
       it = c->vindex.erase(it);
     } else {
       ++it;

@@ -31,7 +31,9 @@ struct Collection : VectorSource {
   uint64_t changes = 0;
   std::map<uint32_t, std::unique_ptr<HnswIndex>> vindex;  // by field id
   // Dropped or replaced indexes whose tables image documents still refer to,
-  // until the next checkpoint rewrites them.
+  // until the next checkpoint rewrites them: for each field the index it had
+  // at the last checkpoint, whose table is the one those references number
+  // into (Collection::vector resolves them here first).
   std::map<uint32_t, std::unique_ptr<HnswIndex>> retired;
   // Full-text indexes, built on first use (so opening stays fast), then kept
   // up to date by writes.

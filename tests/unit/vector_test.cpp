@@ -726,3 +726,57 @@ TEST_CASE("filtered near against the vectors: an index's many candidates far fro
   REQUIRE(r.is_ok());
   CHECK(ids(*r) == reference(*db, q, 10, far));
 }
+
+// Documents in the image refer to their vectors by node in the table the
+// index had at the last checkpoint. An index dropped and made again (twice,
+// before any checkpoint) numbers its nodes afresh; the image's documents
+// must still read their own vectors, from the table they refer to.
+TEST_CASE("an index made again before a checkpoint: image documents read their own vectors") {
+  auto fs = make_memory_file_system();
+  // Node order differs from id order: the index took the documents 5, 3, 1,
+  // 4, 2, 6, then a new vector for 3 (a node of its own), and lost 4.
+  // No two point the same way, so that `near` finds one alone under any metric.
+  const std::vector<std::pair<int64_t, std::vector<float>>> docs = {
+      {5, {5, 2}}, {3, {3, 4}}, {1, {1, 6}}, {4, {4, 3}}, {2, {2, 5}}, {6, {6, 1}}};
+  auto expect = [](int64_t id) -> std::string {
+    if (id == 3) return "[9,-2]";
+    return "[" + std::to_string(id) + "," + std::to_string(7 - id) + "]";
+  };
+  {
+    auto db = open_db(*fs, false);
+    REQUIRE(db->query("create collection v (e vector<2> @hnsw(l2, m=8))").is_ok());
+    for (auto& [id, e] : docs)
+      REQUIRE(db->query("put v {id: $1, e: $2}", {Value::integer(id), Value::vector(e)}).is_ok());
+    REQUIRE(db->query("set v {e: [9, -2]} where id = 3").is_ok());
+    REQUIRE(db->query("del v where id = 4").is_ok());
+    REQUIRE(db->checkpoint().is_ok());
+    REQUIRE(db->close().is_ok());
+  }
+  auto db = open_db(*fs, false);
+  auto check = [&](const char* when) {
+    INFO(std::string(when));
+    for (int64_t id : {1, 2, 3, 5, 6}) {
+      auto r = db->query("get v where id = $1", {Value::integer(id)});
+      REQUIRE(r.is_ok());
+      REQUIRE(r->rows.size() == 1);
+      CHECK(to_json(*r->rows[0].get("e")) == expect(id));
+    }
+    auto near = db->query("get v select id near e [9, -2] limit 1");
+    REQUIRE(near.is_ok());
+    REQUIRE(near->rows.size() == 1);
+    CHECK(near->rows[0].get("id")->as_int() == 3);
+  };
+  check("reopened");
+  REQUIRE(db->query("drop index on v (e)").is_ok());
+  check("index dropped");
+  REQUIRE(db->query("create index on v (e) @hnsw(l2, m=8)").is_ok());
+  check("index made again");
+  REQUIRE(db->query("drop index on v (e)").is_ok());
+  REQUIRE(db->query("create index on v (e) @hnsw(l2, m=16)").is_ok());
+  check("index made a second time");
+  REQUIRE(db->checkpoint().is_ok());
+  check("checkpointed");
+  REQUIRE(db->close().is_ok());
+  db = open_db(*fs, false);
+  check("reopened after the checkpoint");
+}
