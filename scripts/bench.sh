@@ -46,6 +46,7 @@ case "${1:-}" in
   vector) shift; exec build-bench/bench/kitfox_vector_bench "$@" ;;
   query) shift; exec build-bench/bench/kitfox_query_bench "$@" ;;
   concurrency) shift; exec build-bench/bench/kitfox_concurrency_bench "$@" ;;
+  growth) shift; exec build-bench/bench/kitfox_growth_bench "$@" ;;
   import) shift; exec bash bench/import_bench.sh --build build-bench "$@" ;;
   browser) shift; bash scripts/build-wasm.sh >&2; exec node bench/browser/reopen.js "$@" ;;
   tabs) shift; bash scripts/build-wasm.sh >&2; exec node bench/browser/tabs.js "$@" ;;

@@ -307,9 +307,8 @@ void HnswIndex::put(int64_t doc, const float* v) {
   }
   uint32_t fp = fingerprint(bytes);
   auto same = [&](uint32_t n) { return fp_[n] == fp && memcmp(raw(n), bytes, vbytes_) == 0; };
-  auto it = doc_node_.find(doc);
-  if (it != doc_node_.end()) {
-    if (same(it->second)) return;
+  if (const uint32_t* at = doc_node_.find(doc)) {
+    if (same(*at)) return;
     remove(doc);
   }
   doc_count_++;
@@ -366,10 +365,10 @@ void HnswIndex::drop_pending() {
 
 void HnswIndex::remove(int64_t doc) {
   build_doc_map();
-  auto it = doc_node_.find(doc);
-  if (it == doc_node_.end()) return;
-  uint32_t n = it->second;
-  doc_node_.erase(it);
+  const uint32_t* at = doc_node_.find(doc);
+  if (!at) return;
+  uint32_t n = *at;
+  doc_node_.erase(doc);
   doc_count_--;
   if (--refs_[n] == 0) tombstones_++;
   if (node_doc_[n] == doc) {

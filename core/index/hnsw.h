@@ -41,6 +41,8 @@
 #include "../storage/extent.h"
 #include "distance.h"
 
+#include "steady_map.h"
+
 namespace kitfox {
 
 const char* metric_name(Metric m);
@@ -79,8 +81,8 @@ class HnswIndex {
   // The node holding document `doc`'s vector, or -1.
   int64_t node_of(int64_t doc) {
     build_doc_map();
-    auto it = doc_node_.find(doc);
-    return it == doc_node_.end() ? -1 : (int64_t)it->second;
+    const uint32_t* n = doc_node_.find(doc);
+    return n ? (int64_t)*n : -1;
   }
   // After a checkpoint: the table and the level-0 lists now live at `table`
   // and `links0` (same contents, in memory).
@@ -264,7 +266,7 @@ class HnswIndex {
   // maps_mu_; writers change them under the write lock.
   std::atomic<bool> maps_built_{false};
   std::mutex maps_mu_;
-  std::unordered_map<int64_t, uint32_t> doc_node_;
+  SteadyMap<int64_t, uint32_t> doc_node_;  // grows a few buckets a put (steady_map.h)
   std::unordered_multimap<uint32_t, uint32_t> fp_nodes_;
 };
 

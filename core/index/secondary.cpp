@@ -35,19 +35,19 @@ void SecondaryIndex::put(int64_t id, const Value& key) {
 }
 
 void SecondaryIndex::remove(int64_t id) {
-  auto it = key_of_.find(id);
-  if (it == key_of_.end()) return;
+  const Value* key = key_of_.find(id);
+  if (!key) return;
   if (kind_ == IndexKind::Sorted) {
-    sorted_.erase({it->second, id});
+    sorted_.erase({*key, id});
   } else {
-    auto h = hash_.find(hash_key(it->second));
-    if (h != hash_.end()) {
-      auto pos = std::lower_bound(h->second.begin(), h->second.end(), id);
-      if (pos != h->second.end() && *pos == id) h->second.erase(pos);
-      if (h->second.empty()) hash_.erase(h);
+    std::string hk = hash_key(*key);
+    if (std::vector<int64_t>* ids = hash_.find(hk)) {
+      auto pos = std::lower_bound(ids->begin(), ids->end(), id);
+      if (pos != ids->end() && *pos == id) ids->erase(pos);
+      if (ids->empty()) hash_.erase(hk);
     }
   }
-  key_of_.erase(it);
+  key_of_.erase(id);
 }
 
 void SecondaryIndex::equal(const Value& v, std::vector<int64_t>* out) const {
@@ -59,8 +59,7 @@ void SecondaryIndex::equal(const Value& v, std::vector<int64_t>* out) const {
       if (it->first.kind() == k.kind() || (it->first.is_number() && k.is_number())) out->push_back(it->second);
     return;
   }
-  auto h = hash_.find(hash_key(k));
-  if (h != hash_.end()) *out = h->second;
+  if (const std::vector<int64_t>* ids = hash_.find(hash_key(k))) *out = *ids;
 }
 
 template <typename F>

@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "../value.h"
 #include "params.h"
+#include "steady_map.h"
 
 namespace kitfox {
 
@@ -60,16 +60,16 @@ class SecondaryIndex {
   void walk_range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f) const;
 
   IndexKind kind_;
-  std::unordered_map<std::string, std::vector<int64_t>> hash_;  // hash, unique
-  std::set<std::pair<Value, int64_t>, Less> sorted_;            // sorted
-  std::unordered_map<int64_t, Value> key_of_;
+  // Hash maps that grow a few buckets a write (steady_map.h).
+  SteadyMap<std::string, std::vector<int64_t>> hash_;  // hash, unique
+  std::set<std::pair<Value, int64_t>, Less> sorted_;   // sorted
+  SteadyMap<int64_t, Value> key_of_;
 };
 
 template <typename F>
 void SecondaryIndex::groups(F&& f) const {
   if (kind_ != IndexKind::Sorted) {
-    for (auto& [k, ids] : hash_)
-      if (!f(ids.front(), ids.size())) return;
+    hash_.for_each([&](const std::string&, const std::vector<int64_t>& ids) { return f(ids.front(), ids.size()); });
     return;
   }
   for (auto it = sorted_.begin(); it != sorted_.end();) {

@@ -118,7 +118,7 @@ void TextIndex::put(int64_t doc, const std::vector<std::string>& tokens) {
   distinct.reserve(tf.size());
   uint32_t len = (uint32_t)tokens.size();
   for (auto& [t, n] : tf) {
-    Term& term = terms_[std::string(t)];
+    Term& term = terms_[t];
     auto& p = term.postings;
     if (p.empty() || p.back().doc < doc) p.push_back({doc, n});
     else p.insert(std::lower_bound(p.begin(), p.end(), doc, [](const Posting& a, int64_t d) { return a.doc < d; }), {doc, n});
@@ -131,18 +131,18 @@ void TextIndex::put(int64_t doc, const std::vector<std::string>& tokens) {
 }
 
 void TextIndex::remove(int64_t doc) {
-  auto it = lengths_.find(doc);
-  if (it == lengths_.end()) return;
-  for (const std::string& t : it->second.second) {
-    auto term = terms_.find(t);
-    if (term == terms_.end()) continue;
-    auto& p = term->second.postings;
+  auto* it = lengths_.find(doc);
+  if (!it) return;
+  for (const std::string& t : it->second) {
+    Term* term = terms_.find(t);
+    if (!term) continue;
+    auto& p = term->postings;
     auto pos = std::lower_bound(p.begin(), p.end(), doc, [](const Posting& a, int64_t d) { return a.doc < d; });
     if (pos != p.end() && pos->doc == doc) p.erase(pos);
-    if (p.empty()) terms_.erase(term);
+    if (p.empty()) terms_.erase(t);
   }
-  total_len_ -= it->second.first;
-  lengths_.erase(it);
+  total_len_ -= it->first;
+  lengths_.erase(doc);
 }
 
 double TextIndex::idf(size_t df) const {
@@ -157,21 +157,21 @@ double TextIndex::bound(const Term& t) const {
 }
 
 double TextIndex::score(const std::vector<std::string>& query, int64_t doc) const {
-  auto d = lengths_.find(doc);
-  if (d == lengths_.end()) return 0;
+  auto* d = lengths_.find(doc);
+  if (!d) return 0;
   double avg = (double)total_len_ / (double)lengths_.size();
   std::vector<std::string> q = query;
   std::sort(q.begin(), q.end());
   q.erase(std::unique(q.begin(), q.end()), q.end());
   double s = 0;
   for (const std::string& t : q) {
-    auto term = terms_.find(t);
-    if (term == terms_.end()) continue;
-    auto& p = term->second.postings;
+    const Term* term = terms_.find(t);
+    if (!term) continue;
+    auto& p = term->postings;
     auto pos = std::lower_bound(p.begin(), p.end(), doc, [](const Posting& a, int64_t x) { return a.doc < x; });
     if (pos == p.end() || pos->doc != doc) continue;
     double tf = pos->tf;
-    s += idf(p.size()) * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * d->second.first / avg));
+    s += idf(p.size()) * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * d->first / avg));
   }
   return s;
 }
@@ -193,10 +193,10 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
   };
   std::vector<Cursor> cur;
   for (const std::string& t : q) {
-    auto it = terms_.find(t);
-    if (it == terms_.end()) continue;
-    const auto& ps = it->second.postings;
-    cur.push_back({ps.data(), ps.data() + ps.size(), idf(ps.size()), bound(it->second)});
+    const Term* term = terms_.find(t);
+    if (!term) continue;
+    const auto& ps = term->postings;
+    cur.push_back({ps.data(), ps.data() + ps.size(), idf(ps.size()), bound(*term)});
   }
   double avg = (double)total_len_ / (double)lengths_.size();
   // `before`: ranks first (higher score, then smaller id). As the heap's
@@ -223,8 +223,8 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
     if (cur[0].p->doc == pd) {
       // Every cursor before the pivot is on pd: score it.
       double s = 0;
-      auto len = lengths_.find(pd);
-      double dl = len == lengths_.end() ? 0 : len->second.first;
+      auto* len = lengths_.find(pd);
+      double dl = len ? len->first : 0;
       for (Cursor& c : cur) {
         if (c.p->doc != pd) break;
         double tf = c.p->tf;
@@ -257,8 +257,14 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
 
 size_t TextIndex::memory_bytes() const {
   size_t n = 0;
-  for (auto& [t, term] : terms_) n += t.size() + 48 + term.postings.capacity() * sizeof(Posting);
-  for (auto& [d, l] : lengths_) n += 48 + l.second.size() * 32;
+  terms_.for_each([&](const std::string& t, const Term& term) {
+    n += t.size() + 48 + term.postings.capacity() * sizeof(Posting);
+    return true;
+  });
+  lengths_.for_each([&](int64_t, const std::pair<uint32_t, std::vector<std::string>>& l) {
+    n += 48 + l.second.size() * 32;
+    return true;
+  });
   return n;
 }
 

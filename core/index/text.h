@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "steady_map.h"
+
 namespace kitfox {
 
 // Appends the tokens of `text` to `out`.
@@ -59,8 +61,9 @@ class TextIndex {
   double bound(const Term& t) const;
 
   double k1_, b_;
-  std::unordered_map<std::string, Term> terms_;
-  std::unordered_map<int64_t, std::pair<uint32_t, std::vector<std::string>>> lengths_;  // doc -> length, distinct terms
+  // Hash maps that grow a few buckets a write (steady_map.h).
+  SteadyMap<std::string, Term> terms_;
+  SteadyMap<int64_t, std::pair<uint32_t, std::vector<std::string>>> lengths_;  // doc -> length, distinct terms
   uint64_t total_len_ = 0;
 };
 

@@ -1,0 +1,238 @@
+// SteadyMap: the hash map of the indexes that writes grow (a secondary
+// index's keys and documents, a text index's terms and lengths, a vector
+// index's document -> node map). std::unordered_map grows by rehashing every
+// entry at once: at a million entries one insert, under the write lock, would
+// relink them all while every reader and writer waits. SteadyMap grows in
+// pieces instead: past a load of one it allocates a table of twice the
+// buckets (zeroed pages the system gives lazily) and every later insert or
+// erase moves the entries of a few buckets of the old table into it, so no
+// operation moves more than kMoveBuckets buckets' entries, and the old table
+// is gone long before the new one fills. Lookups look in both tables while
+// the move runs. Const operations change nothing, so readers may share one
+// under a shared lock while writers hold it exclusively.
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace kitfox {
+
+// Hashes whose low and high bits are both spread (ids are often sequential
+// or strided; the bucket is taken from the top bits of a multiply).
+struct SteadyHash {
+  template <typename I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+  uint64_t operator()(I k) const {
+    return (uint64_t)(int64_t)k;  // an int and an int64_t of one value hash alike
+  }
+  uint64_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
+};
+
+template <typename K, typename V, typename H = SteadyHash>
+class SteadyMap {
+ public:
+  // Buckets whose entries one insert or erase moves into the growing table
+  // (at most; empty buckets passed over count a quarter each).
+  static constexpr size_t kMoveBuckets = 8;
+
+  SteadyMap() = default;
+  SteadyMap(const SteadyMap&) = delete;
+  SteadyMap& operator=(const SteadyMap&) = delete;
+  ~SteadyMap() { clear(); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // Whether a move into a bigger table is under way (tests watch it).
+  bool growing() const { return old_.buckets != nullptr; }
+  size_t bucket_count() const { return cur_.mask + (cur_.buckets ? 1 : 0); }
+  size_t memory_bytes() const {
+    return size_ * sizeof(Node) + (bucket_count() + (old_.buckets ? old_.mask + 1 : 0)) * sizeof(Node*);
+  }
+
+  template <typename Q>
+  const V* find(const Q& k) const {
+    const Node* n = locate(k, hash(k));
+    return n ? &n->value : nullptr;
+  }
+  template <typename Q>
+  V* find(const Q& k) {
+    Node* n = locate(k, hash(k));
+    return n ? &n->value : nullptr;
+  }
+
+  // The value under k, made (default) if there is none.
+  template <typename Q>
+  V& operator[](const Q& k) {
+    step();
+    uint64_t h = hash(k);
+    if (Node* n = locate(k, h)) return n->value;
+    if (size_ >= bucket_count()) grow();
+    Node* n = new Node{nullptr, h, K(k), V()};
+    link(cur_, n);
+    size_++;
+    return n->value;
+  }
+
+  template <typename Q>
+  bool erase(const Q& k) {
+    step();
+    uint64_t h = hash(k);
+    for (Table* t : {&cur_, &old_}) {
+      if (!t->buckets) continue;
+      for (Node** p = &t->buckets[index(*t, h)]; *p; p = &(*p)->next) {
+        if ((*p)->hash != h || !((*p)->key == k)) continue;
+        Node* n = *p;
+        *p = n->next;
+        delete n;
+        size_--;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Room for n entries without growing (a map built whole at once).
+  void reserve(size_t n) {
+    if (n <= bucket_count()) return;
+    finish();
+    size_t b = 16;
+    while (b < n) b *= 2;
+    rebuild(b);
+  }
+
+  void clear() {
+    for (Table* t : {&cur_, &old_}) {
+      if (!t->buckets) continue;
+      for (size_t i = 0; i <= t->mask; i++)
+        for (Node* n = t->buckets[i]; n;) {
+          Node* next = n->next;
+          delete n;
+          n = next;
+        }
+      std::free(t->buckets);
+      *t = Table{};
+    }
+    size_ = 0;
+    moved_ = 0;
+  }
+
+  // f(key, value) for each entry, in no order, until f returns false.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const Table* t : {&old_, &cur_}) {
+      if (!t->buckets) continue;
+      for (size_t i = 0; i <= t->mask; i++)
+        for (const Node* n = t->buckets[i]; n; n = n->next)
+          if (!f(n->key, n->value)) return;
+    }
+  }
+
+ private:
+  struct Node {
+    Node* next;
+    uint64_t hash;
+    K key;
+    V value;
+  };
+  struct Table {
+    Node** buckets = nullptr;  // calloc'd: large ones are fresh zero pages, touched as used
+    size_t mask = 0;
+    unsigned shift = 64;
+  };
+
+  template <typename Q>
+  static uint64_t hash(const Q& k) {
+    if constexpr (std::is_convertible_v<const Q&, std::string_view>) return H()(std::string_view(k));
+    else return H()(k);
+  }
+  static size_t index(const Table& t, uint64_t h) { return (size_t)((h * 0x9E3779B97F4A7C15ull) >> t.shift); }
+
+  template <typename Q>
+  Node* locate(const Q& k, uint64_t h) const {
+    for (const Table* t : {&cur_, &old_}) {
+      if (!t->buckets) continue;
+      for (Node* n = t->buckets[index(*t, h)]; n; n = n->next)
+        if (n->hash == h && n->key == k) return n;
+    }
+    return nullptr;
+  }
+
+  static void link(Table& t, Node* n) {
+    Node*& head = t.buckets[index(t, n->hash)];
+    n->next = head;
+    head = n;
+  }
+
+  static Table make(size_t buckets) {
+    Table t;
+    t.buckets = static_cast<Node**>(std::calloc(buckets, sizeof(Node*)));
+    if (!t.buckets) std::abort();  // out of memory, as a std::unordered_map would
+    t.mask = buckets - 1;
+    unsigned bits = 0;
+    while ((size_t(1) << bits) < buckets) bits++;
+    t.shift = 64 - bits;
+    return t;
+  }
+
+  // The table becomes twice as big: the current one becomes the old one,
+  // emptied a few buckets at a time by step().
+  void grow() {
+    if (!cur_.buckets) {
+      cur_ = make(16);
+      return;
+    }
+    if (old_.buckets) finish();  // cannot happen (a move ends long before), but never three tables
+    old_ = cur_;
+    cur_ = make((cur_.mask + 1) * 2);
+    moved_ = 0;
+  }
+
+  // Moves the entries of up to kMoveBuckets buckets of the old table.
+  void step() {
+    if (!old_.buckets) return;
+    size_t budget = kMoveBuckets * 4;
+    while (budget && moved_ <= old_.mask) {
+      Node* n = old_.buckets[moved_];
+      budget -= n ? std::min<size_t>(budget, 4) : 1;
+      while (n) {
+        Node* next = n->next;
+        link(cur_, n);
+        n = next;
+      }
+      old_.buckets[moved_++] = nullptr;
+    }
+    if (moved_ > old_.mask) {
+      std::free(old_.buckets);
+      old_ = Table{};
+    }
+  }
+
+  void finish() {
+    while (old_.buckets) step();
+  }
+
+  // All the entries into a table of `buckets` at once (reserve()).
+  void rebuild(size_t buckets) {
+    Table t = make(buckets);
+    if (cur_.buckets) {
+      for (size_t i = 0; i <= cur_.mask; i++)
+        for (Node* n = cur_.buckets[i]; n;) {
+          Node* next = n->next;
+          link(t, n);
+          n = next;
+        }
+      std::free(cur_.buckets);
+    }
+    cur_ = t;
+  }
+
+  Table cur_, old_;
+  size_t size_ = 0;
+  size_t moved_ = 0;  // buckets of old_ already emptied
+};
+
+}  // namespace kitfox

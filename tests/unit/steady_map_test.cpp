@@ -1,0 +1,130 @@
+// SteadyMap: the same answers as std::unordered_map under any mix of
+// inserts, erases and lookups, while its growth moves a few buckets an
+// operation instead of every entry at once.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "index/steady_map.h"
+
+using namespace kitfox;
+
+namespace {
+
+template <typename K, typename V>
+void check_same(const SteadyMap<K, V>& m, const std::unordered_map<K, V>& ref) {
+  REQUIRE(m.size() == ref.size());
+  for (auto& [k, v] : ref) {
+    const V* got = m.find(k);
+    REQUIRE(got);
+    CHECK(*got == v);
+  }
+  size_t seen = 0;
+  m.for_each([&](const K& k, const V& v) {
+    auto it = ref.find(k);
+    REQUIRE(it != ref.end());
+    CHECK(it->second == v);
+    seen++;
+    return true;
+  });
+  CHECK(seen == ref.size());
+}
+
+}  // namespace
+
+TEST_CASE("SteadyMap answers as std::unordered_map does, through growth, erases and clear") {
+  std::mt19937_64 rng(5);
+  SteadyMap<int64_t, int64_t> m;
+  std::unordered_map<int64_t, int64_t> ref;
+  bool saw_growing = false;
+  size_t wrong = 0;  // counted, not checked one by one: 200,000 operations
+  for (int round = 0; round < 200000; round++) {
+    int64_t k = (int64_t)(rng() % 50000) * (round % 3 == 0 ? 1024 : 1);  // strided keys too
+    switch (rng() % 4) {
+      case 0:
+      case 1:
+        m[k] = round;
+        ref[k] = round;
+        break;
+      case 2:
+        wrong += m.erase(k) != (ref.erase(k) == 1);
+        break;
+      default: {
+        const int64_t* v = m.find(k);
+        auto it = ref.find(k);
+        wrong += (v != nullptr) != (it != ref.end()) || (v && *v != it->second);
+      }
+    }
+    saw_growing = saw_growing || m.growing();
+    if (round % 40000 == 39999) check_same(m, ref);
+  }
+  CHECK(wrong == 0);
+  CHECK(saw_growing);
+  check_same(m, ref);
+  m.clear();
+  ref.clear();
+  check_same(m, ref);
+  m[7] = 1;
+  CHECK(*m.find(int64_t(7)) == 1);
+  CHECK(m.size() == 1);
+}
+
+TEST_CASE("SteadyMap with text keys: looked up by string_view, found while it grows") {
+  SteadyMap<std::string, std::vector<int64_t>> m;
+  std::unordered_map<std::string, std::vector<int64_t>> ref;
+  for (int i = 0; i < 30000; i++) {
+    std::string k = "term" + std::to_string(i % 9000);
+    m[std::string_view(k)].push_back(i);
+    ref[k].push_back(i);
+    if (i % 7 == 0) {
+      std::string e = "term" + std::to_string((i * 13) % 9000);
+      CHECK(m.erase(std::string_view(e)) == (ref.erase(e) == 1));
+    }
+  }
+  check_same(m, ref);
+  CHECK(m.find(std::string_view("absent")) == nullptr);
+}
+
+TEST_CASE("SteadyMap grows in pieces: no insert moves more than a few buckets, and the move ends in time") {
+  SteadyMap<int64_t, int64_t> m;
+  size_t growths = 0, longest = 0, run = 0, overfull = 0, odd_growth = 0;
+  bool was = false;
+  for (int64_t i = 0; i < 1 << 20; i++) {
+    size_t buckets = m.bucket_count();
+    m[i] = i;
+    if (m.growing()) {
+      run++;
+      if (!was) growths++;
+      // While it moves, the table it moves into never has to grow again.
+      overfull += m.size() > m.bucket_count();
+    } else {
+      longest = std::max(longest, run);
+      run = 0;
+    }
+    was = m.growing();
+    // Growth allocates one table of twice the buckets: nothing else at once.
+    odd_growth += m.bucket_count() != buckets && m.bucket_count() != buckets * 2 && buckets != 0;
+  }
+  CHECK(overfull == 0);
+  CHECK(odd_growth == 0);
+  CHECK(growths >= 15);  // 16 -> 2^20 buckets, each growth moved in pieces
+  // A move of B buckets takes about B / kMoveBuckets inserts: never more
+  // than the B inserts that would fill the new table.
+  CHECK(longest <= (size_t(1) << 19) / SteadyMap<int64_t, int64_t>::kMoveBuckets + 1);
+  for (int64_t i = 0; i < 1 << 20; i += 4099) REQUIRE(*m.find(i) == i);
+}
+
+TEST_CASE("SteadyMap reserve: room made at once, entries kept") {
+  SteadyMap<int64_t, uint32_t> m;
+  for (int64_t i = 0; i < 1000; i++) m[i] = (uint32_t)i;
+  m.reserve(100000);
+  CHECK(m.bucket_count() >= 100000);
+  CHECK_FALSE(m.growing());
+  size_t buckets = m.bucket_count();
+  for (int64_t i = 1000; i < 100000; i++) m[i] = (uint32_t)i;
+  CHECK(m.bucket_count() == buckets);
+  for (int64_t i = 0; i < 100000; i += 97) REQUIRE(*m.find(i) == (uint32_t)i);
+}
