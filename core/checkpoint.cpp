@@ -69,7 +69,7 @@ static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string h
 // IdIndex record. `body` gives each document's bytes as the image holds them;
 // `ids` gets the entries' offsets in the image, `was` their locations.
 template <typename Body>
-static Status append_docs(std::string& out, uint32_t cid, const IdIndex& from, Body&& body, std::vector<IdEntry>* ids,
+static Status append_docs(std::string& out, uint32_t cid, const IdIndex& from, Body&& body, IdEntries* ids,
                           std::vector<uint64_t>* was, uint64_t* records) {
   ids->reserve(from.size());
   was->reserve(from.size());

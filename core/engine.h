@@ -225,7 +225,7 @@ class Engine {
   Engine(FileSystem& fs, std::string name, OpenOptions o);
   Status load(std::string bytes, std::unique_ptr<Mapping> map);
   Status apply_image_record(const struct RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
-                            std::map<uint32_t, std::vector<IdEntry>>* idx);
+                            std::map<uint32_t, IdEntries>* idx);
   Status apply_write(std::string_view body, uint32_t seg, uint64_t body_off, bool replay);
   // A transaction's undo log: each document as it was before its first change.
   struct Undo {
@@ -275,7 +275,7 @@ class Engine {
     bool built = false;        // its records made at the pin (else from `pinned`, after it)
     IdIndex pinned;            // what the rest is built from
     std::vector<VectorPin> vectors;
-    std::vector<IdEntry> ids;  // its entries in the image (offsets)
+    IdEntries ids;  // its entries in the image (offsets)
     std::vector<uint64_t> was; // each one's location at the pin
   };
   struct NewImage {
@@ -354,7 +354,7 @@ class Engine {
   // a fresh copy of a million entries spends most of its time faulting
   // pages in, under the lock that holds the writers.
   std::mutex pin_mu_;
-  std::vector<std::vector<IdEntry>> spare_ids_;
+  std::vector<IdEntries> spare_ids_;
   Status bound(Prepared& p);
   std::map<std::string, std::unique_ptr<Collection>, std::less<>> colls_;
   std::map<uint32_t, Collection*> by_id_;

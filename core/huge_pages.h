@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
@@ -62,14 +64,36 @@ class GrowBuffer {
   GrowBuffer() = default;
   // `first_at`: an address hint for the first mapping (tests place it where
   // the mapping can grow in place).
+  // `huge`: ask for huge pages once it passes 4 MiB (read at random, as a
+  // vector table is); the kernel may then compact memory inside the write
+  // that touches a new page, milliseconds at worst.
 #ifdef KITFOX_MREMAP
-  explicit GrowBuffer(void* first_at) : hint_(first_at) {}
+  explicit GrowBuffer(void* first_at, bool huge = true) : hint_(first_at), huge_(huge) {}
 #else
-  explicit GrowBuffer(void*) {}
+  explicit GrowBuffer(void*, bool = true) {}
 #endif
   GrowBuffer(const GrowBuffer&) = delete;
   GrowBuffer& operator=(const GrowBuffer&) = delete;
+  GrowBuffer(GrowBuffer&& o) noexcept { swap(o); }
+  GrowBuffer& operator=(GrowBuffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      swap(o);
+    }
+    return *this;
+  }
   ~GrowBuffer() { release(); }
+  void swap(GrowBuffer& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    std::swap(cap_, o.cap_);
+#ifdef KITFOX_MREMAP
+    std::swap(hint_, o.hint_);
+    std::swap(huge_, o.huge_);
+#else
+    v_.swap(o.v_);
+#endif
+  }
 
   char* data() { return p_; }
   const char* data() const { return p_; }
@@ -112,7 +136,7 @@ class GrowBuffer {
     // Advice for the whole mapping, never part of it: advising only its
     // 2 MiB-aligned middle would split it into several mappings, and mremap
     // cannot grow a range that spans more than one (it fails with EFAULT).
-    if (cap_ >= (4u << 20)) madvise(p_, cap_, MADV_HUGEPAGE);
+    if (huge_ && cap_ >= (4u << 20)) madvise(p_, cap_, MADV_HUGEPAGE);
 #endif
 #else
     v_.resize(want);
@@ -124,9 +148,72 @@ class GrowBuffer {
   size_t n_ = 0, cap_ = 0;
 #ifdef KITFOX_MREMAP
   void* hint_ = nullptr;
+  bool huge_ = true;
 #else
   std::vector<char> v_;
 #endif
+};
+
+// An array of trivially copyable T that grows at its end on a GrowBuffer:
+// growing copies nothing (mremap), so an append never copies the whole array
+// (a collection's id index: 16 MiB at a million documents, which a
+// std::vector's doubling copied inside one write). On small pages: a write
+// that touches a new page never waits for the kernel to compact memory into
+// a huge one. The few members a sorted array needs; resize() leaves new
+// elements uninitialised.
+template <typename T>
+class GrowArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  GrowArray() : b_(nullptr, false) {}
+  explicit GrowArray(size_t n) : GrowArray() { resize(n); }
+  // A moved-from array is empty, still on small pages.
+  GrowArray(GrowArray&& o) noexcept : GrowArray() { b_.swap(o.b_); }
+  GrowArray& operator=(GrowArray&& o) noexcept {
+    GrowArray t(std::move(o));
+    b_.swap(t.b_);
+    return *this;
+  }
+  void swap(GrowArray& o) noexcept { b_.swap(o.b_); }
+
+  size_t size() const { return b_.size() / sizeof(T); }
+  bool empty() const { return b_.size() == 0; }
+  size_t capacity() const { return b_.capacity() / sizeof(T); }
+  T* data() { return reinterpret_cast<T*>(b_.data()); }
+  const T* data() const { return reinterpret_cast<const T*>(b_.data()); }
+  T* begin() { return data(); }
+  T* end() { return data() + size(); }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size(); }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+  T& front() { return data()[0]; }
+  const T& front() const { return data()[0]; }
+  T& back() { return data()[size() - 1]; }
+  const T& back() const { return data()[size() - 1]; }
+
+  void resize(size_t n) { b_.resize(n * sizeof(T)); }
+  void reserve(size_t n) {
+    size_t s = b_.size();
+    if (n * sizeof(T) > b_.capacity()) {
+      b_.resize(n * sizeof(T));
+      b_.resize(s);
+    }
+  }
+  void clear() { b_.resize(0); }  // keeps the mapping
+  void push_back(const T& v) {
+    size_t n = size();
+    resize(n + 1);
+    data()[n] = v;
+  }
+  void assign(const T* first, const T* last) {
+    resize((size_t)(last - first));
+    if (last != first) memcpy(data(), first, (size_t)(last - first) * sizeof(T));
+  }
+
+ private:
+  GrowBuffer b_;
 };
 
 }  // namespace kitfox

@@ -172,7 +172,7 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
 }
 
 Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
-                                  std::map<uint32_t, std::vector<IdEntry>>* idx) {
+                                  std::map<uint32_t, IdEntries>* idx) {
   if (r.kind == format::kExtent) {
     if (!pending_extent_) return Status(Code::Corrupt, "an extent with no record before it " + at(r.offset));
     ExtentRef* e = pending_extent_;
@@ -253,7 +253,7 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
       uint64_t n = rd.u64();
       std::string_view raw = rd.bytes(n * sizeof(IdEntry));
       if (!rd.ok()) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
-      std::vector<IdEntry> v(n);
+      IdEntries v(n);
       if (n) memcpy(v.data(), raw.data(), raw.size());
       (*idx)[cid] = std::move(v);
       break;
@@ -320,7 +320,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   if (!err.empty()) return Status(Code::Corrupt, "'" + name_ + "': " + err);
   uint64_t off = format::kHeaderSize;
   std::vector<std::pair<uint32_t, uint64_t>> doc_counts;
-  std::map<uint32_t, std::vector<IdEntry>> idx;
+  std::map<uint32_t, IdEntries> idx;
   std::vector<RecordView> docs_records;
   uint64_t damage = 0;
   std::string damage_what;
@@ -501,7 +501,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
         report_.index_rebuilt = true;
         report_.warnings.push_back("the id index of collection '" + coll->def.name + "' did not match its documents and was rebuilt");
       }
-      std::vector<IdEntry> v;
+      IdEntries v;
       bytes_total = 0;
       for (const RecordView& d : docs_records) {
         Reader rd(d.body);

@@ -34,7 +34,7 @@ bool Engine::pinnable(const Collection& c, const Plan& plan) const {
 }
 
 void Engine::pin_ids(const IdIndex& from, IdIndex* to) {
-  std::vector<IdEntry> storage;
+  IdEntries storage;
   {
     std::lock_guard g(pin_mu_);
     if (!spare_ids_.empty()) {
@@ -46,7 +46,7 @@ void Engine::pin_ids(const IdIndex& from, IdIndex* to) {
 }
 
 void Engine::unpin(IdIndex* ids) {
-  std::vector<IdEntry> storage = ids->take_storage();
+  IdEntries storage = ids->take_storage();
   std::lock_guard g(pin_mu_);
   if (spare_ids_.size() < 2) spare_ids_.push_back(std::move(storage));
 }  // else freed here, after the lock

@@ -7,12 +7,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "../huge_pages.h"
+
 namespace kitfox {
 
 struct IdEntry {
   int64_t id;
   uint64_t loc;
 };
+
+// The sorted array of an id index: grown at its end with no copy
+// (huge_pages.h), so the common append never copies the whole index.
+using IdEntries = GrowArray<IdEntry>;
 
 class IdIndex {
  public:
@@ -24,15 +30,15 @@ class IdIndex {
   // A copy of `o` whose sorted array is kept in `storage` (memory a former
   // copy used: copying into pages already touched costs a fifth of fresh
   // ones); take_storage() hands it back.
-  void copy_from(const IdIndex& o, std::vector<IdEntry>&& storage) {
+  void copy_from(const IdIndex& o, IdEntries&& storage) {
     base_ = std::move(storage);
     base_.assign(o.base_.begin(), o.base_.end());
     extra_ = o.extra_;
     live_ = o.live_;
     dead_ = o.dead_;
   }
-  std::vector<IdEntry> take_storage() {
-    std::vector<IdEntry> out;
+  IdEntries take_storage() {
+    IdEntries out;
     out.swap(base_);
     clear();
     return out;
@@ -40,13 +46,13 @@ class IdIndex {
 
   // Replaces the contents with sorted, unique, live entries; `sorted` gets
   // the entries that were here (to be freed where it costs no one).
-  void swap_in(std::vector<IdEntry>& sorted) {
+  void swap_in(IdEntries& sorted) {
     base_.swap(sorted);
     extra_.clear();
     live_ = base_.size();
     dead_ = 0;
   }
-  void assign(std::vector<IdEntry> sorted) {
+  void assign(IdEntries sorted) {
     base_ = std::move(sorted);
     extra_.clear();
     live_ = base_.size();
@@ -128,35 +134,40 @@ class IdIndex {
   }
 
   // Live entries, sorted, as one array (merges the overlay).
-  const std::vector<IdEntry>& flat() {
+  const IdEntries& flat() {
     if (!extra_.empty() || dead_) merge();
     return base_;
   }
 
-  size_t memory_bytes() const { return (base_.capacity() + extra_.capacity()) * sizeof(IdEntry); }
+  // What its pages hold (the array's mapping is reserved ahead, untouched).
+  size_t memory_bytes() const { return (base_.size() + extra_.capacity()) * sizeof(IdEntry); }
 
  private:
   // A first probe where the id would be if ids were evenly spread (auto ids
   // are: the probe finds them with one memory access instead of the ~17 of a
   // binary search over 100k entries), then a binary search on its side.
-  static const IdEntry* locate(const std::vector<IdEntry>& v, int64_t id) {
-    if (v.empty() || id < v.front().id || id > v.back().id) return nullptr;
-    size_t lo = 0, hi = v.size();
-    uint64_t span = (uint64_t)v.back().id - (uint64_t)v.front().id;
+  template <typename Array>
+  static const IdEntry* locate(const Array& a, int64_t id) {
+    const IdEntry* v = a.data();
+    size_t n = a.size();
+    if (n == 0 || id < v[0].id || id > v[n - 1].id) return nullptr;
+    size_t lo = 0, hi = n;
+    uint64_t span = (uint64_t)v[n - 1].id - (uint64_t)v[0].id;
     if (span) {
-      size_t g = (size_t)((double)((uint64_t)id - (uint64_t)v.front().id) / (double)span * (double)(v.size() - 1));
-      if (g >= v.size()) g = v.size() - 1;
+      size_t g = (size_t)((double)((uint64_t)id - (uint64_t)v[0].id) / (double)span * (double)(n - 1));
+      if (g >= n) g = n - 1;
       if (v[g].id == id) return &v[g];
       if (v[g].id < id) lo = g + 1;
       else hi = g;
     }
-    auto it = std::lower_bound(v.begin() + lo, v.begin() + hi, id, [](const IdEntry& e, int64_t x) { return e.id < x; });
-    return it != v.begin() + hi && it->id == id ? &*it : nullptr;
+    const IdEntry* it = std::lower_bound(v + lo, v + hi, id, [](const IdEntry& e, int64_t x) { return e.id < x; });
+    return it != v + hi && it->id == id ? it : nullptr;
   }
-  static IdEntry* locate_mut(std::vector<IdEntry>& v, int64_t id) { return const_cast<IdEntry*>(locate(v, id)); }
+  template <typename Array>
+  static IdEntry* locate_mut(Array& v, int64_t id) { return const_cast<IdEntry*>(locate(v, id)); }
 
   void merge() {
-    std::vector<IdEntry> out;
+    IdEntries out;
     out.reserve(live_);
     scan([&](const IdEntry& e) { out.push_back(e); return true; });
     base_ = std::move(out);
@@ -164,8 +175,8 @@ class IdIndex {
     dead_ = 0;
   }
 
-  std::vector<IdEntry> base_;
-  std::vector<IdEntry> extra_;
+  IdEntries base_;
+  std::vector<IdEntry> extra_;  // small: merged into base_ past 1,024 + size / 32
   size_t live_ = 0;
   size_t dead_ = 0;
 };

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "clustered.h"
+#include "storage/id_index.h"
 #include "codec.h"
 #include "index/hnsw.h"
 
@@ -398,4 +399,35 @@ TEST_CASE("GrowBuffer keeps its bytes as it grows past huge-page sizes") {
     b.release();
     CHECK(b.size() == 0);
   }
+}
+
+TEST_CASE("GrowArray: appends, moves, swaps and assigns keep every element") {
+  GrowArray<IdEntry> a;
+  CHECK(a.empty());
+  for (int64_t i = 0; i < 1000000; i++) a.push_back({i, (uint64_t)i * 3});  // past 16 MiB: remapped many times
+  REQUIRE(a.size() == 1000000);
+  size_t bad = 0;
+  for (size_t i = 0; i < a.size(); i++) bad += a[i].id != (int64_t)i || a[i].loc != i * 3;
+  CHECK(bad == 0);
+  CHECK(a.front().id == 0);
+  CHECK(a.back().id == 999999);
+  GrowArray<IdEntry> b = std::move(a);
+  CHECK(a.empty());
+  CHECK(b.size() == 1000000);
+  GrowArray<IdEntry> c(3);
+  c[0] = {7, 7};
+  c.swap(b);
+  CHECK(c.size() == 1000000);
+  CHECK(b.size() == 3);
+  CHECK(b[0].id == 7);
+  b.assign(c.begin() + 10, c.begin() + 20);
+  REQUIRE(b.size() == 10);
+  CHECK(b[9].id == 19);
+  size_t cap = b.capacity();
+  b.reserve(cap * 4);
+  CHECK(b.size() == 10);
+  CHECK(b.capacity() >= cap * 4);
+  CHECK(b[9].id == 19);
+  b.clear();
+  CHECK(b.empty());
 }

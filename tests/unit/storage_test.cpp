@@ -933,7 +933,7 @@ TEST_CASE("IdIndex finds what a map finds: dense, sparse, extreme and deleted id
   for (int shape = 0; shape < 4; shape++) {
     IdIndex idx;
     std::map<int64_t, uint64_t> ref;
-    std::vector<IdEntry> sorted;
+    IdEntries sorted;
     for (int64_t i = 0; i < 5000; i++) {
       int64_t id = shape == 0 ? i + 1                                  // dense, as auto ids
                    : shape == 1 ? i * 7 + (int64_t)(next() % 5)          // evenly spread, uneven gaps
@@ -942,7 +942,7 @@ TEST_CASE("IdIndex finds what a map finds: dense, sparse, extreme and deleted id
       ref[id] = (uint64_t)i;
     }
     for (auto& [id, loc] : ref) sorted.push_back({id, loc});
-    idx.assign(sorted);
+    idx.assign(std::move(sorted));
     // Out-of-order puts and deletes go through the overlay and the marks.
     for (int k = 0; k < 300; k++) {
       int64_t id = (int64_t)next();
