@@ -288,7 +288,7 @@ void HnswIndex::build_doc_map() {
   doc_node_.reserve(levels_.size());
   fp_nodes_.reserve(levels_.size());
   for (uint32_t n = 0; n < levels_.size(); n++) {
-    fp_nodes_.emplace(fp_[n], n);
+    fp_nodes_.insert_multi(fp_[n], n);
     if (refs_[n]) doc_node_[node_doc_[n]] = n;
   }
   for (auto& [n, d] : more_docs_) doc_node_[d] = n;
@@ -312,10 +312,13 @@ void HnswIndex::put(int64_t doc, const float* v) {
     remove(doc);
   }
   doc_count_++;
-  auto range = fp_nodes_.equal_range(fp);
-  for (auto r = range.first; r != range.second; ++r) {
-    uint32_t n = r->second;
-    if (!same(n)) continue;
+  int64_t shared = -1;  // a node holding the same vector already
+  fp_nodes_.for_each_equal(fp, [&](uint32_t n) {
+    if (same(n)) shared = n;
+    return shared < 0;
+  });
+  if (shared >= 0) {
+    uint32_t n = (uint32_t)shared;
     if (refs_[n]++ == 0) node_doc_[n] = doc, tombstones_--;
     else more_docs_.emplace(n, doc);
     doc_node_[doc] = n;
@@ -336,7 +339,7 @@ void HnswIndex::put(int64_t doc, const float* v) {
   l0_ = links0_.data();
   upper_off_.push_back((uint32_t)upper_.size());
   if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
-  fp_nodes_.emplace(fp, n);
+  fp_nodes_.insert_multi(fp, n);
   doc_node_[doc] = n;
 }
 
@@ -344,12 +347,7 @@ void HnswIndex::drop_pending() {
   while (levels_.size() > linked_ && refs_.back() == 0) {
     tombstones_--;
     uint32_t n = (uint32_t)levels_.size() - 1;
-    auto range = fp_nodes_.equal_range(fp_[n]);
-    for (auto r = range.first; r != range.second; ++r)
-      if (r->second == n) {
-        fp_nodes_.erase(r);
-        break;
-      }
+    fp_nodes_.erase_first(fp_[n], [&](uint32_t v) { return v == n; });
     extra_.resize(extra_.size() - vbytes_);
     upper_.resize(upper_off_[n]);
     upper_off_.pop_back();

@@ -267,7 +267,7 @@ class HnswIndex {
   std::atomic<bool> maps_built_{false};
   std::mutex maps_mu_;
   SteadyMap<int64_t, uint32_t> doc_node_;  // grows a few buckets a put (steady_map.h)
-  std::unordered_multimap<uint32_t, uint32_t> fp_nodes_;
+  SteadyMap<uint32_t, uint32_t> fp_nodes_;  // fingerprint -> nodes (as a multimap), grows a few buckets a put
 };
 
 }  // namespace kitfox

@@ -95,6 +95,44 @@ class SteadyMap {
     return false;
   }
 
+  // As a multimap (a map used only through these three, never operator[]):
+  // another entry under k, whatever is there already; f(value) for each
+  // entry under k until f returns false; the first entry under k whose value
+  // `match` accepts erased.
+  template <typename Q>
+  void insert_multi(const Q& k, V v) {
+    step();
+    if (size_ >= bucket_count()) grow();
+    link(cur_, new Node{nullptr, hash(k), K(k), std::move(v)});
+    size_++;
+  }
+  template <typename Q, typename F>
+  void for_each_equal(const Q& k, F&& f) const {
+    uint64_t h = hash(k);
+    for (const Table* t : {&cur_, &old_}) {
+      if (!t->buckets) continue;
+      for (const Node* n = t->buckets[index(*t, h)]; n; n = n->next)
+        if (n->hash == h && n->key == k && !f(n->value)) return;
+    }
+  }
+  template <typename Q, typename P>
+  bool erase_first(const Q& k, P&& match) {
+    step();
+    uint64_t h = hash(k);
+    for (Table* t : {&cur_, &old_}) {
+      if (!t->buckets) continue;
+      for (Node** p = &t->buckets[index(*t, h)]; *p; p = &(*p)->next) {
+        if ((*p)->hash != h || !((*p)->key == k) || !match((*p)->value)) continue;
+        Node* n = *p;
+        *p = n->next;
+        delete n;
+        size_--;
+        return true;
+      }
+    }
+    return false;
+  }
+
   // Room for n entries without growing (a map built whole at once).
   void reserve(size_t n) {
     if (n <= bucket_count()) return;

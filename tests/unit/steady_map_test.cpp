@@ -3,6 +3,7 @@
 // operation instead of every entry at once.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -127,4 +128,40 @@ TEST_CASE("SteadyMap reserve: room made at once, entries kept") {
   for (int64_t i = 1000; i < 100000; i++) m[i] = (uint32_t)i;
   CHECK(m.bucket_count() == buckets);
   for (int64_t i = 0; i < 100000; i += 97) REQUIRE(*m.find(i) == (uint32_t)i);
+}
+
+TEST_CASE("SteadyMap as a multimap: entries under one key found and erased one by one, through growth") {
+  SteadyMap<uint32_t, uint32_t> m;
+  std::unordered_multimap<uint32_t, uint32_t> ref;
+  for (uint32_t n = 0; n < 50000; n++) {
+    uint32_t fp = n % 997 == 0 ? 7 : n * 2654435761u;  // many under key 7
+    m.insert_multi(fp, n);
+    ref.emplace(fp, n);
+  }
+  auto under = [&](uint32_t k) {
+    std::vector<uint32_t> got;
+    m.for_each_equal(k, [&](uint32_t v) {
+      got.push_back(v);
+      return true;
+    });
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  std::vector<uint32_t> want;
+  auto range = ref.equal_range(7);
+  for (auto it = range.first; it != range.second; ++it) want.push_back(it->second);
+  std::sort(want.begin(), want.end());
+  CHECK(under(7) == want);
+  CHECK(m.size() == ref.size());
+  // Stopping early: f returning false ends the walk.
+  int calls = 0;
+  m.for_each_equal(uint32_t(7), [&](uint32_t) { return ++calls < 3; });
+  CHECK(calls == 3);
+  // Erase one entry of key 7, then one that is not there.
+  CHECK(m.erase_first(uint32_t(7), [&](uint32_t v) { return v == want[10]; }));
+  CHECK_FALSE(m.erase_first(uint32_t(7), [&](uint32_t v) { return v == want[10]; }));
+  want.erase(want.begin() + 10);
+  CHECK(under(7) == want);
+  CHECK(m.size() == ref.size() - 1);
+  CHECK(under(12345u).empty() == (ref.count(12345u) == 0));
 }
