@@ -157,18 +157,22 @@ class GrowBuffer {
 // An array of trivially copyable T that grows at its end on a GrowBuffer:
 // growing copies nothing (mremap), so an append never copies the whole array
 // (a collection's id index: 16 MiB at a million documents, which a
-// std::vector's doubling copied inside one write). On small pages: a write
-// that touches a new page never waits for the kernel to compact memory into
-// a huge one. The few members a sorted array needs; resize() leaves new
-// elements uninitialised.
+// std::vector's doubling copied inside one write). On small pages unless
+// made with HugePages{} (an array read at random by searches: a graph's
+// lists), since on small pages a write that touches a new page never waits
+// for the kernel to compact memory into a huge one. The few members its
+// users need; resize(n) leaves new elements uninitialised.
+struct HugePages {};
+
 template <typename T>
 class GrowArray {
   static_assert(std::is_trivially_copyable_v<T>);
 
  public:
   GrowArray() : b_(nullptr, false) {}
+  explicit GrowArray(HugePages) : b_(nullptr, true) {}
   explicit GrowArray(size_t n) : GrowArray() { resize(n); }
-  // A moved-from array is empty, still on small pages.
+  // A moved-from array is empty, on small pages; the pages' kind moves with the data.
   GrowArray(GrowArray&& o) noexcept : GrowArray() { b_.swap(o.b_); }
   GrowArray& operator=(GrowArray&& o) noexcept {
     GrowArray t(std::move(o));
@@ -194,6 +198,12 @@ class GrowArray {
   const T& back() const { return data()[size() - 1]; }
 
   void resize(size_t n) { b_.resize(n * sizeof(T)); }
+  void resize(size_t n, const T& fill) {
+    size_t old = size();
+    resize(n);
+    for (size_t i = old; i < n; i++) data()[i] = fill;
+  }
+  void release() { b_.release(); }  // the memory given back (size 0)
   void reserve(size_t n) {
     size_t s = b_.size();
     if (n * sizeof(T) > b_.capacity()) {

@@ -216,8 +216,7 @@ void HnswIndex::rebase(const char* table, const char* links0) {
   extra_.release();
   lazy_table_.reset();
   lazy_links_.reset();
-  links0_.clear();
-  links0_.shrink_to_fit();
+  links0_.release();
   l0_ = reinterpret_cast<const uint32_t*>(links0);
   l0_owned_ = false;
 }

@@ -249,7 +249,7 @@ class HnswIndex {
   size_t tombstones_ = 0;           // nodes with no document
   // Level-0 lists, per node: count, 2m slots. After a load they are read in
   // place from the file (l0_ points there) until the first change copies them.
-  std::vector<uint32_t, HugePageAllocator<uint32_t>> links0_;
+  GrowArray<uint32_t> links0_{HugePages{}};  // grows with no copy (huge_pages.h)
   const uint32_t* l0_ = nullptr;
   bool l0_owned_ = true;
   void own_links();
