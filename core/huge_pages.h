@@ -34,25 +34,6 @@ inline void advise_huge_pages(const void* p, size_t n) {
 #endif
 }
 
-// An allocator that asks for huge pages before anything touches a big
-// buffer (the pages are chosen when first written, so advice given after a
-// vector has grown comes too late).
-template <typename T>
-struct HugePageAllocator {
-  using value_type = T;
-  HugePageAllocator() = default;
-  template <typename U>
-  HugePageAllocator(const HugePageAllocator<U>&) {}
-  T* allocate(size_t n) {
-    T* p = std::allocator<T>().allocate(n);
-    advise_huge_pages(p, n * sizeof(T));
-    return p;
-  }
-  void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
-  template <typename U>
-  bool operator==(const HugePageAllocator<U>&) const { return true; }
-};
-
 // A byte array that grows at its end (the part of a vector table written
 // since the last checkpoint). On Linux it is a mapping of its own, grown with
 // mremap: growing copies nothing and touches no page, so every page is
