@@ -82,8 +82,12 @@ class GrowBuffer {
   size_t capacity() const { return cap_; }
 
   void resize(size_t n) {
-    if (n > cap_) reserve(std::max(n, cap_ * 2));
+    if (n > cap_) grow(std::max(n, cap_ * 2));
     n_ = n;
+  }
+  // Room for n bytes, the size unchanged.
+  void reserve(size_t n) {
+    if (n > cap_) grow(n);
   }
   // Frees the memory (size 0).
   void release() {
@@ -97,7 +101,7 @@ class GrowBuffer {
   }
 
  private:
-  void reserve(size_t want) {
+  void grow(size_t want) {
 #ifdef KITFOX_MREMAP
     constexpr size_t kGrain = 64 << 10;
     size_t cap = (want + kGrain - 1) / kGrain * kGrain;
@@ -185,13 +189,7 @@ class GrowArray {
     for (size_t i = old; i < n; i++) data()[i] = fill;
   }
   void release() { b_.release(); }  // the memory given back (size 0)
-  void reserve(size_t n) {
-    size_t s = b_.size();
-    if (n * sizeof(T) > b_.capacity()) {
-      b_.resize(n * sizeof(T));
-      b_.resize(s);
-    }
-  }
+  void reserve(size_t n) { b_.reserve(n * sizeof(T)); }
   void clear() { b_.resize(0); }  // keeps the mapping
   void push_back(const T& v) {
     size_t n = size();

@@ -79,20 +79,7 @@ class SteadyMap {
 
   template <typename Q>
   bool erase(const Q& k) {
-    step();
-    uint64_t h = hash(k);
-    for (Table* t : {&cur_, &old_}) {
-      if (!t->buckets) continue;
-      for (Node** p = &t->buckets[index(*t, h)]; *p; p = &(*p)->next) {
-        if ((*p)->hash != h || !((*p)->key == k)) continue;
-        Node* n = *p;
-        *p = n->next;
-        delete n;
-        size_--;
-        return true;
-      }
-    }
-    return false;
+    return erase_first(k, [](const V&) { return true; });
   }
 
   // As a multimap (a map used only through these three, never operator[]):
