@@ -154,17 +154,17 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     std::unique_lock lk(mu_);
     KF_TRY(check_writable());
     in_txn_ = true;
-    txn_ops_.clear();
-    txn_nops_ = 0;
+    txn_.clear();
     undo_.clear();
+    WriteBatch batch;  // each statement's ops
     for (size_t i = 0; i < items.size(); i++) {
       const ParsedStatement& st = items[i].p->st;
       QueryResult r;
       Status s;
       if (st.is_write()) {
-        auto w = execute_write(st, items[i].params, nullptr, &docs[i]);
-        if (w.is_ok()) r = std::move(w.value());
-        else s = w.status();
+        batch.clear();
+        s = execute_write(st, items[i].params, nullptr, &docs[i], &batch, &r);
+        if (s.is_ok() && !batch.empty()) s = commit(batch).status();
       } else {
         s = execute_read(*items[i].p, find(st.collection), items[i].params, &r);  // no lock held since binding
       }
@@ -183,8 +183,8 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
       if (!damaged.is_ok()) return damaged;
       return out;
     }
-    if (txn_nops_) {
-      auto w = write_record(txn_ops_, txn_nops_, false);
+    if (!txn_.empty()) {
+      auto w = write_record(txn_, false);
       if (!w.is_ok()) {
         rollback(undo_);
         return w.status();
@@ -193,7 +193,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
       wrote = true;
     }
     undo_.clear();
-    txn_ops_.clear();
+    txn_.clear();
     lk.unlock();
     fill_ahead(write_pos_ - start);  // beside the readers
   }

@@ -5,7 +5,8 @@
 //   engine.cpp    open, run a statement or a batch, checkpoint, close, stats
 //   image.cpp     the image: load the file (and replay its tail)
 //   checkpoint.cpp a new image beside the writers: pin, build, carry the tail, switch
-//   log.cpp       the record log: write a record, apply its ops, undo a batch
+//   batch.cpp     a write's ops (WriteBatch): one encoder, one reader
+//   log.cpp       the record log: write a batch as a record, apply its ops, undo a batch
 //   catalog.cpp   collections and their indexes: definitions, index lifecycle
 //   sync.cpp      the write queue (writes landed in groups), group commit, the flusher, the checker
 //   database.cpp  Database, Statement and transactions over the engine
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "batch.h"
 #include "catalog.h"
 #include "codec.h"
 #include "db.h"
@@ -193,9 +195,6 @@ class Engine {
   const std::map<std::string, std::unique_ptr<Collection>, std::less<>>& collections() const { return colls_; }
   std::string_view body(uint64_t loc) const { return arena_.body(loc); }
   uint32_t next_collection_id() const { return next_coll_id_; }
-  // Writes one record holding `nops` ops and applies it. Called under the
-  // write lock; returns the sequence number to wait for in `always` mode.
-  Result<uint64_t> commit(std::string_view ops, uint32_t nops);
   // `lock`: the shared lock the caller holds; a long read may let it go
   // once it has pinned what it reads (then lock->owns_lock() is false).
   // Reads c (the collection p names, looked up by the caller; null if none
@@ -208,10 +207,13 @@ class Engine {
   // checkpoint), in memory a former pin used; unpin() gives the memory back.
   void pin_ids(const IdIndex& from, IdIndex* to);
   void unpin(IdIndex* ids);
-  // `owned`: st itself, when nothing else holds it (its literals may be moved
-  // out). `docs`: a put's documents, made by prepare_write beside the readers.
-  Result<QueryResult> execute_write(const ParsedStatement& st, const std::vector<Value>& params,
-                                    ParsedStatement* owned = nullptr, PreparedDocs* docs = nullptr);
+  // A write statement's ops into *batch (left empty when it changes
+  // nothing) and its answer into *out; nothing lands: the caller commits
+  // the batch. Under the write lock. `owned`: st itself, when nothing else
+  // holds it (its literals may be moved out). `docs`: a put's documents,
+  // made by prepare_write beside the readers.
+  Status execute_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
+                       PreparedDocs* docs, WriteBatch* batch, QueryResult* out);
   // A put's or insert's documents, typed and encoded (under the shared
   // lock; landed at the catalog version they were made at, or made again).
   Status prepare_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
@@ -239,7 +241,11 @@ class Engine {
   void remember(Collection* c, int64_t id, std::vector<Undo>* undo);
   void rollback(std::vector<Undo>& undo);
   void link_touched();
-  Result<uint64_t> write_record(std::string_view ops, uint32_t nops, bool apply);
+  // Writes one record holding the batch and applies it. Under the write
+  // lock; returns the sequence number to wait for in `always` mode. Inside
+  // a batch() the ops apply now and join the batch's one record.
+  Result<uint64_t> commit(const WriteBatch& b);
+  Result<uint64_t> write_record(const WriteBatch& b, bool apply);
   // Under the gate, after writes landed `landed` bytes: zeros ahead of the log.
   void fill_ahead(uint64_t landed);
   // Makes the vector indexes match the definition: drops stale ones, builds new ones.
@@ -367,8 +373,7 @@ class Engine {
   bool checkpoint_soon_ = false;  // an index was built: persist it
   bool carrying_ = false;         // a checkpoint is carrying the tail (under the gate)
   bool in_txn_ = false;           // inside batch(): ops apply now, land at the end
-  std::string txn_ops_;
-  uint32_t txn_nops_ = 0;
+  WriteBatch txn_;                // inside batch(): the ops of its one record
   std::vector<Undo> undo_;
   std::vector<HnswIndex*> touched_;  // indexes with nodes to link after a record
   std::vector<float> prepared_;

@@ -3,6 +3,7 @@
 // inside a batch, an undo log puts everything back when one statement fails.
 #include <algorithm>
 
+#include "batch.h"
 #include "codec.h"
 #include "engine.h"
 #include "engine_limits.h"
@@ -34,25 +35,23 @@ void Engine::link_touched() {
   touched_.clear();
 }
 
-Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uint64_t body_off, std::vector<Undo>* undo) {
-  Reader r(body);
+Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint64_t ops_off, std::vector<Undo>* undo) {
   auto coll_of = [&](uint32_t cid) -> Collection* {
     auto it = by_id_.find(cid);
     return it == by_id_.end() ? nullptr : it->second;
   };
-  for (uint64_t i = 0; i < nops && r.ok(); i++) {
-    uint8_t op = r.u8();
-    switch (op) {
+  BatchReader r(ops, nops);
+  BatchOp op;
+  while (r.next(&op)) {
+    switch (op.kind) {
       case format::kOpPut: {
-        Collection* c = coll_of((uint32_t)r.varint());
-        uint64_t loc = Arena::loc(seg, body_off + (r.pos() - body.data()));
-        int64_t id = unzigzag(r.varint());
-        std::string_view b = r.str();
+        Collection* c = coll_of(op.coll);
         if (!c) return Status(Code::Corrupt, "a document for an unknown collection");
-        if (!r.ok()) break;
+        const int64_t id = op.id;
+        std::string_view b = op.body;
         if (undo) remember(c, id, undo);
         c->changes++;
-        uint64_t old = c->ids.put(id, loc);
+        uint64_t old = c->ids.put(id, Arena::loc(seg, ops_off + op.entry_at));
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         c->bytes += b.size();
         if (id >= c->next_id) c->next_id = id == INT64_MAX ? id : id + 1;
@@ -82,9 +81,9 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
         break;
       }
       case format::kOpDel: {
-        Collection* c = coll_of((uint32_t)r.varint());
-        int64_t id = unzigzag(r.varint());
+        Collection* c = coll_of(op.coll);
         if (!c) return Status(Code::Corrupt, "a delete for an unknown collection");
+        const int64_t id = op.id;
         if (undo) remember(c, id, undo);
         c->changes++;
         uint64_t old = c->ids.erase(id);
@@ -97,15 +96,13 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
       }
       case format::kOpDefine: {
         if (undo) return Status(Code::Invalid, "collection and index changes cannot be part of a batch");
-        CollectionDef d;
-        int64_t next_id;
-        KF_TRY(decode_def(r, &d, &next_id));
+        CollectionDef& d = op.def;
         auto it = by_id_.find(d.id);
         if (it == by_id_.end()) {
           if (colls_.count(d.name)) return Status(Code::Corrupt, "collection '" + d.name + "' defined twice");
           auto c = std::make_unique<Collection>();
           c->def = std::move(d);
-          c->next_id = next_id;
+          c->next_id = op.next_id;
           by_id_[c->def.id] = c.get();
           next_coll_id_ = std::max(next_coll_id_, c->def.id + 1);
           KF_TRY(sync_indexes(c.get()));
@@ -127,19 +124,16 @@ Status Engine::apply_ops(std::string_view body, uint64_t nops, uint32_t seg, uin
       }
       case format::kOpDrop: {
         if (undo) return Status(Code::Invalid, "collection and index changes cannot be part of a batch");
-        uint32_t cid = (uint32_t)r.varint();
-        Collection* c = coll_of(cid);
+        Collection* c = coll_of(op.coll);
         if (!c) return Status(Code::Corrupt, "a drop of an unknown collection");
-        by_id_.erase(cid);
+        by_id_.erase(op.coll);
         colls_.erase(c->def.name);
         catalog_version_++;
         break;
       }
-      default: return Status(Code::Corrupt, "unknown op " + std::to_string(op));
     }
   }
-  if (!r.ok()) return Status(Code::Corrupt, "write record cut short");
-  return Status::ok();
+  return r.status();
 }
 
 // What a document was before a write in a transaction, to put it back.
@@ -203,18 +197,17 @@ Status Engine::check_writable() const {
   return Status::ok();
 }
 
-Result<uint64_t> Engine::commit(std::string_view ops, uint32_t nops) {
+Result<uint64_t> Engine::commit(const WriteBatch& b) {
   KF_TRY(check_writable());
   if (in_txn_) {
     // Inside a batch: applied now (later statements see it), written at the end.
     const char* where;
-    uint64_t l = arena_.append(ops, &where);
-    KF_TRY(apply_ops(std::string_view(where, ops.size()), nops, (uint32_t)(l >> 40), l & ((1ull << 40) - 1), &undo_));
-    txn_ops_.append(ops);
-    txn_nops_ += nops;
+    uint64_t l = arena_.append(b.ops(), &where);
+    KF_TRY(apply_ops(std::string_view(where, b.bytes()), b.count(), (uint32_t)(l >> 40), l & ((1ull << 40) - 1), &undo_));
+    txn_.append(b);
     return seq_;
   }
-  return write_record(ops, nops, true);
+  return write_record(b, true);
 }
 
 // In `always` mode, where the file says it pays (file.h, fills_ahead), the
@@ -238,7 +231,8 @@ void Engine::fill_ahead(uint64_t landed) {
   else fill_failed_ = true;
 }
 
-Result<uint64_t> Engine::write_record(std::string_view ops, uint32_t nops, bool apply) {
+Result<uint64_t> Engine::write_record(const WriteBatch& b, bool apply) {
+  std::string_view ops = b.ops();
   // The record built in place: the ops are copied once into it, and the
   // arena takes its body from it.
   if (ops.size() + 32 > kMaxWriteBytes) return Status(Code::Limit, "one write is larger than the 1 GiB record limit");
@@ -246,7 +240,7 @@ Result<uint64_t> Engine::write_record(std::string_view ops, uint32_t nops, bool 
   frame.reserve(ops.size() + 32);
   size_t start = open_record(frame, format::kWrite);
   put_u64(frame, seq_ + 1);
-  put_varint(frame, nops);
+  put_varint(frame, b.count());
   frame.append(ops);
   std::string_view body(frame.data() + start + 5, frame.size() - start - 5);
   close_record(frame, start);

@@ -106,7 +106,11 @@ Result<QueryResult> Engine::land_one(QueuedWrite& w) {
     w.docs = PreparedDocs{};
     KF_TRY(prepare_write(p.st, w.params, w.owned ? &p.st : nullptr, &w.docs));
   }
-  return execute_write(p.st, w.params, nullptr, &w.docs);
+  WriteBatch batch;
+  QueryResult res;
+  KF_TRY(execute_write(p.st, w.params, nullptr, &w.docs, &batch, &res));
+  if (!batch.empty()) KF_TRY(commit(batch).status());
+  return res;
 }
 
 

@@ -166,12 +166,10 @@ Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>
   return prepare_documents(*this, *c, st, ev, owned, docs);
 }
 
-Result<QueryResult> Engine::execute_write(const ParsedStatement& st, const std::vector<Value>& params,
-                                          ParsedStatement* owned, PreparedDocs* docs) {
-  QueryResult res;
+Status Engine::execute_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
+                             PreparedDocs* docs, WriteBatch* batch, QueryResult* out) {
   Evaluator ev(params);
-  std::string ops;
-  uint32_t nops = 0;
+  out->rows.clear();
   switch (st.kind) {
     case StmtKind::Put:
     case StmtKind::Insert:
@@ -179,14 +177,11 @@ Result<QueryResult> Engine::execute_write(const ParsedStatement& st, const std::
     case StmtKind::Del: {
       Collection* c = find(st.collection);
       if (!c) return no_collection(st.collection, st.collection_pos);
-      KF_TRY(write_documents(*this, *c, st, ev, owned, docs, &ops, &nops, &res));
-      break;
+      return write_documents(*this, *c, st, ev, owned, docs, batch, out);
     }
     default:
-      KF_TRY(define(*this, st, &ops, &nops));
+      return define(*this, st, batch);
   }
-  if (nops) KF_TRY(commit(ops, nops).status());
-  return res;
 }
 
 }  // namespace kitfox

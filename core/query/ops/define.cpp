@@ -4,12 +4,10 @@
 #include "ops.h"
 
 #include "../../engine_limits.h"
-#include "../../storage/format.h"
 
 namespace kitfox {
 
-Status define(Engine& eng, const ParsedStatement& st, std::string* ops, uint32_t* nops) {
-  *nops = 0;
+Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch) {
   Collection* c = nullptr;
   if (st.kind != StmtKind::CreateCollection) {
     c = eng.find(st.collection);
@@ -35,15 +33,11 @@ Status define(Engine& eng, const ParsedStatement& st, std::string* ops, uint32_t
           d.secondary.push_back(SecondaryDef{d.fields.back().id, {}, k});
         }
       }
-      put_u8(*ops, format::kOpDefine);
-      encode_def(d, 1, *ops);
-      *nops = 1;
+      batch->define(d, 1);
       break;
     }
     case StmtKind::DropCollection:
-      put_u8(*ops, format::kOpDrop);
-      put_varint(*ops, c->def.id);
-      *nops = 1;
+      batch->drop(c->def.id);
       break;
     case StmtKind::AlterAdd:
     case StmtKind::AlterDrop:
@@ -71,9 +65,7 @@ Status define(Engine& eng, const ParsedStatement& st, std::string* ops, uint32_t
           it->name = st.new_name;
         }
       }
-      put_u8(*ops, format::kOpDefine);
-      encode_def(d, c->next_id, *ops);
-      *nops = 1;
+      batch->define(d, c->next_id);
       break;
     }
     case StmtKind::CreateIndex:
@@ -162,9 +154,7 @@ Status define(Engine& eng, const ParsedStatement& st, std::string* ops, uint32_t
         KF_TRY(bad);
         f->index = st.index;
       }
-      put_u8(*ops, format::kOpDefine);
-      encode_def(d, c->next_id, *ops);
-      *nops = 1;
+      batch->define(d, c->next_id);
       break;
     }
     default:

@@ -185,19 +185,19 @@ std::unique_ptr<Stage> make_count(ExecContext& x, int node, std::vector<Value>* 
 std::unique_ptr<Source> make_known_count(ExecContext& x, int node, int64_t n, std::vector<Value>* out);
 
 // ---- writes
-// Collections, fields and indexes: the record op of the change, or an
-// answer without one (`if not exists` and the like): *nops stays 0.
-Status define(Engine& eng, const ParsedStatement& st, std::string* ops, uint32_t* nops);
+// Collections, fields and indexes: the op of the change into *batch, or an
+// answer without one (`if not exists` and the like): the batch stays empty.
+Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch);
 // PreparedDocs (engine.h): the documents of a put or insert, made before the write lock.
 Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
                          ParsedStatement* owned, PreparedDocs* out);
-Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, std::string* ops,
-                      uint32_t* nops, QueryResult* res);
-// put, insert, set, del: the ops of the write and its result rows. `owned`:
+Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, WriteBatch* batch,
+                      QueryResult* res);
+// put, insert, set, del: the ops of the write into *batch, and its result rows. `owned`:
 // the statement may give its literals up. `docs`: a put's or insert's
 // documents, prepared already (or null). Set and del find their documents
 // through the access path the planner picks for the where clause.
 Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
-                       ParsedStatement* owned, PreparedDocs* docs, std::string* ops, uint32_t* nops, QueryResult* res);
+                       ParsedStatement* owned, PreparedDocs* docs, WriteBatch* batch, QueryResult* res);
 
 }  // namespace kitfox

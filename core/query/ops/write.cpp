@@ -1,5 +1,5 @@
 // write: put, insert, set and del. Each builds all its documents (typed,
-// checked, encoded) into the ops of one record before anything lands, so a
+// checked, encoded) into one WriteBatch before anything lands, so a
 // failed statement changes nothing; set and del find their documents
 // through the access path the planner picks for the where clause.
 #include "ops.h"
@@ -8,7 +8,6 @@
 #include <set>
 
 #include "../../engine_limits.h"
-#include "../../storage/format.h"
 #include "../planner.h"
 
 namespace kitfox {
@@ -238,12 +237,6 @@ Status type_literal_document(const Collection& c, Reader& r, KeyPositions keys, 
   return Status::ok();
 }
 
-void op_put(std::string& ops, uint32_t cid, int64_t id, std::string_view body) {
-  put_u8(ops, format::kOpPut);
-  put_varint(ops, cid);
-  put_varint(ops, zigzag(id));
-  put_str(ops, body);
-}
 
 Status check_doc_size(size_t n, int64_t pos) {
   if (n > kMaxDocumentBytes) return Status(Code::Limit, "document is larger than 16 MiB encoded", pos);
@@ -450,13 +443,13 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
   return Status::ok();
 }
 
-Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, std::string* ops,
-                      uint32_t* nops, QueryResult* res) {
+Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, WriteBatch* batch,
+                      QueryResult* res) {
   int64_t next_id = c.next_id;
   UniqueCheck unique(eng, c);
   std::vector<int64_t> seen;  // insert: ids given in this statement
   res->rows.reserve(docs.docs.size());
-  ops->reserve(ops->size() + docs.bodies.size() + docs.docs.size() * 16);  // each op: a body and a few varints
+  batch->reserve(batch->bytes() + docs.bodies.size() + docs.docs.size() * 16);  // each op: a body and a few varints
   for (PreparedDocs::Doc& d : docs.docs) {
     int64_t id = d.id;
     if (!d.has_id) {
@@ -470,8 +463,7 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
         return Status(Code::Exists, "id " + std::to_string(id) + " already exists in '" + c.def.name + "'; nothing was inserted", d.pos);
       seen.push_back(id);
     }
-    op_put(*ops, c.def.id, id, docs.body(d));
-    (*nops)++;
+    batch->put(c.def.id, id, docs.body(d));
     if (unique.active()) unique.add(id, d.fields, d.pos);
     res->rows.push_back(row1("id", Value::integer(id)));
   }
@@ -485,8 +477,7 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
 }
 
 Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
-                       ParsedStatement* owned, PreparedDocs* docs, std::string* ops, uint32_t* nops, QueryResult* res) {
-  *nops = 0;
+                       ParsedStatement* owned, PreparedDocs* docs, WriteBatch* batch, QueryResult* res) {
   switch (st.kind) {
     case StmtKind::Put:
     case StmtKind::Insert: {
@@ -495,7 +486,7 @@ Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, co
         KF_TRY(prepare_documents(eng, c, st, ev, owned, &own));
         docs = &own;
       }
-      KF_TRY(land_documents(eng, c, st, *docs, ops, nops, res));
+      KF_TRY(land_documents(eng, c, st, *docs, batch, res));
       break;
     }
     case StmtKind::Set: {
@@ -550,8 +541,7 @@ Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, co
         encode_document(c.def, d, enc);
         inner = check_doc_size(enc.size(), st.pos);
         if (!inner.is_ok()) return false;
-        op_put(*ops, c.def.id, row.id, enc);
-        (*nops)++;
+        batch->put(c.def.id, row.id, enc);
         n++;
         unique.add(row.id, d, st.pos);
         return true;
@@ -565,10 +555,7 @@ Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, co
       int64_t n = 0;
       KF_TRY(visit_where(eng, c, st, ev, false, [&](Row& row) {
         int64_t id = row.id;
-        put_u8(*ops, format::kOpDel);
-        put_varint(*ops, c.def.id);
-        put_varint(*ops, zigzag(id));
-        (*nops)++;
+        batch->del(c.def.id, id);
         n++;
         return true;
       }));
