@@ -1,8 +1,12 @@
 #include "port.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace kitfox::port {
 
@@ -31,6 +35,99 @@ bool Background::running() const { return impl_->t.joinable(); }
 
 void Background::join() {
   if (impl_->t.joinable()) impl_->t.join();
+}
+
+void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
+  if (!kThreads) {
+    for (unsigned p = 0; p < parts; p++) f(p);
+    return;
+  }
+  std::vector<std::thread> ts;
+  for (unsigned p = 1; p < parts; p++) ts.emplace_back([&f, p] { f(p); });
+  if (parts) f(0);
+  for (auto& t : ts) t.join();
+}
+
+namespace {
+
+// True as soon as ready() holds, false after 2,000 yields (about a millisecond).
+template <typename Ready>
+bool poll(const Ready& ready) {
+  for (int i = 0; i < 2000; i++) {
+    if (ready()) return true;
+    std::this_thread::yield();
+  }
+  return ready();
+}
+
+}  // namespace
+
+struct Workers::Impl {
+  std::vector<std::thread> ts;
+  std::mutex mu;
+  std::condition_variable cv, done;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> gen{0};
+  std::atomic<int> active{0};
+  std::atomic<uint32_t> next{0};
+  uint32_t end = 0;
+  const void* ctx = nullptr;
+  void (*call)(const void*, uint32_t) = nullptr;
+
+  void work() {
+    for (uint32_t i; (i = next.fetch_add(1)) < end;) call(ctx, i);
+  }
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      poll([&] { return gen.load() != seen || stop.load(); });
+      {
+        std::unique_lock lk(mu);
+        cv.wait(lk, [&] { return stop || gen != seen; });
+        if (stop) return;
+        seen = gen;
+      }
+      work();
+      if (active.fetch_sub(1) == 1) {
+        std::lock_guard lk(mu);
+        done.notify_one();
+      }
+    }
+  }
+};
+
+Workers::Workers(int threads) {
+  if (!kThreads || threads <= 1) return;
+  impl_ = std::make_unique<Impl>();
+  for (int t = 1; t < threads; t++) impl_->ts.emplace_back([this] { impl_->loop(); });
+}
+
+Workers::~Workers() {
+  if (!impl_) return;
+  {
+    std::lock_guard lk(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv.notify_all();
+  for (auto& t : impl_->ts) t.join();
+}
+
+void Workers::run_calls(uint32_t begin, uint32_t end, void (*call)(const void*, uint32_t), const void* ctx) {
+  Impl& w = *impl_;
+  {
+    std::lock_guard lk(w.mu);
+    w.next = begin;
+    w.end = end;
+    w.ctx = ctx;
+    w.call = call;
+    w.active = (int)w.ts.size();
+    w.gen++;
+  }
+  w.cv.notify_all();
+  w.work();
+  if (poll([&] { return w.active.load() == 0; })) return;
+  std::unique_lock lk(w.mu);
+  w.done.wait(lk, [&] { return w.active.load() == 0; });
 }
 
 }  // namespace kitfox::port

@@ -7,12 +7,8 @@
 #include <limits>
 
 #include "../codec.h"
+#include "../port.h"
 
-#if !defined(__EMSCRIPTEN__)
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-#endif
 
 namespace kitfox {
 
@@ -96,13 +92,12 @@ Scratch& scratch() {
 
 HnswIndex::HnswIndex(uint32_t dim, bool f16, HnswParams p) : dim_(dim), f16_(f16), p_(p) {
   vbytes_ = (size_t)dim * (f16 ? 2 : 4);
-  // The first 256 bytes of each neighbour's vector are fetched ahead (at 128
-  // dims f32 that is half the vector: 5% faster than 128 bytes, and no faster
-  // whole); the hardware prefetcher follows on from there.
-  prefetch_bytes_ = std::min<size_t>(vbytes_, 256);
-  // In WASM, where "prefetching" is a load, the whole vector (up to 1 KiB):
-  // at 128 dims f32 the search ran 25% faster than touching 256 bytes.
-  touch_bytes_ = std::min<size_t>(vbytes_, 1024);
+  // Natively the first 256 bytes of each neighbour's vector are fetched
+  // ahead (at 128 dims f32 that is half the vector: 5% faster than 128
+  // bytes, and no faster whole); the hardware prefetcher follows on from
+  // there. In WASM, where "prefetching" is a load (port.h), the whole vector
+  // up to 1 KiB: at 128 dims f32 the search ran 25% faster than 256 bytes.
+  ahead_bytes_ = std::min<size_t>(vbytes_, port::kPrefetchAhead);
   batch_dists_ = vbytes_ <= 1024;
   kernel_ = p.metric == Metric::L2 ? l2sq_kernel() : dot_kernel();
   kernel16_ = p.metric == Metric::L2 ? l2sq_f16_kernel() : dot_f16_kernel();
@@ -436,16 +431,8 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
       uint32_t n = ls[i];
       if (!s.visit(n)) continue;
       fresh[nf++] = n;
-      const char* p = raw(n);
-#if defined(__EMSCRIPTEN__)
-      // WASM has no prefetch: plain loads whose values nothing waits for
-      // start the same cache misses side by side.
-      for (size_t o = 0; o < touch_bytes_; o += 64) touched += (uint8_t)p[o];
-      if (!inv_.empty()) touched += (uint32_t)inv_[n];
-#else
-      for (size_t o = 0; o < prefetch_bytes_; o += 64) __builtin_prefetch(p + o);
-      if (!inv_.empty()) __builtin_prefetch(&inv_[n]);
-#endif
+      touched += port::prefetch(raw(n), ahead_bytes_);
+      if (!inv_.empty()) touched += port::prefetch(&inv_[n], sizeof(float));
     }
     s.sink += touched;
     if (!cand.empty()) __builtin_prefetch(links(cand.front().node, level));
@@ -675,104 +662,10 @@ void HnswIndex::link_node(uint32_t node, const std::vector<std::vector<Hit>>& pe
   }
 }
 
-// Runs f(i) for i in [begin, end) on a fixed set of threads (natively; in
-// order on the calling thread in WASM). The threads start once per
-// link_pending() and wait between the many small phases of a build: first
-// polling for a while (yielding the CPU, so threads that share one still
-// progress), then asleep. A phase follows the last within microseconds,
-// much sooner than a sleeping thread wakes on a VM, where a wake-up can
-// cost tens of microseconds per phase.
-class Workers {
- public:
-  explicit Workers(int threads) {
-#if !defined(__EMSCRIPTEN__)
-    for (int t = 1; t < threads; t++) ts_.emplace_back([this] { loop(); });
-#else
-    (void)threads;
-#endif
-  }
-  ~Workers() {
-#if !defined(__EMSCRIPTEN__)
-    {
-      std::lock_guard lk(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : ts_) t.join();
-#endif
-  }
-  template <typename F>
-  void run(uint32_t begin, uint32_t end, const F& f) {
-#if !defined(__EMSCRIPTEN__)
-    if (!ts_.empty() && end - begin > 1) {
-      {
-        std::lock_guard lk(mu_);
-        next_ = begin;
-        end_ = end;
-        ctx_ = &f;
-        call_ = [](const void* c, uint32_t i) { (*static_cast<const F*>(c))(i); };
-        active_ = (int)ts_.size();
-        gen_++;
-      }
-      cv_.notify_all();
-      work();
-      if (poll([&] { return active_.load() == 0; })) return;
-      std::unique_lock lk(mu_);
-      done_.wait(lk, [&] { return active_.load() == 0; });
-      return;
-    }
-#endif
-    for (uint32_t i = begin; i < end; i++) f(i);
-  }
-
- private:
-#if !defined(__EMSCRIPTEN__)
-  // True as soon as ready() holds, false after 2,000 yields (about a millisecond).
-  template <typename Ready>
-  static bool poll(const Ready& ready) {
-    for (int i = 0; i < 2000; i++) {
-      if (ready()) return true;
-      std::this_thread::yield();
-    }
-    return ready();
-  }
-  void work() {
-    for (uint32_t i; (i = next_.fetch_add(1)) < end_;) call_(ctx_, i);
-  }
-  void loop() {
-    uint64_t seen = 0;
-    for (;;) {
-      poll([&] { return gen_.load() != seen || stop_.load(); });
-      {
-        std::unique_lock lk(mu_);
-        cv_.wait(lk, [&] { return stop_ || gen_ != seen; });
-        if (stop_) return;
-        seen = gen_;
-      }
-      work();
-      if (active_.fetch_sub(1) == 1) {
-        std::lock_guard lk(mu_);
-        done_.notify_one();
-      }
-    }
-  }
-  std::vector<std::thread> ts_;
-  std::mutex mu_;
-  std::condition_variable cv_, done_;
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> gen_{0};
-  std::atomic<int> active_{0};
-  std::atomic<uint32_t> next_{0};
-  uint32_t end_ = 0;
-  const void* ctx_ = nullptr;
-  void (*call_)(const void*, uint32_t) = nullptr;
-#endif
-};
-
 void HnswIndex::link_pending(int threads) {
   if (linked_ >= levels_.size()) return;
   own_links();
-  Workers pool(threads);
+  port::Workers pool(threads);
   std::vector<std::vector<std::vector<Hit>>> found(kChunk);
   std::vector<std::vector<Hit>> bounds(kChunk);
   std::vector<std::vector<LinkRequest>> requests(kChunk);
@@ -1058,16 +951,13 @@ bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const
   // Lazily loaded lists are checked block by block as they are read; a big
   // graph loaded at once is checked in two halves side by side.
   if (!bad && !how.lazy) {
-#if !defined(__EMSCRIPTEN__)
-    if (n >= 65536 && std::thread::hardware_concurrency() > 1) {
-      bool second = true;
-      std::thread t([&] { second = lists_ok(view + (n / 2) * stride, n - n / 2); });
-      bool first = lists_ok(view, n / 2);
-      t.join();
-      if (!first || !second) bad = 1;
-    } else
-#endif
-    if (!lists_ok(view, n)) bad = 1;
+    const unsigned parts = n >= 65536 && port::cores() > 1 ? 2 : 1;
+    bool ok_part[2] = {true, true};
+    port::run_parts(parts, [&](unsigned p) {
+      const uint64_t from = n * p / parts, to = n * (p + 1) / parts;
+      ok_part[p] = lists_ok(view + from * stride, to - from);
+    });
+    if (!ok_part[0] || !ok_part[1]) bad = 1;
   }
   for (uint64_t i = 0; i < n && !bad; i++)
     for (int l = 1; l <= levels_[i]; l++) {

@@ -230,8 +230,7 @@ class HnswIndex {
   float sign_;     // l2 and dot: distance = sign_ * kernel
   HnswParams p_;
   size_t vbytes_;  // bytes per stored vector
-  size_t prefetch_bytes_;  // of a neighbour's vector, while its list is scanned
-  size_t touch_bytes_;     // the same in WASM (loaded)
+  size_t ahead_bytes_;     // of a neighbour's vector loaded ahead while its list is scanned (port::prefetch)
   bool batch_dists_;       // search_layer: a node's neighbour distances before comparing them
 
   // Vector table: nodes below base_n_ in a loaded image, the rest here.

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#if !defined(__EMSCRIPTEN__)
-#include <thread>
-#endif
+#include <vector>
 
 #include "../codec.h"
 #include "../crc32c.h"
+#include "../port.h"
 
 namespace kitfox {
 
@@ -69,23 +68,15 @@ static int64_t first_bad_in(const ExtentRef& e, uint64_t b0, uint64_t b1) {
 
 int64_t first_bad_block(const ExtentRef& e) {
   uint64_t n = e.crcs.size();
-#if !defined(__EMSCRIPTEN__)
   // A big extent is checked by several threads (a reopen is bound by this
   // pass over the vectors), each taking a contiguous part.
-  unsigned threads = std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
-  if (threads > 1 && e.bytes.size() >= (8u << 20)) {
-    std::vector<int64_t> bad(threads, -1);
-    std::vector<std::thread> ts;
-    for (unsigned t = 1; t < threads; t++)
-      ts.emplace_back([&, t] { bad[t] = first_bad_in(e, n * t / threads, n * (t + 1) / threads); });
-    bad[0] = first_bad_in(e, 0, n / threads);
-    for (auto& t : ts) t.join();
-    for (int64_t b : bad)
-      if (b >= 0) return b;
-    return -1;
-  }
-#endif
-  return first_bad_in(e, 0, n);
+  const unsigned parts = e.bytes.size() >= (8u << 20) ? (unsigned)std::min(4, port::cores()) : 1;
+  if (parts == 1) return first_bad_in(e, 0, n);
+  std::vector<int64_t> bad(parts, -1);
+  port::run_parts(parts, [&](unsigned p) { bad[p] = first_bad_in(e, n * p / parts, n * (p + 1) / parts); });
+  for (int64_t b : bad)
+    if (b >= 0) return b;
+  return -1;
 }
 
 LazyExtent::LazyExtent(const ExtentRef& e, ReadFn read, uint64_t chunk, CheckFn check)
