@@ -196,6 +196,7 @@ class GrowArray {
     resize(n + 1);
     data()[n] = v;
   }
+  void pop_back() { resize(size() - 1); }
   void assign(const T* first, const T* last) {
     resize((size_t)(last - first));
     if (last != first) memcpy(data(), first, (size_t)(last - first) * sizeof(T));

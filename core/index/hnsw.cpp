@@ -734,13 +734,13 @@ void HnswIndex::link_pending(int threads) {
 // ---------------------------------------------------------------- persistence
 
 namespace {
-template <typename T>
-void put_array(std::string& out, const std::vector<T>& v) {
-  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+template <typename Array>
+void put_array(std::string& out, const Array& v) {
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
 }
-template <typename T>
-bool get_array(Reader& r, std::vector<T>* v, size_t n) {
-  std::string_view b = r.bytes(n * sizeof(T));
+template <typename Array>
+bool get_array(Reader& r, Array* v, size_t n) {
+  std::string_view b = r.bytes(n * sizeof((*v)[0]));
   if (!r.ok()) return false;
   v->resize(n);
   if (n) memcpy(v->data(), b.data(), b.size());

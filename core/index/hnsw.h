@@ -240,11 +240,13 @@ class HnswIndex {
   // Blocks of the table and the level-0 lists still to read (lazy loading).
   mutable std::unique_ptr<LazyExtent> lazy_table_, lazy_links_;
 
-  std::vector<uint8_t> levels_;
-  std::vector<uint32_t> fp_;
-  std::vector<float> inv_;          // cosine: inverse norm per node
-  std::vector<int64_t> node_doc_;   // the first document on the node
-  std::vector<uint32_t> refs_;      // documents on the node; 0 = tombstone
+  // The per-node arrays grow at their end with no copy (huge_pages.h), so
+  // no put waits while a million nodes' worth of one is copied.
+  GrowArray<uint8_t> levels_;
+  GrowArray<uint32_t> fp_;
+  GrowArray<float> inv_;          // cosine: inverse norm per node
+  GrowArray<int64_t> node_doc_;   // the first document on the node
+  GrowArray<uint32_t> refs_;      // documents on the node; 0 = tombstone
   size_t tombstones_ = 0;           // nodes with no document
   // Level-0 lists, per node: count, 2m slots. After a load they are read in
   // place from the file (l0_ points there) until the first change copies them.
@@ -252,8 +254,8 @@ class HnswIndex {
   const uint32_t* l0_ = nullptr;
   bool l0_owned_ = true;
   void own_links();
-  std::vector<uint32_t> upper_off_; // per node: offset in upper_ (levels 1..L, each count + m slots)
-  std::vector<uint32_t> upper_;
+  GrowArray<uint32_t> upper_off_; // per node: offset in upper_ (levels 1..L, each count + m slots)
+  GrowArray<uint32_t> upper_;
   std::unordered_multimap<uint32_t, int64_t> more_docs_;  // further documents on shared nodes
   int64_t entry_ = -1;
   int max_level_ = -1;
