@@ -1,7 +1,16 @@
 // IdIndex: a collection's document id -> location map, kept as a sorted flat
 // array (loaded from the image's IdIndex record with one copy) plus a small
-// sorted overlay for ids that arrive out of order, merged when it grows.
-// Auto-assigned ids only ever append. Deleted entries are marked and skipped.
+// sorted overlay for ids that arrive out of order. Auto-assigned ids only
+// ever append. Deleted entries are marked and skipped.
+//
+// When the overlay grows past 1,024 + size / 32 entries, or the marks past
+// half the array, the two are merged into a new array in pieces: each later
+// put or erase moves at most kMergeStep entries, so no write waits for a
+// whole array's copy (16 MiB at a million documents). Meanwhile the index
+// has four sorted parts, each id in at most one: the new array (every id
+// below what is left to merge), what is left of the old array and of the
+// old overlay, and a new overlay. Ids above all of them append to what is
+// left of the old array, which the merge reaches last.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -23,19 +32,43 @@ using IdEntries = GrowArray<IdEntry>;
 class IdIndex {
  public:
   static constexpr uint64_t kDead = ~0ull;
+  // Entries a put or an erase moves while a merge is under way. A merge
+  // starts with at most size + marks entries to move (marks at most half of
+  // them) and the overlay that starts it again needs 1,024 + size / 32
+  // inserts, so each op moving 128 ends the merge before another is due.
+  static constexpr size_t kMergeStep = 128;
 
   size_t size() const { return live_; }
-  void clear() { base_.clear(); extra_.clear(); live_ = 0; dead_ = 0; }
+  void clear() {
+    base_.clear();
+    extra_.clear();
+    end_merge();
+    live_ = 0;
+    dead_ = 0;
+  }
 
   // A copy of `o` whose sorted array is kept in `storage` (memory a former
   // copy used: copying into pages already touched costs a fifth of fresh
-  // ones); take_storage() hands it back.
+  // ones); take_storage() hands it back. A copy of an index in the middle of
+  // a merge is one array and an overlay.
   void copy_from(const IdIndex& o, IdEntries&& storage) {
     base_ = std::move(storage);
-    base_.assign(o.base_.begin(), o.base_.end());
-    extra_ = o.extra_;
+    end_merge();
+    if (!o.merging_) {
+      base_.assign(o.base_.begin(), o.base_.end());
+      extra_ = o.extra_;
+      dead_ = o.dead_;
+    } else {
+      base_.clear();
+      base_.reserve(o.live_);
+      o.scan([&](const IdEntry& e) {
+        base_.push_back(e);
+        return true;
+      });
+      extra_.clear();
+      dead_ = 0;
+    }
     live_ = o.live_;
-    dead_ = o.dead_;
   }
   IdEntries take_storage() {
     IdEntries out;
@@ -49,48 +82,55 @@ class IdIndex {
   void swap_in(IdEntries& sorted) {
     base_.swap(sorted);
     extra_.clear();
+    end_merge();
     live_ = base_.size();
     dead_ = 0;
   }
   void assign(IdEntries sorted) {
     base_ = std::move(sorted);
     extra_.clear();
+    end_merge();
     live_ = base_.size();
     dead_ = 0;
   }
 
   const uint64_t* find(int64_t id) const {
-    if (const IdEntry* e = locate(base_, id)) return e->loc == kDead ? nullptr : &e->loc;
-    if (const IdEntry* e = locate(extra_, id)) return &e->loc;
+    if (const IdEntry* e = locate(base_.data(), base_.size(), id)) return e->loc == kDead ? nullptr : &e->loc;
+    if (merging_) {
+      if (const IdEntry* e = locate(old_.data() + oi_, old_.size() - oi_, id)) return e->loc == kDead ? nullptr : &e->loc;
+      if (const IdEntry* e = locate(oext_.data() + oj_, oext_.size() - oj_, id))
+        return e->loc == kDead ? nullptr : &e->loc;
+    }
+    if (const IdEntry* e = locate(extra_.data(), extra_.size(), id)) return &e->loc;
     return nullptr;
   }
 
   // Inserts or replaces; returns the previous location or kDead.
   uint64_t put(int64_t id, uint64_t loc) {
-    if (base_.empty() || id > base_.back().id) {
-      if (extra_.empty() || id > extra_.back().id) {  // the common append
-        if (extra_.empty()) base_.push_back({id, loc});
-        else extra_.push_back({id, loc});
+    uint64_t old = kDead;
+    if (above_all(id)) {  // the common append
+      (merging_ ? old_ : base_).push_back({id, loc});
+      live_++;
+    } else if (IdEntry* e = marked_slot(id)) {
+      old = e->loc;
+      e->loc = loc;
+      if (old == kDead) {
         live_++;
-        return kDead;
+        dead_--;
+      }
+    } else {
+      auto it = std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
+      if (it != extra_.end() && it->id == id) {
+        old = it->loc;
+        it->loc = loc;
+      } else {
+        extra_.insert(it, {id, loc});
+        live_++;
+        if (extra_.size() > 1024 + live_ / 32) begin_merge();
       }
     }
-    if (IdEntry* e = locate_mut(base_, id)) {
-      uint64_t old = e->loc;
-      e->loc = loc;
-      if (old == kDead) { live_++; dead_--; }
-      return old;
-    }
-    auto it = std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
-    if (it != extra_.end() && it->id == id) {
-      uint64_t old = it->loc;
-      it->loc = loc;
-      return old;
-    }
-    extra_.insert(it, {id, loc});
-    live_++;
-    if (extra_.size() > 1024 + base_.size() / 32) merge();
-    return kDead;
+    step();
+    return old;
   }
 
   // Moves id to `to` if it is still at `from` (a checkpoint's new image
@@ -101,55 +141,74 @@ class IdIndex {
 
   // Removes; returns the previous location or kDead.
   uint64_t erase(int64_t id) {
-    if (IdEntry* e = locate_mut(base_, id)) {
-      uint64_t old = e->loc;
-      if (old == kDead) return kDead;
-      e->loc = kDead;
-      live_--;
-      dead_++;
-      if (dead_ > 1024 && dead_ > base_.size() / 2) merge();
-      return old;
+    uint64_t old = kDead;
+    if (IdEntry* e = marked_slot(id)) {
+      old = e->loc;
+      if (old != kDead) {
+        e->loc = kDead;
+        live_--;
+        dead_++;
+        if (dead_ > 1024 && dead_ > (live_ + dead_) / 2) begin_merge();
+      }
+    } else {
+      auto it = std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
+      if (it != extra_.end() && it->id == id) {
+        old = it->loc;
+        extra_.erase(it);
+        live_--;
+      }
     }
-    auto it = std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
-    if (it != extra_.end() && it->id == id) {
-      uint64_t old = it->loc;
-      extra_.erase(it);
-      live_--;
-      return old;
-    }
-    return kDead;
+    step();
+    return old;
   }
 
   // Visits live entries in ascending id order until f returns false.
   template <typename F>
   void scan(F&& f) const {
-    size_t i = 0, j = 0;
-    while (i < base_.size() || j < extra_.size()) {
-      const IdEntry* e;
-      if (j >= extra_.size() || (i < base_.size() && base_[i].id < extra_[j].id)) e = &base_[i++];
-      else e = &extra_[j++];
-      if (e->loc == kDead) continue;
-      if (!f(*e)) return;
+    // Up to four sorted parts, merged as they are read.
+    struct Part {
+      const IdEntry* at;
+      const IdEntry* end;
+    } parts[4];
+    int n = 0;
+    auto add = [&](const IdEntry* p, size_t k) {
+      if (k) parts[n++] = {p, p + k};
+    };
+    add(base_.data(), base_.size());
+    if (merging_) {
+      add(old_.data() + oi_, old_.size() - oi_);
+      add(oext_.data() + oj_, oext_.size() - oj_);
+    }
+    add(extra_.data(), extra_.size());
+    if (n == 1) {  // the array alone, as it mostly is
+      for (const IdEntry* e = parts[0].at; e != parts[0].end; ++e)
+        if (e->loc != kDead && !f(*e)) return;
+      return;
+    }
+    while (n) {
+      int m = 0;
+      for (int i = 1; i < n; i++)
+        if (parts[i].at->id < parts[m].at->id) m = i;
+      const IdEntry& e = *parts[m].at++;
+      if (parts[m].at == parts[m].end) parts[m] = parts[--n];
+      if (e.loc == kDead) continue;
+      if (!f(e)) return;
     }
   }
 
-  // Live entries, sorted, as one array (merges the overlay).
-  const IdEntries& flat() {
-    if (!extra_.empty() || dead_) merge();
-    return base_;
-  }
+  // Entries a merge under way has still to move (0 when none is).
+  size_t merge_left() const { return merging_ ? (old_.size() - oi_) + (oext_.size() - oj_) : 0; }
 
-  // What its pages hold (the array's mapping is reserved ahead, untouched).
-  size_t memory_bytes() const { return (base_.size() + extra_.capacity()) * sizeof(IdEntry); }
+  // What its pages hold (the arrays' mappings are reserved ahead, untouched).
+  size_t memory_bytes() const {
+    return (base_.size() + old_.size() + extra_.capacity() + oext_.capacity()) * sizeof(IdEntry);
+  }
 
  private:
   // A first probe where the id would be if ids were evenly spread (auto ids
   // are: the probe finds them with one memory access instead of the ~17 of a
   // binary search over 100k entries), then a binary search on its side.
-  template <typename Array>
-  static const IdEntry* locate(const Array& a, int64_t id) {
-    const IdEntry* v = a.data();
-    size_t n = a.size();
+  static const IdEntry* locate(const IdEntry* v, size_t n, int64_t id) {
     if (n == 0 || id < v[0].id || id > v[n - 1].id) return nullptr;
     size_t lo = 0, hi = n;
     uint64_t span = (uint64_t)v[n - 1].id - (uint64_t)v[0].id;
@@ -163,22 +222,68 @@ class IdIndex {
     const IdEntry* it = std::lower_bound(v + lo, v + hi, id, [](const IdEntry& e, int64_t x) { return e.id < x; });
     return it != v + hi && it->id == id ? it : nullptr;
   }
-  template <typename Array>
-  static IdEntry* locate_mut(Array& v, int64_t id) { return const_cast<IdEntry*>(locate(v, id)); }
 
-  void merge() {
-    IdEntries out;
-    out.reserve(live_);
-    scan([&](const IdEntry& e) { out.push_back(e); return true; });
-    base_ = std::move(out);
+  // The entry of id in a part that marks deletions (the arrays, and the
+  // old overlay while merged), dead or alive; null when it is in none.
+  IdEntry* marked_slot(int64_t id) {
+    if (const IdEntry* e = locate(base_.data(), base_.size(), id)) return const_cast<IdEntry*>(e);
+    if (merging_) {
+      if (const IdEntry* e = locate(old_.data() + oi_, old_.size() - oi_, id)) return const_cast<IdEntry*>(e);
+      if (const IdEntry* e = locate(oext_.data() + oj_, oext_.size() - oj_, id)) return const_cast<IdEntry*>(e);
+    }
+    return nullptr;
+  }
+
+  // True when id is above every id held (live or marked).
+  bool above_all(int64_t id) const {
+    auto below = [&](const IdEntry* v, size_t n) { return n == 0 || v[n - 1].id < id; };
+    if (!below(base_.data(), base_.size()) || !below(extra_.data(), extra_.size())) return false;
+    return !merging_ || (below(old_.data() + oi_, old_.size() - oi_) && below(oext_.data() + oj_, oext_.size() - oj_));
+  }
+
+  void begin_merge() {
+    if (merging_) {  // a second one due before the first ended: end it now (see kMergeStep)
+      while (merging_) step();
+    }
+    old_.swap(base_);
+    base_.clear();
+    oext_.swap(extra_);
     extra_.clear();
-    dead_ = 0;
+    oi_ = oj_ = 0;
+    merging_ = true;
+  }
+
+  // Moves up to kMergeStep entries of the old parts, in id order, into the
+  // new array (marked ones dropped); ends the merge when none is left.
+  void step() {
+    if (!merging_) return;
+    for (size_t k = 0; k < kMergeStep; k++) {
+      const bool have_old = oi_ < old_.size(), have_ext = oj_ < oext_.size();
+      if (!have_old && !have_ext) break;
+      const IdEntry e = have_old && (!have_ext || old_[oi_].id < oext_[oj_].id) ? old_[oi_++] : oext_[oj_++];
+      if (e.loc == kDead) dead_--;
+      else base_.push_back(e);
+    }
+    if (oi_ == old_.size() && oj_ == oext_.size()) end_merge();
+  }
+
+  void end_merge() {
+    merging_ = false;
+    old_.release();
+    std::vector<IdEntry>().swap(oext_);
+    oi_ = oj_ = 0;
   }
 
   IdEntries base_;
-  std::vector<IdEntry> extra_;  // small: merged into base_ past 1,024 + size / 32
+  std::vector<IdEntry> extra_;  // small: merged past 1,024 + size / 32
   size_t live_ = 0;
-  size_t dead_ = 0;
+  size_t dead_ = 0;  // marked entries in base_, and in old_ and oext_ while merging
+  // A merge under way: what is left of the old array (from oi_) and of the
+  // old overlay (from oj_).
+  bool merging_ = false;
+  IdEntries old_;
+  std::vector<IdEntry> oext_;
+  size_t oi_ = 0, oj_ = 0;
 };
 
 }  // namespace kitfox

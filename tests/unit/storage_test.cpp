@@ -970,6 +970,89 @@ TEST_CASE("IdIndex finds what a map finds: dense, sparse, extreme and deleted id
   }
 }
 
+TEST_CASE("IdIndex merges in pieces: answers as a map does before, during and after, and no op moves more than a step") {
+  uint64_t x = 7;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
+  IdIndex idx;
+  std::map<int64_t, uint64_t> ref;
+  size_t merges = 0, ops_merging = 0, wrong = 0;
+  auto check_all = [&] {
+    if (idx.size() != ref.size()) wrong++;
+    auto it = ref.begin();
+    bool same = true;
+    idx.scan([&](const IdEntry& e) {
+      if (it == ref.end() || it->first != e.id || it->second != e.loc) same = false;
+      else ++it;
+      return same;
+    });
+    if (!same || it != ref.end()) wrong++;
+    for (auto& [id, loc] : ref) {
+      const uint64_t* got = idx.find(id);
+      if (!got || *got != loc) wrong++;
+    }
+    // A copy, even of an index in the middle of a merge, answers the same.
+    IdIndex copy;
+    copy.copy_from(idx, IdEntries());
+    if (copy.size() != ref.size() || copy.merge_left() != 0) wrong++;
+    for (auto& [id, loc] : ref) {
+      const uint64_t* got = copy.find(id);
+      if (!got || *got != loc) wrong++;
+    }
+  };
+  int64_t next_auto = 1;
+  for (int op = 0; op < 120000; op++) {
+    const size_t before = idx.merge_left();
+    const uint64_t r = next() >> 11, loc = (uint64_t)op;
+    bool appended = false;
+    if (op < 20000 || r % 8 == 0) {  // ids above all: appends, with gaps between them
+      ref[next_auto] = loc;
+      idx.put(next_auto, loc);
+      next_auto += 1 + (int64_t)(r % 3);
+      appended = true;
+    } else if (r % 8 < 4) {  // out of order: in the gaps, or below every id (the overlay)
+      const int64_t id = (int64_t)(next() % (uint64_t)(next_auto + 1000000)) - 1000000;
+      const bool had = ref.count(id) > 0;
+      ref[id] = loc;
+      if ((idx.put(id, loc) != IdIndex::kDead) != had) wrong++;
+    } else if (r % 8 < 6 && !ref.empty()) {  // deletes, anywhere
+      auto it = ref.lower_bound((int64_t)(next() % (uint64_t)(next_auto + 1000000)) - 1000000);
+      if (it == ref.end()) it = ref.begin();
+      if (idx.erase(it->first) != it->second) wrong++;
+      ref.erase(it);
+    } else if (!ref.empty()) {  // a change in place
+      auto it = ref.lower_bound((int64_t)(next() % (uint64_t)next_auto));
+      if (it == ref.end()) it = ref.begin();
+      if (idx.put(it->first, loc) != it->second) wrong++;
+      it->second = loc;
+    }
+    const size_t after = idx.merge_left();
+    if (before == 0 && after > 0) merges++;
+    if (before > 0) {
+      ops_merging++;
+      // A step moves at most kMergeStep entries (an append to the old array
+      // adds one), and no merge starts before the last one ended.
+      if (after + IdIndex::kMergeStep < before || after > before + (appended ? 1 : 0)) wrong++;
+    }
+    if (op % 9973 == 0 || (before > 0 && op % 331 == 0)) check_all();
+  }
+  check_all();
+  CHECK(wrong == 0);
+  CHECK(merges >= 5);         // the overlay and the marks started merges
+  CHECK(ops_merging > 1000);  // and they ran in pieces
+  // Deletes of most documents merge the marks away.
+  std::vector<int64_t> ids;
+  for (auto& [id, loc] : ref) ids.push_back(id);
+  for (size_t i = 0; i < ids.size(); i++)
+    if (i % 10) {
+      idx.erase(ids[i]);
+      ref.erase(ids[i]);
+    }
+  while (idx.merge_left()) idx.erase(INT64_MIN);  // ops drive the merge on
+  check_all();
+  CHECK(wrong == 0);
+  CHECK(idx.memory_bytes() < (ref.size() + 4096) * 2 * sizeof(IdEntry));
+}
+
 TEST_CASE("a checkpoint runs beside the readers and the writers; what lands meanwhile is carried over") {
   auto mem = make_memory_file_system();
   Faults faults;
