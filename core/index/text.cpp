@@ -1,6 +1,7 @@
 #include "text.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cmath>
 
 namespace kitfox {
@@ -107,6 +108,104 @@ void tokenize_text(std::string_view text, std::vector<std::string>* out) {
   flush_cjk();
 }
 
+namespace {
+bool posting_below(const Posting& a, int64_t d) { return a.doc < d; }
+}  // namespace
+
+size_t Postings::block_of(int64_t doc) const {
+  if (blocks_.empty()) return 0;
+  auto it = std::lower_bound(blocks_.begin(), blocks_.end(), doc, [](const Block& b, int64_t d) { return b.last < d; });
+  return std::min((size_t)(it - blocks_.begin()), blocks_.size() - 1);
+}
+
+void Postings::set(int64_t doc, uint32_t tf, uint32_t len) {
+  n_++;
+  if (blocks_.empty() || (doc > blocks_.back().last && blocks_.back().p.size() == kBlock)) {
+    blocks_.push_back({{{doc, tf, len}}, doc});
+    return;
+  }
+  if (Block& last = blocks_.back(); doc > last.last) {  // the common append
+    last.p.push_back({doc, tf, len});
+    last.last = doc;
+    return;
+  }
+  const size_t b = block_of(doc);
+  std::vector<Posting>& blk = blocks_[b].p;
+  auto at = std::lower_bound(blk.begin(), blk.end(), doc, posting_below);
+  if (at != blk.end() && at->doc == doc) {
+    n_--;
+    at->tf = tf;
+    at->len = len;
+    return;
+  }
+  if (blk.size() < kBlock) {
+    blk.insert(at, {doc, tf, len});
+    blocks_[b].last = blk.back().doc;
+    return;
+  }
+  // A full block splits in two halves, and the posting goes into its half.
+  const size_t pos = (size_t)(at - blk.begin()), half = kBlock / 2;
+  Block upper{std::vector<Posting>(blk.begin() + (std::ptrdiff_t)half, blk.end()), 0};
+  blk.resize(half);
+  if (pos <= half) blk.insert(blk.begin() + (std::ptrdiff_t)pos, {doc, tf, len});
+  else upper.p.insert(upper.p.begin() + (std::ptrdiff_t)(pos - half), {doc, tf, len});
+  blocks_[b].last = blk.back().doc;
+  upper.last = upper.p.back().doc;
+  blocks_.insert(blocks_.begin() + (std::ptrdiff_t)b + 1, std::move(upper));
+}
+
+bool Postings::erase(int64_t doc) {
+  if (blocks_.empty()) return false;
+  const size_t b = block_of(doc);
+  std::vector<Posting>& blk = blocks_[b].p;
+  auto at = std::lower_bound(blk.begin(), blk.end(), doc, posting_below);
+  if (at == blk.end() || at->doc != doc) return false;
+  blk.erase(at);
+  n_--;
+  if (blk.empty()) blocks_.erase(blocks_.begin() + (std::ptrdiff_t)b);
+  else blocks_[b].last = blk.back().doc;
+  return true;
+}
+
+const Posting* Postings::find(int64_t doc) const {
+  if (blocks_.empty()) return nullptr;
+  const std::vector<Posting>& blk = blocks_[block_of(doc)].p;
+  auto at = std::lower_bound(blk.begin(), blk.end(), doc, posting_below);
+  return at != blk.end() && at->doc == doc ? &*at : nullptr;
+}
+
+size_t Postings::memory_bytes() const {
+  size_t n = blocks_.capacity() * sizeof(Block);
+  for (const Block& b : blocks_) n += b.p.capacity() * sizeof(Posting);
+  return n;
+}
+
+void Postings::Cursor::enter(size_t b) {
+  const auto& blocks = ps_->blocks_;
+  if (b < blocks.size()) {
+    b_ = b;
+    p_ = blocks[b].p.data();
+    end_ = p_ + blocks[b].p.size();
+  } else {
+    p_ = end_;  // done: stays at the end of the last block
+  }
+}
+
+void Postings::Cursor::seek(int64_t d) {
+  if (done() || p_->doc >= d) return;
+  const auto& blocks = ps_->blocks_;
+  if (blocks[b_].last < d) {
+    auto it = std::lower_bound(blocks.begin() + (std::ptrdiff_t)b_ + 1, blocks.end(), d,
+                               [](const Block& b, int64_t x) { return b.last < x; });
+    if (it == blocks.end()) {
+      p_ = end_;
+      return;
+    }
+    enter((size_t)(it - blocks.begin()));
+  }
+  p_ = std::lower_bound(p_, end_, d, posting_below);
+}
+
 void TextIndex::put(int64_t doc, const std::vector<std::string>& tokens) {
   remove(doc);
   // A document without text is not in the index (not counted in N or the
@@ -119,9 +218,7 @@ void TextIndex::put(int64_t doc, const std::vector<std::string>& tokens) {
   uint32_t len = (uint32_t)tokens.size();
   for (auto& [t, n] : tf) {
     Term& term = terms_[t];
-    auto& p = term.postings;
-    if (p.empty() || p.back().doc < doc) p.push_back({doc, n});
-    else p.insert(std::lower_bound(p.begin(), p.end(), doc, [](const Posting& a, int64_t d) { return a.doc < d; }), {doc, n});
+    term.postings.set(doc, n, len);
     term.max_tf = std::max(term.max_tf, n);
     term.min_len = std::min(term.min_len, len);
     distinct.emplace_back(t);
@@ -136,10 +233,8 @@ void TextIndex::remove(int64_t doc) {
   for (const std::string& t : it->second) {
     Term* term = terms_.find(t);
     if (!term) continue;
-    auto& p = term->postings;
-    auto pos = std::lower_bound(p.begin(), p.end(), doc, [](const Posting& a, int64_t d) { return a.doc < d; });
-    if (pos != p.end() && pos->doc == doc) p.erase(pos);
-    if (p.empty()) terms_.erase(t);
+    term->postings.erase(doc);
+    if (term->postings.empty()) terms_.erase(t);
   }
   total_len_ -= it->first;
   lengths_.erase(doc);
@@ -167,11 +262,10 @@ double TextIndex::score(const std::vector<std::string>& query, int64_t doc) cons
   for (const std::string& t : q) {
     const Term* term = terms_.find(t);
     if (!term) continue;
-    auto& p = term->postings;
-    auto pos = std::lower_bound(p.begin(), p.end(), doc, [](const Posting& a, int64_t x) { return a.doc < x; });
-    if (pos == p.end() || pos->doc != doc) continue;
+    const Posting* pos = term->postings.find(doc);
+    if (!pos) continue;
     double tf = pos->tf;
-    s += idf(p.size()) * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * d->first / avg));
+    s += idf(term->postings.size()) * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * d->first / avg));
   }
   return s;
 }
@@ -187,16 +281,14 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
   std::sort(q.begin(), q.end());
   q.erase(std::unique(q.begin(), q.end()), q.end());
   struct Cursor {
-    const Posting* p;
-    const Posting* end;
+    Postings::Cursor c;
     double idf, bound;
   };
   std::vector<Cursor> cur;
   for (const std::string& t : q) {
     const Term* term = terms_.find(t);
     if (!term) continue;
-    const auto& ps = term->postings;
-    cur.push_back({ps.data(), ps.data() + ps.size(), idf(ps.size()), bound(*term)});
+    cur.push_back({term->postings.cursor(), idf(term->postings.size()), bound(*term)});
   }
   double avg = (double)total_len_ / (double)lengths_.size();
   // `before`: ranks first (higher score, then smaller id). As the heap's
@@ -205,9 +297,9 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
   std::vector<TextHit>& heap = *out;
   auto threshold = [&] { return heap.size() < k ? -1.0 : heap.front().score; };
   for (;;) {
-    cur.erase(std::remove_if(cur.begin(), cur.end(), [](const Cursor& c) { return c.p == c.end; }), cur.end());
+    cur.erase(std::remove_if(cur.begin(), cur.end(), [](const Cursor& c) { return c.c.done(); }), cur.end());
     if (cur.empty()) break;
-    std::sort(cur.begin(), cur.end(), [](const Cursor& a, const Cursor& b) { return a.p->doc < b.p->doc; });
+    std::sort(cur.begin(), cur.end(), [](const Cursor& a, const Cursor& b) { return a.c.doc() < b.c.doc(); });
     // The pivot: the first cursor where the summed bounds pass the threshold.
     double acc = 0, th = threshold();
     size_t pivot = cur.size();
@@ -219,15 +311,14 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
       }
     }
     if (pivot == cur.size()) break;  // nothing left can enter the top k
-    int64_t pd = cur[pivot].p->doc;
-    if (cur[0].p->doc == pd) {
+    int64_t pd = cur[pivot].c.doc();
+    if (cur[0].c.doc() == pd) {
       // Every cursor before the pivot is on pd: score it.
       double s = 0;
-      auto* len = lengths_.find(pd);
-      double dl = len ? len->first : 0;
+      const double dl = cur[0].c.len();  // every posting of pd holds its length
       for (Cursor& c : cur) {
-        if (c.p->doc != pd) break;
-        double tf = c.p->tf;
+        if (c.c.doc() != pd) break;
+        double tf = c.c.tf();
         s += c.idf * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * dl / avg));
       }
       TextHit h{s, pd};
@@ -241,13 +332,10 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
         std::push_heap(heap.begin(), heap.end(), before);
       }
       for (Cursor& c : cur)
-        if (c.p != c.end && c.p->doc == pd) c.p++;
+        if (!c.c.done() && c.c.doc() == pd) c.c.next();
     } else {
       // Skip the cursors before the pivot up to pd.
-      for (size_t i = 0; i < pivot; i++) {
-        Cursor& c = cur[i];
-        c.p = std::lower_bound(c.p, c.end, pd, [](const Posting& a, int64_t d) { return a.doc < d; });
-      }
+      for (size_t i = 0; i < pivot; i++) cur[i].c.seek(pd);
     }
   }
   std::sort(heap.begin(), heap.end(), [](const TextHit& a, const TextHit& b) {
@@ -258,7 +346,7 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
 size_t TextIndex::memory_bytes() const {
   size_t n = 0;
   terms_.for_each([&](const std::string& t, const Term& term) {
-    n += t.size() + 48 + term.postings.capacity() * sizeof(Posting);
+    n += t.size() + 48 + term.postings.memory_bytes();
     return true;
   });
   lengths_.for_each([&](int64_t, const std::pair<uint32_t, std::vector<std::string>>& l) {

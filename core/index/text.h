@@ -28,6 +28,69 @@ struct TextHit {
   int64_t id;
 };
 
+struct Posting {
+  int64_t doc;
+  uint32_t tf;
+  uint32_t len;  // the document's length in tokens (what BM25 scores it with)
+};
+
+// A term's postings in document order, in blocks of at most kBlock: a
+// document put or removed in the middle moves at most one block's postings,
+// and growing copies one block, never the whole list (a common term's
+// postings are 16 MiB at a million documents).
+class Postings {
+ public:
+  static constexpr size_t kBlock = 256;
+
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  // Sets doc's term frequency and length, inserting it in order.
+  void set(int64_t doc, uint32_t tf, uint32_t len);
+  // Removes doc; false when it is not there.
+  bool erase(int64_t doc);
+  const Posting* find(int64_t doc) const;
+  size_t memory_bytes() const;
+
+  // Walks the postings in document order.
+  class Cursor {
+   public:
+    bool done() const { return p_ == end_; }
+    int64_t doc() const { return p_->doc; }
+    uint32_t tf() const { return p_->tf; }
+    uint32_t len() const { return p_->len; }
+    void next() {
+      if (++p_ == end_) enter(b_ + 1);
+    }
+    // To the first posting of a document >= d (none: done).
+    void seek(int64_t d);
+
+   private:
+    friend class Postings;
+    void enter(size_t b);  // block b's first posting, or done past the last
+    const Postings* ps_ = nullptr;
+    size_t b_ = 0;
+    const Posting* p_ = nullptr;
+    const Posting* end_ = nullptr;
+  };
+  Cursor cursor() const {
+    Cursor c;
+    c.ps_ = this;
+    c.enter(0);
+    return c;
+  }
+
+ private:
+  // The block where doc is or would be: the first whose last doc is >= doc
+  // (the last block when doc is above them all); blocks_.size() when empty.
+  size_t block_of(int64_t doc) const;
+  struct Block {
+    std::vector<Posting> p;  // never empty
+    int64_t last;            // p.back().doc
+  };
+  std::vector<Block> blocks_;
+  size_t n_ = 0;
+};
+
 class TextIndex {
  public:
   TextIndex(double k1, double b) : k1_(k1), b_(b) {}
@@ -48,12 +111,8 @@ class TextIndex {
   size_t memory_bytes() const;
 
  private:
-  struct Posting {
-    int64_t doc;
-    uint32_t tf;
-  };
   struct Term {
-    std::vector<Posting> postings;  // by doc id
+    Postings postings;
     uint32_t max_tf = 0;            // bounds for WAND: never lowered, so always upper bounds
     uint32_t min_len = UINT32_MAX;
   };

@@ -164,3 +164,133 @@ TEST_CASE("text index follows writes: updates and deletes") {
   CHECK(out.size() == 2);
   CHECK(ti.documents() == 2);
 }
+
+TEST_CASE("postings in blocks: the same as a sorted map through puts, changes and removals anywhere") {
+  Postings ps;
+  std::map<int64_t, uint32_t> ref;
+  uint64_t x = 3;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
+  size_t wrong = 0;
+  auto check = [&] {
+    if (ps.size() != ref.size() || ps.empty() != ref.empty()) wrong++;
+    // A walk visits every posting in order.
+    auto it = ref.begin();
+    for (auto c = ps.cursor(); !c.done(); c.next(), ++it)
+      if (it == ref.end() || c.doc() != it->first || c.tf() != it->second || c.len() != it->second + 100) {
+        wrong++;
+        break;
+      }
+    if (it != ref.end()) wrong++;
+    // A seek from anywhere lands where lower_bound does; a later one goes on from there.
+    for (int k = 0; k < 50; k++) {
+      auto c = ps.cursor();
+      const int64_t a = (int64_t)(next() % 60000) - 5000, b = a + (int64_t)(next() % 20000);
+      for (int64_t d : {a, b}) {
+        c.seek(d);
+        auto want = ref.lower_bound(d);
+        if (want == ref.end() ? !c.done() : (c.done() || c.doc() != want->first)) wrong++;
+      }
+    }
+    for (int k = 0; k < 200; k++) {
+      const int64_t d = (int64_t)(next() % 60000);
+      const Posting* p = ps.find(d);
+      auto f = ref.find(d);
+      if ((p != nullptr) != (f != ref.end()) || (p && (p->tf != f->second || p->len != f->second + 100))) wrong++;
+    }
+  };
+  check();  // empty
+  // Appends (whole blocks), then inserts and removals anywhere (splits,
+  // blocks emptied), then most removed.
+  for (int64_t d = 1; d <= 3000; d++) {
+    ps.set(d * 10, (uint32_t)d, (uint32_t)d + 100);
+    ref[d * 10] = (uint32_t)d;
+  }
+  check();
+  for (int op = 0; op < 40000; op++) {
+    const int64_t d = (int64_t)(next() % 50000);
+    if (next() % 3) {
+      const uint32_t tf = (uint32_t)(next() % 9 + 1);
+      ps.set(d, tf, tf + 100);
+      ref[d] = tf;
+    } else {
+      if (ps.erase(d) != (ref.erase(d) > 0)) wrong++;
+    }
+    if (op % 5000 == 0) check();
+  }
+  check();
+  for (auto it = ref.begin(); it != ref.end();) {
+    if (next() % 10) {
+      if (!ps.erase(it->first)) wrong++;
+      it = ref.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  check();
+  for (auto it = ref.begin(); it != ref.end(); it = ref.erase(it))
+    if (!ps.erase(it->first)) wrong++;
+  check();  // empty again
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("a text index written in any order ranks as BM25 the long way does") {
+  // A small vocabulary, so that common terms hold thousands of postings
+  // (many blocks), written in shuffled order, then changed and removed.
+  const char* words[] = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+                         "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon"};
+  uint64_t x = 11;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
+  auto text = [&] {
+    std::vector<std::string> t;
+    size_t n = 3 + next() % 10;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t r = next() % 400;  // skewed: the first words far more common
+      t.push_back(words[r < 200 ? r % 3 : r < 300 ? 3 + r % 5 : 8 + r % 12]);
+    }
+    return t;
+  };
+  TextIndex ti(1.2, 0.75);
+  std::map<int64_t, std::vector<std::string>> live;
+  std::vector<int64_t> ids;
+  for (int64_t i = 1; i <= 4000; i++) ids.push_back(i);
+  for (size_t i = ids.size() - 1; i > 0; i--) std::swap(ids[i], ids[next() % (i + 1)]);
+  for (int64_t id : ids) {
+    live[id] = text();
+    ti.put(id, live[id]);
+  }
+  for (int op = 0; op < 3000; op++) {
+    int64_t id = 1 + (int64_t)(next() % 4500);
+    if (next() % 4) {
+      live[id] = text();
+      ti.put(id, live[id]);
+    } else {
+      live.erase(id);
+      ti.remove(id);
+    }
+  }
+  CHECK(ti.documents() == live.size());
+  // The reference over the live documents, in id order.
+  std::vector<std::vector<std::string>> docs;
+  std::vector<int64_t> doc_id;
+  for (auto& [id, t] : live) {
+    docs.push_back(t);
+    doc_id.push_back(id);
+  }
+  for (const char* q : {"alpha", "beta kappa", "theta upsilon sigma", "omicron", "gamma delta epsilon zeta"}) {
+    INFO("query: " << q);
+    auto want = reference(docs, toks(q), 1.2, 0.75);
+    std::map<int64_t, double> want_score;
+    for (auto& [neg, i] : want) want_score[doc_id[(size_t)i - 1]] = -neg;
+    std::vector<TextHit> got;
+    ti.search(toks(q), 10, nullptr, &got);
+    REQUIRE(got.size() == std::min<size_t>(10, want.size()));
+    for (size_t i = 0; i < got.size(); i++) {
+      // The same scores in the same order (ties may list other ids), each
+      // id's own score what the reference gives it.
+      CHECK(got[i].score == doctest::Approx(-want[i].first).epsilon(1e-9));
+      REQUIRE(want_score.count(got[i].id));
+      CHECK(got[i].score == doctest::Approx(want_score[got[i].id]).epsilon(1e-9));
+      CHECK(ti.score(toks(q), got[i].id) == doctest::Approx(got[i].score).epsilon(1e-9));
+    }
+  }
+}
