@@ -37,11 +37,24 @@ void Background::join() {
   if (impl_->t.joinable()) impl_->t.join();
 }
 
+// The WASM build has no threads: its parts and loops run on the caller, and
+// no thread code is linked into the module.
+#if defined(__EMSCRIPTEN__)
+
 void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
-  if (!kThreads) {
-    for (unsigned p = 0; p < parts; p++) f(p);
-    return;
-  }
+  for (unsigned p = 0; p < parts; p++) f(p);
+}
+
+struct Workers::Impl {};
+Workers::Workers(int) {}
+Workers::~Workers() = default;
+void Workers::run_calls(uint32_t begin, uint32_t end, void (*call)(const void*, uint32_t), const void* ctx) {
+  for (uint32_t i = begin; i < end; i++) call(ctx, i);
+}
+
+#else
+
+void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
   std::vector<std::thread> ts;
   for (unsigned p = 1; p < parts; p++) ts.emplace_back([&f, p] { f(p); });
   if (parts) f(0);
@@ -97,7 +110,7 @@ struct Workers::Impl {
 };
 
 Workers::Workers(int threads) {
-  if (!kThreads || threads <= 1) return;
+  if (threads <= 1) return;
   impl_ = std::make_unique<Impl>();
   for (int t = 1; t < threads; t++) impl_->ts.emplace_back([this] { impl_->loop(); });
 }
@@ -129,5 +142,7 @@ void Workers::run_calls(uint32_t begin, uint32_t end, void (*call)(const void*, 
   std::unique_lock lk(w.mu);
   w.done.wait(lk, [&] { return w.active.load() == 0; });
 }
+
+#endif
 
 }  // namespace kitfox::port
