@@ -148,7 +148,9 @@ class IdIndex {
         e->loc = kDead;
         live_--;
         dead_++;
-        if (dead_ > 1024 && dead_ > (live_ + dead_) / 2) begin_merge();
+        // Not while a merge runs: it drops the marks it has still to reach,
+        // and marks made meanwhile are counted for the next.
+        if (!merging_ && dead_ > 1024 && dead_ > (live_ + dead_) / 2) begin_merge();
       }
     } else {
       auto it = std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
