@@ -1006,8 +1006,10 @@ void HnswIndex::rebuild_graph(int threads) {
 }
 
 size_t HnswIndex::memory_bytes() const {
-  return extra_.capacity() + levels_.capacity() + fp_.capacity() * 4 + inv_.capacity() * 4 + node_doc_.capacity() * 8 +
-         refs_.capacity() * 4 + links0_.capacity() * 4 + upper_off_.capacity() * 4 + upper_.capacity() * 4 +
+  // Sizes, not capacities: a GrowArray's capacity is the mapping it
+  // reserved (64 KiB at least), not the pages it touched.
+  return extra_.size() + levels_.size() + fp_.size() * 4 + inv_.size() * 4 + node_doc_.size() * 8 +
+         refs_.size() * 4 + links0_.size() * 4 + upper_off_.size() * 4 + upper_.size() * 4 +
          doc_node_.size() * 32 + fp_nodes_.size() * 32;
 }
 
