@@ -110,12 +110,15 @@ void tokenize_text(std::string_view text, std::vector<std::string>* out) {
 
 namespace {
 bool posting_below(const Posting& a, int64_t d) { return a.doc < d; }
+template <typename Block>
+bool block_below(const Block& b, int64_t d) { return b.last < d; }
 }  // namespace
 
-size_t Postings::block_of(int64_t doc) const {
-  if (blocks_.empty()) return 0;
-  auto it = std::lower_bound(blocks_.begin(), blocks_.end(), doc, [](const Block& b, int64_t d) { return b.last < d; });
-  return std::min((size_t)(it - blocks_.begin()), blocks_.size() - 1);
+Postings::Pos Postings::position(int64_t doc) const {
+  auto it = std::lower_bound(blocks_.begin(), blocks_.end(), doc, block_below<Block>);
+  const size_t b = std::min((size_t)(it - blocks_.begin()), blocks_.size() - 1);
+  const std::vector<Posting>& blk = blocks_[b].p;
+  return {b, (size_t)(std::lower_bound(blk.begin(), blk.end(), doc, posting_below) - blk.begin())};
 }
 
 void Postings::set(int64_t doc, uint32_t tf, uint32_t len) {
@@ -129,9 +132,10 @@ void Postings::set(int64_t doc, uint32_t tf, uint32_t len) {
     last.last = doc;
     return;
   }
-  const size_t b = block_of(doc);
+  const Pos pos = position(doc);
+  const size_t b = pos.block;
   std::vector<Posting>& blk = blocks_[b].p;
-  auto at = std::lower_bound(blk.begin(), blk.end(), doc, posting_below);
+  auto at = blk.begin() + (std::ptrdiff_t)pos.at;
   if (at != blk.end() && at->doc == doc) {
     n_--;
     at->tf = tf;
@@ -144,11 +148,11 @@ void Postings::set(int64_t doc, uint32_t tf, uint32_t len) {
     return;
   }
   // A full block splits in two halves, and the posting goes into its half.
-  const size_t pos = (size_t)(at - blk.begin()), half = kBlock / 2;
+  const size_t half = kBlock / 2;
   Block upper{std::vector<Posting>(blk.begin() + (std::ptrdiff_t)half, blk.end()), 0};
   blk.resize(half);
-  if (pos <= half) blk.insert(blk.begin() + (std::ptrdiff_t)pos, {doc, tf, len});
-  else upper.p.insert(upper.p.begin() + (std::ptrdiff_t)(pos - half), {doc, tf, len});
+  if (pos.at <= half) blk.insert(blk.begin() + (std::ptrdiff_t)pos.at, {doc, tf, len});
+  else upper.p.insert(upper.p.begin() + (std::ptrdiff_t)(pos.at - half), {doc, tf, len});
   blocks_[b].last = blk.back().doc;
   upper.last = upper.p.back().doc;
   blocks_.insert(blocks_.begin() + (std::ptrdiff_t)b + 1, std::move(upper));
@@ -156,9 +160,10 @@ void Postings::set(int64_t doc, uint32_t tf, uint32_t len) {
 
 bool Postings::erase(int64_t doc) {
   if (blocks_.empty()) return false;
-  const size_t b = block_of(doc);
+  const Pos pos = position(doc);
+  const size_t b = pos.block;
   std::vector<Posting>& blk = blocks_[b].p;
-  auto at = std::lower_bound(blk.begin(), blk.end(), doc, posting_below);
+  auto at = blk.begin() + (std::ptrdiff_t)pos.at;
   if (at == blk.end() || at->doc != doc) return false;
   blk.erase(at);
   n_--;
@@ -169,9 +174,9 @@ bool Postings::erase(int64_t doc) {
 
 const Posting* Postings::find(int64_t doc) const {
   if (blocks_.empty()) return nullptr;
-  const std::vector<Posting>& blk = blocks_[block_of(doc)].p;
-  auto at = std::lower_bound(blk.begin(), blk.end(), doc, posting_below);
-  return at != blk.end() && at->doc == doc ? &*at : nullptr;
+  const Pos pos = position(doc);
+  const std::vector<Posting>& blk = blocks_[pos.block].p;
+  return pos.at < blk.size() && blk[pos.at].doc == doc ? &blk[pos.at] : nullptr;
 }
 
 size_t Postings::memory_bytes() const {
@@ -195,8 +200,7 @@ void Postings::Cursor::seek(int64_t d) {
   if (done() || p_->doc >= d) return;
   const auto& blocks = ps_->blocks_;
   if (blocks[b_].last < d) {
-    auto it = std::lower_bound(blocks.begin() + (std::ptrdiff_t)b_ + 1, blocks.end(), d,
-                               [](const Block& b, int64_t x) { return b.last < x; });
+    auto it = std::lower_bound(blocks.begin() + (std::ptrdiff_t)b_ + 1, blocks.end(), d, block_below<Block>);
     if (it == blocks.end()) {
       p_ = end_;
       return;

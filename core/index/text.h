@@ -80,9 +80,13 @@ class Postings {
   }
 
  private:
-  // The block where doc is or would be: the first whose last doc is >= doc
-  // (the last block when doc is above them all); blocks_.size() when empty.
-  size_t block_of(int64_t doc) const;
+  // Where doc is or would go: the first block whose last doc is >= doc
+  // (the last block when doc is above them all), and the place in it.
+  // Blocks must not be empty.
+  struct Pos {
+    size_t block, at;
+  };
+  Pos position(int64_t doc) const;
   struct Block {
     std::vector<Posting> p;  // never empty
     int64_t last;            // p.back().doc

@@ -95,12 +95,7 @@ class IdIndex {
   }
 
   const uint64_t* find(int64_t id) const {
-    if (const IdEntry* e = locate(base_.data(), base_.size(), id)) return e->loc == kDead ? nullptr : &e->loc;
-    if (merging_) {
-      if (const IdEntry* e = locate(old_.data() + oi_, old_.size() - oi_, id)) return e->loc == kDead ? nullptr : &e->loc;
-      if (const IdEntry* e = locate(oext_.data() + oj_, oext_.size() - oj_, id))
-        return e->loc == kDead ? nullptr : &e->loc;
-    }
+    if (const IdEntry* e = marked_slot(id)) return e->loc == kDead ? nullptr : &e->loc;
     if (const IdEntry* e = locate(extra_.data(), extra_.size(), id)) return &e->loc;
     return nullptr;
   }
@@ -111,7 +106,7 @@ class IdIndex {
     if (above_all(id)) {  // the common append
       (merging_ ? old_ : base_).push_back({id, loc});
       live_++;
-    } else if (IdEntry* e = marked_slot(id)) {
+    } else if (IdEntry* e = const_cast<IdEntry*>(marked_slot(id))) {
       old = e->loc;
       e->loc = loc;
       if (old == kDead) {
@@ -119,7 +114,7 @@ class IdIndex {
         dead_--;
       }
     } else {
-      auto it = std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
+      auto it = overlay_at(id);
       if (it != extra_.end() && it->id == id) {
         old = it->loc;
         it->loc = loc;
@@ -142,7 +137,7 @@ class IdIndex {
   // Removes; returns the previous location or kDead.
   uint64_t erase(int64_t id) {
     uint64_t old = kDead;
-    if (IdEntry* e = marked_slot(id)) {
+    if (IdEntry* e = const_cast<IdEntry*>(marked_slot(id))) {
       old = e->loc;
       if (old != kDead) {
         e->loc = kDead;
@@ -153,7 +148,7 @@ class IdIndex {
         if (!merging_ && dead_ > 1024 && dead_ > (live_ + dead_) / 2) begin_merge();
       }
     } else {
-      auto it = std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
+      auto it = overlay_at(id);
       if (it != extra_.end() && it->id == id) {
         old = it->loc;
         extra_.erase(it);
@@ -227,13 +222,15 @@ class IdIndex {
 
   // The entry of id in a part that marks deletions (the arrays, and the
   // old overlay while merged), dead or alive; null when it is in none.
-  IdEntry* marked_slot(int64_t id) {
-    if (const IdEntry* e = locate(base_.data(), base_.size(), id)) return const_cast<IdEntry*>(e);
-    if (merging_) {
-      if (const IdEntry* e = locate(old_.data() + oi_, old_.size() - oi_, id)) return const_cast<IdEntry*>(e);
-      if (const IdEntry* e = locate(oext_.data() + oj_, oext_.size() - oj_, id)) return const_cast<IdEntry*>(e);
-    }
-    return nullptr;
+  const IdEntry* marked_slot(int64_t id) const {
+    if (const IdEntry* e = locate(base_.data(), base_.size(), id)) return e;
+    if (!merging_) return nullptr;
+    if (const IdEntry* e = locate(old_.data() + oi_, old_.size() - oi_, id)) return e;
+    return locate(oext_.data() + oj_, oext_.size() - oj_, id);
+  }
+  // Where id is or would go in the overlay.
+  std::vector<IdEntry>::iterator overlay_at(int64_t id) {
+    return std::lower_bound(extra_.begin(), extra_.end(), id, [](const IdEntry& e, int64_t v) { return e.id < v; });
   }
 
   // True when id is above every id held (live or marked).
