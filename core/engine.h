@@ -194,6 +194,7 @@ class Engine {
   Collection* find(std::string_view name);
   const std::map<std::string, std::unique_ptr<Collection>, std::less<>>& collections() const { return colls_; }
   std::string_view body(uint64_t loc) const { return arena_.body(loc); }
+  void prefetch_body(uint64_t loc) const { arena_.prefetch(loc); }
   uint32_t next_collection_id() const { return next_coll_id_; }
   // `lock`: the shared lock the caller holds; a long read may let it go
   // once it has pinned what it reads (then lock->owns_lock() is false).
@@ -395,7 +396,10 @@ class Engine {
   // Damage that lazily read blocks revealed: a graph is rebuilt (*repaired
   // set), a vector table fails with an error naming the offset.
   Status check_extents(bool* repaired);
-  bool extents_damaged();  // a lazily checked block failed (check_extents acts on it)
+  // A lazily checked block failed (check_extents acts on it): asked after
+  // every read, so the common answer (no damage anywhere) is inline.
+  bool extents_damaged() { return lazy_ && LazyExtent::any_damaged() && vindex_damaged(); }
+  bool vindex_damaged();
   template <typename F>
   void for_each_vindex(F f) {
     for (auto& [name, c] : colls_) {

@@ -591,8 +591,7 @@ ExtentLoad Engine::extent_load() {
   return how;
 }
 
-bool Engine::extents_damaged() {
-  if (!lazy_) return false;
+bool Engine::vindex_damaged() {
   bool damaged = false;
   for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {
     damaged = damaged || idx.graph_damaged_at() || idx.table_damaged_at();

@@ -29,6 +29,10 @@ class Arena {
   // Frees the segments before `n` (a view still holding one keeps it).
   void drop_before(uint32_t n);
   std::string_view body(uint64_t loc) const;
+  // Starts loading the bytes about `loc`, a guess (IdIndex::likely_loc): one
+  // inside no segment, or where no document starts, loads nothing or is
+  // wasted. Natively only (where a load can be started without waiting).
+  void prefetch(uint64_t loc) const;
   std::string_view segment(uint32_t i) const { return {segs_[i]->data, segs_[i]->size}; }
   size_t memory_bytes() const;
 

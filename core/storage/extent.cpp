@@ -144,6 +144,7 @@ uint64_t LazyExtent::load_run(uint64_t b0, uint64_t b1) {
       if (!damaged_at()) {
         damage_ = std::string(what) + (st.is_ok() ? "" : ": " + st.message());
         damaged_at_.store(e_.file_offset + off + bo, std::memory_order_release);
+        damaged_anywhere_.store(true, std::memory_order_release);
       }
     }
     uint64_t shift = (b & 31) * 2;

@@ -91,6 +91,9 @@ class LazyExtent {
   // The file offset of the first block that failed (checksum, check or
   // read), 0 when none did. A failed block reads as zeros.
   uint64_t damaged_at() const { return damaged_at_.load(std::memory_order_acquire); }
+  // Whether any extent of this process has found a damaged block: while
+  // none has, a read need not ask each index (Engine::extents_damaged).
+  static bool any_damaged() { return damaged_anywhere_.load(std::memory_order_acquire); }
   std::string damage() const {
     std::lock_guard g(mu_);
     return damage_;
@@ -118,6 +121,7 @@ class LazyExtent {
   uint64_t next_ = 0;  // warm() scans from here
   std::atomic<uint64_t> damaged_at_{0};
   std::string damage_;
+  static inline std::atomic<bool> damaged_anywhere_{false};
 };
 
 // How an index takes its extents on open: checked already (not lazy), or

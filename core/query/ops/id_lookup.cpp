@@ -107,7 +107,8 @@ const Expr* point_read(const ParsedStatement& st) {
 
 Status read_point(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t id,
                   std::vector<Value>* rows) {
-  const uint64_t* loc = c.ids.find(id);
+  // The document's likely place loads beside its entry (IdIndex::find).
+  const uint64_t* loc = c.ids.find(id, [&](uint64_t guess) { eng.prefetch_body(guess); });
   if (!loc) {
     rows->clear();
     return Status::ok();
