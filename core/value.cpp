@@ -59,7 +59,7 @@ void Value::copy_from(const Value& o) {
 const Value* Value::get(std::string_view key) const {
   if (!has_members()) return nullptr;
   for (size_t i = 0; i < m_.keys.size(); i++)
-    if (m_.keys[i] == key) return &m_.items[i];
+    if (same_key(m_.keys[i], key)) return &m_.items[i];
   return nullptr;
 }
 
@@ -78,7 +78,7 @@ void Value::set(std::string_view key, Value v) {
 bool Value::erase(std::string_view key) {
   if (!has_members()) return false;
   for (size_t i = 0; i < m_.keys.size(); i++)
-    if (m_.keys[i] == key) {
+    if (same_key(m_.keys[i], key)) {
       m_.keys.erase(m_.keys.begin() + i);
       m_.items.erase(m_.items.begin() + i);
       return true;

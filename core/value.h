@@ -140,7 +140,7 @@ class Value {
   Value& member(size_t i, std::string_view key) {
     if (kind_ != Kind::Object) become(Kind::Object);
     if (i < m_.keys.size()) {
-      if (m_.keys[i] != key) m_.keys[i].assign(key.data(), key.size());
+      if (!same_key(m_.keys[i], key)) m_.keys[i].assign(key.data(), key.size());
       return m_.items[i];
     }
     m_.keys.emplace_back(key);
@@ -166,6 +166,14 @@ class Value {
   static const std::vector<std::string> kNoKeys;
   static const std::vector<float> kNoFloats;
 
+  // Keys are mostly short: compared here, byte by byte, with no call.
+  static bool same_key(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    if (a.size() > 16) return a == b;
+    for (size_t i = 0; i < a.size(); i++)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
   static Value scalar(Kind k, int64_t i) {
     Value v;
     v.kind_ = k;
