@@ -192,17 +192,50 @@ float HnswIndex::distance_to(const float* q, uint32_t node) const {
 }
 
 uint32_t* HnswIndex::links(uint32_t node, int level) {
-  if (level == 0) return &links0_[(size_t)node * (1 + 2 * p_.m)];  // writers own the lists
+  if (level == 0) return own_block(node >> kL0Shift) + (size_t)(node & kL0Mask) * l0_stride();
   return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];
 }
 const uint32_t* HnswIndex::links(uint32_t node, int level) const {
   if (level == 0) {
-    const size_t stride = 1 + 2 * p_.m;
-    if (!l0_owned_ && lazy_links_ && !lazy_links_->clean())
+    const size_t stride = l0_stride();
+    if (const uint32_t s = l0_slot_[node >> kL0Shift]; s != kInImage)
+      return l0_pool_.data() + (((size_t)s << kL0Shift) + (node & kL0Mask)) * stride;
+    if (lazy_links_ && !lazy_links_->clean())
       return reinterpret_cast<const uint32_t*>(lazy_links_->need((uint64_t)node * stride * 4, stride * 4));
     return l0_ + (size_t)node * stride;
   }
   return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];
+}
+
+uint32_t* HnswIndex::own_block(uint32_t b) {
+  const size_t words = l0_block_words();
+  uint32_t s = l0_slot_[b];
+  if (s == kInImage) {
+    s = (uint32_t)(l0_pool_.size() / words);
+    l0_pool_.resize(l0_pool_.size() + words);  // written below, each word once
+    const uint32_t first = b << kL0Shift, end = std::max(first, std::min<uint32_t>(l0_image_n_, first + kL0Mask + 1));
+    uint32_t* to = l0_pool_.data() + (size_t)s * words;
+    const size_t stride = l0_stride();
+    if (lazy_links_ && !lazy_links_->clean()) {  // each list read and checked (damaged: zeros)
+      for (uint32_t n = first; n < end; n++)
+        memcpy(to + (size_t)(n - first) * stride, lazy_links_->need((uint64_t)n * stride * 4, stride * 4), stride * 4);
+    } else if (end > first) {
+      memcpy(to, l0_ + (size_t)first * stride, (size_t)(end - first) * stride * 4);
+    }
+    std::fill(to + (size_t)(end - first) * stride, to + words, 0u);  // past the image's last node
+    l0_slot_[b] = s;
+  }
+  return l0_pool_.data() + (size_t)s * words;
+}
+
+void HnswIndex::add_l0(uint32_t node) {
+  const uint32_t b = node >> kL0Shift;
+  if (b == l0_slot_.size()) {
+    l0_slot_.push_back((uint32_t)(l0_pool_.size() / l0_block_words()));
+    l0_pool_.resize(l0_pool_.size() + l0_block_words(), 0);
+  }
+  uint32_t* ls = own_block(b) + (size_t)(node & kL0Mask) * l0_stride();
+  std::fill(ls, ls + l0_stride(), 0u);  // a node dropped before may have left its list
 }
 
 void HnswIndex::rebase(const char* table, const char* links0) {
@@ -211,9 +244,10 @@ void HnswIndex::rebase(const char* table, const char* links0) {
   extra_.release();
   lazy_table_.reset();
   lazy_links_.reset();
-  links0_.release();
+  l0_pool_.release();
+  l0_slot_.assign(((size_t)levels_.size() + kL0Mask) >> kL0Shift, kInImage);
   l0_ = reinterpret_cast<const uint32_t*>(links0);
-  l0_owned_ = false;
+  l0_image_n_ = (uint32_t)levels_.size();
 }
 
 void HnswIndex::read_all() const {
@@ -229,19 +263,6 @@ uint64_t HnswIndex::warm(uint64_t budget) {
 
 uint64_t HnswIndex::unread_bytes() const {
   return (lazy_table_ ? lazy_table_->missing_bytes() : 0) + (lazy_links_ ? lazy_links_->missing_bytes() : 0);
-}
-
-void HnswIndex::own_links() {
-  if (l0_owned_) return;
-  size_t words = levels_.size() * (1 + 2 * p_.m);
-  if (lazy_links_) {
-    links0_.resize(words);
-    lazy_links_->copy_to(reinterpret_cast<char*>(links0_.data()));
-  } else {
-    links0_.assign(l0_, l0_ + words);
-  }
-  l0_ = links0_.data();
-  l0_owned_ = true;
 }
 
 int HnswIndex::random_level(uint32_t node) const {
@@ -323,14 +344,12 @@ void HnswIndex::put(int64_t doc, const float* v) {
   extra_.resize(off + vbytes_);
   memcpy(extra_.data() + off, bytes, vbytes_);
   int level = random_level(n);
-  own_links();
   levels_.push_back((uint8_t)level);
   fp_.push_back(fp);
   if (p_.metric == Metric::Cosine) inv_.push_back(inv_norm(v));
   node_doc_.push_back(doc);
   refs_.push_back(1);
-  links0_.resize(links0_.size() + 1 + 2 * p_.m, 0);
-  l0_ = links0_.data();
+  add_l0(n);
   upper_off_.push_back((uint32_t)upper_.size());
   if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
   fp_nodes_.insert_multi(fp, n);
@@ -350,8 +369,7 @@ void HnswIndex::drop_pending() {
     if (!inv_.empty()) inv_.pop_back();
     node_doc_.pop_back();
     refs_.pop_back();
-    links0_.resize(links0_.size() - (1 + 2 * p_.m));
-    l0_ = links0_.data();
+    // Its list stays in its block until a node takes its place (add_l0).
   }
 }
 
@@ -664,7 +682,6 @@ void HnswIndex::link_node(uint32_t node, const std::vector<std::vector<Hit>>& pe
 
 void HnswIndex::link_pending(int threads) {
   if (linked_ >= levels_.size()) return;
-  own_links();
   port::Workers pool(threads);
   std::vector<std::vector<std::vector<Hit>>> found(kChunk);
   std::vector<std::vector<Hit>> bounds(kChunk);
@@ -722,6 +739,10 @@ void HnswIndex::link_pending(int threads) {
     for (uint32_t i = 0; i < reverse.size(); i++)
       if (i == 0 || reverse[i].target != reverse[i - 1].target) group_start.push_back(i);
     group_start.push_back((uint32_t)reverse.size());
+    // The blocks the groups change, copied out of the image first, one
+    // after another: the groups then write only lists of their own.
+    for (size_t g = 0; g + 1 < group_start.size(); g++)
+      if (reverse[group_start[g]].level == 0) own_block(reverse[group_start[g]].target >> kL0Shift);  // (level order)
     pool.run(0, (uint32_t)group_start.size() - 1, [&](uint32_t g) {
       bool have_target = false;  // the group's target vector, normalised in scratch
       for (uint32_t i = group_start[g]; i < group_start[g + 1]; i++)
@@ -796,8 +817,22 @@ void HnswIndex::pin(Pin* out) const {
   put_u64(graph, n);
   put_u64(graph, (uint64_t)entry_);
   put_u32(graph, (uint32_t)max_level_);
-  append_extent(out->links0, reinterpret_cast<const char*>(l0_), n * (1 + 2 * p_.m) * 4,
-                l0_owned_ ? nullptr : lazy_links_.get());
+  // Level-0 lists block by block: the pool's, or the image's (read and
+  // checked above: damaged lists as zeros).
+  const size_t stride = l0_stride();
+  out->links0.reserve(n * stride * 4);
+  for (size_t first = 0; first < n; first += kL0Mask + 1) {
+    const size_t count = std::min<size_t>(n - first, kL0Mask + 1);
+    const uint32_t slot = l0_slot_[first >> kL0Shift];
+    if (slot != kInImage) {
+      out->links0.append(reinterpret_cast<const char*>(l0_pool_.data() + (size_t)slot * l0_block_words()),
+                         count * stride * 4);
+    } else if (lazy_links_ && !lazy_links_->clean()) {
+      for (size_t i = first; i < first + count; i++) out->links0.append(reinterpret_cast<const char*>(links((uint32_t)i, 0)), stride * 4);
+    } else {
+      out->links0.append(reinterpret_cast<const char*>(l0_ + first * stride), count * stride * 4);
+    }
+  }
   put_array(graph, levels_);
   put_array(graph, fp_);
   put_array(graph, inv_);
@@ -862,7 +897,10 @@ void HnswIndex::rebase_prefix(const char* table, const char* links0, size_t node
   base_ = table;
   base_n_ = (uint32_t)nodes;
   lazy_table_.reset();
-  if (!l0_owned_) l0_ = reinterpret_cast<const uint32_t*>(links0);
+  // The blocks no write changed since they were last read in place are the
+  // new image's: every one of their nodes is below `nodes`.
+  l0_ = reinterpret_cast<const uint32_t*>(links0);
+  l0_image_n_ = (uint32_t)nodes;
   lazy_links_.reset();  // every block was read at the pin
 }
 
@@ -904,9 +942,10 @@ void HnswIndex::clear_graph() {
   levels_.clear();
   fp_.clear();
   inv_.clear();
-  links0_.clear();
-  l0_ = links0_.data();
-  l0_owned_ = true;
+  l0_pool_.clear();
+  l0_slot_.clear();
+  l0_ = nullptr;
+  l0_image_n_ = 0;
   lazy_links_.reset();
   upper_off_.clear();
   upper_.clear();
@@ -969,9 +1008,10 @@ bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const
     clear_graph();
     return false;
   }
-  links0_.clear();
+  l0_pool_.clear();
+  l0_slot_.assign((n + kL0Mask) >> kL0Shift, kInImage);
   l0_ = view;
-  l0_owned_ = false;
+  l0_image_n_ = (uint32_t)n;
   lazy_links_.reset();
   if (how.lazy && n)
     lazy_links_ = std::make_unique<LazyExtent>(links, how.read, how.chunk, [lists_ok, stride](const char* p, size_t bytes) {
@@ -986,7 +1026,7 @@ bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const
 void HnswIndex::rebuild_graph(int threads) {
   clear_graph();
   size_t n = node_doc_.size();
-  links0_.reserve(n * (1 + 2 * p_.m));
+  l0_pool_.reserve(((n + kL0Mask) >> kL0Shift) * l0_block_words());
   std::vector<float> tmp(dim_);
   for (uint32_t node = 0; node < n; node++) {
     const float* v = vec(node, tmp.data());
@@ -994,11 +1034,10 @@ void HnswIndex::rebuild_graph(int threads) {
     levels_.push_back((uint8_t)level);
     fp_.push_back(fingerprint(raw(node)));
     if (p_.metric == Metric::Cosine) inv_.push_back(inv_norm(v));
-    links0_.resize(links0_.size() + 1 + 2 * p_.m, 0);
+    add_l0(node);
     upper_off_.push_back((uint32_t)upper_.size());
     if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
   }
-  l0_ = links0_.data();
   maps_built_ = false;
   doc_node_.clear();
   fp_nodes_.clear();
@@ -1009,7 +1048,7 @@ size_t HnswIndex::memory_bytes() const {
   // Sizes, not capacities: a GrowArray's capacity is the mapping it
   // reserved (64 KiB at least), not the pages it touched.
   return extra_.size() + levels_.size() + fp_.size() * 4 + inv_.size() * 4 + node_doc_.size() * 8 +
-         refs_.size() * 4 + links0_.size() * 4 + upper_off_.size() * 4 + upper_.size() * 4 +
+         refs_.size() * 4 + l0_pool_.size() * 4 + l0_slot_.size() * 4 + upper_off_.size() * 4 + upper_.size() * 4 +
          doc_node_.size() * 32 + fp_nodes_.size() * 32;
 }
 

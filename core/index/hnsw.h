@@ -178,6 +178,10 @@ class HnswIndex {
   void rebuild_graph(int threads);
 
   size_t memory_bytes() const;
+  // Bytes of level-0 lists in memory of the index's own; the rest are read
+  // in place from the image they were loaded from.
+  size_t level0_owned_bytes() const { return l0_pool_.size() * 4; }
+  static constexpr uint32_t kLevel0BlockNodes = 256;
   // The graph's bytes, for the native/WASM identity test.
   std::string graph_bytes() const;
 
@@ -248,12 +252,24 @@ class HnswIndex {
   GrowArray<int64_t> node_doc_;   // the first document on the node
   GrowArray<uint32_t> refs_;      // documents on the node; 0 = tombstone
   size_t tombstones_ = 0;           // nodes with no document
-  // Level-0 lists, per node: count, 2m slots. After a load they are read in
-  // place from the file (l0_ points there) until the first change copies them.
-  GrowArray<uint32_t> links0_{HugePages{}};  // grows with no copy (huge_pages.h)
-  const uint32_t* l0_ = nullptr;
-  bool l0_owned_ = true;
-  void own_links();
+  // Level-0 lists, per node: count, 2m slots, in blocks of 256 nodes.
+  // After a load a block is read in place from the image (l0_) until a
+  // change to one of its lists copies that block, and only that one, into
+  // l0_pool_ (own_block): a write after an open or a checkpoint copies the
+  // blocks its links touch (33 KiB each at m = 16, at most 2m + 1 of them
+  // a node), never every node's lists. Blocks of nodes added since are in
+  // the pool from the start. l0_slot_[b] is block b's place in the pool, or
+  // kInImage.
+  static constexpr uint32_t kL0Shift = 8, kL0Mask = (1u << kL0Shift) - 1, kInImage = ~0u;
+  static_assert(kLevel0BlockNodes == 1u << kL0Shift);
+  size_t l0_stride() const { return 1 + 2 * (size_t)p_.m; }
+  size_t l0_block_words() const { return l0_stride() << kL0Shift; }
+  uint32_t* own_block(uint32_t b);  // the block's pool copy (made if it has none); writers alone
+  void add_l0(uint32_t node);       // a new node's list, empty, in the pool
+  GrowArray<uint32_t> l0_pool_{HugePages{}};  // grows with no copy (huge_pages.h)
+  std::vector<uint32_t> l0_slot_;
+  const uint32_t* l0_ = nullptr;  // the image's lists: nodes below l0_image_n_
+  uint32_t l0_image_n_ = 0;
   GrowArray<uint32_t> upper_off_; // per node: offset in upper_ (levels 1..L, each count + m slots)
   GrowArray<uint32_t> upper_;
   std::unordered_multimap<uint32_t, int64_t> more_docs_;  // further documents on shared nodes

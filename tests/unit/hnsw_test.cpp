@@ -298,6 +298,94 @@ TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table chan
   CHECK(idx->node_of(2299) >= 1500);
 }
 
+TEST_CASE("after a load, a change copies the level-0 blocks it changes, not every list; the graph is the same") {
+  // Points along a line, numbered in order along it: a node's neighbours
+  // have numbers close to its own, so a change touches few blocks.
+  const uint32_t dim = 16;
+  auto on_line = [&](double x, uint32_t salt) {
+    std::vector<float> p(dim);
+    p[0] = (float)x;
+    for (uint32_t k = 1; k < dim; k++) p[k] = 1e-4f * (float)std::sin(1.7 * (x * 1000 + salt) * k);
+    return p;
+  };
+  std::vector<float> pts;
+  for (uint32_t i = 0; i < 12000; i++) {
+    auto p = on_line(i * 1e-3, 0);
+    pts.insert(pts.end(), p.begin(), p.end());
+  }
+  HnswParams l2;
+  l2.metric = Metric::L2;
+  auto idx = build(pts, dim, l2, 2);
+  HnswIndex::Pin pin;
+  idx->pin(&pin);
+  std::string table;
+  pin.table(table);
+  auto ref = [](std::string_view bytes) {
+    ExtentRef e;
+    e.bytes = bytes;
+    return e;
+  };
+  HnswIndex back(dim, false, l2);
+  REQUIRE(back.load_table(pin.meta, ref(table)));
+  REQUIRE(back.load_graph(pin.graph, ref(pin.links0)));
+  CHECK(back.level0_owned_bytes() == 0);
+  const size_t block = HnswIndex::kLevel0BlockNodes * (1 + 2 * HnswParams{}.m) * 4;
+  // A new node: the image's last block (partly full) is copied, no other.
+  std::vector<float> more;
+  for (uint32_t i = 0; i < 40; i++) {
+    auto p = on_line(6.0005 + i * 1e-3, 7);
+    more.insert(more.end(), p.begin(), p.end());
+  }
+  std::vector<float> v;
+  REQUIRE(back.prepare(&more[0], &v, "v").is_ok());
+  back.put(20000, v.data());
+  CHECK(back.level0_owned_bytes() == block);
+  // Linked in the middle of the line: that block and the ones beside it at
+  // most, not all 47.
+  back.link_pending(2);
+  CHECK(back.level0_owned_bytes() <= 4 * block);
+  // The same changes to the index the pin came from (all its lists its
+  // own): the same graph, on any number of threads.
+  idx->put(20000, v.data());
+  idx->link_pending(1);
+  CHECK(back.graph_bytes() == idx->graph_bytes());
+  for (size_t i = 1; i < 40; i++) {
+    REQUIRE(back.prepare(&more[i * dim], &v, "v").is_ok());
+    back.put(20000 + (int64_t)i, v.data());
+    idx->put(20000 + (int64_t)i, v.data());
+  }
+  back.remove(3);
+  idx->remove(3);
+  back.link_pending(2);
+  idx->link_pending(2);
+  CHECK(back.graph_bytes() == idx->graph_bytes());
+  // Rebased onto a new image of it, nothing is owned, and it answers as before.
+  HnswIndex::Pin again;
+  back.pin(&again);
+  std::string table2;
+  again.table(table2);
+  std::vector<float> qs;
+  for (uint32_t i = 0; i < 10; i++) {
+    auto p = on_line(i * 1.1 + 0.3, 3);
+    qs.insert(qs.end(), p.begin(), p.end());
+  }
+  std::vector<std::vector<Hit>> before(10);
+  std::vector<std::vector<float>> q(10);
+  for (size_t i = 0; i < 10; i++) {
+    REQUIRE(back.prepare_query(&qs[i * dim], &q[i], "q").is_ok());
+    back.search(q[i].data(), 10, 64, nullptr, &before[i]);
+  }
+  back.rebase(table2.data(), again.links0.data());
+  CHECK(back.level0_owned_bytes() == 0);
+  CHECK(back.graph_bytes() == idx->graph_bytes());
+  for (size_t i = 0; i < 10; i++) {
+    std::vector<Hit> after;
+    back.search(q[i].data(), 10, 64, nullptr, &after);
+    REQUIRE(after.size() == before[i].size());
+    for (size_t k = 0; k < after.size(); k++) CHECK(after[k].node == before[i][k].node);
+  }
+}
+
 TEST_CASE("cosine refuses a zero vector; non-finite values are refused") {
   HnswIndex idx(3, false, HnswParams{});
   std::vector<float> out;
