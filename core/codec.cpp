@@ -84,9 +84,9 @@ Status decode_value(Reader& r, Value* out, int depth) {
   uint8_t tag = r.u8();
   switch (tag) {
     case kNull: *out = Value(); break;
-    case kFalse: *out = Value::boolean(false); break;
-    case kTrue: *out = Value::boolean(true); break;
-    case kInt: *out = Value::integer(unzigzag(r.varint())); break;
+    case kFalse: out->assign_scalar(Kind::Bool, 0); break;
+    case kTrue: out->assign_scalar(Kind::Bool, 1); break;
+    case kInt: out->assign_scalar(Kind::Int, unzigzag(r.varint())); break;
     case kFloat: {
       uint64_t bits = r.u64();
       double d;
@@ -96,7 +96,7 @@ Status decode_value(Reader& r, Value* out, int depth) {
     }
     case kText: out->assign_string(Kind::Text, r.str()); break;
     case kBytes: out->assign_string(Kind::Bytes, r.str()); break;
-    case kTimestamp: *out = Value::timestamp(unzigzag(r.varint())); break;
+    case kTimestamp: out->assign_scalar(Kind::Timestamp, unzigzag(r.varint())); break;
     case kList: {
       uint64_t n = r.varint();
       if (n > r.left()) return Status(Code::Corrupt, "list length beyond the document");
@@ -214,7 +214,7 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
   if (out->kind() != Kind::Object) *out = Value::object();
   out->reserve_keys(1 + (size_t)std::min<uint64_t>(n, def.fields.size()));  // grown once, not field by field
   size_t k = 0;
-  out->member(k++, "id") = Value::integer(id);
+  out->member(k++, "id").assign_scalar(Kind::Int, id);
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     uint32_t fid = (uint32_t)r.varint();
     const Field* f = def.field_by_id(fid);

@@ -119,6 +119,13 @@ class Value {
     m.items.reserve(n);
   }
   void push(Value v) { mutable_items().push_back(std::move(v)); }
+  // A scalar (bool, int, timestamp) written over this value: no temporary
+  // made and moved in, the common case of a row read again and again.
+  void assign_scalar(Kind k, int64_t i) {
+    if (owns_member()) destroy();
+    kind_ = k;
+    i_ = i;
+  }
   // Text or bytes written over this value, into the storage of the string it
   // holds when it holds one.
   void assign_string(Kind k, std::string_view s) {
@@ -137,7 +144,7 @@ class Value {
   // left for the caller to write over (appended past the end), and
   // keep_members(n) drops those from the n-th on. A value that is not an
   // object becomes an empty one first.
-  Value& member(size_t i, std::string_view key) {
+  [[gnu::always_inline]] Value& member(size_t i, std::string_view key) {
     if (kind_ != Kind::Object) become(Kind::Object);
     if (i < m_.keys.size()) {
       if (!same_key(m_.keys[i], key)) m_.keys[i].assign(key.data(), key.size());

@@ -26,6 +26,10 @@ int id_equal(const Evaluator& ev, const Expr* w, int64_t* id) {
 
 int id_value(const Evaluator& ev, const Expr& x, int64_t* id) {
   const Value* v = ev.ref(x);
+  if (v && v->kind() == Kind::Int) {  // a parameter, as a prepared read has it
+    *id = v->as_int();
+    return 1;
+  }
   Value tmp;
   if (!v) {
     if (!ev.constant(x, &tmp).is_ok()) return -1;
