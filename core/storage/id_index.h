@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../huge_pages.h"
+#include "../port.h"
 
 namespace kitfox {
 
@@ -151,6 +152,19 @@ class IdIndex {
       if (e.id == id) return e.loc == kDead ? nullptr : &e.loc;
     }
     return find(id);
+  }
+  // Starts loading id's entry and, where it guesses one, calls ahead(loc)
+  // with where its document likely is, waiting for neither: a read of many
+  // ids asks a few ids ahead, so that their misses overlap (natively; the
+  // WASM build has no prefetch and does nothing).
+  template <typename F>
+  void prefetch(int64_t id, F&& ahead) const {
+    if constexpr (port::kPrefetch) {
+      const size_t g = first_probe(base_.data(), base_.size(), id);
+      if (g == kNoProbe) return;
+      port::prefetch(&base_[g], sizeof(IdEntry));
+      if (const uint64_t l = guess_at(g); l != kDead) ahead(l);
+    }
   }
   // Where the document of `id` likely is, or kDead for no guess.
   uint64_t likely_loc(int64_t id) const {
