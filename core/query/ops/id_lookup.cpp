@@ -77,17 +77,9 @@ class Ids : public Source {
 
  protected:
   Status produce() override {
-    // Each id's entry and document start loading a few ids ahead of its
-    // read, so that the memory misses of several overlap.
-    constexpr size_t kAhead = 8;
-    auto ahead = [&](uint64_t loc) {
-      if (!x_.pinned) x_.eng.prefetch_body(loc);
-    };
-    const size_t n = ids_.size();
-    for (size_t i = 0; i < std::min(n, kAhead); i++) x_.c.ids.prefetch(ids_[i], ahead);
     Row r;
-    for (size_t i = 0; i < n; i++) {
-      if (i + kAhead < n) x_.c.ids.prefetch(ids_[i + kAhead], ahead);
+    for (size_t i = 0; i < ids_.size(); i++) {
+      x_.load_ahead(i, ids_.size(), [&](size_t k) { return ids_[k]; });
       const int64_t id = ids_[i];
       const uint64_t* loc = x_.c.ids.find(id);
       if (!loc) continue;

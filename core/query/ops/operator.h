@@ -45,6 +45,22 @@ struct ExecContext {
   // A stored document's bytes.
   std::string_view body(uint64_t loc) const { return pinned ? pinned->body(loc) : eng.body(loc); }
 
+  // For a source that reads documents by id, one after another (an id
+  // list): called before reading the i-th of n,
+  // it starts loading the id index entries and the likely documents of
+  // the ids eight ahead (IdIndex::prefetch), so that their memory misses
+  // overlap instead of following each other.
+  static constexpr size_t kIdsAhead = 8;
+  template <typename IdAt>
+  void load_ahead(size_t i, size_t n, const IdAt& id_at) const {
+    auto ahead = [&](uint64_t loc) {
+      if (!pinned) eng.prefetch_body(loc);
+    };
+    if (i == 0)
+      for (size_t k = 0; k < n && k < kIdsAhead; k++) c.ids.prefetch(id_at(k), ahead);
+    if (i + kIdsAhead < n) c.ids.prefetch(id_at(i + kIdsAhead), ahead);
+  }
+
   // The row's document, decoded once.
   Status decode(Row& r) {
     if (r.decoded) return Status::ok();
