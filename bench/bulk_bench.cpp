@@ -392,7 +392,8 @@ void usage(FILE* f) {
                "  --keep        keep the data directory\n"
                "  --only-load literal|param|sqlite\n"
                "                run that one bulk load (after its warm-up), print its time and stop: for profilers\n"
-               "  --only-reads  load kitfox (untimed), run the prepared point reads once, print their time\n"
+               "  --only-reads  load kitfox (untimed), run the prepared point reads once, print their time;\n"
+               "                then the same ids 100 to a statement, kitfox `id in $1` against SQLite's IN\n"
                "                and stop: for profilers\n");
 }
 
@@ -521,6 +522,35 @@ int main(int argc, char** argv) {
     double in_ns = seconds_since(ti) * 1e9 / (double)(ids.size() / 100 * 100);
     if (found_in == 0) die("kitfox id in returned nothing");
     std::printf("prepared reads of 100 ids at a time: %.0f ns an id\n", in_ns);
+    // SQLite, the same ids 100 at a time (`WHERE id IN (?, ... 100)`),
+    // its whole database in a 256 MiB cache, all reads in one transaction.
+    sqlite_load(sq_path, data);
+    sqlite3* sdb = sq_open(sq_path, false);
+    sq_exec(sdb, "PRAGMA cache_size=-262144");
+    sq_exec(sdb, "BEGIN");
+    sq_exec(sdb, "SELECT sum(n), sum(length(name)) FROM t");  // every page into its cache
+    std::string in_sql = "SELECT name, n FROM t WHERE id IN (?";
+    for (int k = 1; k < 100; k++) in_sql += ",?";
+    in_sql += ")";
+    sqlite3_stmt* sin = sq_prepare(sdb, in_sql.c_str());
+    uint64_t sq_found = 0;
+    auto ts = Clock::now();
+    for (size_t i = 0; i + 100 <= ids.size(); i += 100) {
+      for (int k = 0; k < 100; k++) sqlite3_bind_int64(sin, k + 1, ids[i + k]);
+      while (sqlite3_step(sin) == SQLITE_ROW) {
+        (void)sqlite3_column_text(sin, 0);
+        (void)sqlite3_column_int64(sin, 1);
+        sq_found++;
+      }
+      sqlite3_reset(sin);
+    }
+    double sq_in_ns = seconds_since(ts) * 1e9 / (double)(ids.size() / 100 * 100);
+    sq_exec(sdb, "COMMIT");
+    sqlite3_finalize(sin);
+    sqlite3_close(sdb);
+    if (sq_found != found_in) die("SQLite's IN found other rows than kitfox's id in");
+    std::printf("SQLite prepared IN of 100 ids, whole database cached: %.0f ns an id (kitfox / SQLite %.2f)\n", sq_in_ns,
+                in_ns / sq_in_ns);
     kdb.reset();
     remove_dir();
     return 0;
