@@ -215,24 +215,27 @@ uint32_t* HnswIndex::own_block(uint32_t b) {
     l0_pool_.resize(l0_pool_.size() + words);  // written below, each word once
     const uint32_t first = b << kL0Shift, end = std::max(first, std::min<uint32_t>(l0_image_n_, first + kL0Mask + 1));
     uint32_t* to = l0_pool_.data() + (size_t)s * words;
-    const size_t stride = l0_stride();
-    if (lazy_links_ && !lazy_links_->clean()) {  // each list read and checked (damaged: zeros)
-      for (uint32_t n = first; n < end; n++)
-        memcpy(to + (size_t)(n - first) * stride, lazy_links_->need((uint64_t)n * stride * 4, stride * 4), stride * 4);
-    } else if (end > first) {
-      memcpy(to, l0_ + (size_t)first * stride, (size_t)(end - first) * stride * 4);
-    }
-    std::fill(to + (size_t)(end - first) * stride, to + words, 0u);  // past the image's last node
+    copy_image_lists(first, end, reinterpret_cast<char*>(to));
+    std::fill(to + (size_t)(end - first) * l0_stride(), to + words, 0u);  // past the image's last node
     l0_slot_[b] = s;
   }
   return l0_pool_.data() + (size_t)s * words;
 }
 
+void HnswIndex::copy_image_lists(uint32_t first, uint32_t end, char* to) const {
+  const size_t bytes = l0_stride() * 4;
+  if (lazy_links_ && !lazy_links_->clean()) {  // each list read and checked (damaged: zeros)
+    for (uint32_t n = first; n < end; n++) memcpy(to + (size_t)(n - first) * bytes, lazy_links_->need((uint64_t)n * bytes, bytes), bytes);
+  } else if (end > first) {
+    memcpy(to, l0_ + (size_t)first * l0_stride(), (size_t)(end - first) * bytes);
+  }
+}
+
 void HnswIndex::add_l0(uint32_t node) {
   const uint32_t b = node >> kL0Shift;
-  if (b == l0_slot_.size()) {
+  if (b == l0_slot_.size()) {  // a new block: each list is written as its node comes
     l0_slot_.push_back((uint32_t)(l0_pool_.size() / l0_block_words()));
-    l0_pool_.resize(l0_pool_.size() + l0_block_words(), 0);
+    l0_pool_.resize(l0_pool_.size() + l0_block_words());
   }
   uint32_t* ls = own_block(b) + (size_t)(node & kL0Mask) * l0_stride();
   std::fill(ls, ls + l0_stride(), 0u);  // a node dropped before may have left its list
@@ -817,8 +820,8 @@ void HnswIndex::pin(Pin* out) const {
   put_u64(graph, n);
   put_u64(graph, (uint64_t)entry_);
   put_u32(graph, (uint32_t)max_level_);
-  // Level-0 lists block by block: the pool's, or the image's (read and
-  // checked above: damaged lists as zeros).
+  // Level-0 lists block by block: the pool's, or the image's (damaged
+  // lists as zeros).
   const size_t stride = l0_stride();
   out->links0.reserve(n * stride * 4);
   for (size_t first = 0; first < n; first += kL0Mask + 1) {
@@ -827,10 +830,10 @@ void HnswIndex::pin(Pin* out) const {
     if (slot != kInImage) {
       out->links0.append(reinterpret_cast<const char*>(l0_pool_.data() + (size_t)slot * l0_block_words()),
                          count * stride * 4);
-    } else if (lazy_links_ && !lazy_links_->clean()) {
-      for (size_t i = first; i < first + count; i++) out->links0.append(reinterpret_cast<const char*>(links((uint32_t)i, 0)), stride * 4);
     } else {
-      out->links0.append(reinterpret_cast<const char*>(l0_ + first * stride), count * stride * 4);
+      const size_t at = out->links0.size();
+      out->links0.resize(at + count * stride * 4);
+      copy_image_lists((uint32_t)first, (uint32_t)(first + count), out->links0.data() + at);
     }
   }
   put_array(graph, levels_);

@@ -265,6 +265,9 @@ class HnswIndex {
   size_t l0_stride() const { return 1 + 2 * (size_t)p_.m; }
   size_t l0_block_words() const { return l0_stride() << kL0Shift; }
   uint32_t* own_block(uint32_t b);  // the block's pool copy (made if it has none); writers alone
+  // The image's lists of nodes [first, end) copied to `to` (lazily loaded
+  // ones read and checked first; damaged ones as zeros).
+  void copy_image_lists(uint32_t first, uint32_t end, char* to) const;
   void add_l0(uint32_t node);       // a new node's list, empty, in the pool
   GrowArray<uint32_t> l0_pool_{HugePages{}};  // grows with no copy (huge_pages.h)
   std::vector<uint32_t> l0_slot_;
