@@ -81,12 +81,10 @@ void encode_vector(std::string& out, const float* v, size_t n, bool f16) {
 
 Status decode_value(Reader& r, Value* out, int depth) {
   if (depth > kMaxDepth) return Status(Code::Corrupt, "document nested too deeply");
+  if (decode_scalar(r, out)) return r.ok() ? Status::ok() : Status(Code::Corrupt, "document cut short");
   uint8_t tag = r.u8();
   switch (tag) {
     case kNull: *out = Value(); break;
-    case kFalse: out->assign_scalar(Kind::Bool, 0); break;
-    case kTrue: out->assign_scalar(Kind::Bool, 1); break;
-    case kInt: out->assign_scalar(Kind::Int, unzigzag(r.varint())); break;
     case kFloat: {
       uint64_t bits = r.u64();
       double d;
@@ -94,9 +92,6 @@ Status decode_value(Reader& r, Value* out, int depth) {
       *out = Value::real(d);
       break;
     }
-    case kText: out->assign_string(Kind::Text, r.str()); break;
-    case kBytes: out->assign_string(Kind::Bytes, r.str()); break;
-    case kTimestamp: out->assign_scalar(Kind::Timestamp, unzigzag(r.varint())); break;
     case kList: {
       uint64_t n = r.varint();
       if (n > r.left()) return Status(Code::Corrupt, "list length beyond the document");
@@ -222,7 +217,8 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
       skip_value(r);
       continue;
     }
-    KF_TRY(decode_field_value(r, fid, &out->member(k++, f->name), vs));  // in its place
+    Value& slot = out->member(k++, f->name);  // in its place
+    if (!decode_scalar(r, &slot)) KF_TRY(decode_field_value(r, fid, &slot, vs));
   }
   out->keep_members(k);
   if (!r.ok()) return Status(Code::Corrupt, "document " + std::to_string(id) + " is cut short");

@@ -60,6 +60,20 @@ class Reader {
   uint32_t u32() { uint32_t v = 0; if (need(4)) { memcpy(&v, p_, 4); p_ += 4; } return v; }
   uint64_t u64() { uint64_t v = 0; if (need(8)) { memcpy(&v, p_, 8); p_ += 8; } return v; }
   uint64_t varint() {
+    if (p_ != end_ && *p_ < 0x80) return *p_++;  // one byte: ids, lengths, small ints
+    return varint_long();
+  }
+  uint64_t varint_long() {
+    if (end_ - p_ >= 10) {  // room for the longest: no bound to check a byte
+      uint64_t v = 0;
+      for (int shift = 0; shift < 64; shift += 7) {
+        uint8_t b = *p_++;
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) return v;
+      }
+      fail();
+      return 0;
+    }
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (!need(1)) return 0;
@@ -80,8 +94,9 @@ class Reader {
   void fail() { ok_ = false; p_ = end_; }
 
  private:
+  // A failed reader stands at its end (fail()), so the length alone says.
   bool need(size_t n) {
-    if (ok_ && (size_t)(end_ - p_) >= n) return true;
+    if ((size_t)(end_ - p_) >= n) return true;
     fail();
     return false;
   }
@@ -127,6 +142,21 @@ void encode_value(std::string& out, const Value& v, bool f16);
 // A vector value (tag and dimension first), as f32 or as halves.
 void encode_vector(std::string& out, const float* v, size_t n, bool f16);
 Status decode_value(Reader& r, Value* out, int depth = 0);
+// The scalars of decode_value (bool, int, timestamp, text, bytes), inline
+// for the readers of whole documents; false, reading nothing, for any other
+// tag. A value cut short fails the reader.
+[[gnu::always_inline]] inline bool decode_scalar(Reader& r, Value* out) {
+  if (r.done()) return false;
+  const uint8_t tag = (uint8_t)*r.pos();
+  switch (tag) {
+    case kFalse: case kTrue: r.u8(); out->assign_scalar(Kind::Bool, tag == kTrue); return true;
+    case kInt: r.u8(); out->assign_scalar(Kind::Int, unzigzag(r.varint())); return true;
+    case kTimestamp: r.u8(); out->assign_scalar(Kind::Timestamp, unzigzag(r.varint())); return true;
+    case kText: r.u8(); out->assign_string(Kind::Text, r.str()); return true;
+    case kBytes: r.u8(); out->assign_string(Kind::Bytes, r.str()); return true;
+    default: return false;
+  }
+}
 // Steps over one value; a damaged one (nested too deeply, a length beyond
 // the document) fails the reader.
 void skip_value(Reader& r, int depth = 0);

@@ -2,6 +2,7 @@
 // are field names; json fields hold any of Null/Bool/Int/Float/Text/List/Object.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <string>
 #include <string_view>
@@ -127,11 +128,12 @@ class Value {
     i_ = i;
   }
   // Text or bytes written over this value, into the storage of the string it
-  // holds when it holds one.
+  // holds when it holds one (`s` must not lie inside this value).
   void assign_string(Kind k, std::string_view s) {
     if (kind_ == Kind::Text || kind_ == Kind::Bytes) {
       kind_ = k;
-      s_.assign(s.data(), s.size());
+      s_.clear();  // then an append into the storage it has: no overlap to check, unlike assign
+      s_.append(s.data(), s.size());
       return;
     }
     destroy();
@@ -173,13 +175,28 @@ class Value {
   static const std::vector<std::string> kNoKeys;
   static const std::vector<float> kNoFloats;
 
-  // Keys are mostly short: compared here, byte by byte, with no call.
+  // Keys are mostly short: compared here with no call, up to 16 bytes as
+  // two words that may overlap (every load inside both keys).
   static bool same_key(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    if (a.size() > 16) return a == b;
-    for (size_t i = 0; i < a.size(); i++)
-      if (a[i] != b[i]) return false;
-    return true;
+    const size_t n = a.size();
+    if (n != b.size()) return false;
+    const char *x = a.data(), *y = b.data();
+    if (n >= 8) {
+      if (n > 16) return a == b;
+      return load_word<uint64_t>(x) == load_word<uint64_t>(y) &&
+             load_word<uint64_t>(x + n - 8) == load_word<uint64_t>(y + n - 8);
+    }
+    if (n >= 4)
+      return load_word<uint32_t>(x) == load_word<uint32_t>(y) &&
+             load_word<uint32_t>(x + n - 4) == load_word<uint32_t>(y + n - 4);
+    if (n == 0) return true;
+    return x[0] == y[0] && x[n / 2] == y[n / 2] && x[n - 1] == y[n - 1];
+  }
+  template <typename W>
+  static W load_word(const char* p) {
+    W w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
   }
   static Value scalar(Kind k, int64_t i) {
     Value v;

@@ -254,3 +254,62 @@ TEST_CASE("float_as_shortest_double: the double of the float's shortest decimal 
   CHECK(diff == 0);
   CHECK(checked > 3000000);
 }
+
+TEST_CASE("varints of every length read the same with room after them and at the very end; cut ones fail") {
+  const uint64_t values[] = {0, 1, 127, 128, 300, 16383, 16384, (1ull << 35) + 5, (1ull << 56) - 1, ~0ull};
+  for (uint64_t v : values) {
+    std::string enc;
+    put_varint(enc, v);
+    for (size_t room : {size_t(0), size_t(12)}) {  // the bounded loop at the end, the unbounded one with room
+      std::string buf = enc + std::string(room, '\x7f');
+      Reader r(buf);
+      CHECK(r.varint() == v);
+      CHECK(r.ok());
+      CHECK(r.left() == room);
+    }
+    for (size_t n = 0; n < enc.size(); n++) {
+      Reader r(enc.data(), n);
+      r.varint();
+      CHECK_FALSE(r.ok());
+    }
+  }
+  // Eleven continuation bytes: longer than any 64-bit varint, with room or not.
+  for (size_t room : {size_t(0), size_t(12)}) {
+    std::string buf = std::string(11, '\x80') + std::string(room, '\x01');
+    Reader r(buf);
+    r.varint();
+    CHECK_FALSE(r.ok());
+  }
+}
+
+TEST_CASE("keys of every length up to 20 are told apart at every byte") {
+  for (size_t n = 0; n <= 20; n++) {
+    std::string key(n, 'k');
+    for (size_t i = 0; i < n; i++) key[i] = (char)('a' + i);
+    Value o = Value::object();
+    std::vector<std::string> others;
+    for (size_t i = 0; i < n; i++) {  // the key with one byte changed, each placed before it
+      std::string other = key;
+      other[i] = 'Z';
+      o.append(other, Value::integer(-1 - (int64_t)i));
+      others.push_back(other);
+    }
+    o.append(key + "x", Value::integer(-100));  // longer by one
+    o.append(key, Value::integer((int64_t)n));
+    REQUIRE(o.get(key) != nullptr);
+    CHECK(o.get(key)->as_int() == (int64_t)n);
+    for (size_t i = 0; i < n; i++) CHECK(o.get(others[i])->as_int() == -1 - (int64_t)i);
+    std::string absent = key + "y";
+    CHECK(o.get(absent) == nullptr);
+    // member() keeps an equal key and rewrites a differing one.
+    Value row = Value::object();
+    row.member(0, key) = Value::integer(1);
+    for (size_t i = 0; i < n; i++) {
+      row.member(0, others[i]);
+      CHECK(row.get(others[i]) != nullptr);
+      CHECK(row.get(key) == nullptr);
+      row.member(0, key);
+      CHECK(row.get(key) != nullptr);
+    }
+  }
+}
