@@ -1539,7 +1539,7 @@ int main(int argc, char** argv) {
   md += "One writer lands pairs of documents in one transaction each (n = x and n = -x, in the target's sync mode) "
         "while the main thread runs `get t select count(*), sum(n)` / `SELECT count(*), sum(n) FROM t` five times, "
         "0.2 s apart, after one run with no writer. Every answer is checked to be a whole state (the sum as alone, "
-        "the count off by whole pairs). kitfox runs the aggregate pinned: it copies the collection's id index under "
+        "the count off by whole pairs). kitfox runs the aggregate pinned: it takes the collection's id index (its blocks shared, not copied) under "
         "the shared lock, then reads with no lock held.\n\n";
   md += "| engine | aggregate (median) | alone | writes during | the writer's worst wait during | between |\n";
   md += "| --- | ---: | ---: | ---: | ---: | ---: |\n";

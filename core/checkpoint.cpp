@@ -71,7 +71,6 @@ static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string h
 template <typename Body>
 static Status append_docs(std::string& out, uint32_t cid, const IdIndex& from, Body&& body, IdEntries* ids,
                           std::vector<uint64_t>* was, uint64_t* records) {
-  ids->reserve(from.size());
   was->reserve(from.size());
   std::string chunk;
   std::vector<std::pair<int64_t, uint64_t>> pending;  // id, offset in chunk
@@ -105,7 +104,7 @@ static Status append_docs(std::string& out, uint32_t cid, const IdIndex& from, B
   std::string ib;
   put_varint(ib, cid);
   put_u64(ib, ids->size());
-  ib.append((const char*)ids->data(), ids->size() * sizeof(IdEntry));
+  ids->for_each_run([&](const IdEntry* e, size_t n) { ib.append((const char*)e, n * sizeof(IdEntry)); });
   append_record(out, format::kIdIndex, ib);
   (*records)++;
   return Status::ok();
@@ -279,7 +278,7 @@ Status Engine::begin_image(NewImage* img, bool carry) {
       index->pin(&vp.pin);
     }
     if (carry) {
-      pin_ids(c->ids, &ic.pinned);
+      ic.pinned.copy_from(c->ids);  // its blocks shared, not copied (id_index.h)
     } else {
       ic.built = true;
       KF_TRY(append_collection(img, ic, c->ids, now, refers_to_tables(*c) ? c.get() : nullptr));
@@ -297,7 +296,7 @@ Status Engine::finish_image(NewImage* img) {
   for (ImageColl& ic : img->colls) {
     if (ic.built) continue;
     KF_TRY(append_collection(img, ic, ic.pinned, img->view, nullptr));
-    unpin(&ic.pinned);
+    ic.pinned.clear();  // the blocks it shared let go
   }
   std::string end;
   put_u64(end, img->seq);
@@ -394,7 +393,9 @@ void Engine::switch_image(NewImage& img) {
       continue;
     }
     if (img.segment)
-      for (IdEntry& e : ic.ids) e.loc = Arena::loc(img.segment, e.loc);
+      ic.ids.for_each_run_mut([&](IdEntry* e, size_t n) {
+        for (size_t i = 0; i < n; i++) e[i].loc = Arena::loc(img.segment, e[i].loc);
+      });
     c->ids.swap_in(ic.ids);  // the old entries freed with img
     for (const TableAt& t : img.tables)
       if (t.coll == ic.id) c->vindex.at(t.field)->rebase(base + t.table, base + t.links);

@@ -252,10 +252,6 @@ Stats Engine::stats() {
     std::lock_guard g(queue_mu_);
     s.queued_writes = queued_;
   }
-  {
-    std::lock_guard g(pin_mu_);
-    for (auto& v : spare_ids_) s.memory_bytes += v.capacity() * sizeof(IdEntry);
-  }
   for (auto& [name, c] : colls_) {
     s.memory_bytes += c->ids.memory_bytes();
     for (auto& [fid, index] : c->vindex) s.memory_bytes += index->memory_bytes();

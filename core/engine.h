@@ -204,10 +204,6 @@ class Engine {
   Status execute_read(const Prepared& p, Collection* c, const std::vector<Value>& params, QueryResult* out,
                       std::shared_lock<FairSharedMutex>* lock = nullptr);
   bool pinnable(const Collection& c, const class Plan& plan) const;
-  // A copy of a collection's id index for a pin (a pinned read, a
-  // checkpoint), in memory a former pin used; unpin() gives the memory back.
-  void pin_ids(const IdIndex& from, IdIndex* to);
-  void unpin(IdIndex* ids);
   // A write statement's ops into *batch (left empty when it changes
   // nothing) and its answer into *out; nothing lands: the caller commits
   // the batch. Under the write lock. `owned`: st itself, when nothing else
@@ -357,11 +353,6 @@ class Engine {
   // definition: a prepared statement bound at an older one is bound again.
   std::atomic<uint64_t> catalog_version_{1};
   StatementCache cache_;
-  // The id index copies of finished pins, kept for the next (at most two):
-  // a fresh copy of a million entries spends most of its time faulting
-  // pages in, under the lock that holds the writers.
-  std::mutex pin_mu_;
-  std::vector<IdEntries> spare_ids_;
   Status bound(Prepared& p);
   std::map<std::string, std::unique_ptr<Collection>, std::less<>> colls_;
   std::map<uint32_t, Collection*> by_id_;

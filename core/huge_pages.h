@@ -141,8 +141,8 @@ class GrowBuffer {
 
 // An array of trivially copyable T that grows at its end on a GrowBuffer:
 // growing copies nothing (mremap), so an append never copies the whole array
-// (a collection's id index: 16 MiB at a million documents, which a
-// std::vector's doubling copied inside one write). On small pages unless
+// (a vector index's per-node arrays, which a std::vector's doubling copied
+// inside one write). On small pages unless
 // made with HugePages{} (an array read at random by searches: a graph's
 // lists), since on small pages a write that touches a new page never waits
 // for the kernel to compact memory into a huge one. The few members its

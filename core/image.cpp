@@ -253,8 +253,8 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
       uint64_t n = rd.u64();
       std::string_view raw = rd.bytes(n * sizeof(IdEntry));
       if (!rd.ok()) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
-      IdEntries v(n);
-      if (n) memcpy(v.data(), raw.data(), raw.size());
+      IdEntries v;
+      v.append(raw.data(), n);
       (*idx)[cid] = std::move(v);
       break;
     }
@@ -501,7 +501,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
         report_.index_rebuilt = true;
         report_.warnings.push_back("the id index of collection '" + coll->def.name + "' did not match its documents and was rebuilt");
       }
-      IdEntries v;
+      std::vector<IdEntry> v;
       bytes_total = 0;
       for (const RecordView& d : docs_records) {
         Reader rd(d.body);
@@ -516,7 +516,9 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
         if (!rd.ok()) return Status(Code::Corrupt, "documents cut short " + at(d.offset));
       }
       std::sort(v.begin(), v.end(), [](const IdEntry& a, const IdEntry& b) { return a.id < b.id; });
-      it = idx.insert_or_assign(cid, std::move(v)).first;
+      IdEntries rebuilt;
+      rebuilt.append(v.data(), v.size());
+      it = idx.insert_or_assign(cid, std::move(rebuilt)).first;
     }
     coll->bytes = bytes_total;
     coll->ids.assign(std::move(it->second));

@@ -12,9 +12,10 @@
 namespace kitfox {
 
 // A read that scans a whole collection runs pinned: under the shared lock
-// it copies what it reads (the collection's definition and id index, 16
-// bytes a document, and its view of the arena, whose bytes never move),
-// lets the lock go and scans the copy, so writers need not wait for it. It
+// it copies what it reads (the collection's definition, its id index's
+// blocks shared by reference, not copied, and its view of the arena, whose
+// bytes never move), lets the lock go and scans the copy, so writers need
+// not wait for it. It
 // answers what it would have under the lock. A document's reference into a
 // vector table points into the part an image holds, which no write changes
 // and the view keeps alive: the copy resolves it there. Reads an index
@@ -32,24 +33,6 @@ bool Engine::pinnable(const Collection& c, const Plan& plan) const {
     if (!index->image_table(&t)) return false;
   return true;
 }
-
-void Engine::pin_ids(const IdIndex& from, IdIndex* to) {
-  IdEntries storage;
-  {
-    std::lock_guard g(pin_mu_);
-    if (!spare_ids_.empty()) {
-      storage = std::move(spare_ids_.back());
-      spare_ids_.pop_back();
-    }
-  }
-  to->copy_from(from, std::move(storage));
-}
-
-void Engine::unpin(IdIndex* ids) {
-  IdEntries storage = ids->take_storage();
-  std::lock_guard g(pin_mu_);
-  if (spare_ids_.size() < 2) spare_ids_.push_back(std::move(storage));
-}  // else freed here, after the lock
 
 Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vector<Value>& params, QueryResult* out,
                             std::shared_lock<FairSharedMutex>* lock) {
@@ -112,13 +95,6 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   KF_TRY(plan_get(x, &res.rows, &p));
   // Pinned: the same plan over a copy, with no lock held.
   std::unique_ptr<Collection> snap;
-  struct Unpin {
-    Engine& e;
-    std::unique_ptr<Collection>& snap;
-    ~Unpin() {
-      if (snap) e.unpin(&snap->ids);
-    }
-  } unpin_at_end{*this, snap};
   Arena::View view;
   std::unique_ptr<Plan> plan2;
   std::unique_ptr<ExecContext> x2;
@@ -128,7 +104,7 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
     snap->def = c->def;
     snap->def.secondary.clear();  // its scan needs none (and may not build one unlocked)
     snap->next_id = c->next_id;
-    pin_ids(c->ids, &snap->ids);
+    snap->ids.copy_from(c->ids);  // its blocks shared, not copied (id_index.h)
     snap->bytes = c->bytes;
     for (auto& [fid, index] : c->vindex) index->image_table(&snap->pinned_tables[fid]);
     view = arena_.view();

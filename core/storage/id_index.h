@@ -12,6 +12,13 @@
 // old overlay, and a new overlay. Ids above all of them append to what is
 // left of the old array, which the merge reaches last.
 //
+// The arrays are blocks of 16,384 entries (256 KiB), each shared by
+// reference count: a pinned read's copy (copy_from) takes the blocks, not
+// their entries, in microseconds, and a write that then changes a block a
+// copy shares copies that one block first (IdBlocks::own). A long read or a
+// checkpoint pinning a million documents so holds the lock for a few
+// dozen block references instead of a 16 MiB copy.
+//
 // Beside the array it keeps where every 64th entry's document was when the
 // entry came (a 128th of the array's bytes: 128 KiB at a million documents,
 // which stays in cache). A point read guesses from them where its document
@@ -22,6 +29,8 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "../huge_pages.h"
@@ -34,9 +43,120 @@ struct IdEntry {
   uint64_t loc;
 };
 
-// The sorted array of an id index: grown at its end with no copy
-// (huge_pages.h), so the common append never copies the whole index.
-using IdEntries = GrowArray<IdEntry>;
+// A sorted array of id entries in blocks of kBlock, shared between an index
+// and the pinned copies made of it (a copy of an IdBlocks shares its
+// blocks). Writing an entry, or appending into a block, first gives the
+// block to this array alone (own): a copy of it when another shares it. So
+// the common append never copies the whole array, and a pin never does.
+class IdBlocks {
+ public:
+  static constexpr size_t kShift = 14, kBlock = size_t{1} << kShift, kMask = kBlock - 1;
+
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const IdEntry& operator[](size_t i) const { return at_[i >> kShift][i & kMask]; }
+  const IdEntry& front() const { return (*this)[0]; }
+  const IdEntry& back() const { return (*this)[n_ - 1]; }
+  // The entry to write: its block copied first if another array shares it.
+  IdEntry& mut(size_t i) {
+    own(i >> kShift);
+    return at_[i >> kShift][i & kMask];
+  }
+  void push_back(const IdEntry& e) {
+    room(1);
+    at_[n_ >> kShift][n_ & kMask] = e;
+    n_++;
+  }
+  // n entries from p, which need not be aligned (an image's bytes).
+  void append(const void* p, size_t n) {
+    const char* from = static_cast<const char*>(p);
+    while (n) {
+      const size_t at = n_ & kMask, k = std::min(n, kBlock - at);
+      room(k);
+      std::memcpy(at_[n_ >> kShift] + at, from, k * sizeof(IdEntry));
+      n_ += k;
+      from += k * sizeof(IdEntry);
+      n -= k;
+    }
+  }
+  void clear() {
+    blocks_.clear();
+    at_.clear();
+    n_ = first_cap_ = 0;
+  }
+  void swap(IdBlocks& o) noexcept {
+    blocks_.swap(o.blocks_);
+    at_.swap(o.at_);
+    std::swap(n_, o.n_);
+    std::swap(first_cap_, o.first_cap_);
+  }
+  // f(entries, count) over the array's runs in order; the mutable form
+  // owns each block first.
+  template <typename F>
+  void for_each_run(F&& f) const {
+    for (size_t b = 0; b * kBlock < n_; b++) f((const IdEntry*)at_[b], std::min(kBlock, n_ - b * kBlock));
+  }
+  template <typename F>
+  void for_each_run_mut(F&& f) {
+    for (size_t b = 0; b * kBlock < n_; b++) {
+      own(b);
+      f(at_[b], std::min(kBlock, n_ - b * kBlock));
+    }
+  }
+  // The bytes of its blocks, and of those no other array shares.
+  size_t memory_bytes() const { return bytes_of(blocks_.size(), [](size_t) { return true; }); }
+  size_t owned_bytes() const {
+    return bytes_of(blocks_.size(), [&](size_t b) { return blocks_[b].use_count() == 1; });
+  }
+
+ private:
+  using Block = std::shared_ptr<IdEntry[]>;
+  size_t cap(size_t b) const { return b ? kBlock : first_cap_; }
+  template <typename F>
+  size_t bytes_of(size_t n, F&& counted) const {
+    size_t bytes = 0;
+    for (size_t b = 0; b < n; b++) bytes += counted(b) ? cap(b) * sizeof(IdEntry) : 0;
+    return bytes;
+  }
+  // Room for k more entries in the block n_ is in (k fits in it), that
+  // block this array's own. The first block starts small and doubles, so
+  // a small collection takes little; the others are whole.
+  void room(size_t k) {
+    const size_t b = n_ >> kShift, need = (n_ & kMask) + k;
+    if (b == blocks_.size()) {
+      const size_t c = b ? kBlock : std::min(kBlock, std::max<size_t>(need, 16));
+      at_.push_back(nullptr);
+      blocks_.emplace_back();
+      place(b, c);
+    } else if (need > cap(b)) {
+      place(b, std::min(kBlock, std::max(need, 2 * cap(b))));
+    } else {
+      own(b);
+    }
+  }
+  // Block b in new memory of c entries, holding what it held.
+  void place(size_t b, size_t c) {
+    Block nb(new IdEntry[c]);  // not zeroed: entries are written before they are read
+    const size_t used = std::min(kBlock, n_ - std::min(n_, b * kBlock));
+    if (used) std::memcpy(nb.get(), at_[b], used * sizeof(IdEntry));
+    at_[b] = nb.get();
+    blocks_[b] = std::move(nb);
+    if (b == 0) first_cap_ = c;
+  }
+  // Only an index's own thread under the write lock writes or copies an
+  // IdBlocks, and a copy shares blocks only while it lives: a count read
+  // as shared that a pin's end has just dropped costs a needless copy.
+  void own(size_t b) {
+    if (blocks_[b].use_count() != 1) place(b, cap(b));
+  }
+  std::vector<Block> blocks_;
+  std::vector<IdEntry*> at_;  // each block's entries, without the count beside them
+  size_t n_ = 0;
+  size_t first_cap_ = 0;  // entries block 0 has room for
+};
+
+// The entries an image or a checkpoint hands an index.
+using IdEntries = IdBlocks;
 
 class IdIndex {
  public:
@@ -57,35 +177,21 @@ class IdIndex {
     dead_ = 0;
   }
 
-  // A copy of `o` whose sorted array is kept in `storage` (memory a former
-  // copy used: copying into pages already touched costs a fifth of fresh
-  // ones); take_storage() hands it back. A copy of an index in the middle of
-  // a merge is one array and an overlay.
-  void copy_from(const IdIndex& o, IdEntries&& storage) {
-    base_ = std::move(storage);
-    end_merge();
-    if (!o.merging_) {
-      base_.assign(o.base_.begin(), o.base_.end());
-      extra_ = o.extra_;
-      dead_ = o.dead_;
-    } else {
-      base_.clear();
-      base_.reserve(o.live_);
-      o.scan([&](const IdEntry& e) {
-        base_.push_back(e);
-        return true;
-      });
-      extra_.clear();
-      dead_ = 0;
-    }
+  // A copy of `o` for a pinned read: it shares o's blocks (IdBlocks), so it
+  // costs a reference a block and a copy of the small overlays, and a write
+  // to `o` after it copies the block it changes. A copy of an index in the
+  // middle of a merge is in the same middle.
+  void copy_from(const IdIndex& o) {
+    base_ = o.base_;
+    old_ = o.old_;
+    extra_ = o.extra_;
+    oext_ = o.oext_;
+    oi_ = o.oi_;
+    oj_ = o.oj_;
+    merging_ = o.merging_;
     live_ = o.live_;
+    dead_ = o.dead_;
     hint_.clear();  // a pinned read's copy: it guesses nothing (likely_loc)
-  }
-  IdEntries take_storage() {
-    IdEntries out;
-    out.swap(base_);
-    clear();
-    return out;
   }
 
   // Replaces the contents with sorted, unique, live entries; `sorted` gets
@@ -98,18 +204,11 @@ class IdIndex {
     dead_ = 0;
     rehint();
   }
-  void assign(IdEntries sorted) {
-    base_ = std::move(sorted);
-    extra_.clear();
-    end_merge();
-    live_ = base_.size();
-    dead_ = 0;
-    rehint();
-  }
+  void assign(IdEntries sorted) { swap_in(sorted); }
 
   const uint64_t* find(int64_t id) const {
     if (const IdEntry* e = marked_slot(id)) return e->loc == kDead ? nullptr : &e->loc;
-    if (const IdEntry* e = locate(extra_.data(), extra_.size(), id)) return &e->loc;
+    if (const IdEntry* e = locate_in(extra_, 0, id)) return &e->loc;
     return nullptr;
   }
 
@@ -120,7 +219,7 @@ class IdIndex {
       if (merging_) old_.push_back({id, loc});
       else push_base({id, loc});
       live_++;
-    } else if (IdEntry* e = const_cast<IdEntry*>(marked_slot(id))) {
+    } else if (IdEntry* e = marked_slot_mut(id)) {
       old = e->loc;
       e->loc = loc;
       if (old == kDead) {
@@ -146,7 +245,7 @@ class IdIndex {
   // (a guess, see likely_loc) so that its load starts beside the entry's.
   template <typename F>
   const uint64_t* find(int64_t id, F&& ahead) const {
-    if (const size_t g = first_probe(base_.data(), base_.size(), id); g != kNoProbe) {
+    if (const size_t g = first_probe(base_, 0, base_.size(), id); g != kNoProbe) {
       if (const uint64_t l = guess_at(g); l != kDead) ahead(l);
       const IdEntry& e = base_[g];
       if (e.id == id) return e.loc == kDead ? nullptr : &e.loc;
@@ -160,7 +259,7 @@ class IdIndex {
   template <typename F>
   void prefetch(int64_t id, F&& ahead) const {
     if constexpr (port::kPrefetch) {
-      const size_t g = first_probe(base_.data(), base_.size(), id);
+      const size_t g = first_probe(base_, 0, base_.size(), id);
       if (g == kNoProbe) return;
       port::prefetch(&base_[g], sizeof(IdEntry));
       if (const uint64_t l = guess_at(g); l != kDead) ahead(l);
@@ -168,20 +267,24 @@ class IdIndex {
   }
   // Where the document of `id` likely is, or kDead for no guess.
   uint64_t likely_loc(int64_t id) const {
-    const size_t g = first_probe(base_.data(), base_.size(), id);
+    const size_t g = first_probe(base_, 0, base_.size(), id);
     return g == kNoProbe ? kDead : guess_at(g);
   }
 
   // Moves id to `to` if it is still at `from` (a checkpoint's new image
   // taking the place of a document no write changed since its pin).
   void move_if_at(int64_t id, uint64_t from, uint64_t to) {
-    if (uint64_t* l = const_cast<uint64_t*>(find(id)); l && *l == from) *l = to;
+    if (IdEntry* e = marked_slot_mut(id)) {
+      if (e->loc == from) e->loc = to;  // a marked one is at kDead, never `from`
+    } else if (auto it = overlay_at(id); it != extra_.end() && it->id == id && it->loc == from) {
+      it->loc = to;
+    }
   }
 
   // Removes; returns the previous location or kDead.
   uint64_t erase(int64_t id) {
     uint64_t old = kDead;
-    if (IdEntry* e = const_cast<IdEntry*>(marked_slot(id))) {
+    if (IdEntry* e = marked_slot_mut(id)) {
       old = e->loc;
       if (old != kDead) {
         e->loc = kDead;
@@ -206,32 +309,37 @@ class IdIndex {
   // Visits live entries in ascending id order until f returns false.
   template <typename F>
   void scan(F&& f) const {
-    // Up to four sorted parts, merged as they are read.
-    struct Part {
-      const IdEntry* at;
-      const IdEntry* end;
-    } parts[4];
-    int n = 0;
-    auto add = [&](const IdEntry* p, size_t k) {
-      if (k) parts[n++] = {p, p + k};
-    };
-    add(base_.data(), base_.size());
-    if (merging_) {
-      add(old_.data() + oi_, old_.size() - oi_);
-      add(oext_.data() + oj_, oext_.size() - oj_);
-    }
-    add(extra_.data(), extra_.size());
-    if (n == 1) {  // the array alone, as it mostly is
-      for (const IdEntry* e = parts[0].at; e != parts[0].end; ++e)
-        if (e->loc != kDead && !f(*e)) return;
+    if (!merging_ && extra_.empty()) {  // the array alone, as it mostly is
+      bool go = true;
+      base_.for_each_run([&](const IdEntry* e, size_t n) {
+        for (size_t i = 0; i < n && go; i++)
+          if (e[i].loc != kDead && !f(e[i])) go = false;
+      });
       return;
     }
+    // Up to four sorted parts, merged as they are read.
+    struct Part {
+      const IdBlocks* blocks;
+      const IdEntry* flat;
+      size_t at, end;
+      const IdEntry& cur() const { return blocks ? (*blocks)[at] : flat[at]; }
+    } parts[4];
+    int n = 0;
+    auto add = [&](const IdBlocks* b, const IdEntry* flat, size_t from, size_t end) {
+      if (from < end) parts[n++] = {b, flat, from, end};
+    };
+    add(&base_, nullptr, 0, base_.size());
+    if (merging_) {
+      add(&old_, nullptr, oi_, old_.size());
+      add(nullptr, oext_.data(), oj_, oext_.size());
+    }
+    add(nullptr, extra_.data(), 0, extra_.size());
     while (n) {
       int m = 0;
       for (int i = 1; i < n; i++)
-        if (parts[i].at->id < parts[m].at->id) m = i;
-      const IdEntry& e = *parts[m].at++;
-      if (parts[m].at == parts[m].end) parts[m] = parts[--n];
+        if (parts[i].cur().id < parts[m].cur().id) m = i;
+      const IdEntry& e = parts[m].cur();
+      if (++parts[m].at == parts[m].end) parts[m] = parts[--n];
       if (e.loc == kDead) continue;
       if (!f(e)) return;
     }
@@ -240,47 +348,69 @@ class IdIndex {
   // Entries a merge under way has still to move (0 when none is).
   size_t merge_left() const { return merging_ ? (old_.size() - oi_) + (oext_.size() - oj_) : 0; }
 
-  // What its pages hold (the arrays' mappings are reserved ahead, untouched).
+  // What its memory holds, blocks shared with pinned copies included.
   size_t memory_bytes() const {
-    return (base_.size() + old_.size() + extra_.capacity() + oext_.capacity()) * sizeof(IdEntry) +
+    return base_.memory_bytes() + old_.memory_bytes() + (extra_.capacity() + oext_.capacity()) * sizeof(IdEntry) +
            hint_.capacity() * sizeof(uint64_t);
   }
+  // The bytes of its blocks no pinned copy shares (tests).
+  size_t owned_block_bytes() const { return base_.owned_bytes() + old_.owned_bytes(); }
 
  private:
   static constexpr size_t kHintEvery = 64;
   static constexpr size_t kNoProbe = ~size_t{0};
 
-  // Where the id would be if ids were evenly spread (auto ids are: the probe
-  // finds them with one memory access instead of the ~17 of a binary search
-  // over 100k entries); kNoProbe when it is outside v's ids or v holds one.
-  static size_t first_probe(const IdEntry* v, size_t n, int64_t id) {
-    if (n == 0 || id < v[0].id || id > v[n - 1].id) return kNoProbe;
-    uint64_t span = (uint64_t)v[n - 1].id - (uint64_t)v[0].id;
+  // Where the id would be among v[from, end) if ids were evenly spread (auto
+  // ids are: the probe finds them with one memory access instead of the ~17
+  // of a binary search over 100k entries); kNoProbe when it is outside
+  // their ids or they hold one. V: IdBlocks or a std::vector.
+  template <typename V>
+  static size_t first_probe(const V& v, size_t from, size_t end, int64_t id) {
+    if (from >= end || id < v[from].id || id > v[end - 1].id) return kNoProbe;
+    uint64_t span = (uint64_t)v[end - 1].id - (uint64_t)v[from].id;
     if (!span) return kNoProbe;
-    size_t g = (size_t)((double)((uint64_t)id - (uint64_t)v[0].id) / (double)span * (double)(n - 1));
-    return g >= n ? n - 1 : g;
+    const size_t n = end - from;
+    size_t g = (size_t)((double)((uint64_t)id - (uint64_t)v[from].id) / (double)span * (double)(n - 1));
+    return from + (g >= n ? n - 1 : g);
   }
 
-  // The first probe, then a binary search on its side.
-  static const IdEntry* locate(const IdEntry* v, size_t n, int64_t id) {
-    if (n == 0 || id < v[0].id || id > v[n - 1].id) return nullptr;
-    size_t lo = 0, hi = n;
-    if (size_t g = first_probe(v, n, id); g != kNoProbe) {
-      if (v[g].id == id) return &v[g];
+  // The index of id among v[from, end): the first probe, then a binary
+  // search on its side; kNoProbe when absent.
+  template <typename V>
+  static size_t locate(const V& v, size_t from, size_t end, int64_t id) {
+    if (from >= end || id < v[from].id || id > v[end - 1].id) return kNoProbe;
+    size_t lo = from, hi = end;
+    if (size_t g = first_probe(v, from, end, id); g != kNoProbe) {
+      if (v[g].id == id) return g;
       if (v[g].id < id) lo = g + 1;
       else hi = g;
     }
-    const IdEntry* it = std::lower_bound(v + lo, v + hi, id, [](const IdEntry& e, int64_t x) { return e.id < x; });
-    return it != v + hi && it->id == id ? it : nullptr;
+    while (lo < hi) {  // the first entry not below id
+      const size_t mid = lo + (hi - lo) / 2;
+      if (v[mid].id < id) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < end && v[lo].id == id ? lo : kNoProbe;
+  }
+  static const IdEntry* locate_in(const std::vector<IdEntry>& v, size_t from, int64_t id) {
+    const size_t i = locate(v, from, v.size(), id);
+    return i == kNoProbe ? nullptr : &v[i];
   }
 
   // The entry of id in a part that marks deletions (the arrays, and the
   // old overlay while merged), dead or alive; null when it is in none.
   const IdEntry* marked_slot(int64_t id) const {
-    if (const IdEntry* e = locate(base_.data(), base_.size(), id)) return e;
+    if (size_t i = locate(base_, 0, base_.size(), id); i != kNoProbe) return &base_[i];
     if (!merging_) return nullptr;
-    if (const IdEntry* e = locate(old_.data() + oi_, old_.size() - oi_, id)) return e;
-    return locate(oext_.data() + oj_, oext_.size() - oj_, id);
+    if (size_t i = locate(old_, oi_, old_.size(), id); i != kNoProbe) return &old_[i];
+    return locate_in(oext_, oj_, id);
+  }
+  // The same entry to write (its block this index's alone first).
+  IdEntry* marked_slot_mut(int64_t id) {
+    if (size_t i = locate(base_, 0, base_.size(), id); i != kNoProbe) return &base_.mut(i);
+    if (!merging_) return nullptr;
+    if (size_t i = locate(old_, oi_, old_.size(), id); i != kNoProbe) return &old_.mut(i);
+    return const_cast<IdEntry*>(locate_in(oext_, oj_, id));  // the overlays are this index's own
   }
   // Where id is or would go in the overlay.
   std::vector<IdEntry>::iterator overlay_at(int64_t id) {
@@ -289,9 +419,9 @@ class IdIndex {
 
   // True when id is above every id held (live or marked).
   bool above_all(int64_t id) const {
-    auto below = [&](const IdEntry* v, size_t n) { return n == 0 || v[n - 1].id < id; };
-    if (!below(base_.data(), base_.size()) || !below(extra_.data(), extra_.size())) return false;
-    return !merging_ || (below(old_.data() + oi_, old_.size() - oi_) && below(oext_.data() + oj_, oext_.size() - oj_));
+    auto below = [&](const auto& v, size_t from) { return from >= v.size() || v[v.size() - 1].id < id; };
+    if (!below(base_, 0) || !below(extra_, 0)) return false;
+    return !merging_ || (below(old_, oi_) && below(oext_, oj_));
   }
 
   void begin_merge() {
@@ -323,7 +453,7 @@ class IdIndex {
 
   void end_merge() {
     merging_ = false;
-    old_.release();
+    old_.clear();
     std::vector<IdEntry>().swap(oext_);
     oi_ = oj_ = 0;
   }
@@ -353,7 +483,7 @@ class IdIndex {
     for (size_t i = 0; i < base_.size(); i += kHintEvery) hint_.push_back(base_[i].loc);
   }
 
-  IdEntries base_;
+  IdBlocks base_;
   std::vector<uint64_t> hint_;  // base_[64 k].loc when it was appended (likely_loc)
   std::vector<IdEntry> extra_;  // small: merged past 1,024 + size / 32
   size_t live_ = 0;
@@ -361,7 +491,7 @@ class IdIndex {
   // A merge under way: what is left of the old array (from oi_) and of the
   // old overlay (from oj_).
   bool merging_ = false;
-  IdEntries old_;
+  IdBlocks old_;
   std::vector<IdEntry> oext_;
   size_t oi_ = 0, oj_ = 0;
 };
