@@ -124,6 +124,7 @@ class CountingFile final : public kitfox::File {
   std::unique_ptr<kitfox::Mapping> map(uint64_t size) override { return f_->map(size); }
   uint64_t read_chunk() const override { return f_->read_chunk(); }
   bool fills_ahead() const override { return f_->fills_ahead(); }
+  void write_behind(uint64_t offset, uint64_t n) override { f_->write_behind(offset, n); }
   kitfox::Status read(uint64_t off, void* buf, size_t n, size_t* got) override { return f_->read(off, buf, n, got); }
   kitfox::Status write(uint64_t off, const void* buf, size_t n) override { return f_->write(off, buf, n); }
   kitfox::Status sync() override {

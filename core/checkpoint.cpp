@@ -40,6 +40,8 @@ constexpr size_t kDocsChunkBytes = 4 << 20;  // documents go in records of about
 constexpr uint64_t kLastPiece = 256 << 10;
 constexpr int kCarryRounds = 8;
 constexpr size_t kMovePiece = 1 << 15;  // documents moved into the new image per hold of the write lock
+// Beside the writers the image is written in pieces of this size (write_image).
+constexpr size_t kImagePiece = 1 << 20;
 }  // namespace
 
 bool Engine::checkpoint_worthwhile(bool closing) const {
@@ -307,11 +309,28 @@ Status Engine::finish_image(NewImage* img) {
   return Status::ok();
 }
 
-// The image written to the side file and flushed.
+// The image written to the side file and flushed. Beside the writers it goes in pieces of 1 MiB, each started to the device
+// as it is written once the one before is there (File::write_behind): a
+// writer's flush of the log meanwhile queues behind a piece or two, not
+// behind the whole image as when the image's own flush wrote it all.
 Status Engine::write_image(NewImage* img) {
   KF_ASSIGN(img->file, fs_.open(img->side, OpenFlags{true, true}));
   KF_TRY(img->file->truncate(0));
-  KF_TRY(img->file->write(0, img->bytes.data(), img->bytes.size()));
+  const size_t piece = img->beside_writers ? kImagePiece : img->bytes.size();
+  for (size_t at = 0; at < img->bytes.size(); at += piece) {
+    const size_t n = std::min(piece, img->bytes.size() - at);
+    KF_TRY(img->file->write(at, img->bytes.data() + at, n));
+    if (img->beside_writers) img->file->write_behind(at, n);
+  }
+  // The log's first megabyte after it as zeros, flushed with it, where the
+  // log fills ahead (log.cpp): the first durable writes after the switch
+  // then write over bytes the file has, as every other does, instead of
+  // the first one writing and flushing that megabyte inside its write. A
+  // failed write of them only leaves that to the log.
+  if (img->beside_writers && opts_.sync == SyncMode::Always && img->file->fills_ahead()) {
+    const std::string zeros(kFillAhead, '\0');
+    if (img->file->write(img->bytes.size(), zeros.data(), zeros.size()).is_ok()) img->filled = img->bytes.size() + kFillAhead;
+  }
   return img->file->sync();
 }
 
@@ -351,7 +370,8 @@ void Engine::switch_image(NewImage& img) {
     sync_cv_.wait(lk, [&] { return !syncing_; });  // no flush may be running on the file that goes
     std::swap(file_, img.file);  // the old file is closed with img, after the lock (freeing its blocks takes time)
     synced_seq_ = written_seq_ = seq_;  // the carried tail was flushed with the image
-    write_pos_ = written_end_ = filled_end_ = img.size + img.carried;
+    write_pos_ = written_end_ = img.size + img.carried;
+    filled_end_ = std::max(write_pos_, img.filled);
     fill_failed_ = false;
     last_sync_ms_ = port::now_ms();
   }
@@ -484,6 +504,7 @@ Status Engine::checkpoint() {
     KF_TRY(begin_image(&img, carry));
   }
   carrying_ = carry;
+  img.beside_writers = carry;  // built and written from here with no lock held
   if (carry) gate.unlock();  // writes go on, into the old file's tail
   Status st = finish_image(&img);
   if (st.is_ok()) st = write_image(&img);

@@ -297,6 +297,8 @@ class Engine {
     uint64_t carried = 0;        // bytes of the old tail copied after the image
     uint32_t segment = 0;        // the image's arena segment after the switch
     bool keep_old = false;       // a collection still refers to the pin's segments
+    bool beside_writers = false; // built and written with no lock held, writes landing meanwhile
+    uint64_t filled = 0;         // zeros written after the image up to here, for the log to come (log.cpp, fill_ahead)
     std::vector<ImageColl*> to_move;
   };
   Status begin_image(NewImage* img, bool carry);

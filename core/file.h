@@ -48,6 +48,17 @@ class File {
   // not. The engine then writes its log's next megabyte as zeros before the
   // writes come (`always` mode).
   virtual bool fills_ahead() const { return false; }
+  // Waits until what was written before `offset` is on the device, then
+  // starts writing [offset, offset + n), already written, without waiting
+  // for it (sync_file_range on Linux). A file written so, piece by piece,
+  // never has more than a piece or two on their way: a flush of another
+  // file meanwhile (the log's) queues behind those, not behind all of it,
+  // and its own sync() has little left. Advice: nothing where there is no
+  // such call.
+  virtual void write_behind(uint64_t offset, uint64_t n) {
+    (void)offset;
+    (void)n;
+  }
 };
 
 struct OpenFlags {

@@ -245,6 +245,18 @@ class PosixFile final : public File {
   }
 
   bool fills_ahead() const override { return true; }
+  void write_behind(uint64_t offset, uint64_t n) override {
+#if defined(__linux__)
+    // What was started before it first written (a piece or two in flight at
+    // most, so another file's flush never queues behind many), then this.
+    // Advice: an error changes nothing.
+    if (offset) (void)::sync_file_range(fd_, 0, (off_t)offset, SYNC_FILE_RANGE_WAIT_BEFORE);
+    (void)::sync_file_range(fd_, (off_t)offset, (off_t)n, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)offset;
+    (void)n;
+#endif
+  }
 
   Status sync() override {
     int rc;

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "file.h"
 
@@ -32,6 +34,8 @@ struct Faults {
   // was not flushed whole (a crash after it could lose what it holds).
   std::map<std::string, bool> dirty;
   int unflushed_replaces = 0;
+  // File::write_behind calls: file, offset, bytes.
+  std::vector<std::tuple<std::string, uint64_t, uint64_t>> behind;
   void hold(bool on) {
     std::lock_guard g(m);
     held = on;
@@ -64,6 +68,13 @@ class FaultyFile : public File {
   FaultyFile(std::unique_ptr<File> f, Faults* x, std::string name) : f_(std::move(f)), x_(x), name_(std::move(name)) {}
   Status read(uint64_t o, void* b, size_t n, size_t* got) override { return f_->read(o, b, n, got); }
   bool fills_ahead() const override { return x_->fills_ahead; }
+  void write_behind(uint64_t o, uint64_t n) override {
+    {
+      std::lock_guard g(x_->m);
+      x_->behind.emplace_back(name_, o, n);
+    }
+    f_->write_behind(o, n);
+  }
   Status write(uint64_t o, const void* b, size_t n) override {
     if (x_->fail_write) return Status(Code::Io, "injected write failure");
     Status st = f_->write(o, b, n);

@@ -221,6 +221,50 @@ TEST_CASE("always mode writes zeros ahead of the log where the file says it pays
   again->close();
 }
 
+TEST_CASE("a checkpoint beside the writers writes its image in pieces, then zeros for the log to come") {
+  auto mem = make_memory_file_system();
+  Faults faults;
+  faults.fills_ahead = true;
+  FaultyFs fs(*mem, &faults);
+  auto db = open_db(fs, "db", always_no_checkpoint());
+  REQUIRE(db->query("create collection t (s text)").is_ok());
+  std::vector<Value> docs;
+  for (int i = 0; i < 3000; i++) {
+    Value d = Value::object();
+    d.append("s", Value::text(std::string(4000, (char)('a' + i % 26))));
+    docs.push_back(std::move(d));
+  }
+  REQUIRE(db->query("put t $1", {Value::list(std::move(docs))}).is_ok());
+  REQUIRE(db->checkpoint().is_ok());
+  // The side file (db~~: it carries the tail that lands beside it) got
+  // pieces of at most 1 MiB, one after another from its start, covering the
+  // image of 12 MB and more.
+  uint64_t next = 0, pieces = 0;
+  for (auto& [name, at, n] : faults.behind) {
+    if (name != "db~~") continue;
+    CHECK(at == next);
+    CHECK(n <= (1u << 20));
+    next = at + n;
+    pieces++;
+  }
+  CHECK(pieces >= 12);
+  CHECK(next >= 3000u * 4000u);
+  // After the image, a megabyte of zeros came with it: the next write goes
+  // over them, the file's size unchanged.
+  const uint64_t end = db->stats().file_bytes;
+  std::string bytes = read_file(*mem, "db");
+  REQUIRE(bytes.size() >= end + (1u << 19));
+  CHECK(bytes.find_first_not_of('\0', end) == std::string::npos);
+  const size_t size_then = bytes.size();
+  REQUIRE(db->query("put t {s: \"after\"}").is_ok());
+  CHECK(read_file(*mem, "db").size() == size_then);
+  CHECK(count(*db) == 3001);
+  db->close();
+  auto again = open_db(fs, "db", always_no_checkpoint());
+  CHECK(count(*again) == 3001);
+  CHECK(again->open_report().warnings.empty());
+}
+
 TEST_CASE("a flipped byte in the image refuses to open, naming the offset; recover keeps what came before") {
   auto fs = make_memory_file_system();
   make_db(*fs, 50, 0);
