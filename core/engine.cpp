@@ -96,8 +96,10 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, bool owned, Qu
     KF_TRY(bound(p));
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, owned ? &p.st : nullptr, &w.docs));
+    w.docs.rows_later = true;
   }
   KF_ASSIGN(*out, land(w));
+  if (w.docs.rows_later) w.docs.landed_rows(&out->rows);  // made here, beside the readers
   if (w.deferred && opts_.sync == SyncMode::Always) *durable_at = w.seq;
   return Status::ok();
 }
@@ -149,6 +151,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
         Status s = bound(*items[i].p);
         if (s.is_ok()) s = prepare_write(items[i].p->st, items[i].params, nullptr, &docs[i]);
         if (!s.is_ok()) return in_statement(i, s);
+        docs[i].rows_later = true;  // the puts' {id} rows made after the write lock
       }
     }
     std::unique_lock lk(mu_);
@@ -176,11 +179,16 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
       out.push_back(std::move(r));
     }
     in_txn_ = false;
+    auto rows = [&] {
+      for (size_t i = 0; i < out.size(); i++) docs[i].landed_rows(&out[i].rows);
+    };
     bool repaired = false;
     Status damaged = check_extents(&repaired);
     if (!damaged.is_ok() || dry_run) {
       rollback(undo_);
       if (!damaged.is_ok()) return damaged;
+      lk.unlock();
+      rows();
       return out;
     }
     if (!txn_.empty()) {
@@ -195,6 +203,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     undo_.clear();
     txn_.clear();
     lk.unlock();
+    rows();
     fill_ahead(write_pos_ - start);  // beside the readers
   }
   checkpoint_if_due();

@@ -139,7 +139,9 @@ Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>
   Collection* c = find(st.collection);
   if (!c) return no_collection(st.collection, st.collection_pos);
   Evaluator ev(params);
-  return prepare_documents(*this, *c, st, ev, owned, docs);
+  KF_TRY(prepare_documents(*this, *c, st, ev, owned, docs));
+  docs->coll = c;
+  return Status::ok();
 }
 
 Status Engine::execute_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
@@ -151,7 +153,7 @@ Status Engine::execute_write(const ParsedStatement& st, const std::vector<Value>
     case StmtKind::Insert:
     case StmtKind::Set:
     case StmtKind::Del: {
-      Collection* c = find(st.collection);
+      Collection* c = docs && docs->ready && docs->coll ? docs->coll : find(st.collection);
       if (!c) return no_collection(st.collection, st.collection_pos);
       return write_documents(*this, *c, st, ev, owned, docs, batch, out);
     }

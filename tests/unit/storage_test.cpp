@@ -819,11 +819,17 @@ TEST_CASE("a batch lands as one record; a failed write of it changes nothing in 
   FaultyFs fs(*mem, &faults);
   auto db = open_db(fs);
   REQUIRE(db->query("create collection t (n int)").is_ok());
-  REQUIRE(db->query("put t [{n: 1}, {n: 2}]").is_ok());
+  auto put = db->query("put t [{n: 1}, {n: 2}]");
+  REQUIRE(put.is_ok());
+  REQUIRE(put->rows.size() == 2);  // one {id} row a document, in order
+  CHECK(to_json(put->rows[0]) == "{\"id\":1}");
+  CHECK(to_json(put->rows[1]) == "{\"id\":2}");
   uint64_t before = db->stats().tail_records;
   auto r = db->batch({{"put t {n: 3}", {}}, {"set t {n: 10} where n = 1", {}}, {"get t where n >= 3 count", {}},
                       {"del t where n = 2", {}}});
   REQUIRE(r.is_ok());
+  REQUIRE(r->at(0).rows.size() == 1);
+  CHECK(to_json(r->at(0).rows[0]) == "{\"id\":3}");  // the put's row, made once the write lock was let go
   CHECK(to_json(r->at(2).rows[0]) == "{\"count\":2}");  // saw the put and the set before it
   CHECK(db->stats().tail_records == before + 1);
   CHECK(count(*db) == 2);

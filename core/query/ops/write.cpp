@@ -443,12 +443,18 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
   return Status::ok();
 }
 
+void PreparedDocs::landed_rows(std::vector<Value>* rows) const {
+  rows->reserve(rows->size() + landed.size());
+  for (int64_t id : landed) rows->push_back(row1("id", Value::integer(id)));
+}
+
 Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, WriteBatch* batch,
                       QueryResult* res) {
   int64_t next_id = c.next_id;
   UniqueCheck unique(eng, c);
   std::vector<int64_t> seen;  // insert: ids given in this statement
-  res->rows.reserve(docs.docs.size());
+  docs.landed.clear();
+  if (!docs.rows_later) res->rows.reserve(docs.docs.size());
   batch->reserve(batch->bytes() + docs.bodies.size() + docs.docs.size() * 16);  // each op: a body and a few varints
   for (PreparedDocs::Doc& d : docs.docs) {
     int64_t id = d.id;
@@ -465,7 +471,8 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
     }
     batch->put(c.def.id, id, docs.body(d));
     if (unique.active()) unique.add(id, d.fields, d.pos);
-    res->rows.push_back(row1("id", Value::integer(id)));
+    if (docs.rows_later) docs.landed.push_back(id);
+    else res->rows.push_back(row1("id", Value::integer(id)));
   }
   KF_TRY(unique.check());
   if (seen.size() > 1) {
