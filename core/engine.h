@@ -138,11 +138,12 @@ struct PreparedDocs {
   // was then (a batch holds the gate; a queued write makes them again when
   // the catalog moved), so landing them looks nothing up.
   Collection* coll = nullptr;
-  // Landed with their rows left for later: the ids go to `landed`, and the
-  // caller makes the `{id}` rows (landed_rows) once the write lock is let
-  // go, so that readers do not wait for a row's allocations.
+  // Landed with their rows left for later: each document's id is left in
+  // its Doc (`landed` set), and the caller makes the `{id}` rows
+  // (landed_rows) once the write lock is let go, so that readers do not
+  // wait for a row's allocations.
   bool rows_later = false;
-  std::vector<int64_t> landed;
+  bool landed = false;
   std::string_view body(const Doc& d) const { return std::string_view(bodies).substr(d.at, d.len); }
   void landed_rows(std::vector<Value>* rows) const;
 };

@@ -444,8 +444,9 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
 }
 
 void PreparedDocs::landed_rows(std::vector<Value>* rows) const {
-  rows->reserve(rows->size() + landed.size());
-  for (int64_t id : landed) rows->push_back(row1("id", Value::integer(id)));
+  if (!landed) return;
+  rows->reserve(rows->size() + docs.size());
+  for (const Doc& d : docs) rows->push_back(row1("id", Value::integer(d.id)));
 }
 
 Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, WriteBatch* batch,
@@ -453,7 +454,7 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
   int64_t next_id = c.next_id;
   UniqueCheck unique(eng, c);
   std::vector<int64_t> seen;  // insert: ids given in this statement
-  docs.landed.clear();
+  docs.landed = false;
   if (!docs.rows_later) res->rows.reserve(docs.docs.size());
   batch->reserve(batch->bytes() + docs.bodies.size() + docs.docs.size() * 16);  // each op: a body and a few varints
   for (PreparedDocs::Doc& d : docs.docs) {
@@ -471,9 +472,10 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
     }
     batch->put(c.def.id, id, docs.body(d));
     if (unique.active()) unique.add(id, d.fields, d.pos);
-    if (docs.rows_later) docs.landed.push_back(id);
+    if (docs.rows_later) d.id = id;  // its row made later (landed_rows); an id it gave stays as given
     else res->rows.push_back(row1("id", Value::integer(id)));
   }
+  docs.landed = docs.rows_later;
   KF_TRY(unique.check());
   if (seen.size() > 1) {
     std::sort(seen.begin(), seen.end());
