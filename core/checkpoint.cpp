@@ -1,14 +1,15 @@
 // Checkpoints: a new image of the live documents, written beside the readers
 // and, natively, beside the writers too. The steps, and who waits for each:
 //   1. the pin (begin_image), under the gate and the shared lock: the
-//      catalog, a copy of every collection's id index (16 bytes a document),
+//      catalog, every collection's id index (its blocks shared, not copied),
 //      of each vector index what writes change in place (HnswIndex::pin:
 //      its graph and level-0 lists; the table is appended to only, so just
 //      what the last image does not hold), the arena's segments, and where
 //      the file's tail ends;
-//   2. the rest of the image, built from the pin, written to NAME~~ and
-//      flushed (finish_image, write_image) with no lock held: writes land
-//      meanwhile in the old file's tail and in new arena segments;
+//   2. the rest of the image, built from the pin, written to NAME~~ a
+//      piece behind another and flushed (finish_image, write_image) with no
+//      lock held: writes land meanwhile in the old file's tail and in new
+//      arena segments;
 //   3. those writes copied after the new image (carry_tail), in rounds while
 //      they go on, and the last piece under the gate;
 //   4. NAME~~ renamed over NAME and the engine switched to it under the write
