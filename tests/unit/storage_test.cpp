@@ -93,15 +93,6 @@ void checkpoint_and_reopen(std::unique_ptr<Database>& db, FileSystem& fs, const 
   CHECK(again->open_report().warnings.empty());
 }
 
-// A database in `always` mode, without automatic checkpoints, over a
-// memory file system whose flushes a test can hold and count.
-struct AlwaysDb {
-  std::unique_ptr<FileSystem> mem = make_memory_file_system();
-  Faults faults;
-  FaultyFs fs{*mem, &faults};
-  std::unique_ptr<Database> db = open_db(fs, "db", always_no_checkpoint());
-};
-
 // Starts the write `text` on a thread of its own with flushes held
 // (faults.hold) and returns once its flush is held: it leads, and the
 // writes that come after it queue. faults.hold(false) lets it go on.
@@ -185,12 +176,19 @@ TEST_CASE("garbage appended to the file is cut off on open, nothing lost") {
   }
 }
 
-TEST_CASE("always mode writes zeros ahead of the log where the file says it pays; every write is kept") {
-  auto mem = make_memory_file_system();
+// A database in `always` mode, without automatic checkpoints, over a
+// memory file system whose flushes a test can hold and count.
+struct AlwaysDb {
+  std::unique_ptr<FileSystem> mem = make_memory_file_system();
   Faults faults;
-  faults.fills_ahead = true;
-  FaultyFs fs(*mem, &faults);
-  auto db = open_db(fs, "db", always_no_checkpoint());
+  FaultyFs fs{*mem, &faults};
+  std::unique_ptr<Database> db = open_db(fs, "db", always_no_checkpoint());
+};
+
+TEST_CASE("always mode writes zeros ahead of the log where the file says it pays; every write is kept") {
+  AlwaysDb a;
+  a.faults.fills_ahead = true;  // asked at each write
+  auto& [mem, faults, fs, db] = a;
   REQUIRE(db->query("create collection t (n int)").is_ok());
   for (int i = 0; i < 50; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
   uint64_t logical = db->stats().file_bytes;
@@ -222,11 +220,9 @@ TEST_CASE("always mode writes zeros ahead of the log where the file says it pays
 }
 
 TEST_CASE("a checkpoint beside the writers writes its image in pieces, then zeros for the log to come") {
-  auto mem = make_memory_file_system();
-  Faults faults;
-  faults.fills_ahead = true;
-  FaultyFs fs(*mem, &faults);
-  auto db = open_db(fs, "db", always_no_checkpoint());
+  AlwaysDb a;
+  a.faults.fills_ahead = true;
+  auto& [mem, faults, fs, db] = a;
   REQUIRE(db->query("create collection t (s text)").is_ok());
   std::vector<Value> docs;
   for (int i = 0; i < 3000; i++) {
