@@ -251,6 +251,8 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
     case format::kIdIndex: {
       uint32_t cid = (uint32_t)rd.varint();
       uint64_t n = rd.u64();
+      // A count its bytes cannot hold (n * 16 would wrap) is cut short too.
+      if (n > rd.left() / sizeof(IdEntry)) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
       std::string_view raw = rd.bytes(n * sizeof(IdEntry));
       if (!rd.ok()) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
       IdEntries v;

@@ -28,9 +28,11 @@
 // so a stale or wrong one costs a wasted load, never a wrong answer.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "../huge_pages.h"
@@ -106,11 +108,41 @@ class IdBlocks {
   // The bytes of its blocks, and of those no other array shares.
   size_t memory_bytes() const { return bytes_of(blocks_.size(), [](size_t) { return true; }); }
   size_t owned_bytes() const {
-    return bytes_of(blocks_.size(), [&](size_t b) { return blocks_[b].use_count() == 1; });
+    return bytes_of(blocks_.size(), [&](size_t b) { return blocks_[b].alone(); });
   }
 
  private:
-  using Block = std::shared_ptr<IdEntry[]>;
+  // A counted reference to a block's entries. Copies are made under the
+  // engine's lock, but a pinned read lets its copy go with no lock held, on
+  // its own thread: its last reads of a block must come before a write
+  // that finds the block alone, so the count drops with release and is read
+  // with acquire (what shared_ptr::use_count, a relaxed load, does not give).
+  class Block {
+   public:
+    Block() = default;
+    explicit Block(size_t cap) : p_(new Shared{{1}, std::unique_ptr<IdEntry[]>(new IdEntry[cap])}) {}
+    Block(const Block& o) : p_(o.p_) {
+      if (p_) p_->refs.fetch_add(1, std::memory_order_relaxed);
+    }
+    Block(Block&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    Block& operator=(Block o) noexcept {
+      std::swap(p_, o.p_);
+      return *this;
+    }
+    ~Block() {
+      if (p_ && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
+    }
+    IdEntry* get() const { return p_->e.get(); }
+    // No other array holds it; whatever the others did with it happened before.
+    bool alone() const { return p_->refs.load(std::memory_order_acquire) == 1; }
+
+   private:
+    struct Shared {
+      std::atomic<uint32_t> refs;
+      std::unique_ptr<IdEntry[]> e;  // not zeroed: entries are written before they are read
+    };
+    Shared* p_ = nullptr;
+  };
   size_t cap(size_t b) const { return b ? kBlock : first_cap_; }
   template <typename F>
   size_t bytes_of(size_t n, F&& counted) const {
@@ -136,7 +168,7 @@ class IdBlocks {
   }
   // Block b in new memory of c entries, holding what it held.
   void place(size_t b, size_t c) {
-    Block nb(new IdEntry[c]);  // not zeroed: entries are written before they are read
+    Block nb(c);
     const size_t used = std::min(kBlock, n_ - std::min(n_, b * kBlock));
     if (used) std::memcpy(nb.get(), at_[b], used * sizeof(IdEntry));
     at_[b] = nb.get();
@@ -144,10 +176,11 @@ class IdBlocks {
     if (b == 0) first_cap_ = c;
   }
   // Only an index's own thread under the write lock writes or copies an
-  // IdBlocks, and a copy shares blocks only while it lives: a count read
-  // as shared that a pin's end has just dropped costs a needless copy.
+  // IdBlocks; a copy shares blocks while it lives (and lets them go on any
+  // thread): a count read as shared that a pin's end has just dropped costs
+  // a needless copy.
   void own(size_t b) {
-    if (blocks_[b].use_count() != 1) place(b, cap(b));
+    if (!blocks_[b].alone()) place(b, cap(b));
   }
   std::vector<Block> blocks_;
   std::vector<IdEntry*> at_;  // each block's entries, without the count beside them

@@ -502,6 +502,29 @@ TEST_CASE("a derived id index that disagrees with the documents is rebuilt, with
   CHECK(r->rows.size() == 1);
 }
 
+TEST_CASE("an id index record whose count its bytes cannot hold is refused, never read past") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 20, 0);
+  std::string bytes = read_file(*fs, "db");
+  std::string out = bytes.substr(0, format::kHeaderSize);
+  for (auto& r : records(bytes)) {
+    if (r.kind != format::kIdIndex) {
+      append_record(out, r.kind, r.body);
+      continue;
+    }
+    // A valid record holding one entry, its count 2^60 + 1: times 16 it wraps to 16.
+    std::string body(r.body.substr(0, 1 + 8 + sizeof(IdEntry)));
+    uint64_t n = (uint64_t{1} << 60) + 1;
+    memcpy(body.data() + 1, &n, 8);
+    append_record(out, r.kind, body);
+  }
+  write_file(*fs, "db", out);
+  auto db = Database::open(*fs, "db", no_checkpoint());
+  REQUIRE_FALSE(db.is_ok());
+  CHECK(db.status().code() == Code::Corrupt);
+  CHECK(db.status().message().find("id index cut short") != std::string::npos);
+}
+
 TEST_CASE("checkpoint drops the tail and dead versions; reopen gives the same answers") {
   auto fs = make_memory_file_system();
   auto db = open_db(*fs);
