@@ -474,26 +474,27 @@ TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, i
   CHECK_FALSE(*fs->exists("db~"));
 }
 
+// The file with its IdIndex record's body (`varint collection | u64 count |
+// entries`) made anew by edit(body), in a valid record.
+std::string with_id_index(const std::string& bytes, const std::function<std::string(std::string)>& edit) {
+  std::string out = bytes.substr(0, format::kHeaderSize);
+  for (auto& r : records(bytes))
+    append_record(out, r.kind, r.kind == format::kIdIndex ? edit(std::string(r.body)) : std::string(r.body));
+  return out;
+}
+
 TEST_CASE("a derived id index that disagrees with the documents is rebuilt, with a warning") {
   auto fs = make_memory_file_system();
   make_db(*fs, 20, 0);
-  std::string bytes = read_file(*fs, "db");
-  std::string out = bytes.substr(0, format::kHeaderSize);
-  for (auto& r : records(bytes)) {
-    if (r.kind == format::kIdIndex) {
-      // A valid record with a wrong count.
-      std::string body(r.body);
-      uint64_t n;
-      memcpy(&n, body.data() + 1, 8);
-      n -= 1;
-      memcpy(body.data() + 1, &n, 8);
-      body.resize(body.size() - sizeof(uint64_t) * 2);
-      append_record(out, r.kind, body);
-    } else {
-      append_record(out, r.kind, r.body);
-    }
-  }
-  write_file(*fs, "db", out);
+  write_file(*fs, "db", with_id_index(read_file(*fs, "db"), [](std::string body) {
+               // A valid record with a wrong count.
+               uint64_t n;
+               memcpy(&n, body.data() + 1, 8);
+               n -= 1;
+               memcpy(body.data() + 1, &n, 8);
+               body.resize(body.size() - sizeof(uint64_t) * 2);
+               return body;
+             }));
   auto db = open_db(*fs);
   CHECK(db->open_report().index_rebuilt);
   CHECK(count(*db) == 20);
@@ -505,20 +506,13 @@ TEST_CASE("a derived id index that disagrees with the documents is rebuilt, with
 TEST_CASE("an id index record whose count its bytes cannot hold is refused, never read past") {
   auto fs = make_memory_file_system();
   make_db(*fs, 20, 0);
-  std::string bytes = read_file(*fs, "db");
-  std::string out = bytes.substr(0, format::kHeaderSize);
-  for (auto& r : records(bytes)) {
-    if (r.kind != format::kIdIndex) {
-      append_record(out, r.kind, r.body);
-      continue;
-    }
-    // A valid record holding one entry, its count 2^60 + 1: times 16 it wraps to 16.
-    std::string body(r.body.substr(0, 1 + 8 + sizeof(IdEntry)));
-    uint64_t n = (uint64_t{1} << 60) + 1;
-    memcpy(body.data() + 1, &n, 8);
-    append_record(out, r.kind, body);
-  }
-  write_file(*fs, "db", out);
+  write_file(*fs, "db", with_id_index(read_file(*fs, "db"), [](std::string body) {
+               // One entry, its count 2^60 + 1: times 16 it wraps to 16.
+               body.resize(1 + 8 + sizeof(IdEntry));
+               uint64_t n = (uint64_t{1} << 60) + 1;
+               memcpy(body.data() + 1, &n, 8);
+               return body;
+             }));
   auto db = Database::open(*fs, "db", no_checkpoint());
   REQUIRE_FALSE(db.is_ok());
   CHECK(db.status().code() == Code::Corrupt);
