@@ -72,7 +72,7 @@ static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string h
 // IdIndex record. `body` gives each document's bytes as the image holds them;
 // `ids` gets the entries' offsets in the image, `was` their locations.
 template <typename Body>
-static Status append_docs(std::string& out, uint32_t cid, const IdIndex& from, Body&& body, IdEntries* ids,
+static Status append_docs(std::string& out, uint32_t cid, const IdIndex& from, Body&& body, IdBlocks* ids,
                           std::vector<uint64_t>* was, uint64_t* records) {
   was->reserve(from.size());
   std::string chunk;
@@ -310,10 +310,11 @@ Status Engine::finish_image(NewImage* img) {
   return Status::ok();
 }
 
-// The image written to the side file and flushed. Beside the writers it goes in pieces of 1 MiB, each started to the device
-// as it is written once the one before is there (File::write_behind): a
-// writer's flush of the log meanwhile queues behind a piece or two, not
-// behind the whole image as when the image's own flush wrote it all.
+// The image written to the side file and flushed. Beside the writers it
+// goes in pieces of 1 MiB, each started to the device as it is written once
+// the one before is there (File::write_behind): a writer's flush of the log
+// meanwhile queues behind a piece or two, not behind the whole image as
+// when the image's own flush wrote it all.
 Status Engine::write_image(NewImage* img) {
   KF_ASSIGN(img->file, fs_.open(img->side, OpenFlags{true, true}));
   KF_TRY(img->file->truncate(0));
@@ -328,10 +329,9 @@ Status Engine::write_image(NewImage* img) {
   // then write over bytes the file has, as every other does, instead of
   // the first one writing and flushing that megabyte inside its write. A
   // failed write of them only leaves that to the log.
-  if (img->beside_writers && opts_.sync == SyncMode::Always && img->file->fills_ahead()) {
-    const std::string zeros(kFillAhead, '\0');
-    if (img->file->write(img->bytes.size(), zeros.data(), zeros.size()).is_ok()) img->filled = img->bytes.size() + kFillAhead;
-  }
+  const uint64_t end = img->bytes.size();
+  if (img->beside_writers && fills_ahead(*img->file) && write_zeros(*img->file, end, end + kFillAhead).is_ok())
+    img->filled = end + kFillAhead;
   return img->file->sync();
 }
 

@@ -96,10 +96,9 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, bool owned, Qu
     KF_TRY(bound(p));
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, owned ? &p.st : nullptr, &w.docs));
-    w.docs.rows_later = true;
   }
   KF_ASSIGN(*out, land(w));
-  if (w.docs.rows_later) w.docs.landed_rows(&out->rows);  // made here, beside the readers
+  w.docs.landed_rows(&out->rows);  // a put's {id} rows, made here beside the readers
   if (w.deferred && opts_.sync == SyncMode::Always) *durable_at = w.seq;
   return Status::ok();
 }
@@ -151,7 +150,6 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
         Status s = bound(*items[i].p);
         if (s.is_ok()) s = prepare_write(items[i].p->st, items[i].params, nullptr, &docs[i]);
         if (!s.is_ok()) return in_statement(i, s);
-        docs[i].rows_later = true;  // the puts' {id} rows made after the write lock
       }
     }
     std::unique_lock lk(mu_);
@@ -179,7 +177,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
       out.push_back(std::move(r));
     }
     in_txn_ = false;
-    auto rows = [&] {
+    auto rows = [&] {  // the puts' {id} rows, made after the write lock
       for (size_t i = 0; i < out.size(); i++) docs[i].landed_rows(&out[i].rows);
     };
     bool repaired = false;

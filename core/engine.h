@@ -138,11 +138,9 @@ struct PreparedDocs {
   // was then (a batch holds the gate; a queued write makes them again when
   // the catalog moved), so landing them looks nothing up.
   Collection* coll = nullptr;
-  // Landed with their rows left for later: each document's id is left in
-  // its Doc (`landed` set), and the caller makes the `{id}` rows
-  // (landed_rows) once the write lock is let go, so that readers do not
-  // wait for a row's allocations.
-  bool rows_later = false;
+  // Once landed (`landed`), each document's id is in its Doc, and the
+  // caller makes the `{id}` rows (landed_rows) after the write lock, so
+  // that readers do not wait for a row's allocations.
   bool landed = false;
   std::string_view body(const Doc& d) const { return std::string_view(bodies).substr(d.at, d.len); }
   void landed_rows(std::vector<Value>* rows) const;
@@ -235,7 +233,7 @@ class Engine {
   Engine(FileSystem& fs, std::string name, OpenOptions o);
   Status load(std::string bytes, std::unique_ptr<Mapping> map);
   Status apply_image_record(const struct RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
-                            std::map<uint32_t, IdEntries>* idx);
+                            std::map<uint32_t, IdBlocks>* idx);
   Status apply_write(std::string_view body, uint32_t seg, uint64_t body_off, bool replay);
   // A transaction's undo log: each document as it was before its first change.
   struct Undo {
@@ -256,6 +254,10 @@ class Engine {
   Result<uint64_t> write_record(const WriteBatch& b, bool apply);
   // Under the gate, after writes landed `landed` bytes: zeros ahead of the log.
   void fill_ahead(uint64_t landed);
+  // Whether the log is filled ahead in file f (`always` mode, a file that
+  // says it pays: file.h), and the zeros over [from, to) of f that do it.
+  bool fills_ahead(const File& f) const { return opts_.sync == SyncMode::Always && f.fills_ahead(); }
+  static Status write_zeros(File& f, uint64_t from, uint64_t to);
   // Makes the vector indexes match the definition: drops stale ones, builds new ones.
   Status sync_indexes(Collection* c);
   Status build_index(Collection* c, const Field& f, std::unique_ptr<HnswIndex>* out);
@@ -289,7 +291,7 @@ class Engine {
     bool built = false;        // its records made at the pin (else from `pinned`, after it)
     IdIndex pinned;            // what the rest is built from
     std::vector<VectorPin> vectors;
-    IdEntries ids;  // its entries in the image (offsets)
+    IdBlocks ids;  // its entries in the image (offsets)
     std::vector<uint64_t> was; // each one's location at the pin
   };
   struct NewImage {

@@ -172,7 +172,7 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
 }
 
 Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
-                                  std::map<uint32_t, IdEntries>* idx) {
+                                  std::map<uint32_t, IdBlocks>* idx) {
   if (r.kind == format::kExtent) {
     if (!pending_extent_) return Status(Code::Corrupt, "an extent with no record before it " + at(r.offset));
     ExtentRef* e = pending_extent_;
@@ -255,7 +255,7 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
       if (n > rd.left() / sizeof(IdEntry)) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
       std::string_view raw = rd.bytes(n * sizeof(IdEntry));
       if (!rd.ok()) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
-      IdEntries v;
+      IdBlocks v;
       v.append(raw.data(), n);
       (*idx)[cid] = std::move(v);
       break;
@@ -322,7 +322,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   if (!err.empty()) return Status(Code::Corrupt, "'" + name_ + "': " + err);
   uint64_t off = format::kHeaderSize;
   std::vector<std::pair<uint32_t, uint64_t>> doc_counts;
-  std::map<uint32_t, IdEntries> idx;
+  std::map<uint32_t, IdBlocks> idx;
   std::vector<RecordView> docs_records;
   uint64_t damage = 0;
   std::string damage_what;
@@ -518,7 +518,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
         if (!rd.ok()) return Status(Code::Corrupt, "documents cut short " + at(d.offset));
       }
       std::sort(v.begin(), v.end(), [](const IdEntry& a, const IdEntry& b) { return a.id < b.id; });
-      IdEntries rebuilt;
+      IdBlocks rebuilt;
       rebuilt.append(v.data(), v.size());
       it = idx.insert_or_assign(cid, std::move(rebuilt)).first;
     }

@@ -218,17 +218,19 @@ Result<uint64_t> Engine::commit(const WriteBatch& b) {
 // would write their bytes twice for one flush.
 void Engine::fill_ahead(uint64_t landed) {
   // Nothing landed: nothing to fill for (and a close may have let the file go).
-  if (!landed || opts_.sync != SyncMode::Always || fill_failed_ || failed_ || landed > kFillAhead / 16 ||
-      !file_->fills_ahead())
-    return;
+  if (!landed || fill_failed_ || failed_ || landed > kFillAhead / 16 || !fills_ahead(*file_)) return;
   uint64_t from = std::max(filled_end_, write_pos_);
   if (from - write_pos_ >= kFillAhead / 2) return;
   uint64_t to = write_pos_ + kFillAhead;
-  std::string zeros(to - from, '\0');
   // Zeros past the log are never data: a failed write of them (a full
   // disk) only ends the filling, until the next checkpoint's file.
-  if (file_->write(from, zeros.data(), zeros.size()).is_ok()) filled_end_ = to;
+  if (write_zeros(*file_, from, to).is_ok()) filled_end_ = to;
   else fill_failed_ = true;
+}
+
+Status Engine::write_zeros(File& f, uint64_t from, uint64_t to) {
+  const std::string zeros(to - from, '\0');
+  return f.write(from, zeros.data(), zeros.size());
 }
 
 Result<uint64_t> Engine::write_record(const WriteBatch& b, bool apply) {

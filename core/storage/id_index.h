@@ -106,10 +106,8 @@ class IdBlocks {
     }
   }
   // The bytes of its blocks, and of those no other array shares.
-  size_t memory_bytes() const { return bytes_of(blocks_.size(), [](size_t) { return true; }); }
-  size_t owned_bytes() const {
-    return bytes_of(blocks_.size(), [&](size_t b) { return blocks_[b].alone(); });
-  }
+  size_t memory_bytes() const { return block_bytes(false); }
+  size_t owned_bytes() const { return block_bytes(true); }
 
  private:
   // A counted reference to a block's entries. Copies are made under the
@@ -144,11 +142,10 @@ class IdBlocks {
     Shared* p_ = nullptr;
   };
   size_t cap(size_t b) const { return b ? kBlock : first_cap_; }
-  template <typename F>
-  size_t bytes_of(size_t n, F&& counted) const {
-    size_t bytes = 0;
-    for (size_t b = 0; b < n; b++) bytes += counted(b) ? cap(b) * sizeof(IdEntry) : 0;
-    return bytes;
+  size_t block_bytes(bool alone_only) const {
+    size_t n = 0;
+    for (size_t b = 0; b < blocks_.size(); b++) n += !alone_only || blocks_[b].alone() ? cap(b) : 0;
+    return n * sizeof(IdEntry);
   }
   // Room for k more entries in the block n_ is in (k fits in it), that
   // block this array's own. The first block starts small and doubles, so
@@ -188,9 +185,6 @@ class IdBlocks {
   size_t first_cap_ = 0;  // entries block 0 has room for
 };
 
-// The entries an image or a checkpoint hands an index.
-using IdEntries = IdBlocks;
-
 class IdIndex {
  public:
   static constexpr uint64_t kDead = ~0ull;
@@ -229,7 +223,7 @@ class IdIndex {
 
   // Replaces the contents with sorted, unique, live entries; `sorted` gets
   // the entries that were here (to be freed where it costs no one).
-  void swap_in(IdEntries& sorted) {
+  void swap_in(IdBlocks& sorted) {
     base_.swap(sorted);
     extra_.clear();
     end_merge();
@@ -237,7 +231,7 @@ class IdIndex {
     dead_ = 0;
     rehint();
   }
-  void assign(IdEntries sorted) { swap_in(sorted); }
+  void assign(IdBlocks sorted) { swap_in(sorted); }
 
   const uint64_t* find(int64_t id) const {
     if (const IdEntry* e = marked_slot(id)) return e->loc == kDead ? nullptr : &e->loc;

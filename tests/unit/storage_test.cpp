@@ -999,7 +999,7 @@ TEST_CASE("IdIndex finds what a map finds: dense, sparse, extreme and deleted id
   for (int shape = 0; shape < 4; shape++) {
     IdIndex idx;
     std::map<int64_t, uint64_t> ref;
-    IdEntries sorted;
+    IdBlocks sorted;
     for (int64_t i = 0; i < 5000; i++) {
       int64_t id = shape == 0 ? i + 1                                  // dense, as auto ids
                    : shape == 1 ? i * 7 + (int64_t)(next() % 5)          // evenly spread, uneven gaps
@@ -1253,7 +1253,7 @@ TEST_CASE("IdIndex guesses where a document written in id order lies, from every
   for (const IdEntry& d : docs) appended.put(d.id, d.loc);
   CHECK(worst_miss(appended) < 256);
   IdIndex loaded;  // as an open loads it
-  IdEntries sorted;
+  IdBlocks sorted;
   sorted.append(docs.data(), docs.size());
   loaded.assign(std::move(sorted));
   CHECK(worst_miss(loaded) < 256);

@@ -449,13 +449,11 @@ void PreparedDocs::landed_rows(std::vector<Value>* rows) const {
   for (const Doc& d : docs) rows->push_back(row1("id", Value::integer(d.id)));
 }
 
-Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, WriteBatch* batch,
-                      QueryResult* res) {
+Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, WriteBatch* batch) {
   int64_t next_id = c.next_id;
   UniqueCheck unique(eng, c);
   std::vector<int64_t> seen;  // insert: ids given in this statement
   docs.landed = false;
-  if (!docs.rows_later) res->rows.reserve(docs.docs.size());
   batch->reserve(batch->bytes() + docs.bodies.size() + docs.docs.size() * 16);  // each op: a body and a few varints
   for (PreparedDocs::Doc& d : docs.docs) {
     int64_t id = d.id;
@@ -472,10 +470,9 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
     }
     batch->put(c.def.id, id, docs.body(d));
     if (unique.active()) unique.add(id, d.fields, d.pos);
-    if (docs.rows_later) d.id = id;  // its row made later (landed_rows); an id it gave stays as given
-    else res->rows.push_back(row1("id", Value::integer(id)));
+    d.id = id;  // for its row (an id it gave stays as given)
   }
-  docs.landed = docs.rows_later;
+  docs.landed = true;
   KF_TRY(unique.check());
   if (seen.size() > 1) {
     std::sort(seen.begin(), seen.end());
@@ -493,9 +490,11 @@ Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, co
       PreparedDocs own;
       if (!docs || !docs->ready) {
         KF_TRY(prepare_documents(eng, c, st, ev, owned, &own));
-        docs = &own;
+        KF_TRY(land_documents(eng, c, st, own, batch));
+        own.landed_rows(&res->rows);  // made here: no caller holds them
+        break;
       }
-      KF_TRY(land_documents(eng, c, st, *docs, batch, res));
+      KF_TRY(land_documents(eng, c, st, *docs, batch));
       break;
     }
     case StmtKind::Set: {
