@@ -50,6 +50,11 @@ namespace kitfox {
 // leaves (letting in every reader then waiting, counted by the writer so the
 // next writer waits for them); a writer waits for the readers inside.
 //
+// Writers take turns in the order they came (a ticket each): one that
+// leaves and at once comes back (a checkpoint moving documents a piece at a
+// time) queues behind the writer that waited meanwhile, instead of taking
+// the lock again before that one wakes.
+//
 // A reader with no writer about takes and leaves it with one atomic
 // operation on `state_` (the readers inside, and a bit that a writer holds
 // or waits); the mutex is for the waits alone, and the writer bit changes
@@ -58,8 +63,9 @@ class FairSharedMutex {
  public:
   void lock() {
     std::unique_lock g(m_);
+    const uint64_t ticket = next_ticket_++;
     waiting_writers_++;
-    writers_cv_.wait(g, [&] { return !writer_; });
+    writers_cv_.wait(g, [&] { return !writer_ && serving_ == ticket; });
     waiting_writers_--;
     writer_ = true;
     state_.fetch_or(kWriter, std::memory_order_relaxed);  // readers arriving now wait
@@ -75,6 +81,7 @@ class FairSharedMutex {
     {
       std::lock_guard g(m_);
       writer_ = false;
+      serving_++;  // the next ticket's turn
       // The readers waiting are let in, counted now; the bit stays while
       // another writer waits, so that it waits for them alone.
       uint64_t in = waiting_readers_;
@@ -117,6 +124,7 @@ class FairSharedMutex {
   int waiting_writers_ = 0;
   bool writer_ = false;
   uint64_t phase_ = 0;
+  uint64_t next_ticket_ = 0, serving_ = 0;  // writers' turns, in order
 };
 
 // The documents of a put or insert, typed, checked and encoded (what
