@@ -100,6 +100,11 @@ class FairSharedMutex {
     uint64_t ph = phase_;
     readers_cv_.wait(g, [&] { return phase_ != ph; });  // counted in by the writer that opened it
   }
+  // Writers waiting for their turn (for tests).
+  int writers_waiting() {
+    std::lock_guard g(m_);
+    return waiting_writers_;
+  }
   void unlock_shared() {
     uint64_t s = state_.fetch_sub(1, std::memory_order_release);
     if ((s & kWriter) && (s & kReaders) == 1) {

@@ -16,6 +16,7 @@
 
 #include "codec.h"
 #include "db.h"
+#include "engine.h"
 #include "storage/arena.h"
 #include "storage/extent.h"
 #include "storage/format.h"
@@ -582,6 +583,25 @@ TEST_CASE("one writer: a second open of the same database is refused as locked")
   db->close();
   db.reset();
   CHECK(Database::open(*fs, "db").is_ok());
+}
+
+TEST_CASE("the write lock: a writer that leaves and at once comes back queues behind the one waiting") {
+  FairSharedMutex mu;
+  for (int round = 0; round < 20; round++) {
+    std::atomic<bool> other_in{false};
+    mu.lock();
+    std::thread other([&] {
+      mu.lock();
+      other_in = true;
+      mu.unlock();
+    });
+    while (mu.writers_waiting() == 0) std::this_thread::yield();
+    mu.unlock();
+    mu.lock();  // its turn comes after the other's
+    CHECK(other_in.load());
+    mu.unlock();
+    other.join();
+  }
 }
 
 TEST_CASE("always mode: concurrent writers share flushes (group commit) and every write lands") {
