@@ -68,50 +68,79 @@ static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string h
   return at;
 }
 
-// A collection's documents in Docs records of about kDocsChunkBytes, then its
-// IdIndex record. `body` gives each document's bytes as the image holds them;
-// `ids` gets the entries' offsets in the image, `was` their locations.
-template <typename Body>
-static Status append_docs(std::string& out, uint32_t cid, const IdIndex& from, Body&& body, IdBlocks* ids,
-                          std::vector<uint64_t>* was, uint64_t* records) {
-  was->reserve(from.size());
-  std::string chunk;
-  std::vector<std::pair<int64_t, uint64_t>> pending;  // id, offset in chunk
-  auto flush = [&] {
-    if (pending.empty()) return;
-    std::string head;
-    put_varint(head, cid);
-    put_varint(head, pending.size());
-    uint64_t base = out.size() + 5 + head.size();
-    for (auto& [id, o] : pending) ids->push_back({id, base + o});
-    head += chunk;
-    append_record(out, format::kDocs, head);
-    (*records)++;
-    chunk.clear();
-    pending.clear();
-  };
-  Status bad;
-  from.scan([&](const IdEntry& e) {
-    std::string_view b;
-    bad = body(e, &b);
-    if (!bad.is_ok()) return false;
-    pending.push_back({e.id, chunk.size()});
-    was->push_back(e.loc);
-    put_varint(chunk, zigzag(e.id));
-    put_str(chunk, b);
-    if (chunk.size() >= kDocsChunkBytes) flush();
-    return true;
-  });
-  KF_TRY(bad);
-  flush();
-  std::string ib;
-  put_varint(ib, cid);
-  put_u64(ib, ids->size());
-  ids->for_each_run([&](const IdEntry* e, size_t n) { ib.append((const char*)e, n * sizeof(IdEntry)); });
-  append_record(out, format::kIdIndex, ib);
-  (*records)++;
-  return Status::ok();
-}
+// A collection's documents in Docs records of about kDocsChunkBytes, each
+// written straight into the image, then its IdIndex record. A document
+// goes as the entry it is (`zigzag id | varint len | body`): copied from
+// where it lies, entries lying one after another in one copy (an image's
+// documents no write replaced, most of them), or, where `rewrite` changes
+// its body, encoded anew. `ids` gets the entries' offsets in the image,
+// `was` their locations.
+class DocsRecords {
+ public:
+  DocsRecords(std::string& out, uint32_t cid, IdBlocks* ids, std::vector<uint64_t>* was, uint64_t* records)
+      : out_(out), cid_(cid), ids_(ids), was_(was), records_(records) {}
+
+  // An entry in memory that outlives the record (the arena's).
+  void stored(const IdEntry& e, std::string_view entry) {
+    add(e);
+    if (!runs_.empty() && runs_.back().data() + runs_.back().size() == entry.data())
+      runs_.back() = std::string_view(runs_.back().data(), runs_.back().size() + entry.size());
+    else
+      runs_.push_back(entry);
+    bytes_ += entry.size();
+    if (bytes_ >= kDocsChunkBytes) flush();
+  }
+  // A body encoded anew.
+  void rewritten(const IdEntry& e, std::string_view body) {
+    add(e);
+    const size_t before = scratch_.size();
+    put_varint(scratch_, zigzag(e.id));
+    put_str(scratch_, body);
+    bytes_ += scratch_.size() - before;
+    if (bytes_ >= kDocsChunkBytes) flush();
+  }
+  void flush() {
+    if (pending_.empty()) return;
+    const size_t start = open_record(out_, format::kDocs);
+    put_varint(out_, cid_);
+    put_varint(out_, pending_.size());
+    const uint64_t base = out_.size();
+    for (auto& [id, o] : pending_) ids_->push_back({id, base + o});
+    for (std::string_view r : runs_) out_.append(r);
+    out_.append(scratch_);
+    close_record(out_, start);
+    (*records_)++;
+    pending_.clear();
+    runs_.clear();
+    scratch_.clear();
+    bytes_ = 0;
+  }
+  // After the last document: the IdIndex record.
+  void finish() {
+    flush();
+    const size_t start = open_record(out_, format::kIdIndex);
+    put_varint(out_, cid_);
+    put_u64(out_, ids_->size());
+    ids_->for_each_run([&](const IdEntry* e, size_t n) { out_.append((const char*)e, n * sizeof(IdEntry)); });
+    close_record(out_, start);
+    (*records_)++;
+  }
+
+ private:
+  void add(const IdEntry& e) {
+    pending_.push_back({e.id, bytes_});
+    was_->push_back(e.loc);
+  }
+  std::string& out_;
+  const uint32_t cid_;
+  IdBlocks* ids_;
+  std::vector<uint64_t>* was_;
+  uint64_t* records_;
+  std::vector<std::pair<int64_t, uint64_t>> pending_;  // id, offset among the record's documents
+  std::vector<std::string_view> runs_;                 // stored entries, those adjacent joined
+  std::string scratch_;                                // or the entries encoded anew
+  uint64_t bytes_ = 0;
+};
 
 namespace {
 
@@ -212,16 +241,31 @@ Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& id
   std::string& out = img->bytes;
   ImageBodies bodies(ic.name, vs);
   for (const VectorPin& vp : ic.vectors) bodies.add_index(vp.field, vp.pin);
+  ic.was.reserve(ids.size());
+  DocsRecords docs(out, ic.id, &ic.ids, &ic.was, &img->records);
+  Status bad;
   if (bodies.needed()) {
-    auto rewrite = [&](const IdEntry& e, std::string_view* b) { return bodies.body(e.id, view.body(e.loc), b); };
-    KF_TRY(append_docs(out, ic.id, ids, rewrite, &ic.ids, &ic.was, &img->records));
+    ids.scan([&](const IdEntry& e) {
+      std::string_view b;
+      bad = bodies.body(e.id, view.body(e.loc), &b);
+      if (bad.is_ok()) docs.rewritten(e, b);
+      return bad.is_ok();
+    });
   } else {
-    auto copy = [&](const IdEntry& e, std::string_view* b) {
-      *b = view.body(e.loc);
-      return Status::ok();
-    };
-    KF_TRY(append_docs(out, ic.id, ids, copy, &ic.ids, &ic.was, &img->records));
+    ids.scan([&](const IdEntry& e) {
+      int64_t id;
+      std::string_view entry = view.entry(e.loc, &id);
+      if (entry.empty() || id != e.id) {
+        bad = Status(Code::Corrupt, "checkpoint stopped: document " + std::to_string(e.id) + " of '" + ic.name +
+                                        "' is damaged in memory; the file is unchanged");
+        return false;
+      }
+      docs.stored(e, entry);
+      return true;
+    });
   }
+  KF_TRY(bad);
+  docs.finish();
   img->docs += ic.ids.size();
   for (VectorPin& vp : ic.vectors) {
     std::string head, table;

@@ -107,6 +107,16 @@ std::string_view Arena::View::body(uint64_t l) const {
   return body_in(s.data(), s.size(), l);
 }
 
+std::string_view Arena::View::entry(uint64_t l, int64_t* id) const {
+  std::string_view s = at_[l >> 40];
+  const uint64_t off = l & ((1ull << 40) - 1);
+  Reader r(s.data() + off, s.size() - off);
+  *id = unzigzag(r.varint());
+  std::string_view b = r.str();
+  if (!r.ok()) return {};  // cut short: no entry is empty
+  return {s.data() + off, (size_t)(b.data() + b.size() - (s.data() + off))};
+}
+
 size_t Arena::memory_bytes() const {
   size_t n = 0;
   for (auto& s : segs_)

@@ -51,6 +51,8 @@ class Arena {
   class View {
    public:
     std::string_view body(uint64_t loc) const;
+    // The whole entry at `loc` (`zigzag id | varint len | body`), its id in *id.
+    std::string_view entry(uint64_t loc, int64_t* id) const;
 
    private:
     friend class Arena;
