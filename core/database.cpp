@@ -127,7 +127,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<
     return Status(Code::Invalid, "only put, insert, set, del and reads can be part of a transaction", p->st.pos);
   if (!is_read) {
     KF_TRY(engine_->bind_now(*p));  // an unknown name is reported now, not at commit
-    queue.push_back({p, params});
+    queue.push_back({p, params, nullptr});  // kept: the caller's go when it returns
     Value row = Value::object();
     row.append("queued", Value::integer((int64_t)queue.size()));
     out->rows.clear();
@@ -141,7 +141,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<
   // A read sees the transaction's writes: they run before it, then are undone.
   std::vector<Engine::PreparedItem> items = queue;
   g.unlock();
-  items.push_back({p, params});
+  items.push_back({p, {}, &params});
   KF_ASSIGN(auto results, engine_->run_batch(items, true));
   *out = std::move(results.back());
   return Status::ok();

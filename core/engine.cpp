@@ -113,12 +113,12 @@ Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& ite
   std::vector<PreparedItem> prepared(items.size());
   for (size_t i = 0; i < items.size(); i++) {
     if (i > 0 && items[i].text == items[i - 1].text) {  // a run of one statement: prepared once
-      prepared[i] = {prepared[i - 1].p, items[i].params};
+      prepared[i] = {prepared[i - 1].p, {}, &items[i].params};
       continue;
     }
     auto p = prepare(items[i].text, true);
     if (!p.is_ok()) return in_statement(i, p.status());
-    prepared[i] = {std::move(p.value()), items[i].params};
+    prepared[i] = {std::move(p.value()), {}, &items[i].params};
   }
   return run_batch(prepared, false, durable_at);
 }
@@ -148,7 +148,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
       KF_TRY(check_writable());
       for (size_t i = 0; i < items.size(); i++) {
         Status s = bound(*items[i].p);
-        if (s.is_ok()) s = prepare_write(items[i].p->st, items[i].params, nullptr, &docs[i]);
+        if (s.is_ok()) s = prepare_write(items[i].p->st, items[i].params(), nullptr, &docs[i]);
         if (!s.is_ok()) return in_statement(i, s);
       }
     }
@@ -164,10 +164,10 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
       Status s;
       if (st.is_write()) {
         batch.clear();
-        s = execute_write(st, items[i].params, nullptr, &docs[i], &batch, &r);
+        s = execute_write(st, items[i].params(), nullptr, &docs[i], &batch, &r);
         if (s.is_ok() && !batch.empty()) s = commit(batch).status();
       } else {
-        s = execute_read(*items[i].p, find(st.collection), items[i].params, &r);  // no lock held since binding
+        s = execute_read(*items[i].p, find(st.collection), items[i].params(), &r);  // no lock held since binding
       }
       if (!s.is_ok()) {
         rollback(undo_);

@@ -194,9 +194,13 @@ class Engine {
   Status run(Prepared& p, const std::vector<Value>& params, bool owned, QueryResult* out,
              uint64_t* durable_at = nullptr);
   Status bind_now(Prepared& p);  // binds it now (an error if a name is unknown)
+  // A statement of a batch and its parameters: the caller's, which outlive
+  // the batch (`given`), or a copy it keeps (a transaction's queue).
   struct PreparedItem {
     std::shared_ptr<Prepared> p;
-    std::vector<Value> params;
+    std::vector<Value> kept;
+    const std::vector<Value>* given = nullptr;
+    const std::vector<Value>& params() const { return given ? *given : kept; }
   };
   // Runs statements as one atomic write; `dry_run`: then undoes them all
   // (what a transaction's read sees: the transaction's writes before it).

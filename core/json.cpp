@@ -101,7 +101,9 @@ bool base64_decode(std::string_view in, std::string* out) {
       out->push_back(char((acc >> bits) & 0xFF));
     }
   }
-  return pad <= 2;
+  // Six bits left over: one character past the last whole byte, which no
+  // encoding ends with ("t", "dA==t").
+  return pad <= 2 && bits < 6;
 }
 
 void append_json(std::string& out, const Value& v) {

@@ -2,6 +2,7 @@
 // shared by threads; the statement cache behind Database::query.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "db.h"
@@ -278,4 +279,52 @@ TEST_CASE("a statement run into one result again and again: each read its own ro
   CHECK(rows(r) == "{\"id\":2,\"name\":\"b\",\"n\":2}\n");
   CHECK_FALSE(db->query("get t where", {}, &r).is_ok());
   CHECK(r.rows.empty());
+}
+
+TEST_CASE("a put's parameters of every type: typed from their encoding as literals are, the same errors") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (b bool, n int, x float, s text, raw bytes, at timestamp, j json, l [int], "
+          "v vector<2>, h vector<2, f16>)");
+  auto put = db->prepare("put t {id: $1, b: $2, n: $3, x: $4, s: $5, raw: $6, at: $7, j: $8, l: $9, v: $10, h: $11}");
+  REQUIRE(put.is_ok());
+  std::vector<Value> p = {Value::integer(7), Value::boolean(true), Value::integer(-3), Value::integer(2),
+                          Value::text("é"), Value::bytes(std::string("\0\xff", 2)), Value::timestamp(1700000000123),
+                          Value::list({Value::integer(1), Value::text("a")}), Value::list({Value::integer(4)}),
+                          Value::vector({0.5f, -1.5f}), Value::vector({1.0f, 2.0f})};
+  REQUIRE(rows(put->query(p)) == "{\"id\":7}\n");
+  auto got = db->query("get t where id = 7");
+  REQUIRE(got.is_ok());
+  REQUIRE(got->rows.size() == 1);
+  const Value& row = got->rows[0];
+  CHECK(row.get("x")->kind() == Kind::Float);
+  CHECK(row.get("raw")->kind() == Kind::Bytes);
+  CHECK(row.get("raw")->as_string() == std::string("\0\xff", 2));
+  CHECK(row.get("at")->kind() == Kind::Timestamp);
+  CHECK(row.get("at")->as_int() == 1700000000123);
+  CHECK(to_json(*row.get("j")) == "[1,\"a\"]");
+  CHECK(to_json(*row.get("l")) == "[4]");
+  CHECK(to_json(*row.get("v")) == "[0.5,-1.5]");
+  CHECK(to_json(*row.get("h")) == "[1,2]");
+  auto error = [&](size_t i, Value v) {
+    std::vector<Value> q = p;
+    q[0] = Value::integer(8);
+    q[i] = std::move(v);
+    auto r = put->query(q);
+    return r.is_ok() ? std::string("ok") : r.status().to_string();
+  };
+  CHECK(error(0, Value::timestamp(5)) == "type error at 7: 'id' must be an int, got timestamp");
+  CHECK(error(2, Value::bytes("1")) == "type error at 22: expected int for 'n', got bytes");
+  CHECK(error(3, Value::real(std::nan(""))) == "type error at 29: 'x' must be a finite number");
+  CHECK(error(4, Value::text(std::string("\xff", 1))) == "type error at 36: 's' is not valid UTF-8 text");
+  CHECK(error(9, Value::vector({1.0f, 2.0f, 3.0f})) == "type error at 74: vector 'v' has 3 dimensions, expected 2");
+  CHECK(error(9, Value::vector({1.0f, std::nanf("")})) == "type error at 74: vector 'v' has a non-finite value at 1");
+  CHECK(error(10, Value::vector({1.0f, 70000.0f})) == "type error at 82: vector 'h' value at 1 overflows f16 (max 65504)");
+  CHECK(rows(db->query("get t count")) == "{\"count\":1}\n");
+  // Converted where the field converts: text to bytes, an int to a timestamp.
+  CHECK(error(5, Value::text("t")) == "type error at 43: expected bytes (base64 text) for 'raw'");
+  CHECK(error(5, Value::text("dA")) == "ok");
+  CHECK(rows(db->query("get t select raw where id = 8")) == "{\"id\":8,\"raw\":\"dA==\"}\n");
+  CHECK(error(6, Value::integer(5)) == "ok");
+  CHECK(rows(db->query("get t select at where id = 8")) == "{\"id\":8,\"at\":\"1970-01-01T00:00:00.005Z\"}\n");
 }

@@ -14,72 +14,25 @@ namespace kitfox {
 
 namespace {
 
-// Builds the typed field values of one document from its given value.
-// A value that already has its field's type needs no conversion (and is moved).
-bool already_typed(const Value& v, const Type& t) {
-  switch (t.kind) {
-    case TypeKind::Bool: return v.kind() == Kind::Bool;
-    case TypeKind::Int: return v.kind() == Kind::Int;
-    case TypeKind::Text: return v.kind() == Kind::Text;
-    case TypeKind::Timestamp: return v.kind() == Kind::Timestamp;
-    case TypeKind::Float: return v.kind() == Kind::Float && std::isfinite(v.as_float());
-    default: return false;
-  }
-}
-
-// Makes `in` a document of the collection's typed fields, in place: each
-// value checked against its field and converted where it must be (an
-// `id` key is taken out as *id and left for the encoder to skip).
-// `keys`: where each of its keys stood in the statement (null: at `pos`).
+// Where each of a document's keys stood in the statement (none: at the
+// document's position).
 struct KeyPositions {
   const int64_t* at = nullptr;
   size_t n = 0;
 };
-Status build_document(const CollectionDef& def, Value& in, KeyPositions keys, int64_t pos, bool* has_id,
-                      int64_t* id) {
-  if (in.kind() != Kind::Object)
-    return Status(Code::Type, std::string("expected a document (an object), got ") + kind_name(in.kind()), pos);
-  *has_id = false;
-  for (size_t i = 0; i < in.keys().size(); i++) {
-    const std::string& k = in.keys()[i];
-    Value& v = in.mutable_items()[i];
-    int64_t kpos = i < keys.n ? keys.at[i] : pos;
-    if (k == "id") {
-      if (v.is_null()) continue;
-      if (v.kind() != Kind::Int) return Status(Code::Type, std::string("'id' must be an int, got ") + kind_name(v.kind()), kpos);
-      *has_id = true;
-      *id = v.as_int();
-      continue;
-    }
-    const Field* f = def.field(k);
-    if (!f) return not_found_field(k, def, kpos);
-    if (!already_typed(v, f->type)) {
-      Value t;
-      Status st = coerce(v, f->type, k, &t);
-      if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
-      v = std::move(t);
-    }
-    if (v.kind() == Kind::Text && !valid_utf8(v.as_string()))
-      return Status(Code::Type, "'" + k + "' is not valid UTF-8 text", kpos);
-  }
-  for (const Field& f : def.fields) {
-    if (!f.required) continue;
-    const Value* v = in.get(f.name);
-    if (!v || v->is_null()) return Status(Code::Constraint, "required field '" + f.name + "' is missing", pos);
-  }
-  return Status::ok();
-}
 
-// The kind of value an encoded literal's tag stands for (the parser writes
-// null, bool, int, float, text, list and object only).
-Kind literal_kind(uint8_t tag) {
+// The kind of value an encoded value's tag stands for.
+Kind tag_kind(uint8_t tag) {
   switch (tag) {
     case kNull: return Kind::Null;
     case kFalse: case kTrue: return Kind::Bool;
     case kInt: return Kind::Int;
     case kFloat: return Kind::Float;
     case kText: return Kind::Text;
+    case kBytes: return Kind::Bytes;
+    case kTimestamp: return Kind::Timestamp;
     case kList: return Kind::List;
+    case kVecF32: case kVecF16: return Kind::Vector;
     default: return Kind::Object;
   }
 }
@@ -106,7 +59,13 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
   switch (t.kind) {
     case TypeKind::Bool:
     case TypeKind::Int:
-      if (t.kind == TypeKind::Int ? tag != kInt : tag != kTrue && tag != kFalse) break;
+    case TypeKind::Timestamp:
+    case TypeKind::Bytes:
+      if (t.kind == TypeKind::Bool ? tag != kTrue && tag != kFalse
+                                   : tag != (t.kind == TypeKind::Int         ? kInt
+                                             : t.kind == TypeKind::Timestamp ? kTimestamp
+                                                                             : kBytes))
+        break;
       skip_value(r);
       out.append(at, r.pos() - at);
       return Status::ok();
@@ -136,14 +95,20 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
       return Status::ok();
     }
     case TypeKind::Vector: {
-      if (tag != kList) break;
+      if (tag != kList && tag != kVecF32) break;
       Reader v = r;
       v.u8();
       if (v.varint() != t.dim) break;
       thread_local std::vector<float> floats;
       floats.resize(t.dim);
       bool ok = true;
-      for (uint32_t i = 0; i < t.dim && ok; i++) {
+      if (tag == kVecF32) {  // a parameter's vector
+        if (t.dim > v.left() / 4) break;
+        memcpy(floats.data(), v.bytes(t.dim * 4).data(), t.dim * 4);
+        for (uint32_t i = 0; i < t.dim && ok; i++)
+          ok = std::isfinite(floats[i]) && (!t.f16 || std::fabs(floats[i]) <= 65504.0f);
+      }
+      for (uint32_t i = 0; i < t.dim && ok && tag == kList; i++) {
         uint8_t et = v.u8();
         float x;
         if (et == kInt) {
@@ -188,7 +153,7 @@ Status type_literal_document(const Collection& c, Reader& r, KeyPositions keys, 
   const CollectionDef& def = c.def;
   uint8_t tag = r.u8();
   if (tag != kObject)
-    return Status(Code::Type, std::string("expected a document (an object), got ") + kind_name(literal_kind(tag)), d->pos);
+    return Status(Code::Type, std::string("expected a document (an object), got ") + kind_name(tag_kind(tag)), d->pos);
   // Each field's typed value, in the order the document gives them (spans of
   // `typed`), then written in schema order.
   thread_local std::string typed;
@@ -207,7 +172,7 @@ Status type_literal_document(const Collection& c, Reader& r, KeyPositions keys, 
       continue;
     }
     if (k == "id") {
-      if (vt != kInt) return Status(Code::Type, std::string("'id' must be an int, got ") + kind_name(literal_kind(vt)), kpos);
+      if (vt != kInt) return Status(Code::Type, std::string("'id' must be an int, got ") + kind_name(tag_kind(vt)), kpos);
       r.u8();
       d->has_id = true;
       d->id = unzigzag(r.varint());
@@ -341,16 +306,19 @@ class UniqueCheck {
 };
 
 
-// A put's body of literals only, as the parser encoded it: each document
-// typed from its bytes, no Value built for it.
-Status prepare_literal_documents(const Collection& c, const Expr& body, PreparedDocs* out) {
-  const LiteralPositions& lp = *body.parts;
-  Reader r(body.encoded);
-  bool is_list = (uint8_t)body.encoded[0] == kList;
+// Documents given in the codec's value encoding (`enc`: one object, or a
+// list of them), each typed from its bytes, no Value built for it. `lp`:
+// where each document and each key stood in the statement (null: all at
+// `pos`); `numbered`: errors name the document by its number in the list.
+static Status type_encoded_documents(const Collection& c, std::string_view enc, const LiteralPositions* lp, int64_t pos,
+                                     bool numbered, PreparedDocs* out) {
+  Reader r(enc);
+  bool is_list = !enc.empty() && (uint8_t)enc[0] == kList;
   size_t n = 1;
   if (is_list) {
     r.u8();
     n = r.varint();
+    if (!r.ok() || n > r.left()) return Status(Code::Invalid, "internal: a put's documents are damaged", pos);
   }
   bool unique = false;
   for (const SecondaryDef& d : c.def.secondary) unique |= d.kind == IndexKind::Unique;
@@ -359,14 +327,20 @@ Status prepare_literal_documents(const Collection& c, const Expr& body, Prepared
   out->bodies.clear();
   for (size_t i = 0; i < n; i++) {
     PreparedDocs::Doc& d = out->docs[i];
-    KeyPositions keys{lp.key.data(), lp.key.size()};
-    d.pos = body.pos;
-    if (is_list) {
-      d.pos = lp.item[i];
-      keys = {lp.key.data() + lp.key_start[i], (size_t)(lp.key_start[i + 1] - lp.key_start[i])};
+    KeyPositions keys;
+    d.pos = pos;
+    if (lp && !is_list) {
+      keys = {lp->key.data(), lp->key.size()};
+    } else if (lp) {
+      d.pos = lp->item[i];
+      keys = {lp->key.data() + lp->key_start[i], (size_t)(lp->key_start[i + 1] - lp->key_start[i])};
     }
-    KF_TRY(type_literal_document(c, r, keys, &d, out->bodies));
-    KF_TRY(check_doc_size(d.len, d.pos));
+    Status s = type_literal_document(c, r, keys, &d, out->bodies);
+    if (s.is_ok()) s = check_doc_size(d.len, d.pos);
+    if (!s.is_ok()) {
+      if (numbered && is_list) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
+      return s;
+    }
     // Room for n documents like the first, up to 64 MiB (past that it grows
     // as it goes): grown once, not doubled ten times.
     if (i == 0 && n > 1) out->bodies.reserve(std::min<size_t>(d.len * n, size_t(64) << 20));
@@ -376,71 +350,79 @@ Status prepare_literal_documents(const Collection& c, const Expr& body, Prepared
   return Status::ok();
 }
 
+// A put's body of literals and parameters only, in the codec's value
+// encoding as the parser encodes a body of literals alone: false where it
+// holds anything else (or a parameter not given, whose error the Value
+// path gives).
+static bool encode_body(const Expr& e, const Evaluator& ev, std::string& out) {
+  switch (e.kind) {
+    case ExprKind::Literal:
+    case ExprKind::Param: {
+      const Value* v = ev.ref(e);
+      if (!v) return false;
+      encode_value(out, *v, false);
+      return true;
+    }
+    case ExprKind::ListLit:
+      put_u8(out, kList);
+      put_varint(out, e.kids.size());
+      for (const ExprPtr& k : e.kids)
+        if (!encode_body(*k, ev, out)) return false;
+      return true;
+    case ExprKind::ObjectLit:
+      put_u8(out, kObject);
+      put_varint(out, e.kids.size());
+      for (size_t i = 0; i < e.kids.size(); i++) {
+        put_str(out, e.keys[i]);
+        if (!encode_body(*e.kids[i], ev, out)) return false;
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Where the documents of a body with parameters and their keys stood.
+static void body_positions(const Expr& body, LiteralPositions* lp) {
+  auto keys_of = [&](const Expr& e) {
+    if (e.kind == ExprKind::ObjectLit)
+      for (const ExprPtr& k : e.kids) lp->key.push_back(k->pos);
+    else if (e.parts)  // an element of literals only, folded
+      lp->key.insert(lp->key.end(), e.parts->key.begin(), e.parts->key.end());
+  };
+  if (body.kind != ExprKind::ListLit) return keys_of(body);
+  for (const ExprPtr& k : body.kids) {
+    lp->item.push_back(k->pos);
+    lp->key_start.push_back((uint32_t)lp->key.size());
+    keys_of(*k);
+  }
+  lp->key_start.push_back((uint32_t)lp->key.size());
+}
+
 Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
                          ParsedStatement* owned, PreparedDocs* out) {
   (void)eng;
-  if (!st.body->encoded.empty()) return prepare_literal_documents(c, *st.body, out);
-  Value body;
-  // A statement that runs once (`owned`) gives its literals up rather
-  // than having them copied.
-  KF_TRY(owned ? ev.take(*owned->body, &body) : ev.constant(*st.body, &body));
-  const bool is_list = body.kind() == Kind::List;
-  size_t n = is_list ? body.items().size() : 1;
-  bool unique = false;
-  for (const SecondaryDef& d : c.def.secondary) unique |= d.kind == IndexKind::Unique;
-  out->docs.clear();
-  out->docs.resize(n);
-  out->bodies.clear();
-  std::vector<int64_t> key_pos;
-  for (size_t i = 0; i < n; i++) {
-    Value& dv = is_list ? body.mutable_items()[i] : body;
-    // Where the document stood in the statement (a literal) or the
-    // parameter that gave it.
-    int64_t pos = st.body->pos;
-    KeyPositions keys;
-    bool literal = false;
-    if (const LiteralPositions* lp = st.body->parts.get()) {  // folded literals
-      literal = true;
-      if (!is_list) {
-        keys = {lp->key.data(), lp->key.size()};
-      } else {
-        pos = lp->item[i];
-        keys = {lp->key.data() + lp->key_start[i], (size_t)(lp->key_start[i + 1] - lp->key_start[i])};
-      }
-    } else if (st.body->kind == ExprKind::ListLit || st.body->kind == ExprKind::ObjectLit) {  // with parameters
-      literal = true;
-      const Expr* e = st.body->kind == ExprKind::ListLit ? st.body->kids[i].get() : st.body.get();
-      pos = e->pos;
-      key_pos.clear();
-      if (e->kind == ExprKind::ObjectLit)
-        for (const ExprPtr& k : e->kids) key_pos.push_back(k->pos);
-      else if (e->parts)  // an element of literals only, folded
-        key_pos = e->parts->key;
-      keys = {key_pos.data(), key_pos.size()};
-    }
-    PreparedDocs::Doc& d = out->docs[i];
-    d.pos = pos;
-    Status s = build_document(c.def, dv, keys, pos, &d.has_id, &d.id);
-    if (!s.is_ok()) {
-      if (is_list && !literal) return Status(s.code(), "document " + std::to_string(i + 1) + ": " + s.message(), s.position());
-      return s;
-    }
-    for (auto& [fid, index] : c.vindex) {
-      const Field* vf = c.def.field_by_id(fid);
-      const Value* vv = vf ? dv.get(vf->name) : nullptr;
-      if (vv && vv->kind() == Kind::Vector) KF_TRY(check_indexed(c, *vf, vv->vec().data(), pos));
-    }
-    d.at = out->bodies.size();
-    encode_document(c.def, dv, out->bodies);
-    d.len = out->bodies.size() - d.at;
-    KF_TRY(check_doc_size(d.len, pos));
-    // Room for n documents like the first, up to 64 MiB (past that it grows
-    // as it goes): grown once, not doubled ten times.
-    if (i == 0 && n > 1) out->bodies.reserve(std::min<size_t>(d.len * n, size_t(64) << 20));
-    if (unique) d.fields = std::move(dv);
+  (void)owned;
+  const Expr& body = *st.body;
+  if (!body.encoded.empty()) return type_encoded_documents(c, body.encoded, body.parts.get(), body.pos, false, out);
+  // Literals and parameters (`put t {name: $1, n: $2}`, `put t $1`):
+  // encoded as the parser encodes literals, then typed the same way.
+  thread_local std::string enc;
+  enc.clear();
+  if (!encode_body(body, ev, enc)) {
+    Value v;  // what is not a value, or a parameter not given: its error
+    KF_TRY(ev.constant(body, &v));
+    return Status(Code::Invalid, "internal: a put's body did not encode", body.pos);
   }
-  out->ready = true;
-  return Status::ok();
+  if (body.parts) return type_encoded_documents(c, enc, body.parts.get(), body.pos, false, out);
+  if (body.kind != ExprKind::ListLit && body.kind != ExprKind::ObjectLit)
+    return type_encoded_documents(c, enc, nullptr, body.pos, true, out);  // a parameter's documents
+  thread_local LiteralPositions lp;  // its vectors kept from one put to the next
+  lp.item.clear();
+  lp.key_start.clear();
+  lp.key.clear();
+  body_positions(body, &lp);
+  return type_encoded_documents(c, enc, &lp, body.pos, false, out);
 }
 
 void PreparedDocs::landed_rows(std::vector<Value>* rows) const {
