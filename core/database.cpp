@@ -35,7 +35,7 @@ Status Database::query(std::string_view text, const std::vector<Value>& params, 
     out->rows.clear();
     return p.status();
   }
-  return run(*p, params, p->use_count() == 1, out);
+  return run(*p, params, out);
 }
 
 Result<QueryResult> Database::query_outside_transaction(std::string_view text, const std::vector<Value>& params,
@@ -46,7 +46,7 @@ Result<QueryResult> Database::query_outside_transaction(std::string_view text, c
   if (kind == StmtKind::Begin || kind == StmtKind::Commit || kind == StmtKind::Rollback)
     return Status(Code::Invalid, "transactions are not available here: send the statements of one atomic write together as a batch", p->st.pos);
   QueryResult r;
-  KF_TRY(engine_->run(*p, params, p.use_count() == 1, &r, durable_at));
+  KF_TRY(engine_->run(*p, params, &r, durable_at));
   return r;
 }
 
@@ -64,16 +64,16 @@ Result<Statement> Database::prepare(std::string_view text) {
 }
 
 // The rows of *out are cleared on an error, whichever step it came from.
-Status Database::run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned,
+Status Database::run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params,
                      QueryResult* out) {
-  Status s = dispatch(p, params, owned, out);
+  Status s = dispatch(p, params, out);
   if (!s.is_ok()) out->rows.clear();
   return s;
 }
 
 // Begin, commit and rollback; a statement inside this thread's transaction;
 // any other straight to the engine.
-Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned,
+Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params,
                           QueryResult* out) {
   const StmtKind kind = p->st.kind;
   auto me = std::this_thread::get_id();
@@ -114,12 +114,12 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<
   }
   // Only this thread opens or closes its own transaction, so with none open
   // at all this thread has none.
-  if (t.count.load(std::memory_order_acquire) == 0) return engine_->run(*p, params, owned, out);
+  if (t.count.load(std::memory_order_acquire) == 0) return engine_->run(*p, params, out);
   std::unique_lock g(t.mu);
   auto it = t.open.find(me);
   if (it == t.open.end()) {
     g.unlock();
-    return engine_->run(*p, params, owned, out);
+    return engine_->run(*p, params, out);
   }
   std::vector<Engine::PreparedItem>& queue = it->second;
   bool is_read = kind == StmtKind::Get || kind == StmtKind::Collections || kind == StmtKind::Describe;
@@ -136,7 +136,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<
   }
   if (queue.empty()) {
     g.unlock();
-    return engine_->run(*p, params, owned, out);
+    return engine_->run(*p, params, out);
   }
   // A read sees the transaction's writes: they run before it, then are undone.
   std::vector<Engine::PreparedItem> items = queue;
@@ -158,7 +158,7 @@ Status Statement::query(const std::vector<Value>& params, QueryResult* out) cons
     out->rows.clear();
     return Status(Code::Invalid, "an empty statement (not prepared)");
   }
-  return db_->run(p_, params, false, out);
+  return db_->run(p_, params, out);
 }
 const std::string& Statement::text() const {
   static const std::string none;

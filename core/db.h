@@ -179,8 +179,8 @@ class Database {
  private:
   friend class Statement;
   Database();
-  Status run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned, QueryResult* out);
-  Status dispatch(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, bool owned, QueryResult* out);
+  Status run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, QueryResult* out);
+  Status dispatch(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, QueryResult* out);
   std::unique_ptr<Engine> engine_;
   // Open transactions (between begin and commit), per thread.
   struct Transactions;

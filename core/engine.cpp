@@ -53,7 +53,7 @@ Status Engine::bind_now(Prepared& p) {
   return bound(p);
 }
 
-Status Engine::run(Prepared& p, const std::vector<Value>& params, bool owned, QueryResult* out,
+Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* out,
                    uint64_t* durable_at) {
   if (durable_at) *durable_at = 0;
   const ParsedStatement& st = p.st;
@@ -88,14 +88,14 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, bool owned, Qu
   // A write's documents are made beside the readers and the other
   // writers; the write lock is held only to give them ids and land them,
   // with the writes queued beside it (sync.cpp).
-  QueuedWrite w(p, params, owned);
+  QueuedWrite w(p, params);
   w.deferred = durable_at != nullptr;
   {
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
     KF_TRY(bound(p));
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
-    KF_TRY(prepare_write(st, params, owned ? &p.st : nullptr, &w.docs));
+    KF_TRY(prepare_write(st, params, &w.docs));
   }
   KF_ASSIGN(*out, land(w));
   w.docs.landed_rows(&out->rows);  // a put's {id} rows, made here beside the readers
@@ -148,7 +148,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
       KF_TRY(check_writable());
       for (size_t i = 0; i < items.size(); i++) {
         Status s = bound(*items[i].p);
-        if (s.is_ok()) s = prepare_write(items[i].p->st, items[i].params(), nullptr, &docs[i]);
+        if (s.is_ok()) s = prepare_write(items[i].p->st, items[i].params(), &docs[i]);
         if (!s.is_ok()) return in_statement(i, s);
       }
     }
@@ -164,7 +164,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
       Status s;
       if (st.is_write()) {
         batch.clear();
-        s = execute_write(st, items[i].params(), nullptr, &docs[i], &batch, &r);
+        s = execute_write(st, items[i].params(), &docs[i], &batch, &r);
         if (s.is_ok() && !batch.empty()) s = commit(batch).status();
       } else {
         s = execute_read(*items[i].p, find(st.collection), items[i].params(), &r);  // no lock held since binding

@@ -162,10 +162,9 @@ struct PreparedDocs {
 // A write waiting in the engine's queue to land (sync.cpp): the first in
 // the queue lands those behind it too.
 struct QueuedWrite {
-  QueuedWrite(Prepared& p, const std::vector<Value>& params, bool owned) : p(p), params(params), owned(owned) {}
+  QueuedWrite(Prepared& p, const std::vector<Value>& params) : p(p), params(params) {}
   Prepared& p;
   const std::vector<Value>& params;
-  bool owned;                // nothing else holds p: its literals may be taken
   bool deferred = false;     // returns once landed; its caller waits for the flush (when_durable)
   uint64_t catalog_at = 0;   // the catalog version docs were made at
   PreparedDocs docs;
@@ -188,10 +187,9 @@ class Engine {
   // Parses a statement, from the statement cache when `cache` (and adds it).
   Result<std::shared_ptr<Prepared>> prepare(std::string_view text, bool cache);
   // Runs a prepared statement (binding it first if the catalog changed).
-  // `owned`: nothing else holds p, so a write may take its literals. The
-  // result goes to *out, written over where it can be (a point read's row);
+  // The result goes to *out, written over where it can be (a point read's row);
   // after an error what it holds is unspecified.
-  Status run(Prepared& p, const std::vector<Value>& params, bool owned, QueryResult* out,
+  Status run(Prepared& p, const std::vector<Value>& params, QueryResult* out,
              uint64_t* durable_at = nullptr);
   Status bind_now(Prepared& p);  // binds it now (an error if a name is unknown)
   // A statement of a batch and its parameters: the caller's, which outlive
@@ -232,15 +230,13 @@ class Engine {
   bool pinnable(const Collection& c, const class Plan& plan) const;
   // A write statement's ops into *batch (left empty when it changes
   // nothing) and its answer into *out; nothing lands: the caller commits
-  // the batch. Under the write lock. `owned`: st itself, when nothing else
-  // holds it (its literals may be moved out). `docs`: a put's documents,
+  // the batch. Under the write lock. `docs`: a put's documents,
   // made by prepare_write beside the readers.
-  Status execute_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
-                       PreparedDocs* docs, WriteBatch* batch, QueryResult* out);
+  Status execute_write(const ParsedStatement& st, const std::vector<Value>& params, PreparedDocs* docs,
+                       WriteBatch* batch, QueryResult* out);
   // A put's or insert's documents, typed and encoded (under the shared
   // lock; landed at the catalog version they were made at, or made again).
-  Status prepare_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
-                       PreparedDocs* docs);
+  Status prepare_write(const ParsedStatement& st, const std::vector<Value>& params, PreparedDocs* docs);
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.

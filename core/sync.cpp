@@ -95,20 +95,14 @@ Result<QueryResult> Engine::land_one(QueuedWrite& w) {
   KF_TRY(check_writable());
   Prepared& p = w.p;
   if (w.catalog_at != catalog_version_.load(std::memory_order_relaxed)) {
-    // A definition changed since its documents were made: make them again
-    // (from its text when it gave its literals up).
-    if (w.owned && w.docs.ready) {
-      p.st = ParsedStatement{};
-      KF_TRY(parse_statement(p.text, &p.st));
-      p.bound_at.store(0, std::memory_order_relaxed);
-    }
+    // A definition changed since its documents were made: make them again.
     KF_TRY(bound(p));
     w.docs = PreparedDocs{};
-    KF_TRY(prepare_write(p.st, w.params, w.owned ? &p.st : nullptr, &w.docs));
+    KF_TRY(prepare_write(p.st, w.params, &w.docs));
   }
   WriteBatch batch;
   QueryResult res;
-  KF_TRY(execute_write(p.st, w.params, nullptr, &w.docs, &batch, &res));
+  KF_TRY(execute_write(p.st, w.params, &w.docs, &batch, &res));
   if (!batch.empty()) KF_TRY(commit(batch).status());
   return res;
 }

@@ -55,30 +55,6 @@ class Evaluator {
     }
   }
 
-  // As constant(), moving literal values out of the expression (which must
-  // not be evaluated again).
-  Status take(Expr& e, Value* out) const {
-    switch (e.kind) {
-      case ExprKind::Literal: *out = std::move(e.value); return Status::ok();
-      case ExprKind::ListLit: {
-        *out = Value::list();
-        out->mutable_items().resize(e.kids.size());
-        for (size_t i = 0; i < e.kids.size(); i++) KF_TRY(take(*e.kids[i], &out->mutable_items()[i]));
-        return Status::ok();
-      }
-      case ExprKind::ObjectLit: {
-        *out = Value::object();
-        out->reserve_keys(e.kids.size());
-        for (size_t i = 0; i < e.kids.size(); i++) {
-          out->append(std::move(e.keys[i]), Value());
-          KF_TRY(take(*e.kids[i], &out->mutable_items().back()));
-        }
-        return Status::ok();
-      }
-      default: return constant(e, out);
-    }
-  }
-
   // Evaluates against a decoded document. Predicates give Bool, or Null when
   // unknown (a comparison with null); `where` keeps rows that give true.
   Status eval(const Expr& e, const Value& doc, Value* out) const {

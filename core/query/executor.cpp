@@ -133,18 +133,18 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   return Status::ok();
 }
 
-Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
+Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>& params,
                              PreparedDocs* docs) {
   if (st.kind != StmtKind::Put && st.kind != StmtKind::Insert) return Status::ok();
   Collection* c = find(st.collection);
   if (!c) return no_collection(st.collection, st.collection_pos);
   Evaluator ev(params);
-  KF_TRY(prepare_documents(*this, *c, st, ev, owned, docs));
+  KF_TRY(prepare_documents(*this, *c, st, ev, docs));
   docs->coll = c;
   return Status::ok();
 }
 
-Status Engine::execute_write(const ParsedStatement& st, const std::vector<Value>& params, ParsedStatement* owned,
+Status Engine::execute_write(const ParsedStatement& st, const std::vector<Value>& params,
                              PreparedDocs* docs, WriteBatch* batch, QueryResult* out) {
   Evaluator ev(params);
   out->rows.clear();
@@ -155,7 +155,7 @@ Status Engine::execute_write(const ParsedStatement& st, const std::vector<Value>
     case StmtKind::Del: {
       Collection* c = docs && docs->ready && docs->coll ? docs->coll : find(st.collection);
       if (!c) return no_collection(st.collection, st.collection_pos);
-      return write_documents(*this, *c, st, ev, owned, docs, batch, out);
+      return write_documents(*this, *c, st, ev, docs, batch, out);
     }
     default:
       return define(*this, st, batch);

@@ -38,8 +38,8 @@ struct Prepared {
 // Recently prepared statements by their text, so that a statement sent as
 // text again costs what a prepared one does. Thread-safe; least recently
 // used first out. Long statements (bulk writes with their documents in the
-// text) are not kept: parsing is most of their cost anyway, and a put runs
-// faster when it can take its literals out of the statement it owns.
+// text) are not kept: parsing is most of their cost anyway, and each would
+// hold its documents' bytes as long as it stayed.
 class StatementCache {
  public:
   static constexpr size_t kMaxText = 1024;

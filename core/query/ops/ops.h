@@ -190,16 +190,15 @@ std::unique_ptr<Source> make_known_count(ExecContext& x, int node, int64_t n, st
 Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch);
 // PreparedDocs (engine.h): the documents of a put or insert, made before the write lock.
 Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
-                         ParsedStatement* owned, PreparedDocs* out);
+                         PreparedDocs* out);
 // Their ids decided and their ops into *batch; the caller makes their rows
 // once the write lock is let go (PreparedDocs::landed_rows).
 Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, WriteBatch* batch);
-// put, insert, set, del: the ops of the write into *batch, and its result rows. `owned`:
-// the statement may give its literals up. `docs`: a put's or insert's
+// put, insert, set, del: the ops of the write into *batch, and its result rows. `docs`: a put's or insert's
 // documents, prepared already (or null); for those the caller makes the
 // rows after the write lock (landed_rows). Set and del find their documents
 // through the access path the planner picks for the where clause.
 Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
-                       ParsedStatement* owned, PreparedDocs* docs, WriteBatch* batch, QueryResult* res);
+                       PreparedDocs* docs, WriteBatch* batch, QueryResult* res);
 
 }  // namespace kitfox

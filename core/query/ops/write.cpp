@@ -400,9 +400,8 @@ static void body_positions(const Expr& body, LiteralPositions* lp) {
 }
 
 Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
-                         ParsedStatement* owned, PreparedDocs* out) {
+                         PreparedDocs* out) {
   (void)eng;
-  (void)owned;
   const Expr& body = *st.body;
   if (!body.encoded.empty()) return type_encoded_documents(c, body.encoded, body.parts.get(), body.pos, false, out);
   // Literals and parameters (`put t {name: $1, n: $2}`, `put t $1`):
@@ -465,13 +464,13 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
 }
 
 Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
-                       ParsedStatement* owned, PreparedDocs* docs, WriteBatch* batch, QueryResult* res) {
+                       PreparedDocs* docs, WriteBatch* batch, QueryResult* res) {
   switch (st.kind) {
     case StmtKind::Put:
     case StmtKind::Insert: {
       PreparedDocs own;
       if (!docs || !docs->ready) {
-        KF_TRY(prepare_documents(eng, c, st, ev, owned, &own));
+        KF_TRY(prepare_documents(eng, c, st, ev, &own));
         KF_TRY(land_documents(eng, c, st, own, batch));
         own.landed_rows(&res->rows);  // made here: no caller holds them
         break;
