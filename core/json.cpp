@@ -102,7 +102,7 @@ bool base64_decode(std::string_view in, std::string* out) {
     }
   }
   // Six bits left over: one character past the last whole byte, which no
-  // encoding ends with ("t", "dA==t").
+  // encoding ends with ("t", "dAAAt").
   return pad <= 2 && bits < 6;
 }
 

@@ -7,7 +7,6 @@
 
 #include <chrono>
 
-#include "query/parser.h"
 
 namespace kitfox {
 

@@ -328,3 +328,47 @@ TEST_CASE("a put's parameters of every type: typed from their encoding as litera
   CHECK(error(6, Value::integer(5)) == "ok");
   CHECK(rows(db->query("get t select at where id = 8")) == "{\"id\":8,\"at\":\"1970-01-01T00:00:00.005Z\"}\n");
 }
+
+TEST_CASE("a put's null parameters: a field not stored, an id assigned, a list's null document refused") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (n int, s text, j json)");
+  auto run = [&](const char* text, std::vector<Value> params) {
+    auto r = db->query(text, params);
+    return r.is_ok() ? rows(r) : r.status().to_string();
+  };
+  CHECK(run("put t {n: $1, s: $2}", {Value(), Value::text("x")}) == "{\"id\":1}\n");
+  CHECK(run("put t {s: $2, n: $1}", {Value(), Value::text("y")}) == "{\"id\":2}\n");
+  CHECK(run("put t {id: $1, n: 3}", {Value()}) == "{\"id\":3}\n");
+  CHECK(run("put t {n: 4, s: null, j: $1}", {Value()}) == "{\"id\":4}\n");
+  Value nested = Value::object();
+  nested.append("a", Value());
+  nested.append("b", Value::list({Value(), Value::integer(1)}));
+  CHECK(run("put t {n: 5, j: $1}", {nested}) == "{\"id\":5}\n");
+  CHECK(run("put t {n: 6, j: {a: $1, b: [$1, 2]}}", {Value()}) == "{\"id\":6}\n");
+  CHECK(run("put t [$1]", {Value()}) == "type error at 7: expected a document (an object), got null");
+  CHECK(run("put t $1", {Value::list({Value::object(), Value()})}) ==
+        "type error at 6: document 2: expected a document (an object), got null");
+  CHECK(rows(db->query("get t")) ==
+        "{\"id\":1,\"s\":\"x\"}\n{\"id\":2,\"s\":\"y\"}\n{\"id\":3,\"n\":3}\n{\"id\":4,\"n\":4}\n"
+        "{\"id\":5,\"n\":5,\"j\":{\"a\":null,\"b\":[null,1]}}\n{\"id\":6,\"n\":6,\"j\":{\"a\":null,\"b\":[null,2]}}\n");
+}
+
+TEST_CASE("a put's parameter object with a key given twice stores the first; one nested too deep is refused at its key") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (n int, j json)");
+  Value twice = Value::object();
+  twice.append("n", Value::integer(1));
+  twice.append("n", Value::integer(2));
+  REQUIRE(db->query("put t $1", {twice}).is_ok());
+  CHECK(rows(db->query("get t")) == "{\"id\":1,\"n\":1}\n");
+  REQUIRE(db->checkpoint().is_ok());
+  CHECK(rows(db->query("get t")) == "{\"id\":1,\"n\":1}\n");
+  Value deep = Value::integer(0);
+  for (int i = 0; i < 70; i++) deep = Value::list({std::move(deep)});
+  auto r = db->query("put t {n: 2, j: $1}", {deep});
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().to_string() == "limit error at 13: value of 'j' nested deeper than 64 levels");
+  CHECK(rows(db->query("get t count")) == "{\"count\":1}\n");
+}

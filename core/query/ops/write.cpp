@@ -135,7 +135,9 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
       break;
   }
   Value v, typed;
-  KF_TRY(decode_value(r, &v));
+  if (!decode_value(r, &v).is_ok())  // a parameter's value nested past the limit
+    return Status(Code::Limit, "value of '" + f.name + "' nested deeper than " + std::to_string(kMaxDepth) + " levels",
+                  kpos);
   Status st = coerce(v, t, f.name, &typed);
   if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
   if (typed.kind() == Kind::Text && !valid_utf8(typed.as_string()))
@@ -180,6 +182,10 @@ Status type_literal_document(const Collection& c, Reader& r, KeyPositions keys, 
     }
     const Field* f = def.field(k);
     if (!f) return not_found_field(std::string(k), def, kpos);
+    if (span[f - def.fields.data()].second) {  // a key given twice (a parameter's object): the first counts
+      skip_value(r);
+      continue;
+    }
     size_t at = typed.size();
     KF_TRY(type_field(c, *f, r, kpos, d->pos, typed));
     span[f - def.fields.data()] = {(uint32_t)at, (uint32_t)(typed.size() - at)};
@@ -360,7 +366,8 @@ static bool encode_body(const Expr& e, const Evaluator& ev, std::string& out) {
     case ExprKind::Param: {
       const Value* v = ev.ref(e);
       if (!v) return false;
-      encode_value(out, *v, false);
+      if (v->is_null()) put_u8(out, kNull);  // encode_value stores nothing for a null field
+      else encode_value(out, *v, false);
       return true;
     }
     case ExprKind::ListLit:
@@ -413,15 +420,21 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
     KF_TRY(ev.constant(body, &v));
     return Status(Code::Invalid, "internal: a put's body did not encode", body.pos);
   }
-  if (body.parts) return type_encoded_documents(c, enc, body.parts.get(), body.pos, false, out);
-  if (body.kind != ExprKind::ListLit && body.kind != ExprKind::ObjectLit)
-    return type_encoded_documents(c, enc, nullptr, body.pos, true, out);  // a parameter's documents
-  thread_local LiteralPositions lp;  // its vectors kept from one put to the next
-  lp.item.clear();
-  lp.key_start.clear();
-  lp.key.clear();
-  body_positions(body, &lp);
-  return type_encoded_documents(c, enc, &lp, body.pos, false, out);
+  Status s;
+  if (body.kind != ExprKind::ListLit && body.kind != ExprKind::ObjectLit) {
+    s = type_encoded_documents(c, enc, nullptr, body.pos, true, out);  // a parameter's documents
+  } else {
+    thread_local LiteralPositions lp;  // its vectors kept from one put to the next
+    lp.item.clear();
+    lp.key_start.clear();
+    lp.key.clear();
+    body_positions(body, &lp);
+    s = type_encoded_documents(c, enc, &lp, body.pos, false, out);
+  }
+  // A thread keeps what a put of small documents needs, not the largest
+  // put it ever made (a server thread's import).
+  if (enc.capacity() > (size_t(1) << 20)) std::string().swap(enc);
+  return s;
 }
 
 void PreparedDocs::landed_rows(std::vector<Value>* rows) const {
