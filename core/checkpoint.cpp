@@ -24,6 +24,7 @@
 // built at the pin, the gate is held throughout and there is no tail to
 // carry (the side file is then NAME~).
 #include <algorithm>
+#include <tuple>
 
 #include "codec.h"
 #include "engine.h"
@@ -481,8 +482,11 @@ void Engine::move_to_image(NewImage& img) {
       auto it = by_id_.find(ic->id);
       if (it == by_id_.end()) break;
       IdIndex& ids = it->second->ids;
-      size_t end = std::min(ic->ids.size(), i + kMovePiece);
-      for (size_t j = i; j < end; j++) ids.move_if_at(ic->ids[j].id, ic->was[j], Arena::loc(img.segment, ic->ids[j].loc));
+      const size_t end = std::min(ic->ids.size(), i + kMovePiece);
+      ids.move_ascending(end - i, [&](size_t k) {
+        const IdEntry& e = ic->ids[i + k];
+        return std::tuple<int64_t, uint64_t, uint64_t>{e.id, ic->was[i + k], Arena::loc(img.segment, e.loc)};
+      });
     }
   }
   if (img.keep_old) return;

@@ -308,6 +308,33 @@ class IdIndex {
     }
   }
 
+  // move_if_at for n ids in ascending order, the k-th given by at(k) as
+  // {id, from, to}: the array is walked along with them instead of searched
+  // for each (a checkpoint moves a million so, a piece at a time under the
+  // write lock). An id the array does not hold takes move_if_at's way.
+  template <typename At>
+  void move_ascending(size_t n, At&& at) {
+    size_t p = kNoProbe;
+    for (size_t k = 0; k < n; k++) {
+      const auto [id, from, to] = at(k);
+      if (p == kNoProbe) {  // the first, or after one the array did not hold
+        p = locate(base_, 0, base_.size(), id);
+        if (p == kNoProbe) {
+          move_if_at(id, from, to);
+          continue;
+        }
+      }
+      for (int steps = 0; p < base_.size() && base_[p].id < id && steps < 16; steps++) p++;
+      if (p < base_.size() && base_[p].id < id) p = locate(base_, p, base_.size(), id);  // far ahead: searched
+      if (p != kNoProbe && p < base_.size() && base_[p].id == id) {
+        if (base_[p].loc == from) base_.mut(p).loc = to;
+      } else {
+        move_if_at(id, from, to);
+        p = kNoProbe;
+      }
+    }
+  }
+
   // Removes; returns the previous location or kDead.
   uint64_t erase(int64_t id) {
     uint64_t old = kDead;

@@ -13,6 +13,7 @@
 #include <functional>
 #include <future>
 #include <thread>
+#include <tuple>
 
 #include "codec.h"
 #include "db.h"
@@ -1137,6 +1138,55 @@ TEST_CASE("IdIndex merges in pieces: answers as a map does before, during and af
   check_all();
   CHECK(wrong == 0);
   CHECK(idx.memory_bytes() < (ref.size() + 4096) * 2 * sizeof(IdEntry));  // the first block grows as it fills
+}
+
+TEST_CASE("IdIndex: moving ids in ascending order walks the array and does what moving each does") {
+  uint64_t x = 11;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
+  for (int round = 0; round < 40; round++) {
+    IdIndex a;
+    int64_t top = 1;
+    // Appends with gaps, ids in the gaps and below (the overlay), deletes,
+    // and in some rounds a merge left half done.
+    const int ops = 2000 + (int)(next() % 6000);
+    for (int op = 0; op < ops; op++) {
+      const uint64_t r = next() >> 11;
+      if (r % 4 < 2) {
+        a.put(top, (uint64_t)op);
+        top += 1 + (int64_t)(r % 3);
+      } else if (r % 4 == 2) {
+        a.put((int64_t)(next() % (uint64_t)(top + 50)) - 50, (uint64_t)op);
+      } else {
+        a.erase((int64_t)(next() % (uint64_t)top));
+      }
+    }
+    IdIndex b;
+    b.copy_from(a);
+    // The ids to move: ascending, some held, some not, some at another location.
+    struct Move {
+      int64_t id;
+      uint64_t from, to;
+    };
+    std::vector<Move> moves;
+    for (int64_t id = -60; id < top + 60; id++) {
+      const uint64_t r = next() >> 11;
+      if (r % 3 == 0) continue;
+      const uint64_t* at = a.find(id);
+      moves.push_back({id, at && r % 7 ? *at : 777777, 1000000 + (uint64_t)id});
+      if (r % 97 == 0) id += (int64_t)(r % 500);  // a gap the walk searches across
+    }
+    for (const Move& m : moves) a.move_if_at(m.id, m.from, m.to);
+    b.move_ascending(moves.size(), [&](size_t k) {
+      return std::tuple<int64_t, uint64_t, uint64_t>{moves[k].id, moves[k].from, moves[k].to};
+    });
+    size_t wrong = 0;
+    for (int64_t id = -60; id < top + 60; id++) {
+      const uint64_t *p = a.find(id), *q = b.find(id);
+      if ((p == nullptr) != (q == nullptr) || (p && *p != *q)) wrong++;
+    }
+    CHECK(wrong == 0);
+    CHECK(a.size() == b.size());
+  }
 }
 
 TEST_CASE("IdIndex: deletes from the top end start one merge, run in pieces, not a merge a delete") {
