@@ -125,6 +125,7 @@ Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& ite
 
 Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedItem>& items, bool dry_run,
                                                    uint64_t* durable_at) {
+  constexpr size_t kKeptDocs = 4096, kKeptBytes = 64 << 10;
   if (durable_at) *durable_at = 0;
   for (size_t i = 0; i < items.size(); i++) {
     StmtKind k = items[i].p->st.kind;
@@ -135,6 +136,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
   }
   if (closed_) return Status(Code::Invalid, "the database is closed");
   std::vector<QueryResult> out;
+  out.reserve(items.size());
   uint64_t wait_seq = 0;
   bool wrote = false;
   {
@@ -142,7 +144,23 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     const uint64_t start = write_pos_;
     // The puts' documents are made beside the readers (they depend on the
     // catalog alone, which no statement of a batch changes).
-    std::vector<PreparedDocs> docs(items.size());
+    struct Kept {  // batch_docs_ for this batch's statements, emptied after it, what grew big let go
+      std::vector<PreparedDocs>& v;
+      size_t n;
+      Kept(std::vector<PreparedDocs>& v, size_t n) : v(v), n(n) {
+        if (v.size() < n) v.resize(n);
+      }
+      ~Kept() {
+        for (size_t i = 0; i < n; i++) {
+          PreparedDocs& d = v[i];
+          if (d.bodies.capacity() > kKeptBytes) std::string().swap(d.bodies);
+          if (d.docs.capacity() > kKeptBytes / sizeof(PreparedDocs::Doc)) std::vector<PreparedDocs::Doc>().swap(d.docs);
+          d.reset();
+        }
+        if (v.size() > kKeptDocs) v.resize(kKeptDocs);
+      }
+    } kept(batch_docs_, items.size());
+    std::vector<PreparedDocs>& docs = batch_docs_;
     {
       std::shared_lock lk(mu_);
       KF_TRY(check_writable());

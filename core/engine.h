@@ -157,6 +157,13 @@ struct PreparedDocs {
   bool landed = false;
   std::string_view body(const Doc& d) const { return std::string_view(bodies).substr(d.at, d.len); }
   void landed_rows(std::vector<Value>* rows) const;
+  // Empty again, its storage kept for the next documents.
+  void reset() {
+    docs.clear();
+    bodies.clear();
+    ready = landed = false;
+    coll = nullptr;
+  }
 };
 
 // A write waiting in the engine's queue to land (sync.cpp): the first in
@@ -375,6 +382,10 @@ class Engine {
   // written and applied (not its flush). A checkpoint holds it for its pin
   // and its switch (and, where it cannot carry a tail, throughout).
   std::mutex write_gate_;
+  // Under the gate: a batch's documents, statement by statement, in storage
+  // kept from one batch to the next (a batch of single puts then allocates
+  // nothing for them; what a big one grew is let go after it).
+  std::vector<PreparedDocs> batch_docs_;
   std::mutex checkpoint_mu_;  // one checkpoint at a time
   std::atomic<bool> checkpoint_due_{false};  // the tail outgrew the image, or an index was built
   // Bumped (under the write lock) by every change to a collection's
