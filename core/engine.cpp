@@ -125,7 +125,8 @@ Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& ite
 
 Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedItem>& items, bool dry_run,
                                                    uint64_t* durable_at) {
-  constexpr size_t kKeptDocs = 4096, kKeptBytes = 64 << 10;
+  // At most this many statements' storage kept, 1 MiB of it in all.
+  constexpr size_t kKeptDocs = 1024, kKeptBytes = 1 << 20;
   if (durable_at) *durable_at = 0;
   for (size_t i = 0; i < items.size(); i++) {
     StmtKind k = items[i].p->st.kind;
@@ -151,10 +152,16 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
         if (v.size() < n) v.resize(n);
       }
       ~Kept() {
+        size_t kept = 0;
         for (size_t i = 0; i < n; i++) {
           PreparedDocs& d = v[i];
-          if (d.bodies.capacity() > kKeptBytes) std::string().swap(d.bodies);
-          if (d.docs.capacity() > kKeptBytes / sizeof(PreparedDocs::Doc)) std::vector<PreparedDocs::Doc>().swap(d.docs);
+          const size_t bytes = d.bodies.capacity() + d.docs.capacity() * sizeof(PreparedDocs::Doc);
+          if (kept + bytes > kKeptBytes) {
+            std::string().swap(d.bodies);
+            std::vector<PreparedDocs::Doc>().swap(d.docs);
+          } else {
+            kept += bytes;
+          }
           d.reset();
         }
         if (v.size() > kKeptDocs) v.resize(kKeptDocs);

@@ -384,7 +384,7 @@ class Engine {
   std::mutex write_gate_;
   // Under the gate: a batch's documents, statement by statement, in storage
   // kept from one batch to the next (a batch of single puts then allocates
-  // nothing for them; what a big one grew is let go after it).
+  // nothing for them; past 1 MiB in all, what a batch grew is let go after it).
   std::vector<PreparedDocs> batch_docs_;
   std::mutex checkpoint_mu_;  // one checkpoint at a time
   std::atomic<bool> checkpoint_due_{false};  // the tail outgrew the image, or an index was built

@@ -329,8 +329,7 @@ class IdIndex {
       if (p != kNoProbe && p < base_.size() && base_[p].id == id) {
         if (base_[p].loc == from) base_.mut(p).loc = to;
       } else {
-        move_if_at(id, from, to);
-        p = kNoProbe;
+        move_if_at(id, from, to);  // held elsewhere, or nowhere; p, where it is, still comes after it
       }
     }
   }

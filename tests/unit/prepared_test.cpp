@@ -365,10 +365,23 @@ TEST_CASE("a put's parameter object with a key given twice stores the first; one
   CHECK(rows(db->query("get t")) == "{\"id\":1,\"n\":1}\n");
   REQUIRE(db->checkpoint().is_ok());
   CHECK(rows(db->query("get t")) == "{\"id\":1,\"n\":1}\n");
+  Value null_first = Value::object();
+  null_first.append("id", Value::integer(5));
+  null_first.append("n", Value());
+  null_first.append("n", Value::integer(3));
+  null_first.append("id", Value::integer(7));
+  REQUIRE(db->query("put t $1", {null_first}).is_ok());
+  CHECK(rows(db->query("get t")) == "{\"id\":1,\"n\":1}\n{\"id\":5}\n");
   Value deep = Value::integer(0);
   for (int i = 0; i < 70; i++) deep = Value::list({std::move(deep)});
+  Value deep_twice = Value::object();
+  deep_twice.append("n", Value::integer(1));
+  deep_twice.append("n", deep);
+  auto twice_deep = db->query("put t $1", {deep_twice});
+  REQUIRE_FALSE(twice_deep.is_ok());
+  CHECK(twice_deep.status().to_string() == "limit error at 6: value of 'n' nested deeper than 64 levels");
   auto r = db->query("put t {n: 2, j: $1}", {deep});
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().to_string() == "limit error at 13: value of 'j' nested deeper than 64 levels");
-  CHECK(rows(db->query("get t count")) == "{\"count\":1}\n");
+  CHECK(rows(db->query("get t count")) == "{\"count\":2}\n");
 }

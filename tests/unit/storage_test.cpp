@@ -72,6 +72,15 @@ int64_t count(Database& db, const char* coll = "t") {
   return r->rows[0].get("count")->as_int();
 }
 
+// Every document of t's id, n and s, a line each.
+std::string id_n_s_rows(Database& db) {
+  auto r = db.query("get t select id, n, s");
+  REQUIRE(r.is_ok());
+  std::string all;
+  for (auto& row : r->rows) all += to_json(row) + "\n";
+  return all;
+}
+
 // Starts a checkpoint on a thread of its own and returns once its flush of
 // the new image is held (faults.hold): it has pinned the database and built
 // and written the image from the pin. faults.hold(false) lets it go on.
@@ -1160,8 +1169,20 @@ TEST_CASE("IdIndex: moving ids in ascending order walks the array and does what 
         a.erase((int64_t)(next() % (uint64_t)top));
       }
     }
+    // In every other round, a merge under way: enough ids out of order
+    // (in the gaps) that the overlay passes its bound, then a few ops.
+    if (round % 2) {
+      for (int k = 0; k < 100000 && a.merge_left() == 0; k++) a.put((int64_t)(next() % (uint64_t)top), 5000000 + (uint64_t)k);
+      for (int k = 0; k < 3; k++) a.put(top++, 6000000 + (uint64_t)k);
+      REQUIRE(a.merge_left() > 0);
+    }
     IdIndex b;
     b.copy_from(a);
+    IdIndex pin;  // shares b's blocks: b's writes copy the blocks first, the pin keeps its answers
+    pin.copy_from(b);
+    std::map<int64_t, uint64_t> at_pin;
+    for (int64_t id = -60; id < top + 60; id++)
+      if (const uint64_t* l = b.find(id)) at_pin[id] = *l;
     // The ids to move: ascending, some held, some not, some at another location.
     struct Move {
       int64_t id;
@@ -1186,6 +1207,13 @@ TEST_CASE("IdIndex: moving ids in ascending order walks the array and does what 
     }
     CHECK(wrong == 0);
     CHECK(a.size() == b.size());
+    size_t pin_wrong = 0;
+    for (int64_t id = -60; id < top + 60; id++) {
+      const uint64_t* l = pin.find(id);
+      auto it = at_pin.find(id);
+      if ((l == nullptr) != (it == at_pin.end()) || (l && *l != it->second)) pin_wrong++;
+    }
+    CHECK(pin_wrong == 0);
   }
 }
 
@@ -1571,13 +1599,7 @@ TEST_CASE("an image from an image with holes: each live document once, its runs 
   for (int i = 0; i < 3000; i += 7) REQUIRE(db->query("set t {s: \"new\"} where id = $1", {Value::integer(i + 1)}).is_ok());
   for (int i = 3; i < 3000; i += 11) REQUIRE(db->query("delete t where id = $1", {Value::integer(i + 1)}).is_ok());
   REQUIRE(db->query("delete t where id = 3000").is_ok());
-  auto rows = [](Database& d) {
-    auto r = d.query("get t select id, n, s");
-    REQUIRE(r.is_ok());
-    std::string all;
-    for (auto& row : r->rows) all += to_json(row) + "\n";
-    return all;
-  };
+  auto rows = id_n_s_rows;
   const std::string live = rows(*db);
   REQUIRE(db->checkpoint().is_ok());
   CHECK(rows(*db) == live);
@@ -1607,13 +1629,7 @@ TEST_CASE("a checkpoint beside writers: the file after its switch opens to the s
   faults.hold(false);
   cp.join();
   CHECK(faults.unflushed_replaces == 0);
-  auto rows = [](Database& d) {
-    auto r = d.query("get t select id, n, s");
-    REQUIRE(r.is_ok());
-    std::string all;
-    for (auto& row : r->rows) all += to_json(row) + "\n";
-    return all;
-  };
+  auto rows = id_n_s_rows;
   std::string live = rows(*db);
   CHECK(count(*db) == 3000);
   // The file as the switch left it (image, then the carried tail), opened
@@ -1722,6 +1738,7 @@ TEST_CASE("a batch after a batch: the documents kept from the last one answer no
   REQUIRE(second.is_ok());
   CHECK(second->at(0).rows.size() == 1);
   CHECK(to_json(second->at(0).rows[0]) == "{\"updated\":1}");
+  REQUIRE(second->at(1).rows.size() == 1);
   CHECK(to_json(second->at(1).rows[0]) == "{\"deleted\":1}");
   REQUIRE(second->at(2).rows.size() == 1);
   CHECK(to_json(second->at(2).rows[0]) == "{\"id\":4}");

@@ -163,14 +163,27 @@ Status type_literal_document(const Collection& c, Reader& r, KeyPositions keys, 
   typed.clear();
   span.assign(def.fields.size(), {0, 0});
   size_t present = 0;
+  bool id_seen = false;
   uint64_t n = r.varint();
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     std::string_view k = r.str();
     int64_t kpos = i < keys.n ? keys.at[i] : d->pos;
     uint8_t vt = r.left() ? (uint8_t)*r.pos() : (uint8_t)kNull;
+    // A key given twice (only a parameter's object can): the first counts,
+    // null or not, as a document's first key of a name does when read.
+    const Field* f = k == "id" ? nullptr : def.field(k);
+    if (k != "id" && !f) return not_found_field(std::string(k), def, kpos);
+    std::pair<uint32_t, uint32_t>* sp = f ? &span[f - def.fields.data()] : nullptr;
+    if (f ? sp->first || sp->second : id_seen) {
+      skip_value(r);
+      if (!r.ok()) return Status(Code::Limit, "value of '" + std::string(k) + "' nested deeper than " +
+                                                  std::to_string(kMaxDepth) + " levels", kpos);
+      continue;
+    }
+    if (!f) id_seen = true;
     if (vt == kNull) {  // a null field is not stored
       r.u8();
-      if (k != "id" && !def.field(k)) return not_found_field(std::string(k), def, kpos);
+      if (sp) sp->first = 1;  // seen: {1, 0} is absent, but counted as given
       continue;
     }
     if (k == "id") {
@@ -178,12 +191,6 @@ Status type_literal_document(const Collection& c, Reader& r, KeyPositions keys, 
       r.u8();
       d->has_id = true;
       d->id = unzigzag(r.varint());
-      continue;
-    }
-    const Field* f = def.field(k);
-    if (!f) return not_found_field(std::string(k), def, kpos);
-    if (span[f - def.fields.data()].second) {  // a key given twice (a parameter's object): the first counts
-      skip_value(r);
       continue;
     }
     size_t at = typed.size();
