@@ -982,7 +982,11 @@ Options parse_args(int argc, char** argv) {
     else if (a == "--batch") o.batch = parse_count(a, value());
     else if (a == "--batches") { o.batches = parse_count(a, value()); batches_given = true; }
     else if (a == "--no-off") o.off = false;
-    else if (a == "--vectors") { o.vectors = parse_count(a, value()); vectors_given = true; }
+    else if (a == "--vectors") {  // 0 skips section 7
+      const char* v = value();
+      o.vectors = std::string(v) == "0" ? 0 : parse_count(a, v);
+      vectors_given = true;
+    }
     else if (a == "--only-vectors") o.only_vectors = true;
     else if (a == "--dir") o.dir = value();
     else if (a == "--out") o.out = value();
