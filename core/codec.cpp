@@ -48,22 +48,23 @@ void encode_value(std::string& out, const Value& v, bool f16) {
     case Kind::List:
       put_u8(out, kList);
       put_varint(out, v.items().size());
-      for (const Value& e : v.items()) {
-        if (e.is_null()) put_u8(out, kNull);  // json lists may hold null
-        else encode_value(out, e, f16);
-      }
+      for (const Value& e : v.items()) encode_item(out, e, f16);  // json lists may hold null
       return;
     case Kind::Object:
       put_u8(out, kObject);
       put_varint(out, v.items().size());
       for (size_t i = 0; i < v.items().size(); i++) {
         put_str(out, v.keys()[i]);
-        if (v.items()[i].is_null()) put_u8(out, kNull);
-        else encode_value(out, v.items()[i], f16);
+        encode_item(out, v.items()[i], f16);
       }
       return;
     case Kind::Vector: encode_vector(out, v.vec().data(), v.vec().size(), f16); return;
   }
+}
+
+void encode_item(std::string& out, const Value& v, bool f16) {
+  if (v.is_null()) put_u8(out, kNull);
+  else encode_value(out, v, f16);
 }
 
 void encode_vector(std::string& out, const float* v, size_t n, bool f16) {

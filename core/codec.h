@@ -139,6 +139,9 @@ class VectorSource {
 
 // Encodes one typed value (already coerced to its field's type).
 void encode_value(std::string& out, const Value& v, bool f16);
+// A member of a list or an object: a null as its tag (encode_value stores
+// nothing for a null, which is a field's absence).
+void encode_item(std::string& out, const Value& v, bool f16);
 // A vector value (tag and dimension first), as f32 or as halves.
 void encode_vector(std::string& out, const float* v, size_t n, bool f16);
 Status decode_value(Reader& r, Value* out, int depth = 0);

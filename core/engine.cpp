@@ -152,18 +152,8 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
         if (v.size() < n) v.resize(n);
       }
       ~Kept() {
-        size_t kept = 0;
-        for (size_t i = 0; i < n; i++) {
-          PreparedDocs& d = v[i];
-          const size_t bytes = d.bodies.capacity() + d.docs.capacity() * sizeof(PreparedDocs::Doc);
-          if (kept + bytes > kKeptBytes) {
-            std::string().swap(d.bodies);
-            std::vector<PreparedDocs::Doc>().swap(d.docs);
-          } else {
-            kept += bytes;
-          }
-          d.reset();
-        }
+        size_t budget = kKeptBytes;
+        for (size_t i = 0; i < n; i++) v[i].reset(&budget);
         if (v.size() > kKeptDocs) v.resize(kKeptDocs);
       }
     } kept(batch_docs_, items.size());

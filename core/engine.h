@@ -157,10 +157,18 @@ struct PreparedDocs {
   bool landed = false;
   std::string_view body(const Doc& d) const { return std::string_view(bodies).substr(d.at, d.len); }
   void landed_rows(std::vector<Value>* rows) const;
-  // Empty again, its storage kept for the next documents.
-  void reset() {
-    docs.clear();
-    bodies.clear();
+  // Empty again: its storage kept for the next documents while *budget
+  // (bytes) holds it, let go past that.
+  void reset(size_t* budget) {
+    const size_t bytes = bodies.capacity() + docs.capacity() * sizeof(Doc);
+    if (bytes > *budget) {
+      std::string().swap(bodies);
+      std::vector<Doc>().swap(docs);
+    } else {
+      *budget -= bytes;
+      docs.clear();
+      bodies.clear();
+    }
     ready = landed = false;
     coll = nullptr;
   }

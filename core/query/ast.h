@@ -47,7 +47,7 @@ struct Expr {
   ExprKind kind;
   int64_t pos = 0;
   Value value;
-  std::unique_ptr<LiteralPositions> parts;  // a folded list or object literal
+  std::unique_ptr<LiteralPositions> parts;  // a folded list or object literal's, or a put body's with parameters
   // A put's or insert's folded body: its value in the codec's value
   // encoding (codec.h; null as tag 0), not in `value`.
   std::string encoded;

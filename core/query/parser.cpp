@@ -384,6 +384,24 @@ Status Parser::index_spec(IndexSpec* out) {
   }
 }
 
+// Where a put body's documents (a list's items, or the object itself) and
+// their keys stood: as `literal` records them for a folded body.
+static void body_positions(const Expr& body, LiteralPositions* lp) {
+  auto keys_of = [&](const Expr& e) {
+    if (e.kind == ExprKind::ObjectLit)
+      for (const ExprPtr& k : e.kids) lp->key.push_back(k->pos);
+    else if (e.parts)  // an element of literals only, folded
+      lp->key.insert(lp->key.end(), e.parts->key.begin(), e.parts->key.end());
+  };
+  if (body.kind != ExprKind::ListLit) return keys_of(body);
+  for (const ExprPtr& k : body.kids) {
+    lp->item.push_back(k->pos);
+    lp->key_start.push_back((uint32_t)lp->key.size());
+    keys_of(*k);
+  }
+  lp->key_start.push_back((uint32_t)lp->key.size());
+}
+
 bool Parser::literal(CodecOut out, int depth, LiteralPositions* parts, bool top, Status* err, size_t keys) {
   *err = depth_check(depth);
   if (!err->is_ok()) return false;
@@ -1008,6 +1026,12 @@ Status Parser::statement(ParsedStatement* st) {
     if (b.kind != Tok::LBrace && b.kind != Tok::LBracket && b.kind != Tok::Param)
       return expected("a document {...}, a list of documents [...] or a parameter");
     KF_TRY(value_expr(&st->body, 0, true, true));
+    // A list or object with parameters among its literals: where its
+    // documents and their keys stood, for the errors of every run.
+    if (st->body->kind == ExprKind::ListLit || st->body->kind == ExprKind::ObjectLit) {
+      st->body->parts = std::make_unique<LiteralPositions>();
+      body_positions(*st->body, st->body->parts.get());
+    }
   } else if (accept_kw("set")) {
     st->kind = StmtKind::Set;
     KF_TRY(name(&st->collection, &st->collection_pos, "a collection name"));

@@ -68,11 +68,17 @@ void Arena::drop_before(uint32_t n) {
 }
 
 namespace {
-std::string_view body_in(const char* data, size_t size, uint64_t l) {
-  uint64_t off = l & ((1ull << 40) - 1);
+// The entry at `l` in a segment's bytes: its body, its id in *id, and the
+// whole entry in *entry (empty where it is cut short).
+std::string_view body_in(const char* data, size_t size, uint64_t l, int64_t* id = nullptr,
+                         std::string_view* entry = nullptr) {
+  const uint64_t off = l & ((1ull << 40) - 1);
   Reader r(data + off, size - off);
-  r.varint();  // id
-  return r.str();
+  const uint64_t z = r.varint();
+  std::string_view b = r.str();
+  if (id) *id = unzigzag(z);
+  if (entry) *entry = r.ok() ? std::string_view(data + off, (size_t)(b.data() + b.size() - (data + off))) : std::string_view();
+  return b;
 }
 }  // namespace
 
@@ -108,13 +114,9 @@ std::string_view Arena::View::body(uint64_t l) const {
 }
 
 std::string_view Arena::View::entry(uint64_t l, int64_t* id) const {
-  std::string_view s = at_[l >> 40];
-  const uint64_t off = l & ((1ull << 40) - 1);
-  Reader r(s.data() + off, s.size() - off);
-  *id = unzigzag(r.varint());
-  std::string_view b = r.str();
-  if (!r.ok()) return {};  // cut short: no entry is empty
-  return {s.data() + off, (size_t)(b.data() + b.size() - (s.data() + off))};
+  std::string_view s = at_[l >> 40], e;
+  body_in(s.data(), s.size(), l, id, &e);
+  return e;
 }
 
 size_t Arena::memory_bytes() const {

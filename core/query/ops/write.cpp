@@ -37,6 +37,16 @@ Kind tag_kind(uint8_t tag) {
   }
 }
 
+// The kind a bool, int, timestamp or bytes field stores its value as.
+Kind field_kind(TypeKind k) {
+  switch (k) {
+    case TypeKind::Bool: return Kind::Bool;
+    case TypeKind::Int: return Kind::Int;
+    case TypeKind::Timestamp: return Kind::Timestamp;
+    default: return Kind::Bytes;
+  }
+}
+
 // A vector for field `f`, refused (at dpos) where the field's index would refuse it.
 Status check_indexed(const Collection& c, const Field& f, const float* v, int64_t dpos) {
   auto it = c.vindex.find(f.id);
@@ -60,12 +70,8 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
     case TypeKind::Bool:
     case TypeKind::Int:
     case TypeKind::Timestamp:
-    case TypeKind::Bytes:
-      if (t.kind == TypeKind::Bool ? tag != kTrue && tag != kFalse
-                                   : tag != (t.kind == TypeKind::Int         ? kInt
-                                             : t.kind == TypeKind::Timestamp ? kTimestamp
-                                                                             : kBytes))
-        break;
+    case TypeKind::Bytes:  // stored as given, when given as the field's kind
+      if (tag_kind(tag) != field_kind(t.kind)) break;
       skip_value(r);
       out.append(at, r.pos() - at);
       return Status::ok();
@@ -101,12 +107,12 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
       if (v.varint() != t.dim) break;
       thread_local std::vector<float> floats;
       floats.resize(t.dim);
+      auto fits = [&](float x) { return std::isfinite(x) && (!t.f16 || std::fabs(x) <= 65504.0f); };
       bool ok = true;
       if (tag == kVecF32) {  // a parameter's vector
         if (t.dim > v.left() / 4) break;
         memcpy(floats.data(), v.bytes(t.dim * 4).data(), t.dim * 4);
-        for (uint32_t i = 0; i < t.dim && ok; i++)
-          ok = std::isfinite(floats[i]) && (!t.f16 || std::fabs(floats[i]) <= 65504.0f);
+        for (uint32_t i = 0; i < t.dim && ok; i++) ok = fits(floats[i]);
       }
       for (uint32_t i = 0; i < t.dim && ok && tag == kList; i++) {
         uint8_t et = v.u8();
@@ -122,7 +128,7 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
           ok = false;
           break;
         }
-        ok = std::isfinite(x) && (!t.f16 || std::fabs(x) <= 65504.0f);
+        ok = fits(x);
         floats[i] = x;
       }
       if (!ok || !v.ok()) break;
@@ -373,8 +379,7 @@ static bool encode_body(const Expr& e, const Evaluator& ev, std::string& out) {
     case ExprKind::Param: {
       const Value* v = ev.ref(e);
       if (!v) return false;
-      if (v->is_null()) put_u8(out, kNull);  // encode_value stores nothing for a null field
-      else encode_value(out, *v, false);
+      encode_item(out, *v, false);  // a null too: a field given as null is typed as absent
       return true;
     }
     case ExprKind::ListLit:
@@ -396,23 +401,6 @@ static bool encode_body(const Expr& e, const Evaluator& ev, std::string& out) {
   }
 }
 
-// Where the documents of a body with parameters and their keys stood.
-static void body_positions(const Expr& body, LiteralPositions* lp) {
-  auto keys_of = [&](const Expr& e) {
-    if (e.kind == ExprKind::ObjectLit)
-      for (const ExprPtr& k : e.kids) lp->key.push_back(k->pos);
-    else if (e.parts)  // an element of literals only, folded
-      lp->key.insert(lp->key.end(), e.parts->key.begin(), e.parts->key.end());
-  };
-  if (body.kind != ExprKind::ListLit) return keys_of(body);
-  for (const ExprPtr& k : body.kids) {
-    lp->item.push_back(k->pos);
-    lp->key_start.push_back((uint32_t)lp->key.size());
-    keys_of(*k);
-  }
-  lp->key_start.push_back((uint32_t)lp->key.size());
-}
-
 Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev,
                          PreparedDocs* out) {
   (void)eng;
@@ -427,17 +415,9 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
     KF_TRY(ev.constant(body, &v));
     return Status(Code::Invalid, "internal: a put's body did not encode", body.pos);
   }
-  Status s;
-  if (body.kind != ExprKind::ListLit && body.kind != ExprKind::ObjectLit) {
-    s = type_encoded_documents(c, enc, nullptr, body.pos, true, out);  // a parameter's documents
-  } else {
-    thread_local LiteralPositions lp;  // its vectors kept from one put to the next
-    lp.item.clear();
-    lp.key_start.clear();
-    lp.key.clear();
-    body_positions(body, &lp);
-    s = type_encoded_documents(c, enc, &lp, body.pos, false, out);
-  }
+  // A list or object of them holds where its documents and keys stood
+  // (the parser's); a parameter's documents are named by their number.
+  Status s = type_encoded_documents(c, enc, body.parts.get(), body.pos, body.kind == ExprKind::Param, out);
   // A thread keeps what a put of small documents needs, not the largest
   // put it ever made (a server thread's import).
   if (enc.capacity() > (size_t(1) << 20)) std::string().swap(enc);
