@@ -1,7 +1,7 @@
 // A float as text: the shortest decimal that reads back as the same float,
 // written exactly as std::to_chars(first, last, float) writes it (fixed or
-// scientific, whichever is shorter, fixed on a tie), in about three
-// quarters of its time (bench/RESULTS.md). JSON output of vectors writes hundreds of these per row.
+// scientific, whichever is shorter, fixed on a tie), in about two thirds
+// of its time (bench/RESULTS.md). JSON output of vectors writes hundreds of these per row.
 #pragma once
 
 #include <cstdint>
