@@ -89,7 +89,7 @@ double s_since(Clock::time_point a) { return std::chrono::duration<double>(Clock
 // ---------------------------------------------------------------- options
 
 struct Options {
-  std::string pg, kitfox, kitfox_durable, kitfox_bin, kitfox_threads, pg_bin, commit;
+  std::string pg, kitfox, kitfox_durable, kitfox_bin, kitfox_threads, kitfox_loops, pg_bin, commit;
   std::string placement;  // where the servers and this client run (server_bench.sh --pin)
   std::string dir = "/tmp", out;
   bool no_kitfox = false;
@@ -148,6 +148,7 @@ Options parse_options(int argc, char** argv) {
     else if (a == "--kitfox-durable") o.kitfox_durable = value();
     else if (a == "--kitfox-bin") o.kitfox_bin = value();
     else if (a == "--kitfox-threads") o.kitfox_threads = value();
+    else if (a == "--kitfox-loops") o.kitfox_loops = value();
     else if (a == "--pg-bin") o.pg_bin = value();
     else if (a == "--commit") o.commit = value();
     else if (a == "--placement") o.placement = value();
@@ -1612,7 +1613,8 @@ int main(int argc, char** argv) {
     built = std::string(", the binary built ") + buf;
   }
   s += "| kitfox | " + (b.kf ? (o.kitfox_bin.empty() ? std::string("kitfox serve") : o.kitfox_bin + " serve") +
-                               (o.kitfox_threads.empty() ? "" : " --threads " + o.kitfox_threads) + ", HEAD " +
+                               (o.kitfox_threads.empty() ? "" : " --threads " + o.kitfox_threads) +
+                               (o.kitfox_loops.empty() ? "" : " --loops " + o.kitfox_loops) + ", HEAD " +
                                (o.commit.empty() ? "unknown" : o.commit) + built
                          : std::string("not run (--no-kitfox)")) + " |\n";
   s += "| data | " + filesystem_of(o.dir) + " |\n";

@@ -14,12 +14,14 @@
 #   --kitfox PATH    the kitfox CLI to serve with (default DIR/kitfox)
 #   --no-kitfox      PostgreSQL's half only (no kitfox server is started)
 #   --threads N      the kitfox servers' --threads (default: the server's own)
+#   --loops N        the kitfox servers' --loops (default: the server's own)
 #   --dir PATH       where the temporary directory goes (default /tmp): both sides' data and the
 #                    durable writes' fsyncs land on its file system
 #   --pin            both servers (every thread and process, PostgreSQL's backends too) on the last
 #                    CPU, this client on the others (taskset): a one-client round trip then always
 #                    crosses CPUs, instead of landing on the same CPU or not as the scheduler places
-#                    the two, which on this 2-CPU VM moves a p50 between about 10 and 85 µs
+#                    the two, which on this 2-CPU VM moves a p50 between about 10 and 85 µs.
+#                    kitfox starts there, so its default event loops are sized for one CPU
 #
 # PostgreSQL: Debian's postgresql-15 (/usr/lib/postgresql/15/bin), a cluster made
 # by initdb as the postgres user (when run as root), listening on 127.0.0.1 on a
@@ -40,18 +42,20 @@ kitfox=
 no_kitfox=0
 pin=0
 threads=()
+loops=()
 dir=/tmp
 pass=()
 while (($# > 0)); do
   case $1 in
     --no-kitfox) no_kitfox=1 ;;
     --pin) pin=1 ;;
-    --build | --kitfox | --threads | --dir)
+    --build | --kitfox | --threads | --loops | --dir)
       (($# >= 2)) || { echo "server_bench.sh: $1 needs a value" >&2; exit 2; }
       case $1 in
         --build) build=$2 ;;
         --kitfox) kitfox=$2 ;;
         --threads) threads=(--threads "$2") ;;
+        --loops) loops=(--loops "$2") ;;
         --dir) dir=$2 ;;
       esac
       shift ;;
@@ -163,10 +167,18 @@ conninfo="host=127.0.0.1 port=$pg_port dbname=bench user=postgres"
 # start_kitfox NAME SYNC: starts `kitfox serve` on a file of its own and sets
 # $url to the address it prints.
 url=
+serve_on=()  # --pin: the servers start on the last CPU, and size their threads for it
+if ((pin)); then
+  cpus=$(nproc)
+  ((cpus >= 2)) || { echo "server_bench.sh: --pin needs at least 2 CPUs" >&2; exit 1; }
+  last=$((cpus - 1))
+  command -v taskset >/dev/null || { echo "server_bench.sh: --pin needs taskset (util-linux)" >&2; exit 1; }
+  serve_on=(taskset -c "$last")
+fi
 start_kitfox() {
   local out=$tmp/kitfox/$1.out err=$tmp/kitfox/$1.err pid i
   : >"$out"
-  "$kitfox" serve "$tmp/kitfox/$1.kitfox" --host 127.0.0.1 --port 0 --sync "$2" "${threads[@]}" >"$out" 2>"$err" &
+  ${serve_on[@]+"${serve_on[@]}"} "$kitfox" serve "$tmp/kitfox/$1.kitfox" --host 127.0.0.1 --port 0 --sync "$2" "${threads[@]}" "${loops[@]}" >"$out" 2>"$err" &
   pid=$!
   kitfox_pids+=("$pid")
   url=
@@ -189,16 +201,12 @@ else
   start_kitfox relaxed 250
   args+=(--kitfox "$url")
   start_kitfox durable always
-  args+=(--kitfox-durable "$url" --kitfox-bin "$kitfox" ${threads[@]+--kitfox-threads "${threads[1]}"})
+  args+=(--kitfox-durable "$url" --kitfox-bin "$kitfox" ${threads[@]+--kitfox-threads "${threads[1]}"} ${loops[@]+--kitfox-loops "${loops[1]}"})
 fi
 args+=(--commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- core native CMakeLists.txt 2>/dev/null || echo ' with uncommitted changes')")
 
 run=()
 if ((pin)); then
-  cpus=$(nproc)
-  ((cpus >= 2)) || { echo "server_bench.sh: --pin needs at least 2 CPUs" >&2; exit 1; }
-  last=$((cpus - 1))
-  command -v taskset >/dev/null || { echo "server_bench.sh: --pin needs taskset (util-linux)" >&2; exit 1; }
   # The postmaster and what it has forked; backends forked later inherit it.
   pg_main=$(head -n 1 "$pgdata/postmaster.pid")
   for pid in "$pg_main" $(pgrep -P "$pg_main") ${kitfox_pids[@]+"${kitfox_pids[@]}"}; do

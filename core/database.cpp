@@ -54,6 +54,8 @@ void Database::when_durable(uint64_t durable_at, std::function<void(const Status
   engine_->when_durable(durable_at, std::move(done));
 }
 
+bool Database::may_run_long(std::string_view text) { return engine_->may_run_long(text); }
+
 Result<Statement> Database::prepare(std::string_view text) {
   KF_ASSIGN(auto p, engine_->prepare(text, false));
   Statement s;

@@ -152,6 +152,14 @@ class Database {
                                                 uint64_t* durable_at = nullptr);
   // Parses and binds a statement once; see Statement.
   Result<Statement> prepare(std::string_view text);
+  // Whether running the text may take long: a read that scans a
+  // collection or searches vectors exactly (as its last run planned it, or
+  // not run yet), a set or del not by id, a definition (an index build), a
+  // checkpoint, or a text of more than 64 KiB. A point read, a put and an
+  // index-answered read do not. For a host that runs short statements on
+  // threads others wait behind (a server's event loops); it never fails: a
+  // text that does not parse is short (its error comes at once).
+  bool may_run_long(std::string_view text);
   // Runs statements (put, insert, set, del and reads) as one atomic write:
   // each sees the ones before it, and all land as one record or none does.
   // `durable_at`: as for query_outside_transaction.

@@ -37,6 +37,34 @@ Result<std::shared_ptr<Prepared>> Engine::prepare(std::string_view text, bool ca
   return p;
 }
 
+bool Engine::may_run_long(std::string_view text) {
+  constexpr size_t kLongText = 64 << 10;
+  if (text.size() > StatementCache::kMaxText) return text.size() > kLongText;  // not kept parsed: not parsed twice
+  auto r = prepare(text, true);
+  if (!r.is_ok()) return false;
+  const Prepared& p = **r;
+  switch (p.st.kind) {
+    case StmtKind::Put:
+    case StmtKind::Insert:  // as long as its text: a few documents
+    case StmtKind::Collections:
+    case StmtKind::Describe:
+    case StmtKind::Begin:
+    case StmtKind::Commit:
+    case StmtKind::Rollback:
+      return false;
+    case StmtKind::Get:
+      if (p.point_id) return false;
+      // As its last run planned it; not run at this catalog version yet: may.
+      return p.ran_at.load(std::memory_order_relaxed) != catalog_version_.load(std::memory_order_relaxed) ||
+             p.ran_long.load(std::memory_order_relaxed);
+    case StmtKind::Set:
+    case StmtKind::Del:
+      return !names_ids(p.st.where.get());  // else it may scan
+    default:
+      return true;  // a checkpoint, a definition (an index built, a collection dropped)
+  }
+}
+
 Status Engine::bound(Prepared& p) {
   uint64_t v = catalog_version_.load(std::memory_order_relaxed);
   if (p.bound_at.load(std::memory_order_acquire) == v) return Status::ok();

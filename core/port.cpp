@@ -8,6 +8,10 @@
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 namespace kitfox::port {
 
 int64_t now_ms() {
@@ -17,6 +21,11 @@ int64_t now_ms() {
 int cores() {
   if (!kThreads) return 1;
   unsigned n = std::thread::hardware_concurrency();
+#ifdef __linux__
+  // The CPUs this process may run on (taskset, a container's cpuset), as nproc counts them.
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) n = (unsigned)CPU_COUNT(&set);
+#endif
   return n ? (int)std::min(n, 64u) : 1;
 }
 

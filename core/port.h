@@ -50,7 +50,8 @@ inline void cpu_relax() {
 // Milliseconds of a steady clock.
 int64_t now_ms();
 
-// Threads a parallel build may use: the cores (at most 64), 1 without threads.
+// Threads a parallel build may use: the cores this process may run on (at
+// most 64), 1 without threads.
 int cores();
 
 // A thread beside the engine's callers. start() runs `f` on it (without

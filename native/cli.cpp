@@ -55,7 +55,8 @@ usage:
   kitfox checkpoint FILE
   kitfox compact FILE
   kitfox serve FILE [--host H] [--port P] [--sync MODE] [--token T]
-               [--cors ORIGINS] [--max-body BYTES] [--threads N] [--timeout SECONDS]
+               [--cors ORIGINS] [--max-body BYTES] [--loops N] [--threads N]
+               [--timeout SECONDS]
   kitfox --help | --version
 
 FILE is created when it does not exist (except by the commands, which need an
@@ -87,7 +88,12 @@ GET /stats; see docs/server.md.
   --cors ORIGINS  web pages of these origins (comma-separated, or *) may call
                   the server from a browser; none by default
   --max-body N    the largest request body in bytes (default 67108864)
-  --threads N     requests run at once (default max(16, 2 x cores))
+  --loops N       event loops, the threads that read requests, run the short
+                  ones (a read by id or through an index, a put) and write
+                  the answers (default: one a core)
+  --threads N     threads for the requests that may run long (a scan, an
+                  aggregate, an index build, a body over 64 KiB), so that
+                  they hold up no loop (default max(4, cores))
   --timeout S     a request must arrive whole within S seconds, and an idle
                   connection is closed after S seconds (default 30)
 
@@ -123,7 +129,8 @@ const char kUsage[] =
     "       kitfox checkpoint FILE\n"
     "       kitfox compact FILE\n"
     "       kitfox serve FILE [--host H] [--port P] [--sync always|off|MS] [--token T]\n"
-    "                         [--cors ORIGINS] [--max-body BYTES] [--threads N] [--timeout SECONDS]\n"
+    "                         [--cors ORIGINS] [--max-body BYTES] [--loops N] [--threads N]\n"
+    "                         [--timeout SECONDS]\n"
     "Run 'kitfox --help' for more.\n";
 
 int usage_error(const std::string& msg) {
@@ -1161,9 +1168,9 @@ int cmd_serve(int argc, char** argv) {
     } else if (a == "--max-body") {
       if (!parse_count(v, &n) || n == 0) return usage_error("--max-body needs a positive number of bytes, not " + v);
       so.max_body = n;
-    } else if (a == "--threads") {
-      if (!parse_count(v, &n) || n == 0 || n > 1024) return usage_error("--threads needs a number from 1 to 1024, not " + v);
-      so.threads = unsigned(n);
+    } else if (a == "--threads" || a == "--loops") {
+      if (!parse_count(v, &n) || n == 0 || n > 1024) return usage_error(a + " needs a number from 1 to 1024, not " + v);
+      (a == "--loops" ? so.loops : so.threads) = unsigned(n);
     } else if (a == "--timeout") {
       if (!parse_count(v, &n) || n == 0 || n > 86400) return usage_error("--timeout needs seconds from 1 to 86400, not " + v);
       so.timeout_ms = uint32_t(n * 1000);

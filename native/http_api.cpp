@@ -16,6 +16,15 @@ constexpr const char* kEndpoints =
 
 void append_json_string(std::string& out, std::string_view s) { append_json(out, Value::text(std::string(s))); }
 
+// Bodies larger than this are run on a thread of their own (Api::handle).
+constexpr size_t kLongBody = 64 << 10;
+
+ApiResponse deferred() {
+  ApiResponse r;
+  r.defer = true;
+  return r;
+}
+
 ApiResponse from_status(const Status& s) {
   return Api::error(http_status(s.code()), code_name(s.code()), s.message(), s.position());
 }
@@ -179,7 +188,7 @@ bool Api::authorized(std::string_view authorization) const {
   return diff == 0;
 }
 
-ApiResponse Api::handle(const ApiRequest& req) {
+ApiResponse Api::handle(const ApiRequest& req, bool on_loop) {
   std::string allow_origin;
   if (!req.origin.empty())
     for (const std::string& o : origins_)
@@ -192,7 +201,8 @@ ApiResponse Api::handle(const ApiRequest& req) {
     r.allow_origin = std::move(allow_origin);
     return r;
   }
-  ApiResponse r = route(req);
+  ApiResponse r = route(req, on_loop);
+  if (r.defer) return r;
   r.allow_origin = std::move(allow_origin);
   return r;
 }
@@ -212,7 +222,7 @@ void Api::when_durable(ApiResponse response, std::function<void(ApiResponse)> se
   });
 }
 
-ApiResponse Api::route(const ApiRequest& req) {
+ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
   std::string_view path = req.target.substr(0, req.target.find('?'));
   const bool get = req.method == "GET", post = req.method == "POST";
   auto only = [&](const char* method) {
@@ -242,14 +252,17 @@ ApiResponse Api::route(const ApiRequest& req) {
     return stats();
   }
   if (!post) return only("POST");
+  if (on_loop && req.body.size() > kLongBody) return deferred();  // a bulk load, a large batch
   if (docs) {
     if (!is_json(req.content_type) && !is_ndjson(req.content_type))
       return unsupported_media(req.content_type, "JSON (application/json) or NDJSON (application/x-ndjson)");
+    (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
     return this->docs(path.substr(6), req.content_type, req.body);
   }
   if (!is_json(req.content_type)) return unsupported_media(req.content_type, "JSON (Content-Type: application/json)");
-  if (path == "/query") return query(req.body, req.accept.find("application/x-ndjson") != std::string_view::npos);
-  return path == "/batch" ? batch(req.body) : prepare(req.body);
+  if (path == "/query")
+    return query(req.body, req.accept.find("application/x-ndjson") != std::string_view::npos, on_loop);
+  return path == "/batch" ? batch(req.body, on_loop) : prepare(req.body);
 }
 
 ApiResponse Api::prepare(std::string_view body) {
@@ -264,11 +277,13 @@ ApiResponse Api::prepare(std::string_view body) {
   return out;
 }
 
-ApiResponse Api::query(std::string_view body, bool ndjson) {
+ApiResponse Api::query(std::string_view body, bool ndjson, bool on_loop) {
   std::string text;
   std::vector<Value> params;
   Status s = body_statement(body, &text, &params);
   if (!s.is_ok()) return from_status(s);
+  if (on_loop && db_.may_run_long(text)) return deferred();
+  (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
   uint64_t durable_at = 0;
   auto r = db_.query_outside_transaction(text, params, &durable_at);
   if (!r.is_ok()) return from_status(r.status());
@@ -277,7 +292,7 @@ ApiResponse Api::query(std::string_view body, bool ndjson) {
   return out;
 }
 
-ApiResponse Api::batch(std::string_view body) {
+ApiResponse Api::batch(std::string_view body, bool on_loop) {
   auto v = parse_json(body);
   if (!v.is_ok()) return from_status(v.status());
   if (v->kind() != Kind::List)
@@ -288,6 +303,10 @@ ApiResponse Api::batch(std::string_view body) {
                               "statement " + std::to_string(i + 1) + " ");
     if (!s.is_ok()) return from_status(s);
   }
+  if (on_loop)
+    for (const BatchItem& item : items)
+      if (db_.may_run_long(item.text)) return deferred();
+  (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
   uint64_t durable_at = 0;
   auto r = db_.batch(items, &durable_at);
   if (!r.is_ok()) return from_status(r.status());
@@ -378,8 +397,13 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
 }
 
 ApiResponse Api::stats() {
+  Value v = stats_value(db_.stats());
+  Value server = Value::object();
+  server.append("ran_on_loop", Value::integer((int64_t)ran_on_loop_.load(std::memory_order_relaxed)));
+  server.append("ran_handed_over", Value::integer((int64_t)ran_handed_over_.load(std::memory_order_relaxed)));
+  v.append("server", std::move(server));
   ApiResponse out;
-  out.body = to_json(stats_value(db_.stats()));
+  out.body = to_json(v);
   return out;
 }
 

@@ -16,6 +16,7 @@
 // byte in the statement text, or null (malformed JSON names its byte in the
 // message, and an NDJSON body its line).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -49,6 +50,9 @@ struct ApiResponse {
   // A write whose answer waits for its flush (kitfox serve --sync always):
   // send it through Api::when_durable, never before. 0: send it now.
   uint64_t durable_at = 0;
+  // Not run: the request may run long, and handle() was asked on a thread
+  // others wait behind (see Api::handle). Nothing else is set.
+  bool defer = false;
 };
 
 class Api {
@@ -64,7 +68,14 @@ class Api {
   // when_durable(), whose `send` gets it once it is, or gets the error (503)
   // when the flush failed. Nothing here waits for a flush, so an event
   // loop's thread goes on with its other connections meanwhile.
-  ApiResponse handle(const ApiRequest& request);
+  //
+  // `on_loop`: the caller's thread is one other requests wait behind (a
+  // server's event loop). A request that may run long is then not run but
+  // answered with `defer`, for the caller to run it with handle() on a
+  // thread of its own: a body over 64 KiB, a statement that
+  // Database::may_run_long says may (a scan, an aggregate, an exact near,
+  // an index build, a checkpoint), a batch holding one. The rest run here.
+  ApiResponse handle(const ApiRequest& request, bool on_loop = false);
   // Calls `send` with the response once its write is durable (natively from
   // the database's flusher thread, so `send` must not block), at once when
   // it waits for nothing.
@@ -75,10 +86,10 @@ class Api {
   static ApiResponse error(unsigned status, std::string_view code, std::string_view message, int64_t position = -1);
 
  private:
-  ApiResponse route(const ApiRequest& request);
-  ApiResponse query(std::string_view body, bool ndjson);
+  ApiResponse route(const ApiRequest& request, bool on_loop);
+  ApiResponse query(std::string_view body, bool ndjson, bool on_loop);
   ApiResponse prepare(std::string_view body);
-  ApiResponse batch(std::string_view body);
+  ApiResponse batch(std::string_view body, bool on_loop);
   ApiResponse docs(std::string_view collection, std::string_view content_type, std::string_view body);
   ApiResponse stats();
   bool authorized(std::string_view authorization) const;
@@ -86,6 +97,9 @@ class Api {
   Database& db_;
   std::string token_;
   std::vector<std::string> origins_;
+  // Statements run (query, batch, docs) where handle() was asked, and on
+  // a thread of their own after a `defer`; in /stats as "server".
+  std::atomic<uint64_t> ran_on_loop_{0}, ran_handed_over_{0};
 };
 
 // The HTTP status for an engine error: 400 for what the request got wrong,

@@ -57,8 +57,9 @@ struct Loop {
 };
 
 struct HttpServer::Impl {
-  Impl(Database& db, const ServerOptions& o) : api(db, o.token, o.cors_origins), options(o) {
-    for (unsigned i = 0; i < o.threads; i++) loops.push_back(std::make_unique<Loop>(o.timeout_ms));
+  Impl(Database& db, const ServerOptions& o)
+      : api(db, o.token, o.cors_origins), options(o), workers(int(o.threads)), workers_work(net::make_work_guard(workers)) {
+    for (unsigned i = 0; i < o.loops; i++) loops.push_back(std::make_unique<Loop>(o.timeout_ms));
     acceptor.emplace(loops[0]->ctx);
   }
 
@@ -66,12 +67,17 @@ struct HttpServer::Impl {
 
   Api api;
   ServerOptions options;
-  // One event loop a thread: a connection lives on one loop, so a request
-  // is read, run and answered on one thread, with no hand-over between
-  // threads on the way (each costs a wake-up, tens of microseconds on a
-  // busy machine). A request that runs long (a scan) holds up only the
-  // other connections of its loop; a durable write's flush holds none.
+  // One event loop a thread, as many as cores: a connection lives on one
+  // loop, so a short request is read, run and answered on one thread, with
+  // no hand-over between threads on the way (each costs a wake-up, tens of
+  // microseconds on a busy machine, and more loops than cores more of
+  // them). A request that may run long (Api::handle's `defer`) is handed to
+  // the workers and its answer back, so it holds up no other connection of
+  // its loop; a durable write's flush holds none either.
   std::vector<std::unique_ptr<Loop>> loops;
+  net::io_context workers;  // run by options.threads threads
+  net::executor_work_guard<net::io_context::executor_type> workers_work;
+  std::vector<std::thread> worker_threads;
   size_t next_loop = 0;                   // the loop of the next connection (round robin)
   std::optional<tcp::acceptor> acceptor;  // on loops[0]
   std::optional<net::steady_timer> retry;  // accept again after running out of descriptors
@@ -185,9 +191,33 @@ class Session : public std::enable_shared_from_this<Session> {
     r.accept = req[http::field::accept];
     r.origin = req[http::field::origin];
     r.body = req.body();
-    ApiResponse a = server_.api.handle(r);
+    ApiResponse a = server_.api.handle(r, true);
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
+    if (a.defer) return hand_over(r, keep_alive, version);
+    answer(std::move(a), keep_alive, version);
+  }
+
+  // A request that may run long runs on a worker, the loop going on with
+  // its other connections; the answer comes back to the loop, which is kept
+  // running for it (a shutdown waits for it). The request's views stay
+  // good: parser_ holds it until respond().
+  void hand_over(const ApiRequest& r, bool keep_alive, unsigned version) {
+    auto hold = std::make_shared<net::executor_work_guard<net::io_context::executor_type>>(loop_.ctx.get_executor());
+    net::post(server_.workers, [self = shared_from_this(), r, hold = std::move(hold), keep_alive, version]() mutable {
+      ApiResponse a = self->server_.api.handle(r, false);
+      net::io_context& ctx = self->loop_.ctx;
+      // The session's reference moves on to the loop: its last one is never let go here.
+      net::post(ctx, [self = std::move(self), a = std::move(a), hold = std::move(hold), keep_alive, version]() mutable {
+        self->answer(std::move(a), keep_alive, version);
+        hold.reset();
+      });
+    });
+  }
+
+  // On the loop's thread: the response now, or a durable write's once its
+  // flush is done.
+  void answer(ApiResponse a, bool keep_alive, unsigned version) {
     if (!a.durable_at) return respond(std::move(a), keep_alive, version);
     // A durable write has landed: its answer waits for its flush, this
     // loop does not. The flusher hands the answer back to the loop, and
@@ -340,7 +370,8 @@ void HttpServer::Impl::accept() {
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(Database& db, const ServerOptions& options) {
   ServerOptions o = options;
-  if (o.threads == 0) o.threads = unsigned(std::max(16, 2 * port::cores()));
+  if (o.loops == 0) o.loops = unsigned(std::max(1, port::cores()));
+  if (o.threads == 0) o.threads = unsigned(std::max(4, port::cores()));
   beast::error_code ec;
   auto address = net::ip::make_address(o.host, ec);
   if (ec) return Status(Code::Invalid, "--host " + o.host + ": not an IP address (" + ec.message() + ")");
@@ -357,9 +388,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(Database& db, const Server
   if (ec) return Status(Code::Io, "cannot listen on " + where + ": " + ec.message());
   s.port = s.acceptor->local_endpoint(ec).port();
   s.accept();
-  s.threads.reserve(o.threads);
+  s.threads.reserve(o.loops);
   for (auto& loop : s.loops) net::post(loop->ctx, [l = loop.get()] { l->watch(); });
-  for (unsigned i = 0; i < o.threads; i++) s.threads.emplace_back([&s, i] { s.loops[i]->ctx.run(); });
+  for (unsigned i = 0; i < o.loops; i++) s.threads.emplace_back([&s, i] { s.loops[i]->ctx.run(); });
+  for (unsigned i = 0; i < o.threads; i++) s.worker_threads.emplace_back([&s] { s.workers.run(); });
   return server;
 }
 
@@ -377,9 +409,14 @@ void HttpServer::shutdown() {
     if (s.retry) s.retry->cancel();
   });
   for (auto& loop : s.loops) net::post(loop->ctx, [l = loop.get()] { l->stop(); });
-  // Each loop returns once its last connection is closed.
+  // Each loop returns once its last connection is closed and the answers
+  // of the workers and the flusher it waits for are sent; then the workers
+  // have nothing left.
   for (auto& t : s.threads) t.join();
   s.threads.clear();
+  s.workers_work.reset();
+  for (auto& t : s.worker_threads) t.join();
+  s.worker_threads.clear();
 }
 
 }  // namespace kitfox

@@ -1,11 +1,13 @@
 // `kitfox serve`: the endpoints of http_api.h over HTTP/1.1 with keep-alive,
 // on Boost.Beast and Asio (docs/server.md says why those).
 //
-// `threads` event loops (an io_context each, run by one thread); each
-// connection lives on one of them (round robin) as a chain of asynchronous
-// reads and writes, so an idle or slow connection holds no thread. A
-// request, once read whole, runs on its loop's thread, so at most `threads`
-// requests run at once. A durable write does not wait there for its flush:
+// `loops` event loops (an io_context each, run by one thread, one a core by
+// default); each connection lives on one of them (round robin) as a chain
+// of asynchronous reads and writes, so an idle or slow connection holds no
+// thread. A request, once read whole, runs on its loop's thread, unless it
+// may run long (a scan, an aggregate, an index build, a body over 64 KiB:
+// Api::handle): then one of `threads` worker threads runs it and hands the
+// answer back. A durable write does not wait on its thread for its flush:
 // once landed, its answer waits with the database's flusher, which one
 // flush serves for the writes of every connection, and comes back to the
 // loop to be sent.
@@ -25,7 +27,8 @@ struct ServerOptions {
   std::string token;     // empty: no token asked for
   std::vector<std::string> cors_origins;  // pages of these origins may call it ("*": any)
   uint64_t max_body = 64ull << 20;  // bytes of one request body; larger ones get 413
-  unsigned threads = 0;  // 0: the default, max(16, 2 x cores)
+  unsigned loops = 0;    // event loops; 0: one a core
+  unsigned threads = 0;  // threads for the requests that may run long; 0: max(4, cores)
   // A request must arrive whole, and a response be taken, within this; a
   // kept-alive connection idle for as long is closed.
   uint32_t timeout_ms = 30000;

@@ -93,6 +93,8 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   ExecContext x(*this, *c, st, ev, plan, st.analyze);
   Pipeline p;
   KF_TRY(plan_get(x, &res.rows, &p));
+  prep.ran_long.store(plan.has("scan") || plan.has("near exact"), std::memory_order_relaxed);
+  prep.ran_at.store(catalog_version_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // Pinned: the same plan over a copy, with no lock held.
   std::unique_ptr<Collection> snap;
   Arena::View view;

@@ -33,6 +33,12 @@ struct Prepared {
   // while the shared lock that bound or checked it is held.
   Collection* collection = nullptr;
   std::mutex bind_mu;
+  // How the statement's last read went, for a server that keeps its event
+  // loops for short requests (Database::may_run_long): whether its plan
+  // scanned a collection or searched vectors exactly, at which catalog
+  // version. A stale answer only puts a request on another thread.
+  mutable std::atomic<uint64_t> ran_at{0};
+  mutable std::atomic<bool> ran_long{false};
 };
 
 // Recently prepared statements by their text, so that a statement sent as

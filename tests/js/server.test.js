@@ -267,7 +267,7 @@ test('idle and slow clients are timed out (--timeout)', async () => {
 });
 
 test('1,000 idle connections held open: the server still answers others', async () => {
-  const s = await startServer(fresh(), ['--threads', '2']);
+  const s = await startServer(fresh(), ['--loops', '2']);
   const idle = [];
   try {
     await Promise.all(
@@ -290,6 +290,57 @@ test('1,000 idle connections held open: the server still answers others', async 
     assert.deepEqual(await db.query('get t count'), [{ count: 1 }]);
   } finally {
     for (const sock of idle) sock.destroy();
+    await s.stop();
+  }
+});
+
+test('requests that may run long are handed to the worker threads, the rest run on the loop', async () => {
+  // One loop and one worker: what ran where is counted in /stats.
+  const s = await startServer(fresh(), ['--loops', '1', '--threads', '1']);
+  const where = async () => (await (await fetch(`${s.url}/stats`)).json()).server;
+  try {
+    const db = await connect(s.url);
+    await db.query('create collection t (n int @sorted, s text)');
+    const docs = Array.from({ length: 3000 }, (_, i) => ({ n: i % 10, s: `text ${i}` }));
+    const body = JSON.stringify(docs);
+    assert.ok(body.length > 64 * 1024);
+    let was = await where();
+    // A body over 64 KiB: handed over, and its ids come back.
+    const ids = await db.put('t', docs);
+    assert.equal(ids.length, 3000);
+    let now = await where();
+    assert.equal(now.ran_handed_over, was.ran_handed_over + 1);
+    assert.equal(now.ran_on_loop, was.ran_on_loop);
+    // A read by id and a small put run on the loop.
+    was = now;
+    assert.deepEqual(await db.query('get t where id = $1 select s', [7]), [{ id: 7, s: 'text 6' }]);
+    await db.query('put t {n: 1, s: "x"}');
+    now = await where();
+    assert.equal(now.ran_on_loop, was.ran_on_loop + 2);
+    assert.equal(now.ran_handed_over, was.ran_handed_over);
+    // An aggregate (a scan): handed over each time, with the right answer.
+    for (let i = 0; i < 2; i++) {
+      was = now;
+      assert.deepEqual(await db.query('get t select count(*), sum(n)'), [{ 'count(*)': 3001, 'sum(n)': 13501 }]);
+      now = await where();
+      assert.equal(now.ran_handed_over, was.ran_handed_over + 1);
+    }
+    // A read through an index: handed over the first time (not planned
+    // yet), then known short and run on the loop.
+    const rows = await db.query('get t where n = $1 limit 2 select n', [3]);
+    assert.deepEqual(rows, [{ id: 4, n: 3 }, { id: 14, n: 3 }]);
+    was = await where();
+    assert.deepEqual(await db.query('get t where n = $1 limit 2 select n', [3]), rows);
+    now = await where();
+    assert.equal(now.ran_on_loop, was.ran_on_loop + 1);
+    // A batch holding a scan is handed over whole.
+    was = now;
+    const [count, put] = await db.batch([['get t where s = $1', ['text 5']], ['put t {n: 2}']]);
+    assert.deepEqual(count, [{ id: 6, n: 5, s: 'text 5' }]);
+    assert.equal(put.length, 1);
+    now = await where();
+    assert.equal(now.ran_handed_over, was.ran_handed_over + 1);
+  } finally {
     await s.stop();
   }
 });
@@ -436,6 +487,9 @@ test('bad command lines are refused with usage', () => {
   assert.match(r.stderr, /--port needs a port number/);
   r = run([fresh(), '--threads', '0']);
   assert.equal(r.code, 2);
+  r = run([fresh(), '--loops', '0']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--loops needs a number from 1 to 1024/);
   r = run([fresh(), '--bogus', '1']);
   assert.equal(r.code, 2);
   r = run([]);

@@ -163,3 +163,66 @@ TEST_CASE("http api: /docs reads vectors straight, with the values and errors of
   CHECK(post(api, "/query", R"j({"query": "get a count"})j").body == R"j({"rows":[{"count":3}]})j");
   db->close();
 }
+
+TEST_CASE("http api: on an event loop, what may run long is deferred, the rest runs") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  Api api(*db, "");
+  REQUIRE(post(api, "/query", R"j({"query": "create collection t (n int @sorted, s text)"})j").status == 200);
+  REQUIRE(post(api, "/query", R"j({"query": "put t $1", "params": [[{"n": 1, "s": "a"}, {"n": 2, "s": "b"}, {"n": 2, "s": "c"}]]})j").status == 200);
+  // As the server's loop asks: a deferred request ran nothing and says nothing else.
+  auto on_loop = [&](std::string_view path, std::string_view body) {
+    ApiRequest r;
+    r.method = "POST";
+    r.target = path;
+    r.content_type = "application/json";
+    r.body = body;
+    return api.handle(r, true);
+  };
+  auto deferred = [&](std::string_view path, std::string_view body) {
+    ApiResponse a = on_loop(path, body);
+    return a.defer && a.body.empty() && a.status == 200 && !a.durable_at;
+  };
+  // Short: a read by id, a put, a definition's kin that reads the catalog, an error.
+  CHECK_FALSE(deferred("/query", R"j({"query": "get t where id = 2"})j"));
+  CHECK(on_loop("/query", R"j({"query": "get t where id = $1 select s", "params": [2]})j").body ==
+        R"j({"rows":[{"id":2,"s":"b"}]})j");
+  CHECK_FALSE(deferred("/query", R"j({"query": "put t {n: 3, s: \"d\"}"})j"));
+  CHECK_FALSE(deferred("/query", R"j({"query": "describe t"})j"));
+  CHECK_FALSE(deferred("/query", R"j({"query": "del t where id = 99"})j"));
+  CHECK(on_loop("/query", R"j({"query": "get t wher"})j").status == 400);
+  // Long: a scan, an aggregate, a set or del not by id, an index built, a checkpoint.
+  CHECK(deferred("/query", R"j({"query": "get t where s = \"b\""})j"));
+  CHECK(deferred("/query", R"j({"query": "get t select count(*), sum(n)"})j"));
+  CHECK(deferred("/query", R"j({"query": "del t where s = \"x\""})j"));
+  CHECK(deferred("/query", R"j({"query": "create index on t (s) @hash"})j"));
+  CHECK(deferred("/query", R"j({"query": "checkpoint"})j"));
+  // A read no run has planned yet may be long; once run (on a thread of its
+  // own), an index's read is known short, a scan long.
+  const std::string by_index = R"j({"query": "get t where n = $1", "params": [2]})j";
+  CHECK(deferred("/query", by_index));
+  CHECK(api.handle({"POST", "/query", "application/json", "", "", "", by_index}).body ==
+        R"j({"rows":[{"id":2,"n":2,"s":"b"},{"id":3,"n":2,"s":"c"}]})j");
+  CHECK_FALSE(deferred("/query", by_index));
+  const std::string scan = R"j({"query": "get t where s = $1", "params": ["c"]})j";
+  CHECK(api.handle({"POST", "/query", "application/json", "", "", "", scan}).body ==
+        R"j({"rows":[{"id":3,"n":2,"s":"c"}]})j");
+  CHECK(deferred("/query", scan));
+  // A batch holding one long statement, and a body over 64 KiB.
+  CHECK_FALSE(deferred("/batch", R"j([{"query": "get t where id = 1"}, {"query": "put t {n: 5}"}])j"));
+  CHECK(deferred("/batch", R"j([{"query": "get t where id = 1"}, {"query": "get t select count(*)"}])j"));
+  std::string docs = "[";
+  for (int i = 0; i < 5000; i++) docs += std::string(i ? "," : "") + "{\"n\": " + std::to_string(i) + ", \"s\": \"xxxx\"}";
+  docs += "]";
+  REQUIRE(docs.size() > (64 << 10));
+  CHECK(deferred("/docs/t", docs));
+  CHECK(post(api, "/query", R"j({"query": "get t count"})j").body == R"j({"rows":[{"count":5}]})j");
+  CHECK(api.handle({"POST", "/docs/t", "application/json", "", "", "", docs}).status == 200);
+  // What ran where, for /stats.
+  ApiRequest stats;
+  stats.method = "GET";
+  stats.target = "/stats";
+  const std::string body = api.handle(stats).body;
+  CHECK(body.find(R"j("server":{"ran_on_loop":8,"ran_handed_over":6})j") != std::string::npos);
+  db->close();
+}

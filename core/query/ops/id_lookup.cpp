@@ -47,6 +47,11 @@ int id_value(const Evaluator& ev, const Expr& x, int64_t* id) {
   return -1;
 }
 
+bool names_ids(const Expr* w) {
+  return w && (id_operand(w) ||
+               (w->kind == ExprKind::In && !w->negate && is_id(*w->kids[0]) && w->kids[1]->kind != ExprKind::Path));
+}
+
 bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
   if (!w) return false;
   int64_t id;

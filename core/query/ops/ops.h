@@ -31,6 +31,8 @@ std::unique_ptr<Source> make_scan(ExecContext& x, int node);
 
 // The ids a where clause pins down exactly (id = c, id in [...]), if any.
 bool id_lookup(const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids);
+// Whether a where clause has that form (its values not looked at).
+bool names_ids(const Expr* where);
 int plan_id_lookup(Plan& plan, size_t n);
 // `get C where id = X` and nothing else: X (null for any other statement).
 // id_value gives the id X holds: 1 with *id set, 0 when X is null (no
