@@ -152,13 +152,15 @@ class Database {
                                                 uint64_t* durable_at = nullptr);
   // Parses and binds a statement once; see Statement.
   Result<Statement> prepare(std::string_view text);
-  // Whether running the text may take long: a read that scans a
-  // collection or searches vectors exactly (as its last run planned it, or
-  // not run yet), a set or del not by id, a definition (an index build), a
-  // checkpoint, or a text of more than 64 KiB. A point read, a put and an
-  // index-answered read do not. For a host that runs short statements on
-  // threads others wait behind (a server's event loops); it never fails: a
-  // text that does not parse is short (its error comes at once).
+  // Whether running the text may take long: a read that scanned a
+  // collection, searched vectors exactly or read over 10,000 documents the
+  // last time it ran (or has not run yet), a set or del not by id, a
+  // definition (an index build), a checkpoint, a text over 1 KiB that is not
+  // a put (or over 64 KiB), and anything while such a write runs. A point
+  // read, a put and a read an index answers with few documents do not. For
+  // a host that runs short statements on threads others wait behind (a
+  // server's event loops); it never fails: a text that does not parse is
+  // short (its error comes at once).
   bool may_run_long(std::string_view text);
   // Runs statements (put, insert, set, del and reads) as one atomic write:
   // each sees the ones before it, and all land as one record or none does.

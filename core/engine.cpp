@@ -37,31 +37,53 @@ Result<std::shared_ptr<Prepared>> Engine::prepare(std::string_view text, bool ca
   return p;
 }
 
-bool Engine::may_run_long(std::string_view text) {
-  constexpr size_t kLongText = 64 << 10;
-  if (text.size() > StatementCache::kMaxText) return text.size() > kLongText;  // not kept parsed: not parsed twice
-  auto r = prepare(text, true);
-  if (!r.is_ok()) return false;
-  const Prepared& p = **r;
-  switch (p.st.kind) {
+namespace {
+// A write that may hold the write lock long: a set or del not by id (it
+// may scan), a definition (an index built, a collection dropped).
+bool writes_long(const ParsedStatement& st) {
+  switch (st.kind) {
     case StmtKind::Put:
-    case StmtKind::Insert:  // as long as its text: a few documents
+    case StmtKind::Insert:
+    case StmtKind::Get:
     case StmtKind::Collections:
     case StmtKind::Describe:
+    case StmtKind::Checkpoint:  // beside the writers
+    case StmtKind::Compact:
     case StmtKind::Begin:
     case StmtKind::Commit:
     case StmtKind::Rollback:
       return false;
-    case StmtKind::Get:
-      if (p.point_id) return false;
-      // As its last run planned it; not run at this catalog version yet: may.
-      return p.ran_at.load(std::memory_order_relaxed) != catalog_version_.load(std::memory_order_relaxed) ||
-             p.ran_long.load(std::memory_order_relaxed);
     case StmtKind::Set:
     case StmtKind::Del:
-      return !names_ids(p.st.where.get());  // else it may scan
+      return !names_ids(st.where.get());
     default:
-      return true;  // a checkpoint, a definition (an index built, a collection dropped)
+      return true;
+  }
+}
+}  // namespace
+
+bool Engine::may_run_long(std::string_view text) {
+  constexpr size_t kLongText = 64 << 10;
+  // While a long write runs, a short statement would wait for its lock.
+  if (long_writes_.load(std::memory_order_relaxed) > 0) return true;
+  // Not kept parsed, so not parsed here: a put of a few documents is short.
+  if (text.size() > StatementCache::kMaxText) return text.size() > kLongText || !is_put_text(text);
+  auto r = prepare(text, true);
+  if (!r.is_ok()) return false;  // its error comes at once
+  const Prepared& p = **r;
+  if (writes_long(p.st)) return true;
+  switch (p.st.kind) {
+    case StmtKind::Get: {
+      if (p.point_id || (p.st.explain && !p.st.analyze)) return false;  // explain alone runs nothing
+      // As its last run went; not run at this catalog version yet: may.
+      const uint64_t ran = p.ran.load(std::memory_order_relaxed);
+      return (ran >> 1) != catalog_version_.load(std::memory_order_relaxed) || (ran & 1);
+    }
+    case StmtKind::Checkpoint:
+    case StmtKind::Compact:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -118,6 +140,8 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
   // with the writes queued beside it (sync.cpp).
   QueuedWrite w(p, params);
   w.deferred = durable_at != nullptr;
+  w.long_write = writes_long(st);
+  LongWrites counted(long_writes_, w.long_write);
   {
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
@@ -164,6 +188,9 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
                                     items[i].p->st.pos));
   }
   if (closed_) return Status(Code::Invalid, "the database is closed");
+  bool long_write = false;
+  for (const PreparedItem& item : items) long_write = long_write || writes_long(item.p->st);
+  LongWrites counted(long_writes_, long_write);
   std::vector<QueryResult> out;
   out.reserve(items.size());
   uint64_t wait_seq = 0;

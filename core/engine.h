@@ -181,6 +181,7 @@ struct QueuedWrite {
   Prepared& p;
   const std::vector<Value>& params;
   bool deferred = false;     // returns once landed; its caller waits for the flush (when_durable)
+  bool long_write = false;   // may hold the write lock long: landed by its own thread (Engine::land)
   uint64_t catalog_at = 0;   // the catalog version docs were made at
   PreparedDocs docs;
   Result<QueryResult> result = Status(Code::Invalid, "not landed");
@@ -400,6 +401,19 @@ class Engine {
   // Bumped (under the write lock) by every change to a collection's
   // definition: a prepared statement bound at an older one is bound again.
   std::atomic<uint64_t> catalog_version_{1};
+  // Writes running that may hold the write lock long (may_run_long says
+  // every statement may, meanwhile), counted by a LongWrites while they run.
+  std::atomic<int> long_writes_{0};
+  struct LongWrites {
+    std::atomic<int>& n;
+    const bool counted;
+    LongWrites(std::atomic<int>& n, bool counted) : n(n), counted(counted) {
+      if (counted) n.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~LongWrites() {
+      if (counted) n.fetch_sub(1, std::memory_order_relaxed);
+    }
+  };
   StatementCache cache_;
   Status bound(Prepared& p);
   std::map<std::string, std::unique_ptr<Collection>, std::less<>> colls_;

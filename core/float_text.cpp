@@ -120,8 +120,8 @@ FloatDecimal shortest(uint32_t mantissa, uint32_t exponent) {
     const bool w_inside = 4 * s + 4 <= upper;
     const uint32_t mid = 4 * s + 2;
     const bool nearer_up = (vb > mid) | ((vb == mid) & (s & 1));
-    const uint32_t ceil = u_inside != w_inside ? w_inside : nearer_up;
-    d.digits = fewer ? sp + wp_inside : s + ceil;
+    const uint32_t up = u_inside != w_inside ? w_inside : nearer_up;
+    d.digits = fewer ? sp + wp_inside : s + up;
     d.exponent = k + fewer;
   }
   while (d.digits % 10 == 0) {

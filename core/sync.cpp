@@ -15,7 +15,8 @@ namespace kitfox {
 // takes the writes queued (its own first), lands them one after another
 // under one hold of the lock (each its own record, as if they had come one
 // at a time), makes the flush they wait for, wakes them, and goes on with
-// the writes queued meanwhile, for at most kRounds groups. One thread
+// the writes queued meanwhile, for at most kRounds groups, stopping before
+// another thread's long write (that thread leads it). One thread
 // that already has a core takes the lock and flushes for many writers,
 // and each of the others wakes once, when its write is durable: on a
 // machine whose cores are busy, every hand-over from thread to thread
@@ -31,11 +32,15 @@ Result<QueryResult> Engine::land(QueuedWrite& w) {
   Result<QueryResult> mine = Status(Code::Invalid, "not landed");
   QueuedWrite* group[kGroup];
   for (int round = 0; round < kRounds && queue_head_; round++) {
+    // Another thread's long write (QueuedWrite::long_write) is landed by
+    // that thread, which leads next: a short write's thread, a server's
+    // event loop among them, never runs it.
     size_t n = 0;
-    while (queue_head_ && n < kGroup) {
+    while (queue_head_ && n < kGroup && (queue_head_ == &w || !queue_head_->long_write)) {
       group[n++] = queue_head_;
       queue_head_ = queue_head_->next;
     }
+    if (n == 0) break;
     if (!queue_head_) queue_tail_ = nullptr;
     queued_ -= n;
     q.unlock();

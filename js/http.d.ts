@@ -18,7 +18,11 @@ export interface ServerStats {
   tailBytes: number;
   tailRecords: number;
   memoryBytes: number;
+  /** Writes waiting at that moment for the writer landing writes to take them. */
+  queuedWrites: number;
   collections: Array<{ name: string; documents: number; bytes: number }>;
+  /** Requests of /query, /batch and /docs run on an event loop, and handed to a worker thread, since the server started. */
+  server: { ranOnLoop: number; ranHandedOver: number };
 }
 
 /** A statement the server checked (prepare): run it with new parameters. */

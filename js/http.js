@@ -156,11 +156,13 @@ export class KitfoxClient {
   }
 
   // The server's database stats, named as the embedded stats() names them
-  // (fileBytes, imageBytes, ..., collections: [{name, documents, bytes}]).
+  // (fileBytes, imageBytes, ..., collections: [{name, documents, bytes}]),
+  // and the server's own (server: {ranOnLoop, ranHandedOver}).
   async stats() {
     const camel = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c) => c.toUpperCase()), v]));
     const s = camel(await this._json('GET', '/stats'));
     s.collections = s.collections.map(camel);
+    if (s.server) s.server = camel(s.server);
     return s;
   }
 

@@ -91,9 +91,10 @@ GET /stats; see docs/server.md.
   --loops N       event loops, the threads that read requests, run the short
                   ones (a read by id or through an index, a put) and write
                   the answers (default: one a core)
-  --threads N     threads for the requests that may run long (a scan, an
-                  aggregate, an index build, a body over 64 KiB), so that
-                  they hold up no loop (default max(4, cores))
+  --threads N     threads for the requests that may run long (a read that
+                  scans or goes through many documents, a set or del not by
+                  id, an index build, a body over 64 KiB), so that they hold
+                  up no loop (default max(4, cores))
   --timeout S     a request must arrive whole within S seconds, and an idle
                   connection is closed after S seconds (default 30)
 

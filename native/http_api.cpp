@@ -19,8 +19,9 @@ void append_json_string(std::string& out, std::string_view s) { append_json(out,
 // Bodies larger than this are run on a thread of their own (Api::handle).
 constexpr size_t kLongBody = 64 << 10;
 
+// Not run: for a worker thread (Api::handle). Were it ever sent, it says so.
 ApiResponse deferred() {
-  ApiResponse r;
+  ApiResponse r = Api::error(500, "internal", "a request for a worker thread was answered unrun");
   r.defer = true;
   return r;
 }

@@ -51,7 +51,8 @@ struct ApiResponse {
   // send it through Api::when_durable, never before. 0: send it now.
   uint64_t durable_at = 0;
   // Not run: the request may run long, and handle() was asked on a thread
-  // others wait behind (see Api::handle). Nothing else is set.
+  // others wait behind (see Api::handle). Run it with handle() on another
+  // thread; never send this response (a 500 that says so).
   bool defer = false;
 };
 
@@ -73,8 +74,9 @@ class Api {
   // server's event loop). A request that may run long is then not run but
   // answered with `defer`, for the caller to run it with handle() on a
   // thread of its own: a body over 64 KiB, a statement that
-  // Database::may_run_long says may (a scan, an aggregate, an exact near,
-  // an index build, a checkpoint), a batch holding one. The rest run here.
+  // Database::may_run_long says may (a scan, a read of many documents, an
+  // exact near, an index build, a checkpoint), a batch holding one. The
+  // rest run here.
   ApiResponse handle(const ApiRequest& request, bool on_loop = false);
   // Calls `send` with the response once its write is durable (natively from
   // the database's flusher thread, so `send` must not block), at once when

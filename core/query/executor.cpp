@@ -11,6 +11,11 @@
 
 namespace kitfox {
 
+namespace {
+// A read whose sources sent on more documents than this ran long (Engine::may_run_long).
+constexpr uint64_t kLongRead = 10000;
+}  // namespace
+
 // A read that scans a whole collection runs pinned: under the shared lock
 // it copies what it reads (the collection's definition, its id index's
 // blocks shared by reference, not copied, and its view of the arena, whose
@@ -93,8 +98,6 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   ExecContext x(*this, *c, st, ev, plan, st.analyze);
   Pipeline p;
   KF_TRY(plan_get(x, &res.rows, &p));
-  prep.ran_long.store(plan.has("scan") || plan.has("near exact"), std::memory_order_relaxed);
-  prep.ran_at.store(catalog_version_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // Pinned: the same plan over a copy, with no lock held.
   std::unique_ptr<Collection> snap;
   Arena::View view;
@@ -123,7 +126,13 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
     return Status::ok();
   }
   uint64_t t0 = st.analyze ? ExecContext::now_ns() : 0;
-  KF_TRY(plan2 ? p2.run() : p.run());
+  Status ran = plan2 ? p2.run() : p.run();
+  // How it ran, for may_run_long: long when it scanned, searched vectors
+  // exactly or read many documents (a walk or a range over most of them).
+  const bool ran_long = used.has("scan") || used.has("near exact") || used.source_rows() > kLongRead;
+  const uint64_t note = catalog_version_.load(std::memory_order_relaxed) << 1 | ran_long;
+  if (prep.ran.load(std::memory_order_relaxed) != note) prep.ran.store(note, std::memory_order_relaxed);
+  KF_TRY(ran);
   if (!st.analyze) return Status::ok();
   const size_t n = res.rows.size();
   res.rows.clear();

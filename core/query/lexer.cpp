@@ -65,6 +65,36 @@ static bool hex4(std::string_view s, size_t p, uint32_t* v) {
   return true;
 }
 
+namespace {
+
+bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
+
+// Past spaces and comments (-- to the end of the line) from p.
+void skip_space(std::string_view s, size_t& p) {
+  while (p < s.size()) {
+    const char c = s[p];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      p++;
+    } else if (c == '-' && p + 1 < s.size() && s[p + 1] == '-') {
+      while (p < s.size() && s[p] != '\n') p++;
+    } else {
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view first_word(std::string_view s) {
+  size_t p = 0;
+  skip_space(s, p);
+  const size_t start = p;
+  if (p < s.size() && is_name_start(s[p]))
+    while (p < s.size() && is_name_char(s[p])) p++;
+  return s.substr(start, p - start);
+}
+
 Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::string>* decoded) {
   out->clear();
   decoded->clear();
@@ -79,18 +109,13 @@ Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::st
     t.text = s.substr(p, n);
     p += n;
   };
-  while (p < s.size()) {
-    char c = s[p];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') { p++; continue; }
-    if (c == '-' && p + 1 < s.size() && s[p + 1] == '-') {  // comment
-      while (p < s.size() && s[p] != '\n') p++;
-      continue;
-    }
+  for (;;) {
+    skip_space(s, p);
+    if (p >= s.size()) break;
+    const char c = s[p];
     size_t start = p;
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
-      while (p < s.size() && ((s[p] >= 'a' && s[p] <= 'z') || (s[p] >= 'A' && s[p] <= 'Z') ||
-                              (s[p] >= '0' && s[p] <= '9') || s[p] == '_'))
-        p++;
+    if (is_name_start(c)) {
+      while (p < s.size() && is_name_char(s[p])) p++;
       Token& t = out->emplace_back();
       t.kind = Tok::Ident;
       t.pos = start;

@@ -35,6 +35,10 @@ inline std::string_view token_string(const Token& t, const std::vector<std::stri
 
 const char* tok_name(Tok t);
 
+// The first name in `text` past spaces and comments (a statement's
+// keyword), or "" when something else comes first.
+std::string_view first_word(std::string_view text);
+
 // Splits `text` into tokens; the last one is End. Strings with escapes
 // have their decoded form in *decoded. Errors name the position.
 Status tokenize(std::string_view text, std::vector<Token>* out, std::vector<std::string>* decoded);

@@ -227,6 +227,15 @@ bool iequals(std::string_view a, const char* b) {
   return true;
 }
 
+}  // namespace
+
+bool is_put_text(std::string_view text) {
+  const std::string_view w = first_word(text);
+  return iequals(w, "put") || iequals(w, "insert");
+}
+
+namespace {
+
 ExprPtr make(ExprKind k, int64_t pos) {
   auto e = std::make_unique<Expr>();
   e->kind = k;

@@ -41,6 +41,13 @@ class Plan {
       if (op == node((int)i).op) return true;
     return false;
   }
+  // The rows the sources (the nodes with no input) sent on in a run.
+  uint64_t source_rows() const {
+    uint64_t n = 0;
+    for (size_t i = 0; i < size_; i++)
+      if (node((int)i).inputs[0] < 0) n += node((int)i).rows_out;
+    return n;
+  }
   // The rows of explain: the tree from its root (the last node added) down,
   // each node with its depth; with `analyze`, rows in and out and the time
   // of the node with its inputs.

@@ -34,11 +34,11 @@ struct Prepared {
   Collection* collection = nullptr;
   std::mutex bind_mu;
   // How the statement's last read went, for a server that keeps its event
-  // loops for short requests (Database::may_run_long): whether its plan
-  // scanned a collection or searched vectors exactly, at which catalog
-  // version. A stale answer only puts a request on another thread.
-  mutable std::atomic<uint64_t> ran_at{0};
-  mutable std::atomic<bool> ran_long{false};
+  // loops for short requests (Database::may_run_long): the catalog version
+  // it ran at, shifted left by one, and 1 when it ran long (a scan, an
+  // exact near, or many documents read). 0: not run. A stale answer only
+  // puts a request on another thread.
+  mutable std::atomic<uint64_t> ran{0};
 };
 
 // Recently prepared statements by their text, so that a statement sent as

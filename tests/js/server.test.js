@@ -297,9 +297,10 @@ test('1,000 idle connections held open: the server still answers others', async 
 test('requests that may run long are handed to the worker threads, the rest run on the loop', async () => {
   // One loop and one worker: what ran where is counted in /stats.
   const s = await startServer(fresh(), ['--loops', '1', '--threads', '1']);
-  const where = async () => (await (await fetch(`${s.url}/stats`)).json()).server;
+  let db;
+  const where = async () => (await db.stats()).server;
   try {
-    const db = await connect(s.url);
+    db = await connect(s.url);
     await db.query('create collection t (n int @sorted, s text)');
     const docs = Array.from({ length: 3000 }, (_, i) => ({ n: i % 10, s: `text ${i}` }));
     const body = JSON.stringify(docs);
@@ -309,37 +310,45 @@ test('requests that may run long are handed to the worker threads, the rest run 
     const ids = await db.put('t', docs);
     assert.equal(ids.length, 3000);
     let now = await where();
-    assert.equal(now.ran_handed_over, was.ran_handed_over + 1);
-    assert.equal(now.ran_on_loop, was.ran_on_loop);
+    assert.equal(now.ranHandedOver, was.ranHandedOver + 1);
+    assert.equal(now.ranOnLoop, was.ranOnLoop);
     // A read by id and a small put run on the loop.
     was = now;
     assert.deepEqual(await db.query('get t where id = $1 select s', [7]), [{ id: 7, s: 'text 6' }]);
     await db.query('put t {n: 1, s: "x"}');
     now = await where();
-    assert.equal(now.ran_on_loop, was.ran_on_loop + 2);
-    assert.equal(now.ran_handed_over, was.ran_handed_over);
+    assert.equal(now.ranOnLoop, was.ranOnLoop + 2);
+    assert.equal(now.ranHandedOver, was.ranHandedOver);
     // An aggregate (a scan): handed over each time, with the right answer.
     for (let i = 0; i < 2; i++) {
       was = now;
       assert.deepEqual(await db.query('get t select count(*), sum(n)'), [{ 'count(*)': 3001, 'sum(n)': 13501 }]);
       now = await where();
-      assert.equal(now.ran_handed_over, was.ran_handed_over + 1);
+      assert.equal(now.ranHandedOver, was.ranHandedOver + 1);
     }
     // A read through an index: handed over the first time (not planned
     // yet), then known short and run on the loop.
+    was = now;
     const rows = await db.query('get t where n = $1 limit 2 select n', [3]);
     assert.deepEqual(rows, [{ id: 4, n: 3 }, { id: 14, n: 3 }]);
-    was = await where();
+    now = await where();
+    assert.equal(now.ranHandedOver, was.ranHandedOver + 1);
+    was = now;
     assert.deepEqual(await db.query('get t where n = $1 limit 2 select n', [3]), rows);
     now = await where();
-    assert.equal(now.ran_on_loop, was.ran_on_loop + 1);
-    // A batch holding a scan is handed over whole.
-    was = now;
-    const [count, put] = await db.batch([['get t where s = $1', ['text 5']], ['put t {n: 2}']]);
-    assert.deepEqual(count, [{ id: 6, n: 5, s: 'text 5' }]);
+    assert.equal(now.ranOnLoop, was.ranOnLoop + 1);
+    assert.equal(now.ranHandedOver, was.ranHandedOver);
+    // A batch holding a scan is handed over whole, also once the scan has
+    // run before (known long, not merely not run yet).
+    const scan = 'get t where s = $1';
+    assert.deepEqual(await db.query(scan, ['text 5']), [{ id: 6, n: 5, s: 'text 5' }]);
+    was = await where();
+    const [found, put] = await db.batch([[scan, ['text 5']], ['put t {n: 2}']]);
+    assert.deepEqual(found, [{ id: 6, n: 5, s: 'text 5' }]);
     assert.equal(put.length, 1);
     now = await where();
-    assert.equal(now.ran_handed_over, was.ran_handed_over + 1);
+    assert.equal(now.ranHandedOver, was.ranHandedOver + 1);
+    assert.equal(now.ranOnLoop, was.ranOnLoop);
   } finally {
     await s.stop();
   }
