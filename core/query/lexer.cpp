@@ -109,10 +109,13 @@ Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::st
     t.text = s.substr(p, n);
     p += n;
   };
-  for (;;) {
-    skip_space(s, p);
-    if (p >= s.size()) break;
+  while (p < s.size()) {
     const char c = s[p];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '-') {
+      const size_t at = p;
+      skip_space(s, p);  // spaces and comments ('-' alone is a token below)
+      if (p != at) continue;
+    }
     size_t start = p;
     if (is_name_start(c)) {
       while (p < s.size() && is_name_char(s[p])) p++;
