@@ -553,6 +553,7 @@ Status Engine::checkpoint() {
     KF_TRY(begin_image(&img, carry));
   }
   carrying_ = carry;
+  LongWrites counted(long_writes_, !carry);  // the gate held throughout: writers wait for all of it
   img.beside_writers = carry;  // built and written from here with no lock held
   if (carry) gate.unlock();  // writes go on, into the old file's tail
   Status st = finish_image(&img);

@@ -55,6 +55,7 @@ void Database::when_durable(uint64_t durable_at, std::function<void(const Status
 }
 
 bool Database::may_run_long(std::string_view text) { return engine_->may_run_long(text); }
+bool Database::long_write_running() const { return engine_->long_write_running(); }
 
 Result<Statement> Database::prepare(std::string_view text) {
   KF_ASSIGN(auto p, engine_->prepare(text, false));

@@ -153,15 +153,22 @@ class Database {
   // Parses and binds a statement once; see Statement.
   Result<Statement> prepare(std::string_view text);
   // Whether running the text may take long: a read that scanned a
-  // collection, searched vectors exactly or read over 10,000 documents the
-  // last time it ran (or has not run yet), a set or del not by id, a
-  // definition (an index build), a checkpoint, a text over 1 KiB that is not
-  // a put (or over 64 KiB), and anything while such a write runs. A point
-  // read, a put and a read an index answers with few documents do not. For
-  // a host that runs short statements on threads others wait behind (a
-  // server's event loops); it never fails: a text that does not parse is
+  // collection, searched vectors exactly or went through over 10,000
+  // documents the last time it ran (or has not run yet), a set or del not
+  // by id, a definition (an index build), a checkpoint, a text over 1 KiB
+  // that is not a put (or over 64 KiB), and anything while a long write
+  // runs (long_write_running). A point read, a put of a few documents and a
+  // read an index answers with few documents do not. For a host that runs
+  // short statements on threads others wait behind (a server's event
+  // loops); it never fails: a text of at most 1 KiB that does not parse is
   // short (its error comes at once).
   bool may_run_long(std::string_view text);
+  // Whether a write that may hold the write lock long runs now: a set or
+  // del not by id, a definition, a put of over 1,000 documents or 64 KiB
+  // (or of over 32 into a vector index), a batch holding one or a read, a
+  // checkpoint that holds the writers throughout. Anything that takes the
+  // engine's lock meanwhile may wait for it.
+  bool long_write_running() const;
   // Runs statements (put, insert, set, del and reads) as one atomic write:
   // each sees the ones before it, and all land as one record or none does.
   // `durable_at`: as for query_outside_transaction.

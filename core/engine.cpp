@@ -60,32 +60,35 @@ bool writes_long(const ParsedStatement& st) {
       return true;
   }
 }
+// A put that may hold the write lock long: many documents, or documents
+// linked into a vector index's graph as they land.
+bool puts_long(const PreparedDocs& d) {
+  constexpr size_t kLongBytes = 64 << 10, kLongDocs = 1000, kLongLinked = 32;
+  return d.bodies.size() > kLongBytes || d.docs.size() > kLongDocs ||
+         (d.coll && !d.coll->vindex.empty() && d.docs.size() > kLongLinked);
+}
 }  // namespace
+
+bool Engine::reads_long(const Prepared& p) const {
+  if (p.st.kind != StmtKind::Get || p.point_id) return false;
+  // As its last run went; not run at this catalog version yet: may.
+  const uint64_t ran = p.ran.load(std::memory_order_relaxed);
+  return (ran >> 1) != catalog_version_.load(std::memory_order_relaxed) || (ran & 1);
+}
 
 bool Engine::may_run_long(std::string_view text) {
   constexpr size_t kLongText = 64 << 10;
   // While a long write runs, a short statement would wait for its lock.
-  if (long_writes_.load(std::memory_order_relaxed) > 0) return true;
+  if (long_write_running()) return true;
   // Not kept parsed, so not parsed here: a put of a few documents is short.
   if (text.size() > StatementCache::kMaxText) return text.size() > kLongText || !is_put_text(text);
   auto r = prepare(text, true);
   if (!r.is_ok()) return false;  // its error comes at once
   const Prepared& p = **r;
-  if (writes_long(p.st)) return true;
-  switch (p.st.kind) {
-    case StmtKind::Get: {
-      if (p.point_id || (p.st.explain && !p.st.analyze)) return false;  // explain alone runs nothing
-      // As its last run went; not run at this catalog version yet: may.
-      const uint64_t ran = p.ran.load(std::memory_order_relaxed);
-      return (ran >> 1) != catalog_version_.load(std::memory_order_relaxed) || (ran & 1);
-    }
-    case StmtKind::Checkpoint:
-    case StmtKind::Compact:
-      return true;
-    default:
-      return false;
-  }
+  return writes_long(p.st) || reads_long(p) || p.st.kind == StmtKind::Checkpoint || p.st.kind == StmtKind::Compact;
 }
+
+bool Engine::long_write_running() const { return long_writes_.load(std::memory_order_relaxed) > 0; }
 
 Status Engine::bound(Prepared& p) {
   uint64_t v = catalog_version_.load(std::memory_order_relaxed);
@@ -140,8 +143,6 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
   // with the writes queued beside it (sync.cpp).
   QueuedWrite w(p, params);
   w.deferred = durable_at != nullptr;
-  w.long_write = writes_long(st);
-  LongWrites counted(long_writes_, w.long_write);
   {
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
@@ -149,6 +150,8 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, &w.docs));
   }
+  w.long_write = writes_long(st) || puts_long(w.docs);
+  LongWrites counted(long_writes_, w.long_write);
   KF_ASSIGN(*out, land(w));
   w.docs.landed_rows(&out->rows);  // a put's {id} rows, made here beside the readers
   if (w.deferred && opts_.sync == SyncMode::Always) *durable_at = w.seq;
@@ -188,9 +191,6 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
                                     items[i].p->st.pos));
   }
   if (closed_) return Status(Code::Invalid, "the database is closed");
-  bool long_write = false;
-  for (const PreparedItem& item : items) long_write = long_write || writes_long(item.p->st);
-  LongWrites counted(long_writes_, long_write);
   std::vector<QueryResult> out;
   out.reserve(items.size());
   uint64_t wait_seq = 0;
@@ -222,6 +222,11 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
         if (!s.is_ok()) return in_statement(i, s);
       }
     }
+    // Its reads run under the write lock too (they see its writes).
+    bool long_write = false;
+    for (size_t i = 0; i < items.size() && !long_write; i++)
+      long_write = writes_long(items[i].p->st) || puts_long(docs[i]) || reads_long(*items[i].p);
+    LongWrites counted(long_writes_, long_write);
     std::unique_lock lk(mu_);
     KF_TRY(check_writable());
     in_txn_ = true;

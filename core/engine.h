@@ -209,6 +209,7 @@ class Engine {
              uint64_t* durable_at = nullptr);
   Status bind_now(Prepared& p);  // binds it now (an error if a name is unknown)
   bool may_run_long(std::string_view text);  // see Database::may_run_long
+  bool long_write_running() const;          // see Database::long_write_running
   // A statement of a batch and its parameters: the caller's, which outlive
   // the batch (`given`), or a copy it keeps (a transaction's queue).
   struct PreparedItem {
@@ -404,6 +405,8 @@ class Engine {
   // Writes running that may hold the write lock long (may_run_long says
   // every statement may, meanwhile), counted by a LongWrites while they run.
   std::atomic<int> long_writes_{0};
+  // A read that may run long, as its last run went (may_run_long).
+  bool reads_long(const Prepared& p) const;
   struct LongWrites {
     std::atomic<int>& n;
     const bool counted;

@@ -93,8 +93,8 @@ GET /stats; see docs/server.md.
                   the answers (default: one a core)
   --threads N     threads for the requests that may run long (a read that
                   scans or goes through many documents, a set or del not by
-                  id, an index build, a body over 64 KiB), so that they hold
-                  up no loop (default max(4, cores))
+                  id, an index build, a checkpoint, a body over 64 KiB), so
+                  that they hold up no loop (default max(4, cores))
   --timeout S     a request must arrive whole within S seconds, and an idle
                   connection is closed after S seconds (default 30)
 

@@ -248,6 +248,8 @@ ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
     r.unauthorized = true;
     return r;
   }
+  // While a long write holds the engine's lock, anything that takes it waits.
+  if (on_loop && db_.long_write_running()) return deferred();
   if (path == "/stats") {
     if (!get) return only("GET");
     return stats();

@@ -120,18 +120,22 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
     KF_TRY(plan_get(*x2, &res.rows, &p2));
   }
   Plan& used = plan2 ? *plan2 : plan;
+  // How it ran, for may_run_long, which judges the next run by it.
+  auto note = [&](bool ran_long) {
+    const uint64_t v = catalog_version_.load(std::memory_order_relaxed) << 1 | ran_long;
+    if (prep.ran.load(std::memory_order_relaxed) != v) prep.ran.store(v, std::memory_order_relaxed);
+  };
   if (st.explain && !st.analyze) {
     res.rows.clear();
     plan.explain(false, &res.rows);
+    note(false);  // planned, not run: short from now on (the first may have built an index)
     return Status::ok();
   }
   uint64_t t0 = st.analyze ? ExecContext::now_ns() : 0;
   Status ran = plan2 ? p2.run() : p.run();
-  // How it ran, for may_run_long: long when it scanned, searched vectors
-  // exactly or read many documents (a walk or a range over most of them).
-  const bool ran_long = used.has("scan") || used.has("near exact") || used.source_rows() > kLongRead;
-  const uint64_t note = catalog_version_.load(std::memory_order_relaxed) << 1 | ran_long;
-  if (prep.ran.load(std::memory_order_relaxed) != note) prep.ran.store(note, std::memory_order_relaxed);
+  // Long when it scanned, searched vectors exactly or went through many
+  // documents (a walk, a range or a lookup over most of a collection).
+  note(used.has("scan") || used.has("near exact") || used.source_rows() > kLongRead);
   KF_TRY(ran);
   if (!st.analyze) return Status::ok();
   const size_t n = res.rows.size();

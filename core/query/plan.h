@@ -3,6 +3,7 @@
 // catalog; the executor runs it (ops/). `explain` shows it without running
 // it; `explain analyze` runs it and adds what each operator did.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ struct PlanNode {
   // explain analyze
   uint64_t rows_in = 0, rows_out = 0;
   uint64_t self_ns = 0;  // time in this operator alone
+  uint64_t gathered = 0;  // an id or index lookup: the ids found before it ran (not shown)
 };
 
 class Plan {
@@ -41,11 +43,12 @@ class Plan {
       if (op == node((int)i).op) return true;
     return false;
   }
-  // The rows the sources (the nodes with no input) sent on in a run.
+  // The documents the sources (the nodes with no input) went through in a
+  // run: those they sent on, or the ids a lookup gathered, were they more.
   uint64_t source_rows() const {
     uint64_t n = 0;
     for (size_t i = 0; i < size_; i++)
-      if (node((int)i).inputs[0] < 0) n += node((int)i).rows_out;
+      if (node((int)i).inputs[0] < 0) n += std::max(node((int)i).rows_out, node((int)i).gathered);
     return n;
   }
   // The rows of explain: the tree from its root (the last node added) down,

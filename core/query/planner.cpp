@@ -30,10 +30,12 @@ int add_access(ExecContext& x, Access a, Pipeline* p) {
   switch (a.kind) {
     case Access::Kind::Ids:
       node = plan_id_lookup(x.plan, a.ids.size());
+      x.plan.node(node).gathered = a.ids.size();
       p->source = make_ids(x, node, std::move(a.ids));
       return node;  // the lookup is the whole clause: nothing to test
     case Access::Kind::Index:
       node = plan_index_lookup(x.plan, std::move(a.detail));
+      x.plan.node(node).gathered = a.ids.size();
       p->source = make_ids(x, node, std::move(a.ids));
       break;
     case Access::Kind::Scan:
