@@ -24,6 +24,7 @@
 // built at the pin, the gate is held throughout and there is no tail to
 // carry (the side file is then NAME~).
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 #include "codec.h"
@@ -524,6 +525,8 @@ Status Engine::checkpoint_locked() {
 Status Engine::checkpoint() {
   std::lock_guard one(checkpoint_mu_);
   std::unique_lock gate(write_gate_);
+  // While it holds the gate writers wait for it (long_write_running).
+  std::optional<LongWrites> holding(std::in_place, long_writes_, true);
   if (closed_) return Status(Code::Invalid, "the database is closed");
   if (lazy_) {
     bool damaged;
@@ -553,9 +556,11 @@ Status Engine::checkpoint() {
     KF_TRY(begin_image(&img, carry));
   }
   carrying_ = carry;
-  LongWrites counted(long_writes_, !carry);  // the gate held throughout: writers wait for all of it
   img.beside_writers = carry;  // built and written from here with no lock held
-  if (carry) gate.unlock();  // writes go on, into the old file's tail
+  if (carry) {
+    gate.unlock();  // writes go on, into the old file's tail
+    holding.reset();
+  }
   Status st = finish_image(&img);
   if (st.is_ok()) st = write_image(&img);
   // The old file's writes flushed now, beside the readers and writers: the
@@ -581,7 +586,10 @@ Status Engine::checkpoint() {
       unflushed = 0;
     }
   }
-  if (carry) gate.lock();
+  if (carry) {
+    gate.lock();
+    holding.emplace(long_writes_, true);
+  }
   carrying_ = false;
   if (st.is_ok()) st = check_writable();
   if (st.is_ok() && img.pos + img.carried < write_pos_) {  // the gate is held: write_pos_ stands still
@@ -603,6 +611,7 @@ Status Engine::checkpoint() {
     if (opts_.auto_checkpoint && checkpoint_worthwhile(false)) checkpoint_due_ = true;
   }
   gate.unlock();
+  holding.reset();
   move_to_image(img);
   return Status::ok();
 }

@@ -157,17 +157,18 @@ class Database {
   // documents the last time it ran (or has not run yet), a set or del not
   // by id, a definition (an index build), a checkpoint, a text over 1 KiB
   // that is not a put (or over 64 KiB), and anything while a long write
-  // runs (long_write_running). A point read, a put of a few documents and a
-  // read an index answers with few documents do not. For a host that runs
+  // runs (long_write_running). A point read and a read an index answers
+  // with few documents do not, nor does a put (the text alone does not say
+  // how many documents a parameter holds: a caller looks at that itself). For a host that runs
   // short statements on threads others wait behind (a server's event
   // loops); it never fails: a text of at most 1 KiB that does not parse is
   // short (its error comes at once).
   bool may_run_long(std::string_view text);
   // Whether a write that may hold the write lock long runs now: a set or
   // del not by id, a definition, a put of over 1,000 documents or 64 KiB
-  // (or of over 32 into a vector index), a batch holding one or a read, a
-  // checkpoint that holds the writers throughout. Anything that takes the
-  // engine's lock meanwhile may wait for it.
+  // encoded (or of over 32 into a vector index), a batch holding one or a
+  // read, a checkpoint while it holds the write gate. Another write
+  // meanwhile waits for it (and, but for the checkpoint, a read too).
   bool long_write_running() const;
   // Runs statements (put, insert, set, del and reads) as one atomic write:
   // each sees the ones before it, and all land as one record or none does.

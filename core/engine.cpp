@@ -149,8 +149,8 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     KF_TRY(bound(p));
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, &w.docs));
+    w.long_write = writes_long(st) || puts_long(w.docs);  // under the lock: it reads the collection
   }
-  w.long_write = writes_long(st) || puts_long(w.docs);
   LongWrites counted(long_writes_, w.long_write);
   KF_ASSIGN(*out, land(w));
   w.docs.landed_rows(&out->rows);  // a put's {id} rows, made here beside the readers

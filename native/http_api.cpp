@@ -16,8 +16,18 @@ constexpr const char* kEndpoints =
 
 void append_json_string(std::string& out, std::string_view s) { append_json(out, Value::text(std::string(s))); }
 
-// Bodies larger than this are run on a thread of their own (Api::handle).
+// Bodies larger than this, and puts of more documents than this (a long
+// write while it lands: Database::long_write_running), run on a thread of
+// their own (Api::handle).
 constexpr size_t kLongBody = 64 << 10;
+constexpr size_t kLongPut = 32;
+
+// A parameter that is a list of more than kLongPut items (a put's documents, ids).
+bool many_items(const std::vector<Value>& params) {
+  for (const Value& p : params)
+    if (p.kind() == Kind::List && p.size() > kLongPut) return true;
+  return false;
+}
 
 // Not run: for a worker thread (Api::handle). Were it ever sent, it says so.
 ApiResponse deferred() {
@@ -259,8 +269,7 @@ ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
   if (docs) {
     if (!is_json(req.content_type) && !is_ndjson(req.content_type))
       return unsupported_media(req.content_type, "JSON (application/json) or NDJSON (application/x-ndjson)");
-    (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
-    return this->docs(path.substr(6), req.content_type, req.body);
+    return this->docs(path.substr(6), req.content_type, req.body, on_loop);
   }
   if (!is_json(req.content_type)) return unsupported_media(req.content_type, "JSON (Content-Type: application/json)");
   if (path == "/query")
@@ -285,7 +294,7 @@ ApiResponse Api::query(std::string_view body, bool ndjson, bool on_loop) {
   std::vector<Value> params;
   Status s = body_statement(body, &text, &params);
   if (!s.is_ok()) return from_status(s);
-  if (on_loop && db_.may_run_long(text)) return deferred();
+  if (on_loop && (many_items(params) || db_.may_run_long(text))) return deferred();
   (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
   uint64_t durable_at = 0;
   auto r = db_.query_outside_transaction(text, params, &durable_at);
@@ -308,7 +317,7 @@ ApiResponse Api::batch(std::string_view body, bool on_loop) {
   }
   if (on_loop)
     for (const BatchItem& item : items)
-      if (db_.may_run_long(item.text)) return deferred();
+      if (many_items(item.params) || db_.may_run_long(item.text)) return deferred();
   (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
   uint64_t durable_at = 0;
   auto r = db_.batch(items, &durable_at);
@@ -324,7 +333,8 @@ ApiResponse Api::batch(std::string_view body, bool on_loop) {
   return out;
 }
 
-ApiResponse Api::docs(std::string_view collection, std::string_view content_type, std::string_view body) {
+ApiResponse Api::docs(std::string_view collection, std::string_view content_type, std::string_view body,
+                      bool on_loop) {
   if (!is_identifier(collection))
     return error(404, "not_found", "no collection '" + std::string(collection) + "' (not a collection name)");
   std::vector<Value> documents;
@@ -370,6 +380,8 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
     if (documents[i].kind() != Kind::Object)
       return error(400, "invalid", "document " + std::to_string(i + 1) + " is " + kind_name(documents[i].kind()) +
                                        ", not an object");
+  if (on_loop && documents.size() > kLongPut) return deferred();  // read again there: at most 64 KiB
+  (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
   if (documents.empty()) {
     ApiResponse out;
     out.body = "{\"ids\":[]}";

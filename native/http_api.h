@@ -93,7 +93,7 @@ class Api {
   ApiResponse query(std::string_view body, bool ndjson, bool on_loop);
   ApiResponse prepare(std::string_view body);
   ApiResponse batch(std::string_view body, bool on_loop);
-  ApiResponse docs(std::string_view collection, std::string_view content_type, std::string_view body);
+  ApiResponse docs(std::string_view collection, std::string_view content_type, std::string_view body, bool on_loop);
   ApiResponse stats();
   bool authorized(std::string_view authorization) const;
 

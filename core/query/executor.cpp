@@ -128,7 +128,7 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   if (st.explain && !st.analyze) {
     res.rows.clear();
     plan.explain(false, &res.rows);
-    note(false);  // planned, not run: short from now on (the first may have built an index)
+    note(plan.source_rows() > kLongRead);  // planned, not run: its lookup's ids gathered (the first may have built an index)
     return Status::ok();
   }
   uint64_t t0 = st.analyze ? ExecContext::now_ns() : 0;

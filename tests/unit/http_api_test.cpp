@@ -226,6 +226,15 @@ TEST_CASE("http api: on an event loop, what may run long is deferred, the rest r
   docs += "]";
   REQUIRE(docs.size() > (64 << 10));
   CHECK(deferred("/docs/t", docs));
+  // More than 32 documents in a put (a long write while it lands, Database::
+  // long_write_running), however small; a list parameter of more than 32 items.
+  std::string forty = "[";
+  for (int i = 0; i < 40; i++) forty += std::string(i ? "," : "") + "{\"n\": 1}";
+  forty += "]";
+  CHECK(deferred("/docs/t", forty));
+  CHECK(deferred("/query", R"j({"query": "put t $1", "params": [)j" + forty + "]}"));
+  CHECK(deferred("/batch", R"j([{"query": "put t $1", "params": [)j" + forty + "]}]"));
+  CHECK(deferred("/query", R"j({"query": "get t where id in $1", "params": [[)j" + std::string("1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33") + "]]}"));
   CHECK(post(api, "/query", R"j({"query": "get t count"})j").body == R"j({"rows":[{"count":6}]})j");
   CHECK(api.handle({"POST", "/docs/t", "application/json", "", "", "", docs}).status == 200);
   // What ran where, for /stats.
