@@ -22,10 +22,11 @@ void append_json_string(std::string& out, std::string_view s) { append_json(out,
 constexpr size_t kLongBody = 64 << 10;
 constexpr size_t kLongPut = 32;
 
-// A parameter that is a list of more than kLongPut items (a put's documents, ids).
-bool many_items(const std::vector<Value>& params) {
+// A parameter that is a list of more than kLongPut documents (objects: a
+// put's), not a vector's numbers or a list of ids.
+bool many_documents(const std::vector<Value>& params) {
   for (const Value& p : params)
-    if (p.kind() == Kind::List && p.size() > kLongPut) return true;
+    if (p.kind() == Kind::List && p.size() > kLongPut && p.items()[0].kind() == Kind::Object) return true;
   return false;
 }
 
@@ -294,7 +295,7 @@ ApiResponse Api::query(std::string_view body, bool ndjson, bool on_loop) {
   std::vector<Value> params;
   Status s = body_statement(body, &text, &params);
   if (!s.is_ok()) return from_status(s);
-  if (on_loop && (many_items(params) || db_.may_run_long(text))) return deferred();
+  if (on_loop && (many_documents(params) || db_.may_run_long(text))) return deferred();
   (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
   uint64_t durable_at = 0;
   auto r = db_.query_outside_transaction(text, params, &durable_at);
@@ -317,7 +318,7 @@ ApiResponse Api::batch(std::string_view body, bool on_loop) {
   }
   if (on_loop)
     for (const BatchItem& item : items)
-      if (many_items(item.params) || db_.may_run_long(item.text)) return deferred();
+      if (many_documents(item.params) || db_.may_run_long(item.text)) return deferred();
   (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
   uint64_t durable_at = 0;
   auto r = db_.batch(items, &durable_at);
