@@ -22,13 +22,6 @@ void append_json_string(std::string& out, std::string_view s) { append_json(out,
 constexpr size_t kLongBody = 64 << 10;
 constexpr size_t kLongPut = 32;
 
-// A parameter that is a list of more than kLongPut documents (objects: a
-// put's), not a vector's numbers or a list of ids.
-bool many_documents(const std::vector<Value>& params) {
-  for (const Value& p : params)
-    if (p.kind() == Kind::List && p.size() > kLongPut && p.items()[0].kind() == Kind::Object) return true;
-  return false;
-}
 
 // Not run: for a worker thread (Api::handle). Were it ever sent, it says so.
 ApiResponse deferred() {
@@ -295,8 +288,8 @@ ApiResponse Api::query(std::string_view body, bool ndjson, bool on_loop) {
   std::vector<Value> params;
   Status s = body_statement(body, &text, &params);
   if (!s.is_ok()) return from_status(s);
-  if (on_loop && (many_documents(params) || db_.may_run_long(text))) return deferred();
-  (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
+  if (on_loop && runs_long(text, params)) return deferred();
+  count_ran(on_loop);
   uint64_t durable_at = 0;
   auto r = db_.query_outside_transaction(text, params, &durable_at);
   if (!r.is_ok()) return from_status(r.status());
@@ -318,8 +311,8 @@ ApiResponse Api::batch(std::string_view body, bool on_loop) {
   }
   if (on_loop)
     for (const BatchItem& item : items)
-      if (many_documents(item.params) || db_.may_run_long(item.text)) return deferred();
-  (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
+      if (runs_long(item.text, item.params)) return deferred();
+  count_ran(on_loop);
   uint64_t durable_at = 0;
   auto r = db_.batch(items, &durable_at);
   if (!r.is_ok()) return from_status(r.status());
@@ -382,7 +375,7 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
       return error(400, "invalid", "document " + std::to_string(i + 1) + " is " + kind_name(documents[i].kind()) +
                                        ", not an object");
   if (on_loop && documents.size() > kLongPut) return deferred();  // read again there: at most 64 KiB
-  (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed);
+  count_ran(on_loop);
   if (documents.empty()) {
     ApiResponse out;
     out.body = "{\"ids\":[]}";
@@ -411,6 +404,17 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
   out.body += "]}";
   return out;
 }
+
+// A statement that may run long (Database::may_run_long), or whose
+// parameter is a list of more than kLongPut documents (objects: a put's,
+// not a vector's numbers or a list of ids).
+bool Api::runs_long(std::string_view text, const std::vector<Value>& params) {
+  for (const Value& p : params)
+    if (p.kind() == Kind::List && p.size() > kLongPut && p.items()[0].kind() == Kind::Object) return true;
+  return db_.may_run_long(text);
+}
+
+void Api::count_ran(bool on_loop) { (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed); }
 
 ApiResponse Api::stats() {
   Value v = stats_value(db_.stats());

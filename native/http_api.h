@@ -95,6 +95,8 @@ class Api {
   ApiResponse batch(std::string_view body, bool on_loop);
   ApiResponse docs(std::string_view collection, std::string_view content_type, std::string_view body, bool on_loop);
   ApiResponse stats();
+  bool runs_long(std::string_view text, const std::vector<Value>& params);  // a statement for a worker
+  void count_ran(bool on_loop);  // a statement run, where (ran_on_loop_, ran_handed_over_)
   bool authorized(std::string_view authorization) const;
 
   Database& db_;

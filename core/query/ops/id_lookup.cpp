@@ -15,6 +15,13 @@ const Expr* id_operand(const Expr* w) {
   return other && other->kind != ExprKind::Path ? other : nullptr;
 }
 
+// `id in c` (c not a path): c, or null when the clause is not of that form.
+const Expr* id_list_operand(const Expr* w) {
+  return w->kind == ExprKind::In && !w->negate && is_id(*w->kids[0]) && w->kids[1]->kind != ExprKind::Path
+             ? w->kids[1].get()
+             : nullptr;
+}
+
 // `id = c`: 1 with the id in *id, 0 when c is null (no document), -1 when
 // the clause is not of that form or c is not an integral number.
 int id_equal(const Evaluator& ev, const Expr* w, int64_t* id) {
@@ -47,10 +54,7 @@ int id_value(const Evaluator& ev, const Expr& x, int64_t* id) {
   return -1;
 }
 
-bool names_ids(const Expr* w) {
-  return w && (id_operand(w) ||
-               (w->kind == ExprKind::In && !w->negate && is_id(*w->kids[0]) && w->kids[1]->kind != ExprKind::Path));
-}
+bool names_ids(const Expr* w) { return w && (id_operand(w) || id_list_operand(w)); }
 
 bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
   if (!w) return false;
@@ -60,9 +64,9 @@ bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
     case 0: return true;
     default: break;
   }
-  if (w->kind == ExprKind::In && !w->negate && is_id(*w->kids[0]) && w->kids[1]->kind != ExprKind::Path) {
+  if (const Expr* list = id_list_operand(w)) {
     Value v;
-    if (!ev.constant(*w->kids[1], &v).is_ok() || v.kind() != Kind::List) return false;
+    if (!ev.constant(*list, &v).is_ok() || v.kind() != Kind::List) return false;
     for (const Value& x : v.items()) {
       if (x.kind() != Kind::Int) return false;
       ids->push_back(x.as_int());
