@@ -21,7 +21,8 @@
 //   5. (section 7 of the report) kitfox alone: three checkpoints of a collection of V documents with a
 //      128-dim vector under an HNSW index, while the readers run `near`
 //      top-10 and one writer puts documents with vectors: the readers' and
-//      the writer's worst wait during them, and every put there afterwards.
+//      the writer's worst wait during them, then beside five aggregates and
+//      five exact `near`s over every vector, and every put there afterwards.
 //
 // kitfox: one Database (core/db.h) shared by every thread, opened with
 // `sync = Always` (every write flushed before it is acknowledged; concurrent
@@ -797,8 +798,8 @@ struct VectorCheckpoints : Checkpoints {
   double preload_s = 0;
   uint64_t file_bytes = 0;
   // Then five aggregates over every document (`checkpoint_ms` their times)
-  // beside the writer alone.
-  Checkpoints aggregates;
+  // beside the writer alone, and five exact nears over every vector.
+  Checkpoints aggregates, exacts;
 };
 
 constexpr uint32_t kVecDim = 128;
@@ -862,9 +863,21 @@ VectorCheckpoints run_vector_checkpoints(kitfox::FileSystem& fs, const std::stri
         auto q = db.query("get v select count(*), sum(n)");
         if (!q.is_ok() || q->rows.size() != 1) die("kitfox vector aggregate: " + q.status().to_string());
       });
+  out.exacts = beside_checkpoints(
+      0, 5, 0.2, seed + 2, [](int, SplitMix&) {},
+      [&](SplitMix& r) {
+        auto q = db.query("put v {n: $1, e: $2}", {Value::integer(next_n++), random_vector(r)});
+        if (!q.is_ok()) die("kitfox vector put: " + q.status().to_string());
+      },
+      [&] {
+        SplitMix r(seed + 3);
+        auto q = db.query("get v select n near e $1 exact limit 10", {random_vector(r)});
+        if (!q.is_ok() || q->rows.size() != 10) die("kitfox exact near: " + q.status().to_string());
+      });
   // Every put is there.
   auto c = db.query("get v count");
-  if (!c.is_ok() || (uint64_t)c->rows[0].get("count")->as_int() != rows + out.puts + out.aggregates.puts)
+  if (!c.is_ok() ||
+      (uint64_t)c->rows[0].get("count")->as_int() != rows + out.puts + out.aggregates.puts + out.exacts.puts)
     die("kitfox vector section: documents missing after the checkpoints");
   if (!db.close().is_ok()) die("kitfox vector close failed");
   out.file_bytes = size_of(path);
@@ -897,6 +910,13 @@ std::string vector_section(const VectorCheckpoints& v, int readers) {
   md += "| ---: | ---: | ---: | ---: |\n";
   md += fmt("| %s | %s | %s | %s |\n\n", lat(median(a.checkpoint_ms) * 1e3).c_str(), lat(a.write_worst_us).c_str(),
             lat(a.write_worst_between_us).c_str(), grouped((double)a.writes_during).c_str());
+  const Checkpoints& x = v.exacts;
+  md += "Then `get v select n near e $1 exact limit 10` (every vector compared) five times, 0.2 s apart, beside the "
+        "writer alone:\n\n";
+  md += "| exact near (median) | the writer's worst wait during | between | writes during |\n";
+  md += "| ---: | ---: | ---: | ---: |\n";
+  md += fmt("| %s | %s | %s | %s |\n\n", lat(median(x.checkpoint_ms) * 1e3).c_str(), lat(x.write_worst_us).c_str(),
+            lat(x.write_worst_between_us).c_str(), grouped((double)x.writes_during).c_str());
   return md;
 }
 
@@ -1175,6 +1195,9 @@ int main(int argc, char** argv) {
     progress(fmt("    aggregate %s (median), the writer's worst during %s (between %s)",
                  lat(median(v.aggregates.checkpoint_ms) * 1e3).c_str(), lat(v.aggregates.write_worst_us).c_str(),
                  lat(v.aggregates.write_worst_between_us).c_str()));
+    progress(fmt("    exact near %s (median), the writer's worst during %s (between %s)",
+                 lat(median(v.exacts.checkpoint_ms) * 1e3).c_str(), lat(v.exacts.write_worst_us).c_str(),
+                 lat(v.exacts.write_worst_between_us).c_str()));
     return v;
   };
   if (opt.only_vectors) {

@@ -48,10 +48,11 @@ struct Collection : VectorSource {
   std::set<uint32_t> lost_tables;
   mutable std::atomic<uint64_t> lost_refs{0};
 
-  // A pinned read's copy (executor.cpp) has no vector index: its documents'
-  // references resolve into each index's table as an image holds it, which
-  // is where every reference points (documents written since hold their
-  // vectors) and which no write changes.
+  // A pinned read's copy (executor.cpp) has no vector index but a copy of
+  // the one its exact near searches: its documents' references resolve into
+  // each index's table as an image holds it, which is where every reference
+  // points (documents written since hold their vectors) and which no write
+  // changes.
   std::map<uint32_t, HnswIndex::ImageTable> pinned_tables;
 
   bool vector(uint32_t field_id, uint64_t node, Value* out) const override;

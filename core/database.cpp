@@ -189,6 +189,7 @@ Value stats_value(const Stats& st) {
   o.append("tail_records", u(st.tail_records));
   o.append("memory_bytes", u(st.memory_bytes));
   o.append("queued_writes", u(st.queued_writes));
+  o.append("reads_pinned", u(st.reads_pinned));
   Value list = Value::list();
   for (const CollectionStats& c : st.collections) {
     Value co = Value::object();

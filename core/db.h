@@ -90,6 +90,7 @@ struct Stats {
   uint64_t tail_records = 0;
   uint64_t memory_bytes = 0;  // documents and indexes held in memory
   uint64_t queued_writes = 0;  // writes waiting now for the one landing writes to take them
+  uint64_t reads_pinned = 0;   // reads that ran pinned, with no lock held, since the open (docs/storage.md)
   std::vector<CollectionStats> collections;
 };
 

@@ -330,6 +330,7 @@ Stats Engine::stats() {
   s.tail_bytes = write_pos_ - image_bytes_;
   s.tail_records = tail_records_;
   s.memory_bytes = arena_.memory_bytes();
+  s.reads_pinned = reads_pinned_.load(std::memory_order_relaxed);
   {
     std::lock_guard g(queue_mu_);
     s.queued_writes = queued_;

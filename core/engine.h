@@ -245,7 +245,8 @@ class Engine {
   // any other read replaces them.
   Status execute_read(const Prepared& p, Collection* c, const std::vector<Value>& params, QueryResult* out,
                       std::shared_lock<FairSharedMutex>* lock = nullptr);
-  bool pinnable(const Collection& c, const class Plan& plan) const;
+  bool pinnable(const Collection& c, const class Plan& plan, const struct LookupPlan* lookup, const Field* exact_near) const;
+  std::unique_ptr<Collection> pin_copy(const Collection& c, const Field* exact_near) const;
   // A write statement's ops into *batch (left empty when it changes
   // nothing) and its answer into *out; nothing lands: the caller commits
   // the batch. Under the write lock. `docs`: a put's documents,
@@ -405,6 +406,7 @@ class Engine {
   // Writes running that may hold the write lock long (may_run_long says
   // every statement may, meanwhile), counted by a LongWrites while they run.
   std::atomic<int> long_writes_{0};
+  std::atomic<uint64_t> reads_pinned_{0};  // reads that ran pinned since the open (Stats)
   // A read that may run long, as its last run went (may_run_long).
   bool reads_long(const Prepared& p) const;
   struct LongWrites {

@@ -20,6 +20,8 @@ export interface ServerStats {
   memoryBytes: number;
   /** Writes waiting at that moment for the writer landing writes to take them. */
   queuedWrites: number;
+  /** Reads since the open that ran on a pinned copy of what they read, with no lock held. */
+  readsPinned: number;
   collections: Array<{ name: string; documents: number; bytes: number }>;
   /** Requests of /query, /batch and /docs run on an event loop, and handed to a worker thread, since the server started. */
   server: { ranOnLoop: number; ranHandedOver: number };

@@ -304,9 +304,9 @@ void HnswIndex::build_doc_map() {
   std::lock_guard g(maps_mu_);
   if (maps_built_.load(std::memory_order_relaxed)) return;
   doc_node_.reserve(levels_.size());
-  fp_nodes_.reserve(levels_.size());
+  if (!copy_) fp_nodes_.reserve(levels_.size());
   for (uint32_t n = 0; n < levels_.size(); n++) {
-    fp_nodes_.insert_multi(fp_[n], n);
+    if (!copy_) fp_nodes_.insert_multi(fp_[n], n);
     if (refs_[n]) doc_node_[node_doc_[n]] = n;
   }
   for (auto& [n, d] : more_docs_) doc_node_[d] = n;
@@ -492,6 +492,7 @@ void HnswIndex::search_layer(const float* q, const std::vector<Hit>& entry, size
 
 void HnswIndex::search(const float* q, size_t k, size_t ef, const std::function<bool(uint32_t)>& accept,
                        std::vector<Hit>* out) const {
+  if (copy_) return exact(q, k, accept, out);  // a pinned copy has no graph (the planner never asks it)
   out->clear();
   if (k == 0) return;
   Scratch& s = scratch();
@@ -851,6 +852,54 @@ bool HnswIndex::image_table(ImageTable* out) const {
   out->dim = dim_;
   out->f16 = f16_;
   return true;
+}
+
+namespace {
+// The arrays of the copy this thread let go last (HnswIndex::keep_copy).
+thread_local std::unique_ptr<HnswIndex> t_spare_copy;
+}  // namespace
+
+void HnswIndex::keep_copy(std::unique_ptr<HnswIndex> copy) {
+  if (!copy || !copy->copy_) return;
+  // Its arrays only, in a bare index; the rest (more_docs_) is freed here,
+  // with no lock held, not by the next copy.
+  auto spare = std::make_unique<HnswIndex>(copy->dim_, copy->f16_, copy->p_);
+  spare->copy_ = true;
+  spare->extra_.swap(copy->extra_);
+  spare->levels_.swap(copy->levels_);
+  spare->inv_.swap(copy->inv_);
+  spare->node_doc_.swap(copy->node_doc_);
+  spare->refs_.swap(copy->refs_);
+  copy.reset();
+  t_spare_copy = std::move(spare);
+}
+
+std::unique_ptr<HnswIndex> HnswIndex::pinned_copy() const {
+  auto c = std::make_unique<HnswIndex>(dim_, f16_, p_);
+  if (t_spare_copy) {
+    HnswIndex& s = *t_spare_copy;
+    c->extra_.swap(s.extra_);
+    c->levels_.swap(s.levels_);
+    c->inv_.swap(s.inv_);
+    c->node_doc_.swap(s.node_doc_);
+    c->refs_.swap(s.refs_);
+    t_spare_copy.reset();
+  }
+  c->copy_ = true;
+  c->base_ = base_;
+  c->base_n_ = base_n_;
+  c->extra_.resize(extra_.size());
+  if (extra_.size()) memcpy(c->extra_.data(), extra_.data(), extra_.size());
+  auto copy = [](const auto& from, auto& to) { to.assign(from.data(), from.data() + from.size()); };
+  copy(levels_, c->levels_);
+  copy(inv_, c->inv_);  // empty but for cosine
+  copy(node_doc_, c->node_doc_);
+  copy(refs_, c->refs_);
+  c->more_docs_ = more_docs_;
+  c->tombstones_ = tombstones_;
+  c->doc_count_ = doc_count_;
+  c->linked_ = (uint32_t)levels_.size();  // nothing pending: it is never linked
+  return c;
 }
 
 void HnswIndex::ImageTable::vector_of(uint32_t node, std::vector<float>* out) const {

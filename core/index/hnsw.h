@@ -147,6 +147,21 @@ class HnswIndex {
     void vector_of(uint32_t node, std::vector<float>* out) const;
   };
   bool image_table(ImageTable* out) const;
+  // A copy for a pinned read's exact search (executor.cpp), made under a
+  // lock that keeps writes out: the table's part in the last image shared
+  // (call only when image_table() is true; the bytes stay alive while the
+  // image's arena segment does), the vectors added since and the per-node
+  // arrays a search reads copied (13 bytes a node, 17 for cosine), no graph. It
+  // answers exact(), docs_of(), node_of(), distance_to() and vector_of()
+  // as this index did at the copy; it is never written (search() runs exact).
+  // Its arrays are those of the last copy this thread let go (keep_copy),
+  // where they fit: pages already touched, not faulted in again per copy.
+  std::unique_ptr<HnswIndex> pinned_copy() const;
+  static void keep_copy(std::unique_ptr<HnswIndex> copy);
+  // The table's bytes, and those of them not in the last image (which
+  // pinned_copy() copies).
+  size_t table_bytes() const { return nodes() * vbytes_; }
+  size_t table_bytes_since_image() const { return extra_.size(); }
   // After a checkpoint that wrote a pin of this index and writes that
   // changed it since: the image holds its first `nodes` vectors at `table`
   // (the same bytes: a node's vector never changes) and, where no write
@@ -284,6 +299,7 @@ class HnswIndex {
   // Built on first need after a load: document -> node, fingerprint -> nodes.
   // Readers may be first (node_of under the shared lock), so once, under
   // maps_mu_; writers change them under the write lock.
+  bool copy_ = false;  // a pinned_copy(): no fingerprints, so no fingerprint map
   std::atomic<bool> maps_built_{false};
   std::mutex maps_mu_;
   SteadyMap<int64_t, uint32_t> doc_node_;  // grows a few buckets a put (steady_map.h)

@@ -16,27 +16,60 @@ namespace {
 constexpr uint64_t kLongRead = 10000;
 }  // namespace
 
-// A read that scans a whole collection runs pinned: under the shared lock
-// it copies what it reads (the collection's definition, its id index's
-// blocks shared by reference, not copied, and its view of the arena, whose
-// bytes never move), lets the lock go and scans the copy, so writers need
-// not wait for it. It
-// answers what it would have under the lock. A document's reference into a
-// vector table points into the part an image holds, which no write changes
-// and the view keeps alive: the copy resolves it there. Reads an index
-// answers are short and keep the lock (indexes change in place: `near`,
-// `match` and their kin among them); so do lookups (they read a second
-// collection), reads of a collection whose documents refer into a dropped
-// index's or a lost table, and reads while a table's blocks are still to be
-// checked.
-bool Engine::pinnable(const Collection& c, const Plan& plan) const {
-  if (!plan.has("scan") || plan.has("lookup") || !c.retired.empty() || !c.lost_tables.empty()) return false;
-  for (const char* op : {"near graph", "near exact", "match", "fuse", "rerank"})
+// A long read runs pinned: one that scans a whole collection, or a near
+// search that compares the query with every vector (exact, no candidates
+// gathered). Under the shared lock it copies what it reads (pin_copy), lets
+// the lock go and runs over the copy, so writers need not wait for it. It
+// answers what it would have under the lock. Its lookups by id read copies
+// of their collections made at the same time. Reads an index answers are
+// short and keep the lock (indexes change in place: a graph `near`,
+// `match` and their kin, an exact near over the candidates an index gave,
+// a lookup through a @hash index); so do reads of a collection whose
+// documents refer into a dropped index's or a lost table, and reads while
+// a table's blocks are still to be checked.
+bool Engine::pinnable(const Collection& c, const Plan& plan, const LookupPlan* lookup, const Field* exact_near) const {
+  if (!port::kThreads) return false;  // no other thread to let in: the copy would be for nothing
+  if (!plan.exact_over_all && !plan.has("scan")) return false;
+  for (const char* op : {"near graph", "match", "fuse", "rerank", "index lookup"})
     if (plan.has(op)) return false;
-  HnswIndex::ImageTable t;
-  for (auto& [fid, index] : c.vindex)
-    if (!index->image_table(&t)) return false;
+  auto copyable = [](const Collection& k) {
+    if (!k.retired.empty() || !k.lost_tables.empty()) return false;
+    HnswIndex::ImageTable t;
+    for (auto& [fid, index] : k.vindex)
+      if (!index->image_table(&t)) return false;
+    return true;
+  };
+  if (!copyable(c)) return false;
+  if (exact_near) {  // the field of an exact near over every vector
+    // Its index is copied but for the vectors in the last image: where over
+    // a quarter were added since (before a first checkpoint, all), the copy
+    // under the lock would cost much of what the search does: it keeps the lock.
+    auto it = c.vindex.find(exact_near->id);
+    if (it != c.vindex.end() && it->second->table_bytes_since_image() * 4 > it->second->table_bytes()) return false;
+  }
+  for (const LookupPlan* l = lookup; l; l = l->nested.get())
+    if (!copyable(*l->child)) return false;
   return true;
+}
+
+// What a pinned read reads of c, under the shared lock: the collection's
+// definition, its id index's blocks shared by reference, not copied, where
+// each vector index's table lies in the last image (a document's
+// reference into a vector table points into the part an image holds, which
+// no write changes and the read's view of the arena keeps alive), and for
+// an exact near, a copy of that field's index (HnswIndex::pinned_copy).
+std::unique_ptr<Collection> Engine::pin_copy(const Collection& c, const Field* exact_near) const {
+  auto snap = std::make_unique<Collection>();
+  snap->def = c.def;
+  snap->def.secondary.clear();  // a pinned read uses none (and may not build one unlocked)
+  snap->next_id = c.next_id;
+  snap->ids.copy_from(c.ids);  // its blocks shared, not copied (id_index.h)
+  snap->bytes = c.bytes;
+  for (auto& [fid, index] : c.vindex) {
+    if (exact_near && exact_near->id == fid) snap->vindex[fid] = index->pinned_copy();
+    else index->image_table(&snap->pinned_tables[fid]);
+  }
+  return snap;
 }
 
 Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vector<Value>& params, QueryResult* out,
@@ -100,23 +133,23 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   KF_TRY(plan_get(x, &res.rows, &p));
   // Pinned: the same plan over a copy, with no lock held.
   std::unique_ptr<Collection> snap;
+  std::map<std::string, std::unique_ptr<Collection>, std::less<>> snap_children;  // its lookups'
   Arena::View view;
   std::unique_ptr<Plan> plan2;
   std::unique_ptr<ExecContext> x2;
   Pipeline p2;
-  if (lock && !(st.explain && !st.analyze) && pinnable(*c, plan)) {
-    snap = std::make_unique<Collection>();
-    snap->def = c->def;
-    snap->def.secondary.clear();  // its scan needs none (and may not build one unlocked)
-    snap->next_id = c->next_id;
-    snap->ids.copy_from(c->ids);  // its blocks shared, not copied (id_index.h)
-    snap->bytes = c->bytes;
-    for (auto& [fid, index] : c->vindex) index->image_table(&snap->pinned_tables[fid]);
+  const Field* exact_near = plan.exact_over_all ? c->def.field(st.near_field) : nullptr;
+  if (port::kThreads && lock && !(st.explain && !st.analyze) && pinnable(*c, plan, p.lookup.get(), exact_near)) {
+    snap = pin_copy(*c, exact_near);
+    for (const LookupPlan* l = p.lookup.get(); l; l = l->nested.get())
+      if (!snap_children.count(l->child->def.name)) snap_children[l->child->def.name] = pin_copy(*l->child, nullptr);
     view = arena_.view();
     lock->unlock();
+    reads_pinned_.fetch_add(1, std::memory_order_relaxed);
     plan2 = std::make_unique<Plan>(st.explain);
     x2 = std::make_unique<ExecContext>(*this, *snap, st, ev, *plan2, st.analyze);
     x2->pinned = &view;
+    x2->pinned_colls = &snap_children;
     KF_TRY(plan_get(*x2, &res.rows, &p2));
   }
   Plan& used = plan2 ? *plan2 : plan;
@@ -133,6 +166,8 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   }
   uint64_t t0 = st.analyze ? ExecContext::now_ns() : 0;
   Status ran = plan2 ? p2.run() : p.run();
+  if (snap)  // an exact near's index copy: its arrays kept for this thread's next
+    for (auto& [fid, index] : snap->vindex) HnswIndex::keep_copy(std::move(index));
   // Long when it scanned, searched vectors exactly or went through many
   // documents (a walk, a range or a lookup over most of a collection).
   note(used.has("scan") || used.has("near exact") || used.source_rows() > kLongRead);

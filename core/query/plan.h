@@ -51,6 +51,9 @@ class Plan {
       if (node((int)i).inputs[0] < 0) n += std::max(node((int)i).rows_out, node((int)i).gathered);
     return n;
   }
+  // A near search chose to compare the query with every document's vector
+  // (exact, no candidates gathered): a long read, run pinned (Engine::pinnable).
+  bool exact_over_all = false;
   // The rows of explain: the tree from its root (the last node added) down,
   // each node with its depth; with `analyze`, rows in and out and the time
   // of the node with its inputs.

@@ -71,11 +71,19 @@ Status choose_near(ExecContext& x, NearQuery* nq, std::string* why, std::string*
     if (x.plan.describe())
       *access = a.kind == Access::Kind::Ids ? "id lookup: " + std::to_string(nq->cand.size()) + " ids" : a.detail;
   };
+  // How it goes decided, whether it reads every vector. A pinned read
+  // (Engine::pinnable) chose exact under the lock over what its copy holds,
+  // and chooses so again here; its index's copy has no graph to search.
+  auto decided = [&] {
+    if (x.pinned) nq->how = NearQuery::How::Exact;
+    x.plan.exact_over_all = nq->how == NearQuery::How::Exact && !nq->narrowed;
+    return Status::ok();
+  };
   if (!index || !st.where || st.near_exact) {
     nq->how = index && !st.where && !st.near_exact ? NearQuery::How::Graph : NearQuery::How::Exact;
     if (st.where) narrow();
     if (st.where && x.plan.describe()) *why = "over the documents passing the filter";
-    return Status::ok();
+    return decided();
   }
   narrow();
   RowFilter filter(x.ev, st.where.get(), x.c);
@@ -106,14 +114,19 @@ Status choose_near(ExecContext& x, NearQuery* nq, std::string* why, std::string*
     if (nq->how == NearQuery::How::Graph) *why += "testing the filter on the nodes it visits";
     else *why += nq->narrowed ? "exact over the " + counted_text(nq->cand.size(), "candidate") : "exact over them";
   }
-  return Status::ok();
+  return decided();
 }
 
 // The nodes of a lookup's child clauses, and of its own lookup.
 Status plan_lookup_child(ExecContext& x, const Lookup& lk, LookupPlan* lp) {
   Engine& eng = x.eng;
   lp->lk = &lk;
-  lp->child = eng.find(lk.collection);
+  if (x.pinned_colls) {  // pinned: the copy made with the parent's (executor.cpp)
+    auto it = x.pinned_colls->find(lk.collection);
+    lp->child = it == x.pinned_colls->end() ? nullptr : it->second.get();
+  } else {
+    lp->child = eng.find(lk.collection);
+  }
   if (!lp->child) return no_collection(lk.collection, lk.pos);
   Collection& cc = *lp->child;
   if (lk.child_field != "id") {
@@ -143,6 +156,8 @@ Status plan_lookup_child(ExecContext& x, const Lookup& lk, LookupPlan* lp) {
   if (cs.lookup) {
     lp->nested = std::make_unique<LookupPlan>();
     ExecContext cx(eng, cc, cs, x.ev, plan, x.analyze);
+    cx.pinned = x.pinned;
+    cx.pinned_colls = x.pinned_colls;
     KF_TRY(plan_lookup_child(cx, *cs.lookup, lp->nested.get()));
     if (cs.lookup->required) nested_lookup();
   }

@@ -1724,6 +1724,126 @@ TEST_CASE("a long read of a collection with a vector index runs pinned too, its 
   CHECK(near->rows[0].get("n")->as_int() == 700);
 }
 
+TEST_CASE("an exact near over every vector runs pinned: it answers as of its start while writes land") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  REQUIRE(db->query("create collection v (n int, e vector<3> @hnsw(l2))").is_ok());
+  // Document n's vector is [n, 2n, 1], at sqrt(5) |n| from [0, 0, 1]; pairs
+  // n and -n land together and go together, so every whole view holds
+  // pairs at equal distances, its n summing to 0.
+  auto pair = [](int64_t n) {
+    Value list = Value::list();
+    for (int64_t x : {n, -n}) {
+      Value d = Value::object();
+      d.append("n", Value::integer(x));
+      d.append("e", Value::vector({(float)x, (float)(2 * x), 1}));
+      list.push(std::move(d));
+    }
+    return list;
+  };
+  for (int64_t n = 1; n <= 400; n++) REQUIRE(db->query("put v $1", {pair(n)}).is_ok());
+  auto pinned = [&] { return db->stats().reads_pinned; };
+  const uint64_t p0 = pinned();
+  REQUIRE(db->query("get v select n near e [0, 0, 1] exact limit 5").is_ok());
+  CHECK(pinned() == p0);  // no image yet: a copy would be the whole table, so it keeps the lock
+  REQUIRE(db->checkpoint().is_ok());  // vectors in the image's table, and added since below
+  REQUIRE(db->query("get v select n near e [0, 0, 1] exact limit 5").is_ok());
+  CHECK(pinned() == p0 + 1);  // every vector compared: pinned
+  auto filtered = db->query("get v select n where n > 0 near e [0, 0, 1] exact limit 3");
+  REQUIRE(filtered.is_ok());
+  CHECK(pinned() == p0 + 2);  // a filter no index narrows: every vector again
+  CHECK(to_json(Value::list(filtered->rows)) ==
+        "[{\"id\":1,\"n\":1,\"_distance\":2.236068},{\"id\":3,\"n\":2,\"_distance\":4.472136},"
+        "{\"id\":5,\"n\":3,\"_distance\":6.708204}]");
+  REQUIRE(db->query("get v select n near e [0, 0, 1] limit 5").is_ok());
+  REQUIRE(db->query("get v select n where id in [1, 2, 3] near e [0, 0, 1] exact limit 5").is_ok());
+  CHECK(pinned() == p0 + 2);  // the graph, and an exact near over three ids, keep the lock
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int64_t n = 401; n <= 700; n++) {
+      CHECK(db->query("put v $1", {pair(n)}).is_ok());
+      CHECK(db->query("del v where n = $1 or n = $2", {Value::integer(n - 300), Value::integer(300 - n)}).is_ok());
+      if (n % 100 == 0) CHECK(db->checkpoint().is_ok());
+    }
+    done = true;
+  });
+  for (int reads = 0; reads < 3 || !done; reads++) {
+    auto r = db->query(reads % 2 ? "get v select n near e [0, 0, 1] exact limit 10000"
+                                  : "get v select n where n != 0 near e [0, 0, 1] exact limit 10000");
+    REQUIRE(r.is_ok());
+    REQUIRE(r->rows.size() % 2 == 0);
+    CHECK((r->rows.size() == 800 || r->rows.size() == 802));  // a pair put, then one gone
+    int64_t sum = 0;
+    size_t wrong = 0;
+    double last = 0;
+    for (const Value& row : r->rows) {
+      int64_t n = row.get("n")->as_int();
+      double d = row.get("_distance")->as_number();
+      sum += n;
+      if (std::fabs(d - std::sqrt(5.0) * (double)std::llabs(n)) > 1e-3 * (1 + d) || d < last) wrong++;
+      last = d;
+    }
+    CHECK(wrong == 0);
+    CHECK(sum == 0);
+  }
+  writer.join();
+  CHECK(count(*db, "v") == 800);
+}
+
+TEST_CASE("a pinned read's lookups by id read copies made with its own: parents and children agree as batches land") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  REQUIRE(db->query("create collection child (v int)").is_ok());
+  REQUIRE(db->query("create collection parent (c int, v int)").is_ok());
+  // Parent i refers to child i; a batch gives both the same new v, so in
+  // every whole view each parent's v is its child's.
+  for (int b = 0; b < 4; b++) {
+    Value kids = Value::list(), parents = Value::list();
+    for (int i = 1; i <= 1000; i++) {
+      Value k = Value::object(), p = Value::object();
+      k.append("v", Value::integer(0));
+      p.append("c", Value::integer(b * 1000 + i));
+      p.append("v", Value::integer(0));
+      kids.push(std::move(k));
+      parents.push(std::move(p));
+    }
+    REQUIRE(db->query("put child $1", {kids}).is_ok());
+    REQUIRE(db->query("put parent $1", {parents}).is_ok());
+  }
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int64_t k = 1; k <= 400; k++) {
+      Value id = Value::integer(1 + (k * 37) % 4000), v = Value::integer(k);
+      auto r = db->batch({{"set child {v: $1} where id = $2", {v, id}}, {"set parent {v: $1} where id = $2", {v, id}}});
+      CHECK(r.is_ok());
+    }
+    done = true;
+  });
+  for (int reads = 0; reads < 3 || !done; reads++) {
+    // A scan (the filter no index answers) with a lookup by id: pinned.
+    auto r = db->query("get parent select v where v >= 0 lookup child on id = c select v");
+    REQUIRE(r.is_ok());
+    REQUIRE(r->rows.size() == 4000);
+    size_t wrong = 0;
+    for (const Value& row : r->rows) {
+      const Value* kids = row.get("child");
+      if (!kids || kids->kind() != Kind::List || kids->items().size() != 1 ||
+          kids->items()[0].get("v")->as_int() != row.get("v")->as_int())
+        wrong++;
+    }
+    CHECK(wrong == 0);
+  }
+  writer.join();
+  // Pinned with it, and only a lookup by id: through a @hash index it keeps the lock.
+  const uint64_t p0 = db->stats().reads_pinned;
+  REQUIRE(db->query("get parent select v where v >= 0 lookup child on id = c").is_ok());
+  CHECK(db->stats().reads_pinned == p0 + 1);
+  REQUIRE(db->query("create index on child (v) @hash").is_ok());
+  auto hashed = db->query("get parent select v where v >= 0 lookup child on v = v limit 1");
+  REQUIRE(hashed.is_ok());
+  CHECK(db->stats().reads_pinned == p0 + 1);
+}
+
 TEST_CASE("a batch after a batch: the documents kept from the last one answer nothing in this one") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);

@@ -45,6 +45,7 @@ class LookupStage : public Stage {
   Status run_child(std::vector<int64_t> ids, std::vector<Value>* out) {
     const ParsedStatement& cs = *lp_.lk->child;
     ExecContext cx(x_.eng, *lp_.child, cs, x_.ev, x_.plan, x_.analyze);
+    cx.pinned = x_.pinned;  // a pinned read's child: its copy, read from the pinned view
     Pipeline p;
     p.source = make_ids(cx, lp_.source, std::move(ids));
     if (lp_.filter >= 0) p.add(make_filter(cx, lp_.filter, cs.where.get()));

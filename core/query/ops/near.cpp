@@ -103,13 +103,34 @@ Status near_hits(ExecContext& x, NearQuery& nq, std::vector<DocHit>* out) {
     }
     return inner;
   };
+  thread_local std::vector<int64_t> on_node;
   auto exact_filtered = [&]() -> Status {
     heap.clear();
-    if (index)  // the vectors are in the index: no document is decoded
+    if (index && nq.narrowed)  // the vectors are in the index: no document is decoded
       return each_passing([&](int64_t id, std::string_view) {
         int64_t node = index->node_of(id);
         if (node >= 0) keep_best(heap, need, {index->distance_to(nq.q.data(), (uint32_t)node), id});
       });
+    if (index) {
+      // Every node and its documents, those the filter passes kept: the
+      // same (distance, id) pairs as by document, with no document -> node
+      // map (a pinned read's copy of the index has none built).
+      for (uint32_t n = 0; n < index->nodes(); n++) {
+        on_node.clear();
+        index->docs_of(n, &on_node);
+        float d = 0;
+        bool have = false;
+        for (int64_t id : on_node) {
+          if (!passes(id)) {
+            if (!inner.is_ok()) return inner;
+            continue;
+          }
+          if (!have) d = index->distance_to(nq.q.data(), n), have = true;
+          keep_best(heap, need, {d, id});
+        }
+      }
+      return inner;
+    }
     std::vector<float> v;
     Value fv;
     const Field* f = nq.field;

@@ -41,6 +41,8 @@ struct ExecContext {
   uint64_t nested_ns = 0;  // analyze: time the stages a stage called took
   Status err;              // the first error a stage met (it then asks to stop)
   const Arena::View* pinned = nullptr;  // a pinned read's documents (executor.cpp)
+  // A pinned read's copies of the collections its lookups read, by name.
+  const std::map<std::string, std::unique_ptr<Collection>, std::less<>>* pinned_colls = nullptr;
 
   // A stored document's bytes.
   std::string_view body(uint64_t loc) const { return pinned ? pinned->body(loc) : eng.body(loc); }
