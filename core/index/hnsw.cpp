@@ -861,6 +861,15 @@ thread_local std::unique_ptr<HnswIndex> t_spare_copy;
 
 void HnswIndex::keep_copy(std::unique_ptr<HnswIndex> copy) {
   if (!copy || !copy->copy_) return;
+  // A thread keeps at most this much (arrays only grow): the copies of
+  // bigger indexes are made afresh, their pages faulted in again.
+  constexpr size_t kKeep = 64 << 20;
+  const size_t bytes = copy->extra_.capacity() + copy->levels_.capacity() + copy->inv_.capacity() * 4 +
+                       copy->node_doc_.capacity() * 8 + copy->refs_.capacity() * 4;
+  if (bytes > kKeep) {
+    t_spare_copy.reset();
+    return;
+  }
   // Its arrays only, in a bare index; the rest (more_docs_) is freed here,
   // with no lock held, not by the next copy.
   auto spare = std::make_unique<HnswIndex>(copy->dim_, copy->f16_, copy->p_);

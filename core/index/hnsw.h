@@ -154,14 +154,18 @@ class HnswIndex {
   // arrays a search reads copied (13 bytes a node, 17 for cosine), no graph. It
   // answers exact(), docs_of(), node_of(), distance_to() and vector_of()
   // as this index did at the copy; it is never written (search() runs exact).
-  // Its arrays are those of the last copy this thread let go (keep_copy),
-  // where they fit: pages already touched, not faulted in again per copy.
+  // Its arrays are those of the last copy this thread let go (keep_copy,
+  // which keeps at most 64 MiB), where they fit: pages already touched,
+  // not faulted in again per copy.
   std::unique_ptr<HnswIndex> pinned_copy() const;
   static void keep_copy(std::unique_ptr<HnswIndex> copy);
-  // The table's bytes, and those of them not in the last image (which
-  // pinned_copy() copies).
-  size_t table_bytes() const { return nodes() * vbytes_; }
-  size_t table_bytes_since_image() const { return extra_.size(); }
+  // Whether pinned_copy() costs little beside an exact search: at most a
+  // quarter of the table added since the last image (before a first
+  // checkpoint, all of it is), and documents sharing nodes (copied one by
+  // one) at most a quarter of the nodes.
+  bool cheap_to_copy() const {
+    return extra_.size() * 4 <= nodes() * vbytes_ && more_docs_.size() * 4 <= nodes();
+  }
   // After a checkpoint that wrote a pin of this index and writes that
   // changed it since: the image holds its first `nodes` vectors at `table`
   // (the same bytes: a node's vector never changes) and, where no write

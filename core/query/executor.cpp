@@ -41,11 +41,10 @@ bool Engine::pinnable(const Collection& c, const Plan& plan, const LookupPlan* l
   };
   if (!copyable(c)) return false;
   if (exact_near) {  // the field of an exact near over every vector
-    // Its index is copied but for the vectors in the last image: where over
-    // a quarter were added since (before a first checkpoint, all), the copy
-    // under the lock would cost much of what the search does: it keeps the lock.
+    // Its index is copied but for the vectors in the last image: where that
+    // copy would cost much of what the search does, it keeps the lock.
     auto it = c.vindex.find(exact_near->id);
-    if (it != c.vindex.end() && it->second->table_bytes_since_image() * 4 > it->second->table_bytes()) return false;
+    if (it != c.vindex.end() && !it->second->cheap_to_copy()) return false;
   }
   for (const LookupPlan* l = lookup; l; l = l->nested.get())
     if (!copyable(*l->child)) return false;

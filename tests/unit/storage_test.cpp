@@ -1790,6 +1790,37 @@ TEST_CASE("an exact near over every vector runs pinned: it answers as of its sta
   CHECK(count(*db, "v") == 800);
 }
 
+TEST_CASE("an exact near keeps the lock where its index's copy would cost much of the search") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  REQUIRE(db->query("create collection v (n int, e vector<4> @hnsw(l2))").is_ok());
+  auto put = [&](int64_t n, float x) {
+    REQUIRE(db->query("put v {n: $1, e: $2}", {Value::integer(n), Value::vector({x, 1, 2, 3})}).is_ok());
+  };
+  auto pins = [&] {
+    const uint64_t before = db->stats().reads_pinned;
+    auto r = db->query("get v select n near e [0, 1, 2, 3] exact limit 1");
+    REQUIRE(r.is_ok());
+    CHECK(r->rows[0].get("n")->as_int() == 0);
+    return db->stats().reads_pinned == before + 1;
+  };
+  for (int64_t n = 0; n < 12; n++) put(n, (float)n);
+  CHECK_FALSE(pins());  // every vector added since the last image (there is none)
+  REQUIRE(db->checkpoint().is_ok());
+  CHECK(pins());
+  for (int64_t n = 12; n < 16; n++) put(n, (float)n);
+  CHECK(pins());  // 4 of 16 added since: a quarter
+  put(16, 16);
+  CHECK_FALSE(pins());  // 5 of 17
+  REQUIRE(db->checkpoint().is_ok());
+  CHECK(pins());
+  // Documents on a vector another has: copied one by one.
+  for (int64_t n = 17; n < 21; n++) put(n, 5);
+  CHECK(pins());  // 4 of 17 vectors shared
+  put(21, 5);
+  CHECK_FALSE(pins());  // 5
+}
+
 TEST_CASE("a pinned read's lookups by id read copies made with its own: parents and children agree as batches land") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
