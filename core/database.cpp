@@ -54,7 +54,9 @@ void Database::when_durable(uint64_t durable_at, std::function<void(const Status
   engine_->when_durable(durable_at, std::move(done));
 }
 
-bool Database::may_run_long(std::string_view text) { return engine_->may_run_long(text); }
+bool Database::may_run_long(std::string_view text, const std::vector<Value>& params) {
+  return engine_->may_run_long(text, params);
+}
 bool Database::long_write_running() const { return engine_->long_write_running(); }
 
 Result<Statement> Database::prepare(std::string_view text) {

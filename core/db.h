@@ -156,7 +156,8 @@ class Database {
   // Whether running the text may take long: a read that scanned a
   // collection, searched vectors exactly or went through over 10,000
   // documents the last time it ran (or has not run yet), a set or del not
-  // by id, a definition (an index build), a checkpoint, a text over 1 KiB
+  // by id, a read, set or del by id whose `params` give no integer id (it
+  // then scans), a definition (an index build), a checkpoint, a text over 1 KiB
   // that is not a put (or over 64 KiB), and anything while a long write
   // runs (long_write_running). A point read and a read an index answers
   // with few documents do not, nor does a put (the text alone does not say
@@ -164,7 +165,7 @@ class Database {
   // short statements on threads others wait behind (a server's event
   // loops); it never fails: a text of at most 1 KiB that does not parse is
   // short (its error comes at once).
-  bool may_run_long(std::string_view text);
+  bool may_run_long(std::string_view text, const std::vector<Value>& params = {});
   // Whether a write that may hold the write lock long runs now: a set or
   // del not by id, a definition, a put of over 1,000 documents or 64 KiB
   // encoded (or of over 32 into a vector index), a batch holding one or a

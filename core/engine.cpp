@@ -76,7 +76,7 @@ bool Engine::reads_long(const Prepared& p) const {
   return (ran >> 1) != catalog_version_.load(std::memory_order_relaxed) || (ran & 1);
 }
 
-bool Engine::may_run_long(std::string_view text) {
+bool Engine::may_run_long(std::string_view text, const std::vector<Value>& params) {
   constexpr size_t kLongText = 64 << 10;
   // While a long write runs, a short statement would wait for its lock.
   if (long_write_running()) return true;
@@ -85,7 +85,17 @@ bool Engine::may_run_long(std::string_view text) {
   auto r = prepare(text, true);
   if (!r.is_ok()) return false;  // its error comes at once
   const Prepared& p = **r;
-  return writes_long(p.st) || reads_long(p) || p.st.kind == StmtKind::Checkpoint || p.st.kind == StmtKind::Compact;
+  if (writes_long(p.st) || reads_long(p) || p.st.kind == StmtKind::Checkpoint || p.st.kind == StmtKind::Compact)
+    return true;
+  // Written by id, but these values give none (a text, a list of floats):
+  // the plan scans, a set or del under the write lock.
+  const StmtKind k = p.st.kind;
+  if ((k == StmtKind::Get || k == StmtKind::Set || k == StmtKind::Del) && names_ids(p.st.where.get())) {
+    Evaluator ev(params);
+    std::vector<int64_t> ids;
+    if (!id_lookup(ev, p.st.where.get(), &ids)) return true;
+  }
+  return false;
 }
 
 bool Engine::long_write_running() const { return long_writes_.load(std::memory_order_relaxed) > 0; }

@@ -208,7 +208,7 @@ class Engine {
   Status run(Prepared& p, const std::vector<Value>& params, QueryResult* out,
              uint64_t* durable_at = nullptr);
   Status bind_now(Prepared& p);  // binds it now (an error if a name is unknown)
-  bool may_run_long(std::string_view text);  // see Database::may_run_long
+  bool may_run_long(std::string_view text, const std::vector<Value>& params);  // see Database::may_run_long
   bool long_write_running() const;          // see Database::long_write_running
   // A statement of a batch and its parameters: the caller's, which outlive
   // the batch (`given`), or a copy it keeps (a transaction's queue).

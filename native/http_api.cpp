@@ -411,7 +411,7 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
 bool Api::runs_long(std::string_view text, const std::vector<Value>& params) {
   for (const Value& p : params)
     if (p.kind() == Kind::List && p.size() > kLongPut && p.items()[0].kind() == Kind::Object) return true;
-  return db_.may_run_long(text);
+  return db_.may_run_long(text, params);
 }
 
 void Api::count_ran(bool on_loop) { (on_loop ? ran_on_loop_ : ran_handed_over_).fetch_add(1, std::memory_order_relaxed); }

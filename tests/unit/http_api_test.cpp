@@ -199,6 +199,12 @@ TEST_CASE("http api: on an event loop, what may run long is deferred, the rest r
   CHECK_FALSE(deferred("/query", R"j({"query": "describe t"})j"));
   CHECK_FALSE(deferred("/query", R"j({"query": "del t where id = 99"})j"));
   CHECK(on_loop("/query", R"j({"query": "get t wher"})j").status == 400);
+  CHECK_FALSE(deferred("/query", R"j({"query": "set t {n: 5} where id in $1", "params": [[98, 99]]})j"));
+  // By id as written, but no integer id in the values: the plan would scan.
+  CHECK(deferred("/query", R"j({"query": "get t where id = $1", "params": ["2"]})j"));
+  CHECK(deferred("/query", R"j({"query": "del t where id = $1", "params": [1.5]})j"));
+  CHECK(deferred("/query", R"j({"query": "set t {n: 5} where id in $1", "params": [["a"]]})j"));
+  CHECK(deferred("/batch", R"j([{"query": "get t where id = $1", "params": [null]}, {"query": "get t where id = $1", "params": [{}]}])j"));
   // Long: a scan, an aggregate, a set or del not by id, an index built, a checkpoint.
   CHECK(deferred("/query", R"j({"query": "get t where s = \"b\""})j"));
   CHECK(deferred("/query", R"j({"query": "get t select count(*), sum(n)"})j"));
@@ -259,7 +265,7 @@ TEST_CASE("http api: on an event loop, what may run long is deferred, the rest r
   stats.method = "GET";
   stats.target = "/stats";
   const std::string body = api.handle(stats).body;
-  CHECK(body.find(R"j("server":{"ran_on_loop":12,"ran_handed_over":8})j") != std::string::npos);
+  CHECK(body.find(R"j("server":{"ran_on_loop":13,"ran_handed_over":8})j") != std::string::npos);
   db->close();
 }
 
