@@ -839,36 +839,31 @@ VectorCheckpoints run_vector_checkpoints(kitfox::FileSystem& fs, const std::stri
   out.preload_s = us_between(p0, Clock::now()) / 1e6;
 
   int64_t next_n = (int64_t)rows;
+  auto put = [&](SplitMix& r) {
+    auto q = db.query("put v {n: $1, e: $2}", {Value::integer(next_n++), random_vector(r)});
+    if (!q.is_ok()) die("kitfox vector put: " + q.status().to_string());
+  };
   Checkpoints run = beside_checkpoints(
       readers, count, gap_s, seed,
       [&](int, SplitMix& r) {
         auto q = db.query("get v select n near e $1 limit 10", {random_vector(r)});
         if (!q.is_ok() || q->rows.size() != 10) die("kitfox near: " + q.status().to_string());
       },
-      [&](SplitMix& r) {
-        auto q = db.query("put v {n: $1, e: $2}", {Value::integer(next_n++), random_vector(r)});
-        if (!q.is_ok()) die("kitfox vector put: " + q.status().to_string());
-      },
+      put,
       [&] {
         if (!db.checkpoint().is_ok()) die("kitfox vector checkpoint failed");
       });
   static_cast<Checkpoints&>(out) = std::move(run);
   out.aggregates = beside_checkpoints(
       0, 5, 0.2, seed + 1, [](int, SplitMix&) {},
-      [&](SplitMix& r) {
-        auto q = db.query("put v {n: $1, e: $2}", {Value::integer(next_n++), random_vector(r)});
-        if (!q.is_ok()) die("kitfox vector put: " + q.status().to_string());
-      },
+      put,
       [&] {
         auto q = db.query("get v select count(*), sum(n)");
         if (!q.is_ok() || q->rows.size() != 1) die("kitfox vector aggregate: " + q.status().to_string());
       });
   out.exacts = beside_checkpoints(
       0, 5, 0.2, seed + 2, [](int, SplitMix&) {},
-      [&](SplitMix& r) {
-        auto q = db.query("put v {n: $1, e: $2}", {Value::integer(next_n++), random_vector(r)});
-        if (!q.is_ok()) die("kitfox vector put: " + q.status().to_string());
-      },
+      put,
       [&] {
         SplitMix r(seed + 3);
         auto q = db.query("get v select n near e $1 exact limit 10", {random_vector(r)});

@@ -1669,28 +1669,33 @@ TEST_CASE("automatic checkpoints run on their own thread: the writes go on, noth
   CHECK(again->open_report().warnings.empty());
 }
 
+namespace {
+// Documents n and -n, each {n, e: [n, 2n, 1]}: put together, every whole
+// view holds pairs, its n summing to 0.
+Value vector_pair(int64_t n) {
+  Value list = Value::list();
+  for (int64_t x : {n, -n}) {
+    Value d = Value::object();
+    d.append("n", Value::integer(x));
+    d.append("e", Value::vector({(float)x, (float)(2 * x), 1}));
+    list.push(std::move(d));
+  }
+  return list;
+}
+}  // namespace
+
 TEST_CASE("a long read of a collection with a vector index runs pinned too, its vectors read from the image") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
   REQUIRE(db->query("create collection v (n int, e vector<3> @hnsw(l2))").is_ok());
   // Document n's vector is [n, 2n, 1]; pairs n and -n land together, so
   // every whole view sums its n to 0 and its vectors' first values to 0.
-  auto pair = [](int64_t n) {
-    Value list = Value::list();
-    for (int64_t x : {n, -n}) {
-      Value d = Value::object();
-      d.append("n", Value::integer(x));
-      d.append("e", Value::vector({(float)x, (float)(2 * x), 1}));
-      list.push(std::move(d));
-    }
-    return list;
-  };
-  for (int64_t n = 1; n <= 500; n++) REQUIRE(db->query("put v $1", {pair(n)}).is_ok());
+  for (int64_t n = 1; n <= 500; n++) REQUIRE(db->query("put v $1", {vector_pair(n)}).is_ok());
   REQUIRE(db->checkpoint().is_ok());  // their vectors are now references into the image's table
   std::atomic<bool> done{false};
   std::thread writer([&] {
     for (int64_t n = 501; n <= 800; n++) {
-      CHECK(db->query("put v $1", {pair(n)}).is_ok());
+      CHECK(db->query("put v $1", {vector_pair(n)}).is_ok());
       if (n % 100 == 0) CHECK(db->checkpoint().is_ok());  // the image's table moves as they go
     }
     done = true;
@@ -1731,17 +1736,7 @@ TEST_CASE("an exact near over every vector runs pinned: it answers as of its sta
   // Document n's vector is [n, 2n, 1], at sqrt(5) |n| from [0, 0, 1]; pairs
   // n and -n land together and go together, so every whole view holds
   // pairs at equal distances, its n summing to 0.
-  auto pair = [](int64_t n) {
-    Value list = Value::list();
-    for (int64_t x : {n, -n}) {
-      Value d = Value::object();
-      d.append("n", Value::integer(x));
-      d.append("e", Value::vector({(float)x, (float)(2 * x), 1}));
-      list.push(std::move(d));
-    }
-    return list;
-  };
-  for (int64_t n = 1; n <= 400; n++) REQUIRE(db->query("put v $1", {pair(n)}).is_ok());
+  for (int64_t n = 1; n <= 400; n++) REQUIRE(db->query("put v $1", {vector_pair(n)}).is_ok());
   auto pinned = [&] { return db->stats().reads_pinned; };
   const uint64_t p0 = pinned();
   REQUIRE(db->query("get v select n near e [0, 0, 1] exact limit 5").is_ok());
@@ -1761,7 +1756,7 @@ TEST_CASE("an exact near over every vector runs pinned: it answers as of its sta
   std::atomic<bool> done{false};
   std::thread writer([&] {
     for (int64_t n = 401; n <= 700; n++) {
-      CHECK(db->query("put v $1", {pair(n)}).is_ok());
+      CHECK(db->query("put v $1", {vector_pair(n)}).is_ok());
       CHECK(db->query("del v where n = $1 or n = $2", {Value::integer(n - 300), Value::integer(300 - n)}).is_ok());
       if (n % 100 == 0) CHECK(db->checkpoint().is_ok());
     }
