@@ -90,9 +90,15 @@ bool Engine::may_run_long(std::string_view text, const std::vector<Value>& param
   // Written by id, but these values give none (a text, a list of floats):
   // the plan scans, a set or del under the write lock.
   const StmtKind k = p.st.kind;
+  if (p.point_id) {
+    Evaluator ev(params);
+    int64_t id;
+    return id_value(ev, *p.point_id, &id) < 0;
+  }
   if ((k == StmtKind::Get || k == StmtKind::Set || k == StmtKind::Del) && names_ids(p.st.where.get())) {
     Evaluator ev(params);
-    std::vector<int64_t> ids;
+    thread_local std::vector<int64_t> ids;
+    ids.clear();
     if (!id_lookup(ev, p.st.where.get(), &ids)) return true;
   }
   return false;
