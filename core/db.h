@@ -157,7 +157,7 @@ class Database {
   // collection, searched vectors exactly or went through over 10,000
   // documents the last time it ran (or has not run yet), a set or del not
   // by id, a read, set or del by id whose `params` give no integer id (it
-  // then scans), a definition (an index build), a checkpoint, a text over 1 KiB
+  // then scans) or over 1,000 of them, a definition (an index build), a checkpoint, a text over 1 KiB
   // that is not a put (or over 64 KiB), and anything while a long write
   // runs (long_write_running). A point read and a read an index answers
   // with few documents do not, nor does a put (the text alone does not say

@@ -100,6 +100,10 @@ bool Engine::may_run_long(std::string_view text, const std::vector<Value>& param
     thread_local std::vector<int64_t> ids;
     ids.clear();
     if (!id_lookup(ev, p.st.where.get(), &ids)) return true;
+    // Many ids: a set or del of as many documents as a long put, or a read
+    // through them (a read's last run would say so too).
+    constexpr size_t kLongIds = 1000;
+    if (ids.size() > kLongIds) return true;
   }
   return false;
 }

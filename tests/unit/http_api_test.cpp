@@ -204,6 +204,9 @@ TEST_CASE("http api: on an event loop, what may run long is deferred, the rest r
   CHECK(deferred("/query", R"j({"query": "get t where id = $1", "params": ["2"]})j"));
   CHECK(deferred("/query", R"j({"query": "del t where id = $1", "params": [1.5]})j"));
   CHECK(deferred("/query", R"j({"query": "set t {n: 5} where id in $1", "params": [["a"]]})j"));
+  std::string ids1001 = "[";
+  for (int i = 1; i <= 1001; i++) ids1001 += (i > 1 ? "," : "") + std::to_string(1000 + i);
+  CHECK(deferred("/query", R"j({"query": "del t where id in $1", "params": [)j" + ids1001 + "]]}"));
   CHECK(deferred("/batch", R"j([{"query": "get t where id = $1", "params": [null]}, {"query": "get t where id = $1", "params": [{}]}])j"));
   // Long: a scan, an aggregate, a set or del not by id, an index built, a checkpoint.
   CHECK(deferred("/query", R"j({"query": "get t where s = \"b\""})j"));
