@@ -156,18 +156,22 @@ class Database {
   // Whether running the text may take long: a read that scanned a
   // collection, searched vectors exactly or went through over 10,000
   // documents the last time it ran (or has not run yet), a set or del not
-  // by id, a read, set or del by id whose `params` give no integer id (it
-  // then scans) or over 1,000 of them, a definition (an index build), a checkpoint, a text over 1 KiB
-  // that is not a put (or over 64 KiB), and anything while a long write
-  // runs (long_write_running). A point read and a read an index answers
-  // with few documents do not, nor does a put (the text alone does not say
-  // how many documents a parameter holds: a caller looks at that itself). For a host that runs
+  // by id, a read, set or del written by id whose `params` are no integer
+  // id (a text, 1.5, a list holding one: it then scans; null names none
+  // and is short) or over 1,000 ids, a definition (an index build), a
+  // checkpoint, a text over 1 KiB that is not a put (or over 64 KiB), and
+  // anything while a long write runs (long_write_running). A point read and
+  // a read an index answers with few documents do not, nor does a put (a
+  // caller looks at how many documents a parameter holds itself); a
+  // statement with parameters asked without them is judged by id as if
+  // they were missing (long). For a host that runs
   // short statements on threads others wait behind (a server's event
   // loops); it never fails: a text of at most 1 KiB that does not parse is
   // short (its error comes at once).
   bool may_run_long(std::string_view text, const std::vector<Value>& params = {});
   // Whether a write that may hold the write lock long runs now: a set or
-  // del not by id, a definition, a put of over 1,000 documents or 64 KiB
+  // del not by id (or by parameters that give no integer id or over 1,000
+  // ids), a definition, a put of over 1,000 documents or 64 KiB
   // encoded (or of over 32 into a vector index), a batch holding one or a
   // read, a checkpoint while it holds the write gate. Another write
   // meanwhile waits for it (and, but for the checkpoint, a read too).

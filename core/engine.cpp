@@ -87,25 +87,18 @@ bool Engine::may_run_long(std::string_view text, const std::vector<Value>& param
   const Prepared& p = **r;
   if (writes_long(p.st) || reads_long(p) || p.st.kind == StmtKind::Checkpoint || p.st.kind == StmtKind::Compact)
     return true;
-  // Written by id, but these values give none (a text, a list of floats):
-  // the plan scans, a set or del under the write lock.
+  return by_ids_long(p, params);
+}
+
+// Written by id, but its values give none (a text, 1.5, a list holding
+// one: the plan scans, a set or del under the write lock), or over 1,000
+// ids (as many documents as a long put's).
+bool Engine::by_ids_long(const Prepared& p, const std::vector<Value>& params) const {
   const StmtKind k = p.st.kind;
-  if (p.point_id) {
-    Evaluator ev(params);
-    int64_t id;
-    return id_value(ev, *p.point_id, &id) < 0;
-  }
-  if ((k == StmtKind::Get || k == StmtKind::Set || k == StmtKind::Del) && names_ids(p.st.where.get())) {
-    Evaluator ev(params);
-    thread_local std::vector<int64_t> ids;
-    ids.clear();
-    if (!id_lookup(ev, p.st.where.get(), &ids)) return true;
-    // Many ids: a set or del of as many documents as a long put, or a read
-    // through them (a read's last run would say so too).
-    constexpr size_t kLongIds = 1000;
-    if (ids.size() > kLongIds) return true;
-  }
-  return false;
+  if ((k != StmtKind::Get && k != StmtKind::Set && k != StmtKind::Del) || !names_ids(p.st.where.get())) return false;
+  constexpr int64_t kLongIds = 1000;
+  const int64_t n = ids_named(Evaluator(params), p.st.where.get());
+  return n < 0 || n > kLongIds;
 }
 
 bool Engine::long_write_running() const { return long_writes_.load(std::memory_order_relaxed) > 0; }
@@ -169,7 +162,8 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     KF_TRY(bound(p));
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, &w.docs));
-    w.long_write = writes_long(st) || puts_long(w.docs);  // under the lock: it reads the collection
+    // Under the lock: it reads the collection.
+    w.long_write = writes_long(st) || by_ids_long(p, params) || puts_long(w.docs);
   }
   LongWrites counted(long_writes_, w.long_write);
   KF_ASSIGN(*out, land(w));
@@ -245,7 +239,8 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     // Its reads run under the write lock too (they see its writes).
     bool long_write = false;
     for (size_t i = 0; i < items.size() && !long_write; i++)
-      long_write = writes_long(items[i].p->st) || puts_long(docs[i]) || reads_long(*items[i].p);
+      long_write = writes_long(items[i].p->st) || by_ids_long(*items[i].p, items[i].params()) || puts_long(docs[i]) ||
+                   reads_long(*items[i].p);
     LongWrites counted(long_writes_, long_write);
     std::unique_lock lk(mu_);
     KF_TRY(check_writable());

@@ -75,7 +75,8 @@ class Api {
   // answered with `defer`, for the caller to run it with handle() on a
   // thread of its own: a body over 64 KiB, a statement that
   // Database::may_run_long says may (a scan, a read of many documents, an
-  // exact near, a set or del not by id, an index build, a checkpoint, a
+  // exact near, a set or del not by id, a statement by id whose parameters
+  // give no integer id or over 1,000, an index build, a checkpoint, a
   // text over 1 KiB that is not a put), a batch holding one, and anything
   // but /health while Database::long_write_running. The rest run here.
   ApiResponse handle(const ApiRequest& request, bool on_loop = false);

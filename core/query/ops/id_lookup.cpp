@@ -56,6 +56,28 @@ int id_value(const Evaluator& ev, const Expr& x, int64_t* id) {
 
 bool names_ids(const Expr* w) { return w && (id_operand(w) || id_list_operand(w)); }
 
+int64_t ids_named(const Evaluator& ev, const Expr* w) {
+  if (!w) return -1;
+  if (const Expr* x = id_operand(w)) {
+    int64_t id;
+    const int r = id_value(ev, *x, &id);
+    return r < 0 ? -1 : r;
+  }
+  if (const Expr* list = id_list_operand(w)) {
+    const Value* v = ev.ref(*list);  // a parameter, read in place
+    Value tmp;
+    if (!v) {
+      if (!ev.constant(*list, &tmp).is_ok()) return -1;
+      v = &tmp;
+    }
+    if (v->kind() != Kind::List) return -1;
+    for (const Value& x : v->items())
+      if (x.kind() != Kind::Int) return -1;
+    return (int64_t)v->items().size();
+  }
+  return -1;
+}
+
 bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
   if (!w) return false;
   int64_t id;

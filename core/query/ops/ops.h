@@ -33,6 +33,10 @@ std::unique_ptr<Source> make_scan(ExecContext& x, int node);
 bool id_lookup(const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids);
 // Whether a where clause has that form (its values not looked at).
 bool names_ids(const Expr* where);
+// Of a where clause of that form, how many ids its values give (a list's
+// items, duplicates counted), or -1 when they are no integer ids (its plan
+// then scans); null names none (0).
+int64_t ids_named(const Evaluator& ev, const Expr* where);
 int plan_id_lookup(Plan& plan, size_t n);
 // `get C where id = X` and nothing else: X (null for any other statement).
 // id_value gives the id X holds: 1 with *id set, 0 when X is null (no
