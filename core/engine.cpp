@@ -85,15 +85,16 @@ bool Engine::may_run_long(std::string_view text, const std::vector<Value>& param
   auto r = prepare(text, true);
   if (!r.is_ok()) return false;  // its error comes at once
   const Prepared& p = **r;
-  if (writes_long(p.st) || reads_long(p) || p.st.kind == StmtKind::Checkpoint || p.st.kind == StmtKind::Compact)
-    return true;
-  return by_ids_long(p, params);
+  return statement_long(p, params) || reads_long(p) || p.st.kind == StmtKind::Checkpoint ||
+         p.st.kind == StmtKind::Compact;
 }
 
-// Written by id, but its values give none (a text, 1.5, a list holding
-// one: the plan scans, a set or del under the write lock), or over 1,000
-// ids (as many documents as a long put's).
-bool Engine::by_ids_long(const Prepared& p, const std::vector<Value>& params) const {
+// A set or del not by id or a definition (writes_long), or a statement
+// written by id whose values give none (a text, 1.5, a list holding one:
+// the plan scans, a set or del under the write lock) or over 1,000 ids (as
+// many documents as a long put's).
+bool Engine::statement_long(const Prepared& p, const std::vector<Value>& params) const {
+  if (writes_long(p.st)) return true;
   const StmtKind k = p.st.kind;
   if ((k != StmtKind::Get && k != StmtKind::Set && k != StmtKind::Del) || !names_ids(p.st.where.get())) return false;
   constexpr int64_t kLongIds = 1000;
@@ -163,7 +164,7 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, &w.docs));
     // Under the lock: it reads the collection.
-    w.long_write = writes_long(st) || by_ids_long(p, params) || puts_long(w.docs);
+    w.long_write = statement_long(p, params) || puts_long(w.docs);
   }
   LongWrites counted(long_writes_, w.long_write);
   KF_ASSIGN(*out, land(w));
@@ -239,8 +240,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     // Its reads run under the write lock too (they see its writes).
     bool long_write = false;
     for (size_t i = 0; i < items.size() && !long_write; i++)
-      long_write = writes_long(items[i].p->st) || by_ids_long(*items[i].p, items[i].params()) || puts_long(docs[i]) ||
-                   reads_long(*items[i].p);
+      long_write = statement_long(*items[i].p, items[i].params()) || puts_long(docs[i]) || reads_long(*items[i].p);
     LongWrites counted(long_writes_, long_write);
     std::unique_lock lk(mu_);
     KF_TRY(check_writable());

@@ -409,9 +409,10 @@ class Engine {
   std::atomic<uint64_t> reads_pinned_{0};  // reads that ran pinned since the open (Stats)
   // A read that may run long, as its last run went (may_run_long).
   bool reads_long(const Prepared& p) const;
-  // A read, set or del written by id whose parameters give no integer id
-  // (its plan scans) or over 1,000 ids (may_run_long, the long writes).
-  bool by_ids_long(const Prepared& p, const std::vector<Value>& params) const;
+  // A set or del not by id, a definition, or a statement written by id
+  // whose parameters give no integer id (its plan scans) or over 1,000 ids
+  // (may_run_long, the long writes).
+  bool statement_long(const Prepared& p, const std::vector<Value>& params) const;
   struct LongWrites {
     std::atomic<int>& n;
     const bool counted;

@@ -22,7 +22,6 @@ void append_json_string(std::string& out, std::string_view s) { append_json(out,
 constexpr size_t kLongBody = 64 << 10;
 constexpr size_t kLongPut = 32;
 
-
 // Not run: for a worker thread (Api::handle). Were it ever sent, it says so.
 ApiResponse deferred() {
   ApiResponse r = Api::error(500, "internal", "a request for a worker thread was answered unrun");

@@ -56,48 +56,48 @@ int id_value(const Evaluator& ev, const Expr& x, int64_t* id) {
 
 bool names_ids(const Expr* w) { return w && (id_operand(w) || id_list_operand(w)); }
 
-int64_t ids_named(const Evaluator& ev, const Expr* w) {
-  if (!w) return -1;
-  if (const Expr* x = id_operand(w)) {
-    int64_t id;
-    const int r = id_value(ev, *x, &id);
-    return r < 0 ? -1 : r;
-  }
-  if (const Expr* list = id_list_operand(w)) {
-    const Value* v = ev.ref(*list);  // a parameter, read in place
-    Value tmp;
-    if (!v) {
-      if (!ev.constant(*list, &tmp).is_ok()) return -1;
-      v = &tmp;
-    }
-    if (v->kind() != Kind::List) return -1;
-    for (const Value& x : v->items())
-      if (x.kind() != Kind::Int) return -1;
-    return (int64_t)v->items().size();
-  }
-  return -1;
-}
+namespace {
 
-bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
+// The ids `id = c` or `id in c` name with these values, each(id) for each
+// (a list's in its order, duplicates too, the list read in place when it is
+// a parameter or a literal): false when they are no integer ids (the plan
+// then scans); null names none.
+template <typename Each>
+bool each_named_id(const Evaluator& ev, const Expr* w, const Each& each) {
   if (!w) return false;
   int64_t id;
   switch (id_equal(ev, w, &id)) {
-    case 1: ids->push_back(id); return true;
+    case 1: each(id); return true;
     case 0: return true;
     default: break;
   }
-  if (const Expr* list = id_list_operand(w)) {
-    Value v;
-    if (!ev.constant(*list, &v).is_ok() || v.kind() != Kind::List) return false;
-    for (const Value& x : v.items()) {
-      if (x.kind() != Kind::Int) return false;
-      ids->push_back(x.as_int());
-    }
-    std::sort(ids->begin(), ids->end());
-    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
-    return true;
+  const Expr* list = id_list_operand(w);
+  if (!list) return false;
+  const Value* v = ev.ref(*list);
+  Value tmp;
+  if (!v) {
+    if (!ev.constant(*list, &tmp).is_ok()) return false;
+    v = &tmp;
   }
-  return false;
+  if (v->kind() != Kind::List) return false;
+  for (const Value& x : v->items())
+    if (x.kind() != Kind::Int) return false;
+  for (const Value& x : v->items()) each(x.as_int());
+  return true;
+}
+
+}  // namespace
+
+int64_t ids_named(const Evaluator& ev, const Expr* w) {
+  int64_t n = 0;
+  return each_named_id(ev, w, [&](int64_t) { n++; }) ? n : -1;
+}
+
+bool id_lookup(const Evaluator& ev, const Expr* w, std::vector<int64_t>* ids) {
+  if (!each_named_id(ev, w, [&](int64_t id) { ids->push_back(id); })) return false;
+  std::sort(ids->begin(), ids->end());
+  ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+  return true;
 }
 
 namespace {
