@@ -57,6 +57,42 @@ Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_vie
   return Status::ok();
 }
 
+Status Engine::ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk) {
+  // Without threads no one else waits for the lock: the maps are built
+  // whole where first needed.
+  if constexpr (!port::kThreads) return Status::ok();
+  constexpr uint32_t kPiece = 4096;  // nodes a hold of the shared lock: about 1 ms
+  for (;;) {
+    HnswIndex* idx = nullptr;
+    if (p.collection)
+      for (auto& [fid, x] : p.collection->vindex)
+        if (!x->maps_ready()) {
+          idx = x.get();
+          break;
+        }
+    if (!idx) return Status::ok();
+    bool idle = false;
+    if (maps_building_.compare_exchange_strong(idle, true)) {
+      HnswIndex::MapBuild b;
+      const uint64_t at = catalog_version_.load(std::memory_order_relaxed);
+      // A definition between two pieces may have dropped the index.
+      bool built = true;
+      while (built && !idx->build_maps_piece(&b, kPiece)) {
+        lk.unlock();
+        lk.lock();
+        built = catalog_version_.load(std::memory_order_relaxed) == at;
+      }
+      maps_building_ = false;
+      if (built) maps_built_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      lk.unlock();
+      port::sleep_ms(1);
+      lk.lock();
+    }
+    KF_TRY(bound(p));
+  }
+}
+
 Result<SecondaryIndex*> Engine::secondary(Collection& c, size_t i) {
   std::lock_guard g(c.sec_mu);
   if (c.sindex.size() < c.def.secondary.size()) c.sindex.resize(c.def.secondary.size());

@@ -141,6 +141,7 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     {
       std::shared_lock lk(mu_);
       KF_TRY(bound(p));
+      if (needs_maps(st)) KF_TRY(ready_maps(p, lk));
       Status r = execute_read(p, p.collection, params, out, &lk);
       if (!lk.owns_lock()) return r;  // pinned: it read no block still to be checked
       if (!extents_damaged()) return r;
@@ -161,6 +162,7 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
     KF_TRY(bound(p));
+    if (needs_maps(st)) KF_TRY(ready_maps(p, lk));
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, &w.docs));
     // Under the lock: it reads the collection.
@@ -210,6 +212,15 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
   out.reserve(items.size());
   uint64_t wait_seq = 0;
   bool wrote = false;
+  {
+    // Maps its writes need, built beside the readers and the writers (an
+    // unknown name is reported below).
+    std::shared_lock lk(mu_);
+    for (size_t i = 0; i < items.size(); i++) {
+      if (i > 0 && items[i].p == items[i - 1].p) continue;  // a run of one statement
+      if (needs_maps(items[i].p->st) && bound(*items[i].p).is_ok()) KF_TRY(ready_maps(*items[i].p, lk));
+    }
+  }
   {
     std::lock_guard gate(write_gate_);
     const uint64_t start = write_pos_;
@@ -346,6 +357,7 @@ Stats Engine::stats() {
   s.tail_records = tail_records_;
   s.memory_bytes = arena_.memory_bytes();
   s.reads_pinned = reads_pinned_.load(std::memory_order_relaxed);
+  s.maps_built = maps_built_.load(std::memory_order_relaxed);
   {
     std::lock_guard g(queue_mu_);
     s.queued_writes = queued_;

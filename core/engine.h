@@ -256,6 +256,19 @@ class Engine {
   // A put's or insert's documents, typed and encoded (under the shared
   // lock; landed at the catalog version they were made at, or made again).
   Status prepare_write(const ParsedStatement& st, const std::vector<Value>& params, PreparedDocs* docs);
+  // Under the shared lock `lk`, for a statement p (bound) that needs_maps:
+  // the maps of its collection's vector indexes (document -> node), which an
+  // index loaded from an image builds on first need, built in pieces with
+  // the lock let go between them (and p bound again after), so that no
+  // reader waits for a whole build under the write lock, nor a writer for
+  // one under the shared lock. One thread builds at a time; another that
+  // needs maps waits for it with no lock held.
+  Status ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk);
+  // A write (put and remove look documents up), or a near with a filter (an
+  // exact search over the filter's candidates looks their nodes up).
+  static bool needs_maps(const ParsedStatement& st) {
+    return st.is_write() || (st.where && !st.near_field.empty());
+  }
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.
@@ -378,6 +391,7 @@ class Engine {
   std::unique_ptr<File> file_;
 
   FairSharedMutex mu_;  // reads shared, writes exclusive
+  std::atomic<bool> maps_building_{false};  // a thread in ready_maps() builds maps
   // The writes waiting to land, first come first (sync.cpp): a leader
   // lands them in groups of at most kGroup, each with one hold of
   // write_gate_ and mu_ and one flush, for at most kRounds groups.
@@ -407,6 +421,7 @@ class Engine {
   // every statement may, meanwhile), counted by a LongWrites while they run.
   std::atomic<int> long_writes_{0};
   std::atomic<uint64_t> reads_pinned_{0};  // reads that ran pinned since the open (Stats)
+  std::atomic<uint64_t> maps_built_{0};    // ready_maps() builds since the open (Stats)
   // A read that may run long, as its last run went (may_run_long).
   bool reads_long(const Prepared& p) const;
   // A set or del not by id, a definition, or a statement written by id

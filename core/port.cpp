@@ -18,6 +18,10 @@ int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+void sleep_ms(int ms) {
+  if constexpr (kThreads) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 int cores() {
   if (!kThreads) return 1;
   unsigned n = std::thread::hardware_concurrency();

@@ -50,6 +50,10 @@ inline void cpu_relax() {
 // Milliseconds of a steady clock.
 int64_t now_ms();
 
+// Sleeps this thread for about ms milliseconds (without threads nothing
+// could change meanwhile: it returns at once).
+void sleep_ms(int ms);
+
 // Threads a parallel build may use: the cores this process may run on (at
 // most 64), 1 without threads.
 int cores();

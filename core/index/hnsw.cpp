@@ -299,22 +299,42 @@ uint32_t HnswIndex::fingerprint(const char* bytes) const {
   return (uint32_t)(x >> 32) ^ (uint32_t)x;
 }
 
+bool HnswIndex::build_maps_piece(MapBuild* b, uint32_t nodes) {
+  if (maps_built_.load(std::memory_order_acquire)) return true;
+  if (b->next == 0 || b->changes != changes_) {
+    b->doc_node.clear();
+    b->fp_nodes.clear();
+    b->doc_node.reserve(levels_.size());
+    if (!copy_) b->fp_nodes.reserve(levels_.size());
+    b->next = 0;
+    b->changes = changes_;
+  }
+  const uint32_t end = (uint32_t)std::min<size_t>(levels_.size(), (size_t)b->next + nodes);
+  for (uint32_t n = b->next; n < end; n++) {
+    if (!copy_) b->fp_nodes.insert_multi(fp_[n], n);
+    if (refs_[n]) b->doc_node[node_doc_[n]] = n;
+  }
+  b->next = end;
+  if (end < levels_.size()) return false;
+  for (auto& [n, d] : more_docs_) b->doc_node[d] = n;
+  std::lock_guard g(maps_mu_);
+  if (!maps_built_.load(std::memory_order_relaxed)) {
+    doc_node_.swap(b->doc_node);
+    fp_nodes_.swap(b->fp_nodes);
+    maps_built_.store(true, std::memory_order_release);
+  }
+  return true;
+}
+
 void HnswIndex::build_doc_map() {
   if (maps_built_.load(std::memory_order_acquire)) return;
-  std::lock_guard g(maps_mu_);
-  if (maps_built_.load(std::memory_order_relaxed)) return;
-  doc_node_.reserve(levels_.size());
-  if (!copy_) fp_nodes_.reserve(levels_.size());
-  for (uint32_t n = 0; n < levels_.size(); n++) {
-    if (!copy_) fp_nodes_.insert_multi(fp_[n], n);
-    if (refs_[n]) doc_node_[node_doc_[n]] = n;
-  }
-  for (auto& [n, d] : more_docs_) doc_node_[d] = n;
-  maps_built_.store(true, std::memory_order_release);
+  MapBuild b;
+  build_maps_piece(&b, UINT32_MAX);
 }
 
 void HnswIndex::put(int64_t doc, const float* v) {
   build_doc_map();
+  changes_++;
   // The stored form: the floats themselves, or their halves.
   const char* bytes = reinterpret_cast<const char*>(v);
   std::vector<uint16_t>& halves = scratch().halves;
@@ -360,6 +380,7 @@ void HnswIndex::put(int64_t doc, const float* v) {
 }
 
 void HnswIndex::drop_pending() {
+  changes_++;
   while (levels_.size() > linked_ && refs_.back() == 0) {
     tombstones_--;
     uint32_t n = (uint32_t)levels_.size() - 1;
@@ -378,6 +399,7 @@ void HnswIndex::drop_pending() {
 
 void HnswIndex::remove(int64_t doc) {
   build_doc_map();
+  changes_++;
   const uint32_t* at = doc_node_.find(doc);
   if (!at) return;
   uint32_t n = *at;
@@ -993,6 +1015,7 @@ bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const Ex
   if (how.lazy && n) lazy_table_ = std::make_unique<LazyExtent>(ext, how.read, how.chunk);
   doc_count_ = docs;
   maps_built_ = false;
+  changes_++;
   doc_node_.clear();
   fp_nodes_.clear();
   clear_graph();
@@ -1100,6 +1123,7 @@ void HnswIndex::rebuild_graph(int threads) {
     if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
   }
   maps_built_ = false;
+  changes_++;
   doc_node_.clear();
   fp_nodes_.clear();
   link_pending(threads);

@@ -78,6 +78,21 @@ class HnswIndex {
   // The stored vector of a node.
   void vector_of(uint32_t node, std::vector<float>* out) const;
   void remove(int64_t doc);
+  // The document -> node and fingerprint -> nodes maps that put, remove and
+  // node_of use are built on first need after a load (about 250 ms at a
+  // million nodes). A caller that would not hold a lock that long builds
+  // them in pieces: build_maps_piece(&b, n) under the engine's shared lock
+  // enters n more nodes into b's maps, and once every node is in makes them
+  // the index's (true; also when they are built already). A change to the
+  // index between two pieces starts b over.
+  struct MapBuild {
+    SteadyMap<int64_t, uint32_t> doc_node;
+    SteadyMap<uint32_t, uint32_t> fp_nodes;
+    uint32_t next = 0;     // the next node to enter
+    uint64_t changes = 0;  // the index's changes when it began
+  };
+  bool build_maps_piece(MapBuild* b, uint32_t nodes);
+  bool maps_ready() const { return maps_built_.load(std::memory_order_acquire); }
   // The node holding document `doc`'s vector, or -1.
   int64_t node_of(int64_t doc) {
     build_doc_map();
@@ -300,12 +315,14 @@ class HnswIndex {
   uint32_t linked_ = 0;
   size_t doc_count_ = 0;
 
-  // Built on first need after a load: document -> node, fingerprint -> nodes.
-  // Readers may be first (node_of under the shared lock), so once, under
-  // maps_mu_; writers change them under the write lock.
+  // Built on first need after a load: document -> node, fingerprint -> nodes
+  // (build_maps_piece; put, remove and node_of build them whole if they must).
+  // Pieces may be built under the shared lock, so they are put in place
+  // under maps_mu_; writers change them under the write lock.
   bool copy_ = false;  // a pinned_copy(): no fingerprints, so no fingerprint map
   std::atomic<bool> maps_built_{false};
   std::mutex maps_mu_;
+  uint64_t changes_ = 0;  // puts, removes, loads: a map build in pieces begun before one starts over
   SteadyMap<int64_t, uint32_t> doc_node_;  // grows a few buckets a put (steady_map.h)
   SteadyMap<uint32_t, uint32_t> fp_nodes_;  // fingerprint -> nodes (as a multimap), grows a few buckets a put
 };

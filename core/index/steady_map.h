@@ -145,6 +145,14 @@ class SteadyMap {
     moved_ = 0;
   }
 
+  // Exchanges the contents of two maps (a map built aside, put in place).
+  void swap(SteadyMap& o) noexcept {
+    std::swap(cur_, o.cur_);
+    std::swap(old_, o.old_);
+    std::swap(size_, o.size_);
+    std::swap(moved_, o.moved_);
+  }
+
   // f(key, value) for each entry, in no order, until f returns false.
   template <typename F>
   void for_each(F&& f) const {

@@ -159,6 +159,69 @@ TEST_CASE("identical vectors share a node; deletes leave tombstones that are nev
   for (auto& h : out) CHECK(h.node != 1);
 }
 
+TEST_CASE("after a load, the document maps built in pieces answer as built whole; a change between pieces starts over") {
+  const uint32_t dim = 4;
+  HnswIndex idx(dim, false, HnswParams{Metric::L2, 4, 20, 20});
+  // 3,000 documents on 1,000 vectors: most nodes hold more than one.
+  for (int64_t d = 1; d <= 3000; d++) {
+    float v[4] = {(float)(d % 1000), 1, 2, 3};
+    idx.put(d, v);
+  }
+  idx.remove(5);
+  idx.remove(1005);
+  idx.remove(2005);  // node 5 a tombstone
+  idx.link_pending(1);
+  HnswIndex::Pin pin;
+  idx.pin(&pin);
+  std::string vecs;
+  pin.table(vecs);
+  auto load = [&](HnswIndex& x) {
+    ExtentRef t, l;
+    t.bytes = vecs;
+    l.bytes = pin.links0;
+    REQUIRE(x.load_table(pin.meta, t));
+    REQUIRE(x.load_graph(pin.graph, l));
+  };
+  HnswIndex whole(dim, false, HnswParams{Metric::L2, 4, 20, 20}), pieces(dim, false, HnswParams{Metric::L2, 4, 20, 20});
+  load(whole);
+  load(pieces);
+  CHECK_FALSE(pieces.maps_ready());
+  HnswIndex::MapBuild b;
+  int n = 0;
+  while (!pieces.build_maps_piece(&b, 128)) n++;
+  CHECK(n == 1000 / 128);  // 7 pieces that do not finish, the 8th does
+  CHECK(pieces.maps_ready());
+  for (int64_t d = 0; d <= 3001; d++) CHECK(pieces.node_of(d) == whole.node_of(d));
+  CHECK(pieces.node_of(5) == -1);
+  // The fingerprint map too: the same vector again shares its node.
+  float again[4] = {7, 1, 2, 3};
+  const int64_t at = whole.node_of(7);
+  pieces.put(4000, again);
+  CHECK(pieces.node_of(4000) == at);
+  CHECK(pieces.nodes() == 1000);
+  // A put between two pieces (it builds the maps whole itself): the build
+  // in pieces finds them built and leaves them.
+  HnswIndex changed(dim, false, HnswParams{Metric::L2, 4, 20, 20});
+  load(changed);
+  HnswIndex::MapBuild c;
+  CHECK_FALSE(changed.build_maps_piece(&c, 100));
+  float fresh[4] = {5000, 0, 0, 0};
+  changed.put(6000, fresh);
+  CHECK(changed.maps_ready());
+  CHECK(changed.build_maps_piece(&c, 100));
+  CHECK(changed.node_of(6000) == 1000);
+  CHECK(changed.node_of(7) == at);
+  // A load between two pieces: the build starts over from the first node.
+  HnswIndex reloaded(dim, false, HnswParams{Metric::L2, 4, 20, 20});
+  load(reloaded);
+  HnswIndex::MapBuild r;
+  CHECK_FALSE(reloaded.build_maps_piece(&r, 900));
+  load(reloaded);
+  CHECK_FALSE(reloaded.build_maps_piece(&r, 900));  // nodes 0-899 again, not 900-999
+  CHECK(reloaded.build_maps_piece(&r, 900));
+  for (int64_t d = 0; d <= 3001; d++) CHECK(reloaded.node_of(d) == whole.node_of(d));
+}
+
 TEST_CASE("f16: vectors with the same halves share a node, others do not") {
   HnswIndex idx(35, true, HnswParams{Metric::L2, 4, 20, 20});  // 70 bytes: words and a tail
   std::vector<float> a(35), b(35), c(35), pa, pb, pc;

@@ -1785,6 +1785,57 @@ TEST_CASE("an exact near over every vector runs pinned: it answers as of its sta
   CHECK(count(*db, "v") == 800);
 }
 
+TEST_CASE("after a reopen, a vector index's document maps are built beside the lock by the first statement that needs them") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  // Two collections alike; document n's vector is [n % 50, 1, 2]: 200
+  // documents on 50 nodes.
+  for (const char* c : {"a", "b"}) {
+    REQUIRE(db->query(std::string("create collection ") + c + " (n int, e vector<3> @hnsw(l2))").is_ok());
+    for (int64_t n = 1; n <= 200; n++)
+      REQUIRE(db->query(std::string("put ") + c + " {n: $1, e: $2}",
+                        {Value::integer(n), Value::vector({(float)(n % 50), 1, 2})}).is_ok());
+  }
+  REQUIRE(db->checkpoint().is_ok());
+  db.reset();
+  db = open_db(*mem);
+  auto built = [&] { return db->stats().maps_built; };
+  CHECK(built() == 0);
+  // Reads that look no document's node up need no map.
+  REQUIRE(db->query("get a where id = 3").is_ok());
+  REQUIRE(db->query("get a select n near e [3, 1, 2] limit 4").is_ok());
+  CHECK(built() == 0);
+  // An exact near over the candidates of a filter looks their nodes up.
+  auto near = db->query("get a select n where id in [3, 53, 54] near e [3, 1, 2] exact limit 2");
+  REQUIRE(near.is_ok());
+  CHECK(to_json(Value::list(near->rows)) == "[{\"id\":3,\"n\":3,\"_distance\":0.0},{\"id\":53,\"n\":53,\"_distance\":0.0}]");
+  CHECK(built() == 1);
+  // A write into the other collection: its maps, once.
+  REQUIRE(db->query("set b {e: [7, 1, 2]} where id = 3").is_ok());  // node of 7 shared now
+  REQUIRE(db->query("del b where id = 57").is_ok());
+  REQUIRE(db->query("put b {n: 201, e: [99, 1, 2]}").is_ok());
+  CHECK(built() == 2);
+  // A batch into a (built already): no other build.
+  REQUIRE(db->batch({{"put a {n: 202, e: [1, 1, 2]}", {}}, {"del a where id = 1", {}}}).is_ok());
+  CHECK(built() == 2);
+  auto same = db->query("get b select id where n >= 0 near e [7, 1, 2] exact limit 10");
+  REQUIRE(same.is_ok());
+  // Documents 7, 107, 157 and 3 on the vector [7, 1, 2] (57 deleted).
+  CHECK(to_json(Value::list(same->rows)) ==
+        "[{\"id\":3,\"_distance\":0.0},{\"id\":7,\"_distance\":0.0},{\"id\":107,\"_distance\":0.0},"
+        "{\"id\":157,\"_distance\":0.0},{\"id\":6,\"_distance\":1.0},{\"id\":8,\"_distance\":1.0},"
+        "{\"id\":56,\"_distance\":1.0},{\"id\":58,\"_distance\":1.0},{\"id\":106,\"_distance\":1.0},"
+        "{\"id\":108,\"_distance\":1.0}]");
+  // Reopened once more (the writes from the log), the same answers.
+  db.reset();
+  db = open_db(*mem);
+  auto again = db->query("get b select id where n >= 0 near e [7, 1, 2] exact limit 10");
+  REQUIRE(again.is_ok());
+  CHECK(to_json(Value::list(again->rows)) == to_json(Value::list(same->rows)));
+  CHECK(count(*db, "b") == 200);
+  CHECK(count(*db, "a") == 200);
+}
+
 TEST_CASE("an exact near keeps the lock where its index's copy would cost much of the search") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
