@@ -23,7 +23,11 @@
 //      top-10 and one writer puts documents with vectors: the readers' and
 //      the writer's worst wait during them, then beside five aggregates and
 //      five exact `near`s over every vector, and every put there afterwards;
-//      then, reopened, the first put (the index's maps built) beside the readers.
+//      then, reopened, the first put (the index's maps built) beside the readers;
+//   6. (section 8) kitfox alone: N documents with @hash, @unique, @sorted and
+//      @text indexes, which are built on first use; for each of five
+//      statements the file reopened, the readers and a writer running, then
+//      the statement that first needs an index: its time and their waits.
 //
 // kitfox: one Database (core/db.h) shared by every thread, opened with
 // `sync = Always` (every write flushed before it is acknowledged; concurrent
@@ -34,7 +38,8 @@
 //
 // Usage: kitfox_concurrency_bench [--quick] [--rows N] [--seconds S] [--runs N]
 //          [--readers N] [--writers LIST] [--batch N] [--batches N] [--no-off]
-//          [--vectors V] [--only-vectors] [--dir PATH] [--out PATH] [--keep] [--wait-quiet S]
+//          [--vectors V] [--only-vectors] [--no-first-use] [--only-first-use] [--dir PATH]
+//          [--out PATH] [--keep] [--wait-quiet S]
 // See bench/README.md.
 #include <sqlite3.h>
 #include <unistd.h>
@@ -946,6 +951,100 @@ std::string vector_section(const VectorCheckpoints& v, int readers) {
   return md;
 }
 
+// Section 8: kitfox alone. A collection whose text and secondary indexes
+// are built on first use (they are not in the file): `rows` documents, then
+// for each statement below the file reopened, R readers reading by id and one
+// writer putting into another collection, 0.3 s, then the statement (the
+// first that needs its index), timed, and 0.3 s after.
+struct FirstUse {
+  size_t rows = 0;
+  double load_s = 0;
+  std::vector<std::pair<std::string, Checkpoints>> cases;  // the statement, and the waits beside it
+};
+
+FirstUse run_first_use(kitfox::FileSystem& fs, const std::string& path, size_t rows, int readers, uint64_t seed) {
+  FirstUse out;
+  out.rows = rows;
+  OpenOptions o;
+  o.sync = SyncMode::Off;
+  o.auto_checkpoint = false;
+  {
+    auto r = Database::open(fs, path, o);
+    if (!r.is_ok()) die("kitfox open " + path + ": " + r.status().to_string());
+    Database& db = *r.value();
+    if (!db.query("create collection x (k text @hash, u int @unique, n int @sorted, body text @text)").is_ok() ||
+        !db.query("create collection w (n int)").is_ok())
+      die("kitfox create x failed");
+    SplitMix gen(seed);
+    auto p0 = Clock::now();
+    for (size_t i = 0; i < rows; i += 1000) {
+      std::vector<Value> docs;
+      for (size_t k = i; k < std::min(rows, i + 1000); k++) {
+        Value d = Value::object();
+        d.append("k", Value::text("key" + std::to_string(k % 50000)));
+        d.append("u", Value::integer((int64_t)k));
+        d.append("n", Value::integer((int64_t)gen.below(1000000000)));
+        d.append("body", Value::text(random_name(gen) + " " + random_name(gen) + " w" + std::to_string(k % 997)));
+        docs.push_back(std::move(d));
+      }
+      auto q = db.query("put x $1", {Value::list(std::move(docs))});
+      if (!q.is_ok()) die("kitfox first-use preload: " + q.status().to_string());
+    }
+    if (!db.checkpoint().is_ok() || !db.close().is_ok()) die("kitfox first-use preload: checkpoint failed");
+    out.load_s = us_between(p0, Clock::now()) / 1e6;
+  }
+  const std::vector<std::string> statements = {
+      "put x {k: \"new\", u: -1, n: 1, body: \"fresh\"}",  // @unique checked
+      "get x where k = \"key7\" limit 10",                   // @hash
+      "get x where n > 999000000 order n limit 10",            // @sorted
+      "get x match body \"w5\" limit 10",                    // @text
+      "set x {n: 0} where k = \"key9\"",                     // @hash, then @unique
+  };
+  for (size_t s = 0; s < statements.size(); s++) {
+    auto r = Database::open(fs, path, o);
+    if (!r.is_ok()) die("kitfox reopen " + path + ": " + r.status().to_string());
+    Database& db = *r.value();
+    const uint64_t docs = rows + 1;  // the first case's put, kept
+    Checkpoints c = beside_checkpoints(
+        readers, 1, 0.3, seed + 10 + s,
+        [&](int, SplitMix& g) {
+          auto q = db.query("get x where id = $1", {Value::integer(1 + (int64_t)g.below(rows))});
+          if (!q.is_ok() || q->rows.size() != 1) die("kitfox first-use read: " + q.status().to_string());
+        },
+        [&](SplitMix& g) {
+          auto q = db.query("put w {n: $1}", {Value::integer((int64_t)g.below(1000))});
+          if (!q.is_ok()) die("kitfox first-use write: " + q.status().to_string());
+        },
+        [&] {
+          auto q = db.query(statements[s]);
+          if (!q.is_ok()) die("kitfox first use of `" + statements[s] + "`: " + q.status().to_string());
+        });
+    auto n = db.query("get x count");
+    if (!n.is_ok() || (uint64_t)n->rows[0].get("count")->as_int() != docs) die("kitfox first-use: documents missing");
+    if (!db.close().is_ok()) die("kitfox first-use close failed");
+    out.cases.push_back({statements[s], std::move(c)});
+  }
+  return out;
+}
+
+std::string first_use_section(const FirstUse& f, int readers) {
+  std::string md = "### 8. The first statement through each index after a reopen (kitfox alone)\n\n";
+  md += fmt("%s documents `{k: text @hash, u: int @unique, n: int @sorted, body: text @text}` (the indexes are built "
+            "on first use: they are not in the file), loaded in %.1f s (1,000 a statement, `sync = off`) and "
+            "checkpointed. For each statement the file is opened again, %d readers read by id and one writer puts "
+            "`{n}` into another collection for 0.3 s, then the statement runs (the first to need its index), then "
+            "0.3 s more.\n\n",
+            grouped((double)f.rows).c_str(), f.load_s, readers);
+  md += "| statement | its time | readers' worst wait during | between | the writer's worst wait during | between | "
+        "writes during |\n";
+  md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const auto& [st, c] : f.cases)
+    md += fmt("| `%s` | %s | %s | %s | %s | %s | %s |\n", st.c_str(), lat(median(c.checkpoint_ms) * 1e3).c_str(),
+              lat(c.read_worst_us).c_str(), lat(c.read_worst_between_us).c_str(), lat(c.write_worst_us).c_str(),
+              lat(c.write_worst_between_us).c_str(), grouped((double)c.writes_during).c_str());
+  return md + "\n";
+}
+
 // ---------------------------------------------------------------- options
 
 struct Options {
@@ -959,6 +1058,8 @@ struct Options {
   bool off = true;
   size_t vectors = 100000;  // documents of the vector section (0: skipped)
   bool only_vectors = false;
+  bool first_use = true;  // section 8
+  bool only_first_use = false;
   bool quick = false;
   bool keep = false;
   double wait_quiet = 0;  // seconds
@@ -981,6 +1082,8 @@ void usage(FILE* f) {
                "  --no-off        skip the kitfox `sync = Off` reference\n"
                "  --vectors V     documents of section 7, the vector collection (default 100,000; 10,000 with --quick; 0 skips it)\n"
                "  --only-vectors  run section 7 alone\n"
+               "  --no-first-use  skip section 8 (the first statement through each index after a reopen)\n"
+               "  --only-first-use  run section 8 alone (over --rows documents)\n"
                "  --dir PATH      where the fresh data directory is made (default /tmp, on disk here); removed at the end\n"
                "  --out PATH      also write the Markdown report to PATH\n"
                "  --keep          keep the data directory\n"
@@ -1034,6 +1137,8 @@ Options parse_args(int argc, char** argv) {
       vectors_given = true;
     }
     else if (a == "--only-vectors") o.only_vectors = true;
+    else if (a == "--no-first-use") o.first_use = false;
+    else if (a == "--only-first-use") o.only_first_use = true;
     else if (a == "--dir") o.dir = value();
     else if (a == "--out") o.out = value();
     else if (a == "--keep") o.keep = true;
@@ -1226,6 +1331,26 @@ int main(int argc, char** argv) {
                  lat(v.exacts.write_worst_between_us).c_str()));
     return v;
   };
+  auto first_use = [&] {
+    progress(fmt("  the first statement through each index after a reopen, %s documents", grouped((double)opt.rows).c_str()));
+    if (opt.wait_quiet > 0) wait_for_quiet(opt.wait_quiet);
+    FirstUse f = run_first_use(*posix, dir + "/first-use.kfdb", opt.rows, opt.readers, 5151);
+    for (const auto& [st, c] : f.cases)
+      progress(fmt("    %-48s %s, readers' worst during %s (between %s), the writer's %s (between %s)", st.c_str(),
+                   lat(median(c.checkpoint_ms) * 1e3).c_str(), lat(c.read_worst_us).c_str(),
+                   lat(c.read_worst_between_us).c_str(), lat(c.write_worst_us).c_str(),
+                   lat(c.write_worst_between_us).c_str()));
+    return f;
+  };
+  if (opt.only_first_use) {
+    FirstUse f = first_use();
+    std::string md = fmt("## Concurrency: the first statement through each index after a reopen (%s)\n\n", started.c_str());
+    md += "### Machine\n\n| | |\n| --- | --- |\n" + machine_rows();
+    md += "| data directory | " + opt.dir + " (a fresh directory inside it): " + fs_text + " |\n\n";
+    md += "Command: `" + command + "`\n\n" + first_use_section(f, opt.readers);
+    emit(md);
+    return 0;
+  }
   if (opt.only_vectors) {
     if (!opt.vectors) die("--only-vectors needs --vectors above 0");
     VectorCheckpoints v = vectors();
@@ -1377,6 +1502,8 @@ int main(int argc, char** argv) {
 
   VectorCheckpoints vecs;
   if (opt.vectors) vecs = vectors();
+  FirstUse firsts;
+  if (opt.first_use) firsts = first_use();
 
   // Every put landed, none twice.
   for (size_t e = 0; e < T; e++) {
@@ -1607,6 +1734,7 @@ int main(int argc, char** argv) {
   }
   md += "\n";
   if (opt.vectors) md += vector_section(vecs, opt.readers);
+  if (opt.first_use) md += first_use_section(firsts, opt.readers);
 
   // Conditions: what other processes used during the timed runs.
   md += "### Conditions\n\n";

@@ -72,7 +72,7 @@ Status Engine::ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk) {
         }
     if (!idx) return Status::ok();
     bool idle = false;
-    if (maps_building_.compare_exchange_strong(idle, true)) {
+    if (building_.compare_exchange_strong(idle, true)) {
       HnswIndex::MapBuild b;
       const uint64_t at = catalog_version_.load(std::memory_order_relaxed);
       // A definition between two pieces may have dropped the index.
@@ -82,8 +82,8 @@ Status Engine::ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk) {
         lk.lock();
         built = catalog_version_.load(std::memory_order_relaxed) == at;
       }
-      maps_building_ = false;
-      if (built) maps_built_.fetch_add(1, std::memory_order_relaxed);
+      building_ = false;
+      if (built) built_beside_.fetch_add(1, std::memory_order_relaxed);
     } else {
       lk.unlock();
       port::sleep_ms(1);
@@ -93,21 +93,105 @@ Status Engine::ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk) {
   }
 }
 
+namespace {
+
+thread_local std::vector<Engine::IndexNeed>* t_deferred = nullptr;
+
+// A text or secondary index being filled: a document's entries put (over
+// what it had there), or taken out.
+class Fill {
+ public:
+  virtual ~Fill() = default;
+  virtual Status put(const Collection& c, int64_t id, std::string_view body) = 0;
+  virtual void remove(int64_t id) = 0;
+  // Puts the index in its place in c, unless one is there already.
+  virtual void install(Collection& c) = 0;
+};
+
+class SecondaryFill final : public Fill {
+ public:
+  SecondaryFill(const SecondaryDef& d, size_t i) : idx(std::make_unique<SecondaryIndex>(d.kind)), d_(d), i_(i) {}
+  Status put(const Collection& c, int64_t id, std::string_view body) override {
+    KF_TRY(secondary_key(c, d_, body, &key_));
+    idx->put(id, key_);
+    return Status::ok();
+  }
+  void remove(int64_t id) override { idx->remove(id); }
+  void install(Collection& c) override {
+    std::lock_guard g(c.sec_mu);
+    if (c.sindex.size() < c.def.secondary.size()) c.sindex.resize(c.def.secondary.size());
+    if (!c.sindex[i_]) c.sindex[i_] = std::move(idx);
+  }
+  std::unique_ptr<SecondaryIndex> idx;
+
+ private:
+  SecondaryDef d_;
+  size_t i_;
+  Value key_;
+};
+
+class TextFill final : public Fill {
+ public:
+  explicit TextFill(const Field& f) : idx(std::make_unique<TextIndex>(f.index.text.k1, f.index.text.b)), fid_(f.id) {}
+  Status put(const Collection& c, int64_t id, std::string_view body) override {
+    KF_TRY(decode_field(body, fid_, &v_, &c));
+    text_tokens(v_, &tokens_);
+    idx->put(id, tokens_);
+    return Status::ok();
+  }
+  void remove(int64_t id) override { idx->remove(id); }
+  void install(Collection& c) override {
+    std::lock_guard g(c.text_mu);
+    if (!c.tindex.count(fid_)) c.tindex[fid_] = std::move(idx);
+  }
+  std::unique_ptr<TextIndex> idx;
+
+ private:
+  uint32_t fid_;
+  Value v_;
+  std::vector<std::string> tokens_;
+};
+
+// Every document of c into f, its bodies read through `body`.
+template <typename Body>
+Status fill_all(const Collection& c, Fill& f, const Body& body) {
+  Status st;
+  c.ids.scan([&](const IdEntry& e) {
+    st = f.put(c, e.id, body(e.loc));
+    return st.is_ok();
+  });
+  return st;
+}
+
+// Whether the index a need names is still to be built (a definition may
+// have dropped it, another thread built it).
+bool unbuilt(Collection& c, const Engine::IndexNeed& n) {
+  if (n.text) {
+    const Field* f = c.def.field_by_id(n.which);
+    std::lock_guard g(c.text_mu);
+    return f && f->index.kind == IndexKind::Text && !c.tindex.count(n.which);
+  }
+  std::lock_guard g(c.sec_mu);
+  return n.which < c.def.secondary.size() && (n.which >= c.sindex.size() || !c.sindex[n.which]);
+}
+
+}  // namespace
+
+Engine::DeferBuilds::DeferBuilds(std::vector<IndexNeed>* needs) : prev_(t_deferred) { t_deferred = needs; }
+Engine::DeferBuilds::~DeferBuilds() { t_deferred = prev_; }
+std::vector<Engine::IndexNeed>* Engine::DeferBuilds::current() { return t_deferred; }
+
 Result<SecondaryIndex*> Engine::secondary(Collection& c, size_t i) {
   std::lock_guard g(c.sec_mu);
   if (c.sindex.size() < c.def.secondary.size()) c.sindex.resize(c.def.secondary.size());
   if (c.sindex[i]) return c.sindex[i].get();
-  auto si = std::make_unique<SecondaryIndex>(c.def.secondary[i].kind);
-  Status st;
-  Value key;
-  c.ids.scan([&](const IdEntry& e) {
-    st = secondary_key(c, c.def.secondary[i], arena_.body(e.loc), &key);
-    if (!st.is_ok()) return false;
-    si->put(e.id, key);
-    return true;
-  });
-  KF_TRY(st);
-  c.sindex[i] = std::move(si);
+  if (t_deferred) {
+    t_deferred->push_back({c.def.id, false, (uint32_t)i});
+    return Status(Code::Invalid, "the index on " + c.def.name + " is built first");
+  }
+  SecondaryFill f(c.def.secondary[i], i);
+  KF_TRY(fill_all(c, f, [&](uint64_t loc) { return arena_.body(loc); }));
+  c.sindex[i] = std::move(f.idx);
   return c.sindex[i].get();
 }
 
@@ -115,23 +199,98 @@ Result<TextIndex*> Engine::text_index(Collection& c, const Field& f) {
   std::lock_guard g(c.text_mu);
   auto it = c.tindex.find(f.id);
   if (it != c.tindex.end()) return it->second.get();
-  auto ti = std::make_unique<TextIndex>(f.index.text.k1, f.index.text.b);
-  Status st;
-  Value v;
-  std::vector<std::string> tokens;
-  c.ids.scan([&](const IdEntry& e) {
-    st = decode_field(arena_.body(e.loc), f.id, &v, &c);
-    if (!st.is_ok()) return false;
-    text_tokens(v, &tokens);
-    if (!tokens.empty()) ti->put(e.id, tokens);
-    return true;
-  });
-  KF_TRY(st);
-  TextIndex* p = ti.get();
-  c.tindex[f.id] = std::move(ti);
+  if (t_deferred) {
+    t_deferred->push_back({c.def.id, true, f.id});
+    return Status(Code::Invalid, "the text index on " + c.def.name + "." + f.name + " is built first");
+  }
+  TextFill fill(f);
+  KF_TRY(fill_all(c, fill, [&](uint64_t loc) { return arena_.body(loc); }));
+  TextIndex* p = fill.idx.get();
+  c.tindex[f.id] = std::move(fill.idx);
   return p;
 }
 
+Status Engine::build_beside(const IndexNeed& need, std::shared_lock<FairSharedMutex>& lk) {
+  // Rounds of the documents written meanwhile taken with no lock held, and
+  // how few are left for the last, under the shared lock.
+  constexpr int kRounds = 4;
+  constexpr size_t kLastChanges = 256;
+  auto cit = by_id_.find(need.coll);
+  if (cit == by_id_.end() || !unbuilt(*cit->second, need)) return Status::ok();
+  Collection* c = cit->second;
+  std::unique_ptr<Fill> f;
+  if (need.text) f = std::make_unique<TextFill>(*c->def.field_by_id(need.which));
+  else f = std::make_unique<SecondaryFill>(c->def.secondary[need.which], need.which);
+  // Where a pin cannot read every document (references into a dropped
+  // index's or a lost table) or there is no other thread, built whole here.
+  if (!port::kThreads || !c->retired.empty() || !c->lost_tables.empty()) {
+    KF_TRY(fill_all(*c, *f, [&](uint64_t loc) { return arena_.body(loc); }));
+    f->install(*c);
+    return Status::ok();
+  }
+  bool idle = false;
+  if (!building_.compare_exchange_strong(idle, true)) {
+    lk.unlock();
+    port::sleep_ms(1);
+    lk.lock();
+    return Status::ok();
+  }
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag = false; }
+  } done{building_};
+  const uint64_t at = catalog_version_.load(std::memory_order_relaxed);
+  // The writes from the pin on are noted (under the write lock) from now.
+  auto stop_noting = [&] {
+    auto it = by_id_.find(need.coll);
+    if (it != by_id_.end() && it->second == c) {
+      c->noting = false;
+      c->changed.clear();
+      c->changed.shrink_to_fit();
+    }
+  };
+  std::unique_ptr<Collection> snap = pin_copy(*c, nullptr);
+  Arena::View view = arena_.view();
+  c->noting = true;
+  c->changed.clear();
+  size_t from = 0;
+  std::vector<int64_t> again;
+  lk.unlock();
+  if (beside_hook) beside_hook();
+  Status st = fill_all(*snap, *f, [&](uint64_t loc) { return view.body(loc); });
+  lk.lock();
+  for (int round = 0;; round++) {
+    if (catalog_version_.load(std::memory_order_relaxed) != at || !st.is_ok()) {
+      stop_noting();  // a definition meanwhile: the caller asks again
+      return st;
+    }
+    // Each document written since, as it is now: from the live collection
+    // for the last few, under this hold, then the index put in place.
+    auto take_again = [&](const Collection& src, const auto& body) {
+      for (int64_t id : again) {
+        if (const uint64_t* loc = src.ids.find(id)) st = f->put(src, id, body(*loc));
+        else f->remove(id);
+        if (!st.is_ok()) return;
+      }
+    };
+    again.assign(c->changed.begin() + (ptrdiff_t)from, c->changed.end());
+    from = c->changed.size();
+    if (again.size() <= kLastChanges || round == kRounds) {
+      take_again(*c, [&](uint64_t loc) { return arena_.body(loc); });
+      stop_noting();
+      KF_TRY(st);
+      f->install(*c);
+      built_beside_.fetch_add(1, std::memory_order_relaxed);
+      return Status::ok();
+    }
+    snap = pin_copy(*c, nullptr);
+    view = arena_.view();
+    lk.unlock();
+    if (beside_hook) beside_hook();
+    take_again(*snap, [&](uint64_t loc) { return view.body(loc); });
+    lk.lock();
+  }
+}
 
 void encode_def(const CollectionDef& d, int64_t next_id, std::string& out) {
   put_varint(out, d.id);

@@ -42,6 +42,11 @@ struct Collection : VectorSource {
   // @hash/@unique/@sorted, parallel to def.secondary; built on first use.
   std::vector<std::unique_ptr<SecondaryIndex>> sindex;
   std::mutex sec_mu;
+  // While one of its text or secondary indexes is built beside the lock
+  // (Engine::build_beside), the ids of the documents writes change, noted
+  // under the write lock for the build to take again.
+  bool noting = false;
+  std::vector<int64_t> changed;
 
   // Fields whose vector table a recovery lost: image documents' references
   // into it read as null (counted) until the recovery's checkpoint rewrites them.

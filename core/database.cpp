@@ -192,7 +192,7 @@ Value stats_value(const Stats& st) {
   o.append("memory_bytes", u(st.memory_bytes));
   o.append("queued_writes", u(st.queued_writes));
   o.append("reads_pinned", u(st.reads_pinned));
-  o.append("maps_built", u(st.maps_built));
+  o.append("built_beside", u(st.built_beside));
   Value list = Value::list();
   for (const CollectionStats& c : st.collections) {
     Value co = Value::object();

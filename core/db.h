@@ -91,7 +91,7 @@ struct Stats {
   uint64_t memory_bytes = 0;  // documents and indexes held in memory
   uint64_t queued_writes = 0;  // writes waiting now for the one landing writes to take them
   uint64_t reads_pinned = 0;   // reads that ran pinned, with no lock held, since the open (docs/storage.md)
-  uint64_t maps_built = 0;     // vector indexes' document maps built beside the lock since the open (docs/storage.md)
+  uint64_t built_beside = 0;   // indexes and vector indexes' document maps built beside the lock since the open (docs/storage.md)
   std::vector<CollectionStats> collections;
 };
 
@@ -203,6 +203,7 @@ class Database {
 
  private:
   friend class Statement;
+  friend struct DatabaseTesting;  // the unit tests' way to the engine
   Database();
   Status run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, QueryResult* out);
   Status dispatch(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, QueryResult* out);

@@ -138,13 +138,26 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     default: break;
   }
   if (!st.is_write()) {
-    {
+    for (int tries = 0;; tries++) {
       std::shared_lock lk(mu_);
       KF_TRY(bound(p));
       if (needs_maps(st)) KF_TRY(ready_maps(p, lk));
-      Status r = execute_read(p, p.collection, params, out, &lk);
+      // An index its plan would build, built beside the lock first, then
+      // planned again (after kBuildTries, built where planned).
+      std::vector<IndexNeed> needs;
+      Status r;
+      {
+        DeferBuilds defer(port::kThreads && tries < kBuildTries ? &needs : nullptr);
+        r = execute_read(p, p.collection, params, out, &lk);
+      }
+      if (!needs.empty()) {
+        if (building_.load(std::memory_order_relaxed)) tries = 0;  // waiting for another thread's build
+        for (const IndexNeed& n : needs) KF_TRY(build_beside(n, lk));
+        continue;
+      }
       if (!lk.owns_lock()) return r;  // pinned: it read no block still to be checked
       if (!extents_damaged()) return r;
+      break;
     }
     // A block found damaged: rebuilding a graph needs the database alone.
     std::unique_lock lk(mu_);
@@ -162,7 +175,7 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
     KF_TRY(bound(p));
-    if (needs_maps(st)) KF_TRY(ready_maps(p, lk));
+    KF_TRY(ready_indexes(p, params, lk));
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, &w.docs));
     // Under the lock: it reads the collection.
@@ -213,12 +226,16 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
   uint64_t wait_seq = 0;
   bool wrote = false;
   {
-    // Maps its writes need, built beside the readers and the writers (an
-    // unknown name is reported below).
+    // What its writes' landing would build under the write lock, built
+    // beside the readers and the writers first (an unknown name is
+    // reported below). Its reads build what they need where they run.
     std::shared_lock lk(mu_);
     for (size_t i = 0; i < items.size(); i++) {
       if (i > 0 && items[i].p == items[i - 1].p) continue;  // a run of one statement
-      if (needs_maps(items[i].p->st) && bound(*items[i].p).is_ok()) KF_TRY(ready_maps(*items[i].p, lk));
+      Prepared& p = *items[i].p;
+      if (!bound(p).is_ok()) continue;
+      if (p.st.is_write()) KF_TRY(ready_indexes(p, items[i].params(), lk));
+      else if (needs_maps(p.st)) KF_TRY(ready_maps(p, lk));
     }
   }
   {
@@ -357,7 +374,7 @@ Stats Engine::stats() {
   s.tail_records = tail_records_;
   s.memory_bytes = arena_.memory_bytes();
   s.reads_pinned = reads_pinned_.load(std::memory_order_relaxed);
-  s.maps_built = maps_built_.load(std::memory_order_relaxed);
+  s.built_beside = built_beside_.load(std::memory_order_relaxed);
   {
     std::lock_guard g(queue_mu_);
     s.queued_writes = queued_;

@@ -269,6 +269,44 @@ class Engine {
   static bool needs_maps(const ParsedStatement& st) {
     return st.is_write() || (st.where && !st.near_field.empty());
   }
+  // For a write p (bound), under the shared lock: what its landing would
+  // otherwise build under the write lock, built beside it first: its
+  // collection's vector maps (ready_maps), its @unique indexes (a put, an
+  // insert or a set checks them) and the indexes its where clause would use
+  // (a set or del not by id, planned here without running).
+  Status ready_indexes(Prepared& p, const std::vector<Value>& params, std::shared_lock<FairSharedMutex>& lk);
+  // A text or secondary index that a statement needs and that is not built.
+  struct IndexNeed {
+    uint32_t coll;   // collection id
+    bool text;
+    uint32_t which;  // the text index's field id, or the secondary index's place in def.secondary
+  };
+  // While one lives on a thread, secondary() and text_index() build no index
+  // they find unbuilt: they note it in *needs and fail, and execute_read
+  // returns once planned; the caller builds them (build_beside) and plans
+  // again.
+  class DeferBuilds {
+   public:
+    explicit DeferBuilds(std::vector<IndexNeed>* needs);
+    ~DeferBuilds();
+    DeferBuilds(const DeferBuilds&) = delete;
+    DeferBuilds& operator=(const DeferBuilds&) = delete;
+    static std::vector<IndexNeed>* current();
+
+   private:
+    std::vector<IndexNeed>* prev_;
+  };
+  // Under the shared lock `lk` (held again on return, which may be before
+  // the index is built: the caller asks again): builds the index `need`
+  // names from a pin of its collection with no lock held, then takes the
+  // documents written meanwhile again, in rounds, the last under the shared
+  // lock, where it is put in place. One thread builds beside the lock at a
+  // time (maps or an index); another waits for it with no lock held.
+  Status build_beside(const IndexNeed& need, std::shared_lock<FairSharedMutex>& lk);
+  static constexpr int kBuildTries = 8;  // plans in a row that each found an index to build
+  // Tests: called (with no lock held) each time build_beside has let the
+  // lock go, after its pin and after each round's.
+  std::function<void()> beside_hook;
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.
@@ -391,7 +429,7 @@ class Engine {
   std::unique_ptr<File> file_;
 
   FairSharedMutex mu_;  // reads shared, writes exclusive
-  std::atomic<bool> maps_building_{false};  // a thread in ready_maps() builds maps
+  std::atomic<bool> building_{false};  // a thread builds maps or an index beside the lock (ready_maps, build_beside)
   // The writes waiting to land, first come first (sync.cpp): a leader
   // lands them in groups of at most kGroup, each with one hold of
   // write_gate_ and mu_ and one flush, for at most kRounds groups.
@@ -421,7 +459,7 @@ class Engine {
   // every statement may, meanwhile), counted by a LongWrites while they run.
   std::atomic<int> long_writes_{0};
   std::atomic<uint64_t> reads_pinned_{0};  // reads that ran pinned since the open (Stats)
-  std::atomic<uint64_t> maps_built_{0};    // ready_maps() builds since the open (Stats)
+  std::atomic<uint64_t> built_beside_{0};  // builds beside the lock since the open (Stats)
   // A read that may run long, as its last run went (may_run_long).
   bool reads_long(const Prepared& p) const;
   // A set or del not by id, a definition, or a statement written by id

@@ -51,6 +51,7 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
         std::string_view b = op.body;
         if (undo) remember(c, id, undo);
         c->changes++;
+        if (c->noting) c->changed.push_back(id);
         uint64_t old = c->ids.put(id, Arena::loc(seg, ops_off + op.entry_at));
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         c->bytes += b.size();
@@ -86,6 +87,7 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
         const int64_t id = op.id;
         if (undo) remember(c, id, undo);
         c->changes++;
+        if (c->noting) c->changed.push_back(id);
         uint64_t old = c->ids.erase(id);
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         for (auto& [fid, index] : c->vindex) index->remove(id);
@@ -158,6 +160,7 @@ void Engine::rollback(std::vector<Undo>& undo) {
   for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
     Collection* c = by_id_[it->coll];
     c->changes++;
+    if (c->noting) c->changed.push_back(it->id);
     uint64_t cur = c->ids.erase(it->id);
     if (cur != IdIndex::kDead) c->bytes -= arena_.body(cur).size();
     if (it->loc != IdIndex::kDead) {

@@ -22,8 +22,8 @@ export interface ServerStats {
   queuedWrites: number;
   /** Reads since the open that ran on a pinned copy of what they read, with no lock held. */
   readsPinned: number;
-  /** Vector indexes since the open whose document maps (needed by writes and filtered exact nears) were built beside the lock, in pieces. */
-  mapsBuilt: number;
+  /** Text and secondary indexes, and vector indexes' document maps, built beside the lock since the open (docs/storage.md). */
+  builtBeside: number;
   collections: Array<{ name: string; documents: number; bytes: number }>;
   /** Requests of /query, /batch and /docs run on an event loop, and handed to a worker thread, since the server started. */
   server: { ranOnLoop: number; ranHandedOver: number };

@@ -130,6 +130,8 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   ExecContext x(*this, *c, st, ev, plan, st.analyze);
   Pipeline p;
   KF_TRY(plan_get(x, &res.rows, &p));
+  // It would have built an index: the caller builds it beside the lock and plans again.
+  if (const auto* needs = DeferBuilds::current(); needs && !needs->empty()) return Status::ok();
   // Pinned: the same plan over a copy, with no lock held.
   std::unique_ptr<Collection> snap;
   std::map<std::string, std::unique_ptr<Collection>, std::less<>> snap_children;  // its lookups'
@@ -191,6 +193,37 @@ Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>
   KF_TRY(prepare_documents(*this, *c, st, ev, docs));
   docs->coll = c;
   return Status::ok();
+}
+
+Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, std::shared_lock<FairSharedMutex>& lk) {
+  if constexpr (!port::kThreads) return Status::ok();
+  for (int tries = 0;; tries++) {
+    KF_TRY(ready_maps(p, lk));
+    Collection* c = p.collection;
+    // Definitions racing it round after round: the landing builds them.
+    if (!c || tries == kBuildTries) return Status::ok();
+    const ParsedStatement& st = p.st;
+    std::vector<IndexNeed> needs;
+    if (st.kind == StmtKind::Put || st.kind == StmtKind::Insert || st.kind == StmtKind::Set) {
+      std::lock_guard g(c->sec_mu);
+      for (size_t i = 0; i < c->def.secondary.size(); i++)
+        if (c->def.secondary[i].kind == IndexKind::Unique && (i >= c->sindex.size() || !c->sindex[i]))
+          needs.push_back({c->def.id, false, (uint32_t)i});
+    }
+    if ((st.kind == StmtKind::Set || st.kind == StmtKind::Del) && st.where && !names_ids(st.where.get())) {
+      // Its where clause planned as the landing will plan it, building nothing.
+      DeferBuilds defer(&needs);
+      Evaluator ev(params);
+      Plan plan(false);
+      ExecContext x(*this, *c, st, ev, plan, false);
+      Pipeline pipe;
+      plan_where(x, &pipe);
+    }
+    if (needs.empty()) return Status::ok();
+    if (building_.load(std::memory_order_relaxed)) tries = 0;  // waiting for another thread's build
+    for (const IndexNeed& n : needs) KF_TRY(build_beside(n, lk));
+    KF_TRY(bound(p));
+  }
 }
 
 Status Engine::execute_write(const ParsedStatement& st, const std::vector<Value>& params,
