@@ -71,23 +71,19 @@ Status Engine::ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk) {
           break;
         }
     if (!idx) return Status::ok();
-    bool idle = false;
-    if (building_.compare_exchange_strong(idle, true)) {
+    if (claim_build(lk)) {
+      BuildHeld held{building_};
       HnswIndex::MapBuild b;
       const uint64_t at = catalog_version_.load(std::memory_order_relaxed);
       // A definition between two pieces may have dropped the index.
       bool built = true;
       while (built && !idx->build_maps_piece(&b, kPiece)) {
         lk.unlock();
+        if (beside_hook) beside_hook();
         lk.lock();
         built = catalog_version_.load(std::memory_order_relaxed) == at;
       }
-      building_ = false;
       if (built) built_beside_.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      lk.unlock();
-      port::sleep_ms(1);
-      lk.lock();
     }
     KF_TRY(bound(p));
   }
@@ -163,9 +159,10 @@ Status fill_all(const Collection& c, Fill& f, const Body& body) {
   return st;
 }
 
-// Whether the index a need names is still to be built (a definition may
-// have dropped it, another thread built it).
-bool unbuilt(Collection& c, const Engine::IndexNeed& n) {
+}  // namespace
+
+// A definition may have dropped it, another thread built it.
+bool Engine::unbuilt(Collection& c, const IndexNeed& n) {
   if (n.text) {
     const Field* f = c.def.field_by_id(n.which);
     std::lock_guard g(c.text_mu);
@@ -175,7 +172,31 @@ bool unbuilt(Collection& c, const Engine::IndexNeed& n) {
   return n.which < c.def.secondary.size() && (n.which >= c.sindex.size() || !c.sindex[n.which]);
 }
 
-}  // namespace
+bool Engine::any_unbuilt(Collection& c) {
+  for (uint32_t i = 0; i < c.def.secondary.size(); i++)
+    if (unbuilt(c, {c.def.id, false, i})) return true;
+  for (const Field& f : c.def.fields)
+    if (f.index.kind == IndexKind::Text && unbuilt(c, {c.def.id, true, f.id})) return true;
+  return false;
+}
+
+bool Engine::claim_build(std::shared_lock<FairSharedMutex>& lk) {
+  bool idle = false;
+  if (building_.compare_exchange_strong(idle, true)) return true;
+  lk.unlock();
+  port::sleep_ms(1);
+  lk.lock();
+  return false;
+}
+
+void Engine::build_needs(const std::vector<IndexNeed>& needs, int* tries, std::shared_lock<FairSharedMutex>& lk) {
+  if (building_.load(std::memory_order_relaxed)) *tries = -1;  // the caller's loop counts it back to 0
+  for (const IndexNeed& n : needs)
+    if (!build_beside(n, lk).is_ok()) {
+      *tries = kBuildTries - 1;
+      return;
+    }
+}
 
 Engine::DeferBuilds::DeferBuilds(std::vector<IndexNeed>* needs) : prev_(t_deferred) { t_deferred = needs; }
 Engine::DeferBuilds::~DeferBuilds() { t_deferred = prev_; }
@@ -228,17 +249,8 @@ Status Engine::build_beside(const IndexNeed& need, std::shared_lock<FairSharedMu
     f->install(*c);
     return Status::ok();
   }
-  bool idle = false;
-  if (!building_.compare_exchange_strong(idle, true)) {
-    lk.unlock();
-    port::sleep_ms(1);
-    lk.lock();
-    return Status::ok();
-  }
-  struct Done {
-    std::atomic<bool>& flag;
-    ~Done() { flag = false; }
-  } done{building_};
+  if (!claim_build(lk)) return Status::ok();
+  BuildHeld held{building_};
   const uint64_t at = catalog_version_.load(std::memory_order_relaxed);
   // The writes from the pin on are noted (under the write lock) from now.
   auto stop_noting = [&] {

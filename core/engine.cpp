@@ -151,8 +151,7 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
         r = execute_read(p, p.collection, params, out, &lk);
       }
       if (!needs.empty()) {
-        if (building_.load(std::memory_order_relaxed)) tries = 0;  // waiting for another thread's build
-        for (const IndexNeed& n : needs) KF_TRY(build_beside(n, lk));
+        build_needs(needs, &tries, lk);
         continue;
       }
       if (!lk.owns_lock()) return r;  // pinned: it read no block still to be checked
@@ -226,16 +225,13 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
   uint64_t wait_seq = 0;
   bool wrote = false;
   {
-    // What its writes' landing would build under the write lock, built
-    // beside the readers and the writers first (an unknown name is
-    // reported below). Its reads build what they need where they run.
+    // What its statements would build under the write lock, built beside
+    // the readers and the writers first (an unknown name is reported
+    // below).
     std::shared_lock lk(mu_);
     for (size_t i = 0; i < items.size(); i++) {
       if (i > 0 && items[i].p == items[i - 1].p) continue;  // a run of one statement
-      Prepared& p = *items[i].p;
-      if (!bound(p).is_ok()) continue;
-      if (p.st.is_write()) KF_TRY(ready_indexes(p, items[i].params(), lk));
-      else if (needs_maps(p.st)) KF_TRY(ready_maps(p, lk));
+      if (bound(*items[i].p).is_ok()) KF_TRY(ready_indexes(*items[i].p, items[i].params(), lk));
     }
   }
   {
@@ -382,7 +378,11 @@ Stats Engine::stats() {
   for (auto& [name, c] : colls_) {
     s.memory_bytes += c->ids.memory_bytes();
     for (auto& [fid, index] : c->vindex) s.memory_bytes += index->memory_bytes();
-    for (auto& [fid, ti] : c->tindex) s.memory_bytes += ti->memory_bytes();
+    {  // put in place under these beside the readers (secondary(), build_beside)
+      std::lock_guard g(c->text_mu);
+      for (auto& [fid, ti] : c->tindex) s.memory_bytes += ti->memory_bytes();
+    }
+    std::lock_guard g(c->sec_mu);
     for (auto& si : c->sindex)
       if (si) s.memory_bytes += si->memory_bytes();
     s.collections.push_back({name, c->ids.size(), c->bytes});

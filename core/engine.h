@@ -269,11 +269,12 @@ class Engine {
   static bool needs_maps(const ParsedStatement& st) {
     return st.is_write() || (st.where && !st.near_field.empty());
   }
-  // For a write p (bound), under the shared lock: what its landing would
-  // otherwise build under the write lock, built beside it first: its
-  // collection's vector maps (ready_maps), its @unique indexes (a put, an
-  // insert or a set checks them) and the indexes its where clause would use
-  // (a set or del not by id, planned here without running).
+  // For a statement p (bound) of a write or a batch, under the shared lock:
+  // what it would otherwise build under the write lock, built beside it
+  // first: its collection's vector maps (ready_maps), its @unique indexes (a
+  // put, an insert or a set checks them) and, while any of the collection's
+  // text or secondary indexes is unbuilt, those its plan would use (a read,
+  // or a set or del not by id, planned here without running).
   Status ready_indexes(Prepared& p, const std::vector<Value>& params, std::shared_lock<FairSharedMutex>& lk);
   // A text or secondary index that a statement needs and that is not built.
   struct IndexNeed {
@@ -304,6 +305,15 @@ class Engine {
   // time (maps or an index); another waits for it with no lock held.
   Status build_beside(const IndexNeed& need, std::shared_lock<FairSharedMutex>& lk);
   static constexpr int kBuildTries = 8;  // plans in a row that each found an index to build
+  // build_beside for each need. `tries`: the caller's count of plans in a
+  // row that needed a build; one that waited for another thread's is not
+  // counted, and a build that failed ends the tries (the statement then
+  // builds where it is planned and meets the error as it always did).
+  void build_needs(const std::vector<IndexNeed>& needs, int* tries, std::shared_lock<FairSharedMutex>& lk);
+  // Whether the index a need names is still to be built, and whether any
+  // text or secondary index of c is.
+  static bool unbuilt(Collection& c, const IndexNeed& n);
+  static bool any_unbuilt(Collection& c);
   // Tests: called (with no lock held) each time build_beside has let the
   // lock go, after its pin and after each round's.
   std::function<void()> beside_hook;
@@ -430,6 +440,13 @@ class Engine {
 
   FairSharedMutex mu_;  // reads shared, writes exclusive
   std::atomic<bool> building_{false};  // a thread builds maps or an index beside the lock (ready_maps, build_beside)
+  // Takes building_ for this thread (true; BuildHeld lets it go), or waits a
+  // moment for the thread that has it, with lk let go (false).
+  bool claim_build(std::shared_lock<FairSharedMutex>& lk);
+  struct BuildHeld {
+    std::atomic<bool>& flag;
+    ~BuildHeld() { flag.store(false); }
+  };
   // The writes waiting to land, first come first (sync.cpp): a leader
   // lands them in groups of at most kGroup, each with one hold of
   // write_gate_ and mu_ and one flush, for at most kRounds groups.

@@ -380,8 +380,8 @@ void HnswIndex::put(int64_t doc, const float* v) {
 }
 
 void HnswIndex::drop_pending() {
-  changes_++;
   while (levels_.size() > linked_ && refs_.back() == 0) {
+    changes_++;  // only when it drops one: a rollback calls it on every index
     tombstones_--;
     uint32_t n = (uint32_t)levels_.size() - 1;
     fp_nodes_.erase_first(fp_[n], [&](uint32_t v) { return v == n; });
@@ -1132,9 +1132,14 @@ void HnswIndex::rebuild_graph(int threads) {
 size_t HnswIndex::memory_bytes() const {
   // Sizes, not capacities: a GrowArray's capacity is the mapping it
   // reserved (64 KiB at least), not the pages it touched.
+  size_t maps = 0;
+  {  // swapped in under maps_mu_ beside the readers (build_maps_piece)
+    std::lock_guard g(maps_mu_);
+    maps = doc_node_.size() * 32 + fp_nodes_.size() * 32;
+  }
   return extra_.size() + levels_.size() + fp_.size() * 4 + inv_.size() * 4 + node_doc_.size() * 8 +
          refs_.size() * 4 + l0_pool_.size() * 4 + l0_slot_.size() * 4 + upper_off_.size() * 4 + upper_.size() * 4 +
-         doc_node_.size() * 32 + fp_nodes_.size() * 32;
+         maps;
 }
 
 std::string HnswIndex::graph_bytes() const {

@@ -321,7 +321,7 @@ class HnswIndex {
   // under maps_mu_; writers change them under the write lock.
   bool copy_ = false;  // a pinned_copy(): no fingerprints, so no fingerprint map
   std::atomic<bool> maps_built_{false};
-  std::mutex maps_mu_;
+  mutable std::mutex maps_mu_;
   uint64_t changes_ = 0;  // puts, removes, loads: a map build in pieces begun before one starts over
   SteadyMap<int64_t, uint32_t> doc_node_;  // grows a few buckets a put (steady_map.h)
   SteadyMap<uint32_t, uint32_t> fp_nodes_;  // fingerprint -> nodes (as a multimap), grows a few buckets a put

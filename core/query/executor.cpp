@@ -198,30 +198,29 @@ Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>
 Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, std::shared_lock<FairSharedMutex>& lk) {
   if constexpr (!port::kThreads) return Status::ok();
   for (int tries = 0;; tries++) {
-    KF_TRY(ready_maps(p, lk));
+    if (needs_maps(p.st)) KF_TRY(ready_maps(p, lk));
     Collection* c = p.collection;
-    // Definitions racing it round after round: the landing builds them.
-    if (!c || tries == kBuildTries) return Status::ok();
+    // Definitions racing it round after round: built where planned.
+    if (!c || tries >= kBuildTries || !any_unbuilt(*c)) return Status::ok();
     const ParsedStatement& st = p.st;
     std::vector<IndexNeed> needs;
-    if (st.kind == StmtKind::Put || st.kind == StmtKind::Insert || st.kind == StmtKind::Set) {
-      std::lock_guard g(c->sec_mu);
-      for (size_t i = 0; i < c->def.secondary.size(); i++)
-        if (c->def.secondary[i].kind == IndexKind::Unique && (i >= c->sindex.size() || !c->sindex[i]))
-          needs.push_back({c->def.id, false, (uint32_t)i});
-    }
-    if ((st.kind == StmtKind::Set || st.kind == StmtKind::Del) && st.where && !names_ids(st.where.get())) {
-      // Its where clause planned as the landing will plan it, building nothing.
+    if (st.kind == StmtKind::Put || st.kind == StmtKind::Insert || st.kind == StmtKind::Set)
+      for (uint32_t i = 0; i < c->def.secondary.size(); i++)
+        if (c->def.secondary[i].kind == IndexKind::Unique && unbuilt(*c, {c->def.id, false, i}))
+          needs.push_back({c->def.id, false, i});
+    {  // planned as it will be, building nothing
       DeferBuilds defer(&needs);
       Evaluator ev(params);
       Plan plan(false);
       ExecContext x(*this, *c, st, ev, plan, false);
       Pipeline pipe;
-      plan_where(x, &pipe);
+      std::vector<Value> rows;
+      if (!st.is_write()) (void)plan_get(x, &rows, &pipe);
+      else if ((st.kind == StmtKind::Set || st.kind == StmtKind::Del) && st.where && !names_ids(st.where.get()))
+        plan_where(x, &pipe);
     }
     if (needs.empty()) return Status::ok();
-    if (building_.load(std::memory_order_relaxed)) tries = 0;  // waiting for another thread's build
-    for (const IndexNeed& n : needs) KF_TRY(build_beside(n, lk));
+    build_needs(needs, &tries, lk);
     KF_TRY(bound(p));
   }
 }

@@ -1785,6 +1785,12 @@ TEST_CASE("an exact near over every vector runs pinned: it answers as of its sta
   CHECK(count(*db, "v") == 800);
 }
 
+namespace kitfox {
+struct DatabaseTesting {
+  static Engine& engine(Database& db) { return *db.engine_; }
+};
+}  // namespace kitfox
+
 TEST_CASE("after a reopen, a vector index's document maps are built beside the lock by the first statement that needs them") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
@@ -1836,11 +1842,41 @@ TEST_CASE("after a reopen, a vector index's document maps are built beside the l
   CHECK(count(*db, "a") == 200);
 }
 
-namespace kitfox {
-struct DatabaseTesting {
-  static Engine& engine(Database& db) { return *db.engine_; }
-};
-}  // namespace kitfox
+TEST_CASE("a vector index's maps built in pieces: the lock let go between them, a rollback meanwhile no restart") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  REQUIRE(db->query("create collection v (n int, e vector<2> @hnsw(l2))").is_ok());
+  REQUIRE(db->query("create collection w (n int)").is_ok());
+  for (int64_t i = 0; i < 10000; i += 1000) {
+    std::vector<Value> docs;
+    for (int64_t k = i; k < i + 1000; k++) {
+      Value d = Value::object();
+      d.set("n", Value::integer(k));
+      d.set("e", Value::vector({(float)k, 1}));
+      docs.push_back(std::move(d));
+    }
+    REQUIRE(db->query("put v $1", {Value::list(std::move(docs))}).is_ok());
+  }
+  REQUIRE(db->checkpoint().is_ok());
+  db.reset();
+  db = open_db(*mem);
+  // 10,000 nodes: three pieces of 4,096, the lock let go twice. Each time a
+  // batch elsewhere fails and is rolled back (which asks every vector index
+  // to drop the nodes it left pending: none).
+  int calls = 0;
+  DatabaseTesting::engine(*db).beside_hook = [&] {
+    if (++calls > 2) return;  // a build started over would come here more often
+    auto r = db->batch({{"put w {n: 1}", {}}, {"set w {n: \"not a number\"} where id = 1", {}}});
+    CHECK_FALSE(r.is_ok());
+  };
+  REQUIRE(db->query("put v {n: -1, e: [5, 1]}").is_ok());  // shares node 5
+  CHECK(calls == 2);
+  CHECK(db->stats().built_beside == 1);
+  CHECK(count(*db, "w") == 0);
+  auto r = db->query("get v select id where n < 0 or n = 5 near e [5, 1] exact limit 5");
+  REQUIRE(r.is_ok());
+  CHECK(to_json(Value::list(r->rows)) == "[{\"id\":6,\"_distance\":0.0},{\"id\":10001,\"_distance\":0.0}]");
+}
 
 namespace {
 
@@ -1928,6 +1964,11 @@ TEST_CASE("after a reopen, text and secondary indexes are built beside the lock,
     if (kk == "k3") kk = "again";
   CHECK(ids_where(*db, "get t select id where k = \"again\"") == expect("again"));
   CHECK(ids_where(*db, "get t select id where k = \"k3\"").empty());
+  // A batch's read (which runs under the write lock): planned before, its index built beside.
+  auto b = db->batch({{"put t {k: \"b\", n: 5000}", {}}, {"get t select id where n >= 1999 order n limit 3", {}}});
+  REQUIRE(b.is_ok());
+  CHECK(db->stats().built_beside == 2);
+  CHECK(to_json(Value::list((*b)[1].rows)) == "[{\"id\":1999},{\"id\":2000},{\"id\":2104}]");
 }
 
 TEST_CASE("after a reopen, a put's @unique check builds its index beside the lock") {
