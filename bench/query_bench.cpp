@@ -4,7 +4,9 @@
 //   1. Filters on N documents {name, city, age, score} (kitfox: @unique name,
 //      @hash city, @sorted age; SQLite: B-tree indexes on the same columns):
 //      equality (rows, count), a 1% range (rows, count), `order age desc
-//      limit 10` (alone and under a city filter) and a point lookup by name,
+//      limit 10` (alone, under a city filter, and over a range of ages from
+//      its lower bound on: `where age >= $1 order age limit 10`) and a point
+//      lookup by name,
 //      median latency over random parameters (fixed seed); the first query
 //      that builds each kitfox index lazily against SQLite's CREATE INDEX;
 //      the open time of the file with and without the indexes declared.
@@ -388,7 +390,7 @@ struct Options {
 
 constexpr size_t kMinQueries = 20;
 
-const char* kProfileKinds[] = {"hash-rows", "hash-count", "range-rows", "range-count", "order", "order-filter",
+const char* kProfileKinds[] = {"hash-rows", "hash-count", "range-rows", "range-count", "order", "order-filter", "order-range",
                                "unique", "build-hash", "build-sorted", "build-unique", "match", "build-text"};
 
 void usage(FILE* f) {
@@ -410,7 +412,7 @@ void usage(FILE* f) {
                "  --wait-quiet S   before each measured block, wait up to S seconds until other processes use < 0.15 CPUs\n"
                "  --retry-busy N   measure a block again (up to N times) when other processes used > 0.25 CPUs during it\n"
                "  --profile KIND   set up, then run only kitfox's side of one measurement in a loop, for perf:\n"
-               "                   hash-rows hash-count range-rows range-count order order-filter unique\n"
+               "                   hash-rows hash-count range-rows range-count order order-filter order-range unique\n"
                "                   build-hash build-sorted build-unique match build-text\n"
                "  --profile-seconds S  how long the --profile loop runs (default 10)\n",
                kMinQueries);
@@ -652,7 +654,7 @@ void sq_create_indexes(const std::string& path, size_t reps, SqLoad* lr) {
 
 // ================================================================ part 1: queries
 
-enum class Param { None, City, Range, Name };
+enum class Param { None, City, Range, Lower, Name };
 enum class Shape { Rows, Count, Ordered };
 
 struct QueryKind {
@@ -677,6 +679,9 @@ const QueryKind kQueries[] = {
      "SELECT id, age FROM p ORDER BY age DESC LIMIT 10", Param::None, Shape::Ordered},
     {"order-filter", "`where city = $1 order age desc limit 10`", "get p select id, age where city = $1 order age desc limit 10",
      "SELECT id, age FROM p WHERE city = ? ORDER BY age DESC LIMIT 10", Param::City, Shape::Ordered},
+    {"order-range", "`where age >= $1 order age limit 10` (over half the rows in the range)",
+     "get p select id, age where age >= $1 order age limit 10",
+     "SELECT id, age FROM p WHERE age >= ? ORDER BY age LIMIT 10", Param::Lower, Shape::Ordered},
     {"unique", "point lookup on @unique", "get p where name = $1",
      "SELECT id, age, name, city, score FROM p WHERE name = ?", Param::Name, Shape::Rows},
 };
@@ -695,6 +700,10 @@ std::vector<QParam> make_params(const People& d, Param p, size_t n, uint64_t see
       case Param::None: break;
       case Param::City: q.text = d.cities[r.below(d.cities.size())]; q.kf = {Value::text(q.text)}; break;
       case Param::Name: q.text = d.names[r.below(d.names.size())]; q.kf = {Value::text(q.text)}; break;
+      case Param::Lower:
+        q.a = (int64_t)r.below(50);
+        q.kf = {Value::integer(q.a)};
+        break;
       case Param::Range:
         q.a = (int64_t)r.below(100);
         q.b = q.a + 1;
@@ -737,6 +746,7 @@ Sum sq_run(sqlite3* db, sqlite3_stmt* st, const QueryKind& k, const QParam& p) {
       sqlite3_bind_int64(st, 1, p.a);
       sqlite3_bind_int64(st, 2, p.b);
       break;
+    case Param::Lower: sqlite3_bind_int64(st, 1, p.a); break;
   }
   Sum s;
   int rc;

@@ -38,6 +38,11 @@ class SecondaryIndex {
   // equal keys always by ascending id) until f returns false.
   template <typename F>
   void ordered(bool desc, F&& f) const;
+  // The same over the keys in a range (lo and hi may be null: unbounded;
+  // null keys left out), from the end the order starts at, so a limit
+  // stops it after as many entries as it takes.
+  template <typename F>
+  void ordered_range(bool desc, const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f) const;
   // Visits each distinct non-null key as f(lowest id holding it, how many
   // documents hold it) until f returns false; keys in no particular order.
   template <typename F>
@@ -96,6 +101,42 @@ void SecondaryIndex::ordered(bool desc, F&& f) const {
     auto first = sorted_.lower_bound({std::prev(it)->first, INT64_MIN});
     for (auto g = first; g != it; ++g)
       if (!f(g->first, g->second)) return;
+    it = first;
+  }
+}
+
+template <typename F>
+void SecondaryIndex::ordered_range(bool desc, const Value* lo, bool lo_incl, const Value* hi, bool hi_incl,
+                                   F&& f) const {
+  const Value l = lo ? normalize(*lo) : Value(), h = hi ? normalize(*hi) : Value();
+  auto below_lo = [&](const Value& k) {
+    if (!lo) return false;
+    int c = compare(k, l);
+    return c < 0 || (c == 0 && !lo_incl);
+  };
+  auto above_hi = [&](const Value& k) {
+    if (!hi) return false;
+    int c = compare(k, h);
+    return c > 0 || (c == 0 && !hi_incl);
+  };
+  if (!desc) {
+    for (auto it = lo ? sorted_.lower_bound({l, INT64_MIN}) : sorted_.begin(); it != sorted_.end(); ++it) {
+      if (it->first.is_null() || below_lo(it->first)) continue;
+      if (above_hi(it->first)) return;
+      if (!f(it->first, it->second)) return;
+    }
+    return;
+  }
+  // From the last key the upper bound admits, down, a group of equal keys
+  // at a time (ascending ids within it), as ordered() walks.
+  auto it = !hi ? sorted_.end() : hi_incl ? sorted_.upper_bound({h, INT64_MAX}) : sorted_.lower_bound({h, INT64_MIN});
+  while (it != sorted_.begin()) {
+    const Value& k = std::prev(it)->first;
+    if (k.is_null() || below_lo(k)) return;
+    auto first = sorted_.lower_bound({k, INT64_MIN});
+    if (!above_hi(k))
+      for (auto g = first; g != it; ++g)
+        if (!f(g->first, g->second)) return;
     it = first;
   }
 }

@@ -13,12 +13,14 @@ struct Access {
   std::string detail;        // Index: what explain shows
 };
 
-Access choose_access(ExecContext& x) {
+// `not_range`: a path whose ranges a sorted walk would take as its bounds.
+Access choose_access(ExecContext& x, const std::vector<std::string>* not_range = nullptr) {
   Access a;
   const Expr* where = x.st.where.get();
   if (id_lookup(x.ev, where, &a.ids)) {
     a.kind = Access::Kind::Ids;
-  } else if (index_candidates(x.eng, x.c, x.ev, where, &a.ids, nullptr, x.plan.describe() ? &a.detail : nullptr)) {
+  } else if (index_candidates(x.eng, x.c, x.ev, where, &a.ids, nullptr, x.plan.describe() ? &a.detail : nullptr,
+                              not_range)) {
     a.kind = Access::Kind::Index;
   }
   return a;
@@ -285,17 +287,23 @@ Status plan_get(ExecContext& x, std::vector<Value>* out, Pipeline* p) {
 
   bool required = st.lookup && st.lookup->required;
   // Ordered by one field with a @sorted index: walk the index in order (equal
-  // keys by ascending id, as the sort gives), filter, stop at the limit.
+  // keys by ascending id, as the sort gives), filter, stop at the limit; over
+  // the keys in the range the where puts on that field, if it puts one.
   // Unless the where takes few candidates from an id lookup or another index:
   // the walk reads about want x N / candidates documents before it has `want`
   // rows (when the filter is independent of the order), sorting reads the
-  // candidates once, so candidates^2 < want x N sorts them instead.
+  // candidates once, so candidates^2 < want x N sorts them instead. The range
+  // on the order's field is the walk's own: not gathered as candidates.
   Access access;
   bool chosen = false;
   if (st.order.size() == 1 && !st.order[0].expr) {
     int si = find_secondary(c, st.order[0].path, true);
+    KeyRange range;
     if (si >= 0 && st.where) {
-      access = choose_access(x);
+      std::vector<const Expr*> conj;
+      conjuncts(st.where.get(), &conj);
+      key_range(c, x.ev, conj, st.order[0].path, &range);
+      access = choose_access(x, &st.order[0].path);
       chosen = true;
       double n = (double)c.ids.size(), k = (double)access.ids.size();
       double want = limit < 0 || required ? n : (double)(offset + limit);
@@ -303,8 +311,8 @@ Status plan_get(ExecContext& x, std::vector<Value>* out, Pipeline* p) {
     }
     if (si >= 0) {
       KF_ASSIGN(SecondaryIndex * idx, eng.secondary(c, (size_t)si));
-      int node = plan_sorted_walk(plan, c, st.order[0]);
-      p->source = make_sorted_walk(x, node, idx, st.order[0].desc);
+      int node = plan_sorted_walk(plan, c, st.order[0], &range);
+      p->source = make_sorted_walk(x, node, idx, st.order[0].desc, std::move(range));
       if (st.where) {
         node = plan_filter(plan, *st.where, node);
         p->add(make_filter(x, node, st.where.get()));

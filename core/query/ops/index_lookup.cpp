@@ -71,24 +71,48 @@ bool index_term(const Expr& e, IndexTerm* t) {
   return false;
 }
 
-// Candidate ids from a secondary index for one of the where clause's
-// conjuncts: a superset of the matches (the whole clause is still evaluated
-// on each), so the answer is exactly the scan's. With `count`, a range only
-// counts its candidates (*count; ids stays empty); other candidates are
-// collected, and *count is their number.
-bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids,
-                      size_t* count, std::string* detail) {
-  if (!where || c.def.secondary.empty()) return false;
-  std::vector<const Expr*> conj, stack{where};
+void conjuncts(const Expr* where, std::vector<const Expr*>* out) {
+  out->clear();
+  if (!where) return;
+  std::vector<const Expr*> stack{where};
   while (!stack.empty()) {
     const Expr* e = stack.back();
     stack.pop_back();
     if (e->kind == ExprKind::And) {
       for (size_t i = e->kids.size(); i-- > 0;) stack.push_back(e->kids[i].get());
     } else {
-      conj.push_back(e);
+      out->push_back(e);
     }
   }
+}
+
+bool key_range(const Collection& c, const Evaluator& ev, const std::vector<const Expr*>& conj,
+               const std::vector<std::string>& path, KeyRange* r) {
+  *r = KeyRange{};
+  for (const Expr* e : conj) {
+    IndexTerm t;
+    if (!index_term(*e, &t) || t.in || t.path->path != path) continue;
+    const CmpOp o = t.op;
+    const bool upper = o == CmpOp::Lt || o == CmpOp::Le, lower = o == CmpOp::Gt || o == CmpOp::Ge;
+    if ((upper && r->has_hi) || (lower && r->has_lo) || (!upper && !lower)) continue;
+    Value v, k;
+    if (!ev.constant(*t.konst, &v).is_ok() || !index_constant(c, path, std::move(v), &k)) continue;
+    if (upper) r->hi = std::move(k), r->has_hi = true, r->hi_incl = o == CmpOp::Le;
+    else r->lo = std::move(k), r->has_lo = true, r->lo_incl = o == CmpOp::Ge;
+  }
+  return r->has_lo || r->has_hi;
+}
+
+// Candidate ids from a secondary index for one of the where clause's
+// conjuncts: a superset of the matches (the whole clause is still evaluated
+// on each), so the answer is exactly the scan's. With `count`, a range only
+// counts its candidates (*count; ids stays empty); other candidates are
+// collected, and *count is their number.
+bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids,
+                      size_t* count, std::string* detail, const std::vector<std::string>* not_range) {
+  if (!where || c.def.secondary.empty()) return false;
+  std::vector<const Expr*> conj;
+  conjuncts(where, &conj);
   // Pass 1: equality and in (any kind; unique first). Pass 2: ranges (sorted).
   for (int pass = 0; pass < 2; pass++)
     for (const Expr* e : conj) {
@@ -100,6 +124,7 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
       if (path->path[0] == "id") continue;
       bool range = !term.in && op != CmpOp::Eq;
       if ((pass == 0) == range) continue;
+      if (range && not_range && path->path == *not_range) continue;
       int i = find_secondary(c, path->path, range);
       if (i < 0) continue;
       Value kv;
@@ -127,22 +152,12 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
           if (op == CmpOp::Eq) (*si)->equal(k, ids);
           else {
             // Both bounds when another conjunct bounds the same path the other way.
-            Value lo, hi;
-            bool has_lo = false, has_hi = false, lo_incl = false, hi_incl = false;
-            auto take = [&](CmpOp o, Value v) {
-              if ((o == CmpOp::Lt || o == CmpOp::Le) && !has_hi) hi = std::move(v), has_hi = true, hi_incl = o == CmpOp::Le;
-              else if ((o == CmpOp::Gt || o == CmpOp::Ge) && !has_lo) lo = std::move(v), has_lo = true, lo_incl = o == CmpOp::Ge;
-            };
-            take(op, k);
-            for (const Expr* o : conj) {
-              IndexTerm t2;
-              if (o == e || !index_term(*o, &t2) || t2.in || t2.path->path != path->path) continue;
-              Value v2, k2;
-              if (!ev.constant(*t2.konst, &v2).is_ok()) continue;
-              if (index_constant(c, path->path, v2, &k2)) take(t2.op, std::move(k2));
-            }
-            if (count) *count = (*si)->count_range(has_lo ? &lo : nullptr, lo_incl, has_hi ? &hi : nullptr, hi_incl), counted = true;
-            else (*si)->range(has_lo ? &lo : nullptr, lo_incl, has_hi ? &hi : nullptr, hi_incl, ids);
+            KeyRange r;
+            key_range(c, ev, conj, path->path, &r);
+            const Value* lo = r.has_lo ? &r.lo : nullptr;
+            const Value* hi = r.has_hi ? &r.hi : nullptr;
+            if (count) *count = (*si)->count_range(lo, r.lo_incl, hi, r.hi_incl), counted = true;
+            else (*si)->range(lo, r.lo_incl, hi, r.hi_incl, ids);
           }
         }
         if (detail)

@@ -59,14 +59,28 @@ int find_secondary(const Collection& c, const std::vector<std::string>& path, bo
 // on each), so the answer is exactly the scan's. With `count`, a range only
 // counts its candidates (*count; ids stays empty); other candidates are
 // collected, and *count is their number. `detail`: what explain shows.
+// `not_range`: a path whose ranges give no candidates (a sorted walk on it
+// takes them as its bounds).
 bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, std::vector<int64_t>* ids,
-                      size_t* count, std::string* detail);
+                      size_t* count, std::string* detail, const std::vector<std::string>* not_range = nullptr);
+// The top-level conjuncts of a where clause (its `and`s flattened).
+void conjuncts(const Expr* where, std::vector<const Expr*>* out);
+// The bounds conjuncts put on `path` (`path < c`, `c <= path`, ...; the
+// first lower and the first upper, as the index holds the constants);
+// false when none does.
+struct KeyRange {
+  Value lo, hi;
+  bool has_lo = false, has_hi = false, lo_incl = false, hi_incl = false;
+};
+bool key_range(const Collection& c, const Evaluator& ev, const std::vector<const Expr*>& conj,
+               const std::vector<std::string>& path, KeyRange* r);
 // The count of a where clause an index answers exactly (see the comment there).
 bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* where, int64_t* n, std::string* detail);
 int plan_index_lookup(Plan& plan, std::string detail);
 
-int plan_sorted_walk(Plan& plan, const Collection& c, const OrderKey& k);
-std::unique_ptr<Source> make_sorted_walk(ExecContext& x, int node, SecondaryIndex* idx, bool desc);
+// `range` (may be null): only the keys in it, walked from the end the order starts at.
+int plan_sorted_walk(Plan& plan, const Collection& c, const OrderKey& k, const KeyRange* range);
+std::unique_ptr<Source> make_sorted_walk(ExecContext& x, int node, SecondaryIndex* idx, bool desc, KeyRange range);
 
 // ---- filter, sort, limit, project
 int plan_filter(Plan& plan, const Expr& where, int input);
