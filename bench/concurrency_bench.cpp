@@ -809,6 +809,21 @@ struct VectorCheckpoints : Checkpoints {
   Checkpoints aggregates, exacts, first_put;
 };
 
+// `rows` documents into collection `coll`, 1,000 a statement, document k's
+// fields set by fill(k, doc).
+void put_rows(Database& db, const std::string& coll, size_t rows, const std::function<void(size_t, Value&)>& fill) {
+  for (size_t i = 0; i < rows; i += 1000) {
+    std::vector<Value> docs;
+    for (size_t k = i; k < std::min(rows, i + 1000); k++) {
+      Value d = Value::object();
+      fill(k, d);
+      docs.push_back(std::move(d));
+    }
+    auto q = db.query("put " + coll + " $1", {Value::list(std::move(docs))});
+    if (!q.is_ok()) die("kitfox preload of " + coll + ": " + q.status().to_string());
+  }
+}
+
 constexpr uint32_t kVecDim = 128;
 
 Value random_vector(SplitMix& r) {
@@ -831,17 +846,10 @@ VectorCheckpoints run_vector_checkpoints(kitfox::FileSystem& fs, const std::stri
     die("kitfox create v failed");
   SplitMix gen(seed);
   auto p0 = Clock::now();
-  for (size_t i = 0; i < rows; i += 1000) {
-    std::vector<Value> docs;
-    for (size_t k = i; k < std::min(rows, i + 1000); k++) {
-      Value d = Value::object();
-      d.append("n", Value::integer((int64_t)k));
-      d.append("e", random_vector(gen));
-      docs.push_back(std::move(d));
-    }
-    auto p = db.query("put v $1", {Value::list(std::move(docs))});
-    if (!p.is_ok()) die("kitfox vector preload: " + p.status().to_string());
-  }
+  put_rows(db, "v", rows, [&](size_t k, Value& d) {
+    d.append("n", Value::integer((int64_t)k));
+    d.append("e", random_vector(gen));
+  });
   if (!db.checkpoint().is_ok()) die("kitfox vector preload: checkpoint failed");
   out.preload_s = us_between(p0, Clock::now()) / 1e6;
 
@@ -928,19 +936,16 @@ std::string vector_section(const VectorCheckpoints& v, int readers) {
             lat(v.read_worst_between_us).c_str(), grouped((double)v.reads_during).c_str(), lat(v.write_worst_us).c_str(),
             lat(v.write_worst_between_us).c_str(), grouped((double)v.writes_during).c_str(),
             grouped((double)v.puts).c_str());
-  const Checkpoints& a = v.aggregates;
-  md += "Then `get v select count(*), sum(n)` five times, 0.2 s apart, beside the writer alone:\n\n";
-  md += "| aggregate (median) | the writer's worst wait during | between | writes during |\n";
-  md += "| ---: | ---: | ---: | ---: |\n";
-  md += fmt("| %s | %s | %s | %s |\n\n", lat(median(a.checkpoint_ms) * 1e3).c_str(), lat(a.write_worst_us).c_str(),
-            lat(a.write_worst_between_us).c_str(), grouped((double)a.writes_during).c_str());
-  const Checkpoints& x = v.exacts;
-  md += "Then `get v select n near e $1 exact limit 10` (every vector compared) five times, 0.2 s apart, beside the "
-        "writer alone:\n\n";
-  md += "| exact near (median) | the writer's worst wait during | between | writes during |\n";
-  md += "| ---: | ---: | ---: | ---: |\n";
-  md += fmt("| %s | %s | %s | %s |\n\n", lat(median(x.checkpoint_ms) * 1e3).c_str(), lat(x.write_worst_us).c_str(),
-            lat(x.write_worst_between_us).c_str(), grouped((double)x.writes_during).c_str());
+  // A statement run five times beside the writer alone: its median, the writer's waits.
+  auto beside_writer = [&](const char* what, const char* column, const Checkpoints& c) {
+    md += fmt("Then %s five times, 0.2 s apart, beside the writer alone:\n\n", what);
+    md += fmt("| %s (median) | the writer's worst wait during | between | writes during |\n", column);
+    md += "| ---: | ---: | ---: | ---: |\n";
+    md += fmt("| %s | %s | %s | %s |\n\n", lat(median(c.checkpoint_ms) * 1e3).c_str(), lat(c.write_worst_us).c_str(),
+              lat(c.write_worst_between_us).c_str(), grouped((double)c.writes_during).c_str());
+  };
+  beside_writer("`get v select count(*), sum(n)`", "aggregate", v.aggregates);
+  beside_writer("`get v select n near e $1 exact limit 10` (every vector compared)", "exact near", v.exacts);
   const Checkpoints& f = v.first_put;
   md += "Then checkpointed, closed and opened again (the index as loaded: its document maps, which a write needs, "
         "not built), the readers alone for 0.3 s, then one put `{n, e}`:\n\n";
@@ -977,19 +982,12 @@ FirstUse run_first_use(kitfox::FileSystem& fs, const std::string& path, size_t r
       die("kitfox create x failed");
     SplitMix gen(seed);
     auto p0 = Clock::now();
-    for (size_t i = 0; i < rows; i += 1000) {
-      std::vector<Value> docs;
-      for (size_t k = i; k < std::min(rows, i + 1000); k++) {
-        Value d = Value::object();
-        d.append("k", Value::text("key" + std::to_string(k % 50000)));
-        d.append("u", Value::integer((int64_t)k));
-        d.append("n", Value::integer((int64_t)gen.below(1000000000)));
-        d.append("body", Value::text(random_name(gen) + " " + random_name(gen) + " w" + std::to_string(k % 997)));
-        docs.push_back(std::move(d));
-      }
-      auto q = db.query("put x $1", {Value::list(std::move(docs))});
-      if (!q.is_ok()) die("kitfox first-use preload: " + q.status().to_string());
-    }
+    put_rows(db, "x", rows, [&](size_t k, Value& d) {
+      d.append("k", Value::text("key" + std::to_string(k % 50000)));
+      d.append("u", Value::integer((int64_t)k));
+      d.append("n", Value::integer((int64_t)gen.below(1000000000)));
+      d.append("body", Value::text(random_name(gen) + " " + random_name(gen) + " w" + std::to_string(k % 997)));
+    });
     if (!db.checkpoint().is_ok() || !db.close().is_ok()) die("kitfox first-use preload: checkpoint failed");
     out.load_s = us_between(p0, Clock::now()) / 1e6;
   }
