@@ -215,7 +215,10 @@ Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, std:
       ExecContext x(*this, *c, st, ev, plan, false);
       Pipeline pipe;
       std::vector<Value> rows;
-      if (!st.is_write()) (void)plan_get(x, &rows, &pipe);
+      // A read plans an index only for a where, an order, a group, a match or a lookup.
+      if (st.kind == StmtKind::Get &&
+          (st.where || !st.order.empty() || !st.group.empty() || !st.match_field.empty() || st.lookup))
+        (void)plan_get(x, &rows, &pipe);
       else if ((st.kind == StmtKind::Set || st.kind == StmtKind::Del) && st.where && !names_ids(st.where.get()))
         plan_where(x, &pipe);
     }
