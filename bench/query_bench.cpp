@@ -1132,7 +1132,14 @@ int main(int argc, char** argv) {
       size_t index;      // into kIndexes
       size_t query;      // into kQueries
     };
-    const BuildKind kBuilds[] = {{"@hash (city)", 1, 1}, {"@sorted (age)", 2, 4}, {"@unique (name)", 0, 6}};
+    auto query_named = [](std::string_view id) {
+      size_t i = 0;
+      while (kQueries[i].id != id) i++;
+      return i;
+    };
+    const BuildKind kBuilds[] = {{"@hash (city)", 1, query_named("hash-count")},
+                                 {"@sorted (age)", 2, query_named("order")},
+                                 {"@unique (name)", 0, query_named("unique")}};
     auto params_for = [&](size_t qi, size_t n, uint64_t seed) { return make_params(data, kQueries[qi].param, n, seed); };
 
     // One open + (optionally) a warming scan + the first query + 30 more.
