@@ -9,12 +9,19 @@
 // operation moves more than kMoveBuckets buckets' entries, and the old table
 // is gone long before the new one fills. Lookups look in both tables while
 // the move runs. Const operations change nothing, so readers may share one
-// under a shared lock while writers hold it exclusively.
+// under a shared lock while writers hold it exclusively. Its entries live in
+// chunks the map owns (up to 4,096 entries each), not one allocation each:
+// an erased entry's room goes to the next insert, and the chunks go at
+// clear(), at once (a million entries freed one by one took ~150 ms).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <algorithm>
+#include <memory>
+#include <new>
+#include <vector>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -30,6 +37,32 @@ struct SteadyHash {
     return (uint64_t)(int64_t)k;  // an int and an int64_t of one value hash alike
   }
   uint64_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
+};
+
+// Room for a map's entries, all of one size: taken from chunks of up to
+// 4,096 (one allocation for many), an entry given back goes to the next
+// take, and clear() lets the chunks go at once. Not typed, so that every
+// SteadyMap shares this code.
+class SlotPool {
+ public:
+  explicit SlotPool(size_t size) : size_(size) {}
+  SlotPool(const SlotPool&) = delete;
+  SlotPool& operator=(const SlotPool&) = delete;
+  void* take();
+  void give(void* p);
+  void clear();
+  void swap(SlotPool& o) noexcept;
+  size_t bytes() const { return slots_ * size_; }
+
+ private:
+  struct Free {
+    Free* next;
+  };
+  size_t size_;
+  std::vector<std::unique_ptr<std::max_align_t[]>> chunks_;
+  size_t used_ = 0, cap_ = 0;  // of the last chunk, in slots
+  size_t slots_ = 0;           // in all chunks
+  Free* free_ = nullptr;       // room given back
 };
 
 template <typename K, typename V, typename H = SteadyHash>
@@ -50,7 +83,7 @@ class SteadyMap {
   bool growing() const { return old_.buckets != nullptr; }
   size_t bucket_count() const { return cur_.mask + (cur_.buckets ? 1 : 0); }
   size_t memory_bytes() const {
-    return size_ * sizeof(Node) + (bucket_count() + (old_.buckets ? old_.mask + 1 : 0)) * sizeof(Node*);
+    return pool_.bytes() + (bucket_count() + (old_.buckets ? old_.mask + 1 : 0)) * sizeof(Node*);
   }
 
   template <typename Q>
@@ -71,7 +104,7 @@ class SteadyMap {
     uint64_t h = hash(k);
     if (Node* n = locate(k, h)) return n->value;
     if (size_ >= bucket_count()) grow();
-    Node* n = new Node{nullptr, h, K(k), V()};
+    Node* n = make_node(h, K(k), V());
     link(cur_, n);
     size_++;
     return n->value;
@@ -90,7 +123,7 @@ class SteadyMap {
   void insert_multi(const Q& k, V v) {
     step();
     if (size_ >= bucket_count()) grow();
-    link(cur_, new Node{nullptr, hash(k), K(k), std::move(v)});
+    link(cur_, make_node(hash(k), K(k), std::move(v)));
     size_++;
   }
   template <typename Q, typename F>
@@ -112,7 +145,7 @@ class SteadyMap {
         if ((*p)->hash != h || !((*p)->key == k) || !match((*p)->value)) continue;
         Node* n = *p;
         *p = n->next;
-        delete n;
+        drop_node(n);
         size_--;
         return true;
       }
@@ -132,15 +165,17 @@ class SteadyMap {
   void clear() {
     for (Table* t : {&cur_, &old_}) {
       if (!t->buckets) continue;
-      for (size_t i = 0; i <= t->mask; i++)
-        for (Node* n = t->buckets[i]; n;) {
-          Node* next = n->next;
-          delete n;
-          n = next;
-        }
+      if constexpr (!std::is_trivially_destructible_v<K> || !std::is_trivially_destructible_v<V>)
+        for (size_t i = 0; i <= t->mask; i++)
+          for (Node* n = t->buckets[i]; n;) {
+            Node* next = n->next;
+            n->~Node();
+            n = next;
+          }
       std::free(t->buckets);
       *t = Table{};
     }
+    pool_.clear();
     size_ = 0;
     moved_ = 0;
   }
@@ -151,6 +186,7 @@ class SteadyMap {
     std::swap(old_, o.old_);
     std::swap(size_, o.size_);
     std::swap(moved_, o.moved_);
+    pool_.swap(o.pool_);
   }
 
   // f(key, value) for each entry, in no order, until f returns false.
@@ -171,6 +207,14 @@ class SteadyMap {
     K key;
     V value;
   };
+  Node* make_node(uint64_t h, K&& k, V&& v) {
+    return new (pool_.take()) Node{nullptr, h, std::move(k), std::move(v)};
+  }
+  void drop_node(Node* n) {
+    n->~Node();
+    pool_.give(n);
+  }
+
   struct Table {
     Node** buckets = nullptr;  // calloc'd: large ones are fresh zero pages, touched as used
     size_t mask = 0;
@@ -266,6 +310,7 @@ class SteadyMap {
   Table cur_, old_;
   size_t size_ = 0;
   size_t moved_ = 0;  // buckets of old_ already emptied
+  SlotPool pool_{sizeof(Node)};  // the entries' room (a Node holds a pointer: room for a SlotPool's Free too)
 };
 
 }  // namespace kitfox

@@ -165,3 +165,32 @@ TEST_CASE("SteadyMap as a multimap: entries under one key found and erased one b
   CHECK(m.size() == ref.size() - 1);
   CHECK(under(12345u).empty() == (ref.count(12345u) == 0));
 }
+
+TEST_CASE("SteadyMap keeps its entries in chunks: an erased entry's room is used again; swap and clear keep them whole") {
+  SteadyMap<std::string, std::vector<int64_t>> m;
+  for (int64_t i = 0; i < 10000; i++) m[std::to_string(i)].push_back(i);
+  const size_t bytes = m.memory_bytes();
+  for (int round = 0; round < 3; round++) {
+    for (int64_t i = 0; i < 5000; i++) CHECK(m.erase(std::to_string(i)));
+    for (int64_t i = 0; i < 5000; i++) m[std::to_string(i)] = {i, i};
+  }
+  CHECK(m.memory_bytes() == bytes);  // no chunk more: the erased entries' room taken again
+  SteadyMap<std::string, std::vector<int64_t>> o;
+  o.swap(m);
+  CHECK(m.size() == 0);
+  CHECK(m.memory_bytes() == 0);
+  REQUIRE(o.size() == 10000);
+  for (int64_t i = 0; i < 10000; i++) {
+    const std::vector<int64_t>* v = o.find(std::to_string(i));
+    REQUIRE(v);
+    CHECK(v->back() == i);
+    CHECK(v->size() == (i < 5000 ? 2u : 1u));
+  }
+  m["x"].push_back(1);  // each map goes on with its own chunks
+  CHECK(m.size() == 1);
+  o.clear();
+  CHECK(o.memory_bytes() == 0);
+  o["y"].push_back(2);
+  CHECK(*o.find("y") == std::vector<int64_t>{2});
+  CHECK(*m.find("x") == std::vector<int64_t>{1});
+}

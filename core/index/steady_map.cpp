@@ -1,0 +1,39 @@
+// SlotPool: the room of a SteadyMap's entries (steady_map.h).
+#include "steady_map.h"
+
+namespace kitfox {
+
+void* SlotPool::take() {
+  if (free_) {
+    Free* f = free_;
+    free_ = f->next;
+    return f;
+  }
+  if (used_ == cap_) {
+    cap_ = std::min<size_t>(cap_ ? cap_ * 2 : 16, 4096);
+    const size_t units = (cap_ * size_ + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+    chunks_.emplace_back(new std::max_align_t[units]);
+    slots_ += cap_;
+    used_ = 0;
+  }
+  return reinterpret_cast<char*>(chunks_.back().get()) + used_++ * size_;
+}
+
+void SlotPool::give(void* p) { free_ = new (p) Free{free_}; }
+
+void SlotPool::clear() {
+  chunks_.clear();
+  used_ = cap_ = slots_ = 0;
+  free_ = nullptr;
+}
+
+void SlotPool::swap(SlotPool& o) noexcept {
+  std::swap(size_, o.size_);
+  chunks_.swap(o.chunks_);
+  std::swap(used_, o.used_);
+  std::swap(cap_, o.cap_);
+  std::swap(slots_, o.slots_);
+  std::swap(free_, o.free_);
+}
+
+}  // namespace kitfox
