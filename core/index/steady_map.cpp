@@ -9,11 +9,13 @@ void* SlotPool::take() {
     free_ = f->next;
     return f;
   }
-  if (used_ == cap_) {
-    cap_ = std::min<size_t>(cap_ ? cap_ * 2 : 16, 4096);
-    const size_t units = (cap_ * size_ + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
-    chunks_.emplace_back(new std::max_align_t[units]);
-    slots_ += cap_;
+  if (used_ == cap_) {  // the pool's state changed only once the chunk is there
+    const size_t cap = std::min<size_t>(cap_ ? cap_ * 2 : 16, 4096);
+    std::unique_ptr<std::max_align_t[]> chunk(
+        new std::max_align_t[(cap * size_ + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)]);
+    chunks_.push_back(std::move(chunk));
+    cap_ = cap;
+    slots_ += cap;
     used_ = 0;
   }
   return reinterpret_cast<char*>(chunks_.back().get()) + used_++ * size_;

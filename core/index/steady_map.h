@@ -41,8 +41,9 @@ struct SteadyHash {
 
 // Room for a map's entries, all of one size: taken from chunks of up to
 // 4,096 (one allocation for many), an entry given back goes to the next
-// take, and clear() lets the chunks go at once. Not typed, so that every
-// SteadyMap shares this code.
+// take, and clear() lets the chunks go at once: a map keeps the room of its
+// largest size until then. Not typed, so that every SteadyMap shares this
+// code.
 class SlotPool {
  public:
   explicit SlotPool(size_t size) : size_(size) {}
@@ -52,7 +53,7 @@ class SlotPool {
   void give(void* p);
   void clear();
   void swap(SlotPool& o) noexcept;
-  size_t bytes() const { return slots_ * size_; }
+  size_t bytes() const { return slots_ * size_; }  // every chunk's room, used or not
 
  private:
   struct Free {
@@ -311,6 +312,7 @@ class SteadyMap {
   size_t size_ = 0;
   size_t moved_ = 0;  // buckets of old_ already emptied
   SlotPool pool_{sizeof(Node)};  // the entries' room (a Node holds a pointer: room for a SlotPool's Free too)
+  static_assert(alignof(Node) <= alignof(std::max_align_t) && sizeof(Node) >= sizeof(void*));
 };
 
 }  // namespace kitfox

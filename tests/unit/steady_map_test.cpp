@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <memory>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -193,4 +194,25 @@ TEST_CASE("SteadyMap keeps its entries in chunks: an erased entry's room is used
   o["y"].push_back(2);
   CHECK(*o.find("y") == std::vector<int64_t>{2});
   CHECK(*m.find("x") == std::vector<int64_t>{1});
+}
+
+TEST_CASE("SteadyMap with text keys and vector values cleared and destroyed while it grows: every entry let go") {
+  for (bool destroy : {false, true}) {
+    auto m = std::make_unique<SteadyMap<std::string, std::vector<int64_t>>>();
+    int64_t i = 0;
+    while (!m->growing() || i < 100) {  // past a growth, its old table not yet moved
+      (*m)["key " + std::to_string(i)].assign(3, i);
+      i++;
+    }
+    REQUIRE(m->growing());
+    if (destroy) {
+      m.reset();  // the sanitizer build finds any entry left behind
+    } else {
+      m->clear();
+      CHECK(m->size() == 0);
+      CHECK(m->find("key 1") == nullptr);
+      (*m)["again"].push_back(1);
+      CHECK(m->size() == 1);
+    }
+  }
 }
