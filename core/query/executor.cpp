@@ -197,30 +197,35 @@ Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>
 
 Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, std::shared_lock<FairSharedMutex>& lk) {
   if constexpr (!port::kThreads) return Status::ok();
+  const ParsedStatement& st = p.st;
+  // What it could build: the @unique indexes a put, insert or set checks;
+  // what a read plans (for a where, an order, a group, a match or a
+  // lookup), or a set or del not by id. Nothing else looks at a text or
+  // secondary index (a write's hot path locks no index's mutex).
+  const bool checks_unique = st.kind == StmtKind::Put || st.kind == StmtKind::Insert || st.kind == StmtKind::Set;
+  const bool plans =
+      (st.kind == StmtKind::Get &&
+       (st.where || !st.order.empty() || !st.group.empty() || !st.match_field.empty() || st.lookup)) ||
+      ((st.kind == StmtKind::Set || st.kind == StmtKind::Del) && st.where && !names_ids(st.where.get()));
   for (int tries = 0;; tries++) {
-    if (needs_maps(p.st)) KF_TRY(ready_maps(p, lk));
+    if (needs_maps(st)) KF_TRY(ready_maps(p, lk));
     Collection* c = p.collection;
     // Definitions racing it round after round: built where planned.
-    if (!c || tries >= kBuildTries || !any_unbuilt(*c)) return Status::ok();
-    const ParsedStatement& st = p.st;
+    if (!c || tries >= kBuildTries || (!checks_unique && !plans)) return Status::ok();
     std::vector<IndexNeed> needs;
-    if (st.kind == StmtKind::Put || st.kind == StmtKind::Insert || st.kind == StmtKind::Set)
+    if (checks_unique)
       for (uint32_t i = 0; i < c->def.secondary.size(); i++)
         if (c->def.secondary[i].kind == IndexKind::Unique && unbuilt(*c, {c->def.id, false, i}))
           needs.push_back({c->def.id, false, i});
-    {  // planned as it will be, building nothing
+    if (plans && any_unbuilt(*c)) {  // planned as it will be, building nothing
       DeferBuilds defer(&needs);
       Evaluator ev(params);
       Plan plan(false);
       ExecContext x(*this, *c, st, ev, plan, false);
       Pipeline pipe;
       std::vector<Value> rows;
-      // A read plans an index only for a where, an order, a group, a match or a lookup.
-      if (st.kind == StmtKind::Get &&
-          (st.where || !st.order.empty() || !st.group.empty() || !st.match_field.empty() || st.lookup))
-        (void)plan_get(x, &rows, &pipe);
-      else if ((st.kind == StmtKind::Set || st.kind == StmtKind::Del) && st.where && !names_ids(st.where.get()))
-        plan_where(x, &pipe);
+      if (st.kind == StmtKind::Get) (void)plan_get(x, &rows, &pipe);
+      else plan_where(x, &pipe);
     }
     if (needs.empty()) return Status::ok();
     build_needs(needs, &tries, lk);
