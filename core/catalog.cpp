@@ -57,6 +57,23 @@ Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_vie
   return Status::ok();
 }
 
+Status text_entry(const Collection& c, uint32_t fid, TextIndex& ti, int64_t id, std::string_view body) {
+  thread_local Value v;
+  thread_local std::vector<std::string> tokens;
+  KF_TRY(decode_field(body, fid, &v, &c));
+  text_tokens(v, &tokens);
+  ti.put(id, tokens);
+  return Status::ok();
+}
+
+Status secondary_entry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,
+                       std::string_view body) {
+  thread_local Value key;
+  KF_TRY(secondary_key(c, d, body, &key));
+  si.put(id, key);
+  return Status::ok();
+}
+
 Status Engine::ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk) {
   // Without threads no one else waits for the lock: the maps are built
   // whole where first needed.
@@ -108,9 +125,7 @@ class SecondaryFill final : public Fill {
  public:
   SecondaryFill(const SecondaryDef& d, size_t i) : idx(std::make_unique<SecondaryIndex>(d.kind)), d_(d), i_(i) {}
   Status put(const Collection& c, int64_t id, std::string_view body) override {
-    KF_TRY(secondary_key(c, d_, body, &key_));
-    idx->put(id, key_);
-    return Status::ok();
+    return secondary_entry(c, d_, *idx, id, body);
   }
   void remove(int64_t id) override { idx->remove(id); }
   void install(Collection& c) override {
@@ -123,17 +138,13 @@ class SecondaryFill final : public Fill {
  private:
   SecondaryDef d_;
   size_t i_;
-  Value key_;
 };
 
 class TextFill final : public Fill {
  public:
   explicit TextFill(const Field& f) : idx(std::make_unique<TextIndex>(f.index.text.k1, f.index.text.b)), fid_(f.id) {}
   Status put(const Collection& c, int64_t id, std::string_view body) override {
-    KF_TRY(decode_field(body, fid_, &v_, &c));
-    text_tokens(v_, &tokens_);
-    idx->put(id, tokens_);
-    return Status::ok();
+    return text_entry(c, fid_, *idx, id, body);
   }
   void remove(int64_t id) override { idx->remove(id); }
   void install(Collection& c) override {
@@ -144,8 +155,6 @@ class TextFill final : public Fill {
 
  private:
   uint32_t fid_;
-  Value v_;
-  std::vector<std::string> tokens_;
 };
 
 // Every document of c into f, its bodies read through `body`.

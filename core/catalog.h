@@ -69,6 +69,13 @@ Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_vie
 // The tokens of a text or [text] value (none for others).
 void text_tokens(const Value& v, std::vector<std::string>* out);
 
+// Document `id`'s entry, from its body, in the text index of field `fid`
+// and in a secondary index (over what it had there): how every write, undo
+// and build fills them.
+Status text_entry(const Collection& c, uint32_t fid, TextIndex& ti, int64_t id, std::string_view body);
+Status secondary_entry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,
+                       std::string_view body);
+
 
 // Collection definitions in records.
 void encode_def(const CollectionDef& d, int64_t next_id, std::string& out);

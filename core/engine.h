@@ -510,7 +510,6 @@ class Engine {
   std::vector<Undo> undo_;
   std::vector<HnswIndex*> touched_;  // indexes with nodes to link after a record
   std::vector<float> prepared_;
-  std::vector<std::string> tokens_;
   // Vector index records seen while loading the image, by collection << 32 | field.
   struct VectorRecords {
     std::string_view meta, graph;

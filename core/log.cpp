@@ -67,18 +67,9 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
           }
           touched_.push_back(index.get());
         }
-        for (auto& [fid, ti] : c->tindex) {
-          Value v;
-          KF_TRY(decode_field(b, fid, &v, c));
-          text_tokens(v, &tokens_);
-          ti->put(id, tokens_);
-        }
-        for (size_t i = 0; i < c->sindex.size(); i++) {
-          if (!c->sindex[i]) continue;
-          Value key;
-          KF_TRY(secondary_key(*c, c->def.secondary[i], b, &key));
-          c->sindex[i]->put(id, key);
-        }
+        for (auto& [fid, ti] : c->tindex) KF_TRY(text_entry(*c, fid, *ti, id, b));
+        for (size_t i = 0; i < c->sindex.size(); i++)
+          if (c->sindex[i]) KF_TRY(secondary_entry(*c, c->def.secondary[i], *c->sindex[i], id, b));
         break;
       }
       case format::kOpDel: {
@@ -172,21 +163,12 @@ void Engine::rollback(std::vector<Undo>& undo) {
     for (auto& [fid, v] : it->vectors) c->vindex[fid]->put(it->id, v.data());  // revives its node
     // The text and secondary indexes take the document as it was back.
     std::string_view was = it->loc != IdIndex::kDead ? arena_.body(it->loc) : std::string_view();
-    for (auto& [fid, ti] : c->tindex) {
-      Value v;
-      if (it->loc != IdIndex::kDead && decode_field(was, fid, &v, c).is_ok()) {
-        text_tokens(v, &tokens_);
-        ti->put(it->id, tokens_);
-      } else {
-        ti->remove(it->id);
-      }
-    }
-    for (size_t i = 0; i < c->sindex.size(); i++) {
-      if (!c->sindex[i]) continue;
-      Value key;
-      if (it->loc != IdIndex::kDead && secondary_key(*c, c->def.secondary[i], was, &key).is_ok()) c->sindex[i]->put(it->id, key);
-      else c->sindex[i]->remove(it->id);
-    }
+    const bool back = it->loc != IdIndex::kDead;
+    for (auto& [fid, ti] : c->tindex)
+      if (!back || !text_entry(*c, fid, *ti, it->id, was).is_ok()) ti->remove(it->id);
+    for (size_t i = 0; i < c->sindex.size(); i++)
+      if (c->sindex[i] && (!back || !secondary_entry(*c, c->def.secondary[i], *c->sindex[i], it->id, was).is_ok()))
+        c->sindex[i]->remove(it->id);
   }
   for (auto& [name, c] : colls_)
     for (auto& [fid, index] : c->vindex) index->drop_pending();
