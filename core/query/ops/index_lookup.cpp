@@ -3,6 +3,8 @@
 // the filter then tests; and the counts an index answers exactly.
 #include "ops.h"
 
+#include <span>
+
 namespace kitfox {
 
 // The secondary index of collection c on `path` (field plus json keys), of
@@ -21,22 +23,30 @@ int find_secondary(const Collection& c, const std::vector<std::string>& path, bo
   return best;
 }
 
-// A constant as the index holds the field's values: ISO text and ints become
-// timestamps for a timestamp field (as comparisons align them). False when it
-// cannot match anything.
-bool index_constant(const Collection& c, const std::vector<std::string>& path, Value v, Value* out) {
+// A constant as the index holds the field's values, as comparisons align
+// them: ISO text and ints become timestamps for a timestamp field, and a
+// timestamp becomes its ms for an int field. Nothing when it cannot match
+// anything; Unusable when the index cannot answer it: a timestamp against
+// any other field (text and json: the filter compares the time the text
+// spells, and many texts spell one time, in no order the index keeps).
+enum class IndexKey { Key, Nothing, Unusable };
+IndexKey index_constant(const Collection& c, const std::vector<std::string>& path, Value v, Value* out) {
   const Field* f = c.def.field(path[0]);
-  if (path.size() == 1 && f && f->type.kind == TypeKind::Timestamp) {
+  const TypeKind k = path.size() == 1 && f ? f->type.kind : TypeKind::Json;  // a path into json: any value
+  if (k == TypeKind::Timestamp) {
     if (v.kind() == Kind::Text) {
       int64_t ms;
-      if (!parse_timestamp(v.as_string(), &ms)) return false;
+      if (!parse_timestamp(v.as_string(), &ms)) return IndexKey::Nothing;
       v = Value::timestamp(ms);
     } else if (v.kind() == Kind::Int) {
       v = Value::timestamp(v.as_int());
     }
+  } else if (v.kind() == Kind::Timestamp) {
+    if (k != TypeKind::Int) return IndexKey::Unusable;
+    v = Value::integer(v.as_int());
   }
   *out = std::move(v);
-  return true;
+  return IndexKey::Key;
 }
 
 // One conjunct an index can answer: `path op constant` (either side; the op
@@ -96,7 +106,7 @@ bool key_range(const Collection& c, const Evaluator& ev, const std::vector<const
     const bool upper = o == CmpOp::Lt || o == CmpOp::Le, lower = o == CmpOp::Gt || o == CmpOp::Ge;
     if ((upper && r->has_hi) || (lower && r->has_lo) || (!upper && !lower)) continue;
     Value v, k;
-    if (!ev.constant(*t.konst, &v).is_ok() || !index_constant(c, path, std::move(v), &k)) continue;
+    if (!ev.constant(*t.konst, &v).is_ok() || index_constant(c, path, std::move(v), &k) != IndexKey::Key) continue;
     if (upper) r->hi = std::move(k), r->has_hi = true, r->hi_incl = o == CmpOp::Le;
     else r->lo = std::move(k), r->has_lo = true, r->lo_incl = o == CmpOp::Ge;
   }
@@ -129,17 +139,26 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
       if (i < 0) continue;
       Value kv;
       if (!ev.constant(*konst, &kv).is_ok()) return false;  // the scan reports the error
+      if (term.in && kv.kind() != Kind::List) return false;
+      // The keys first: a constant the index cannot answer leaves the
+      // conjunct to the filter (another conjunct's index, or the scan).
+      std::vector<Value> keys;
+      bool usable = true;
+      for (const Value& x : term.in ? kv.items() : std::span<const Value>(&kv, 1)) {
+        Value k;
+        IndexKey r = index_constant(c, path->path, x, &k);
+        if (r == IndexKey::Key) keys.push_back(std::move(k));
+        usable &= r != IndexKey::Unusable;
+      }
+      if (!usable) continue;
       auto si = eng.secondary(c, (size_t)i);
       if (!si.is_ok()) return false;
       auto name = [&] { return c.def.name + "." + expr_text(*path) + " (@" + secondary_name(c.def.secondary[i].kind) + ")"; };
       ids->clear();
       bool counted = false;
       if (term.in) {
-        if (kv.kind() != Kind::List) return false;
         std::vector<int64_t> part;
-        for (const Value& x : kv.items()) {
-          Value k;
-          if (!index_constant(c, path->path, x, &k)) continue;
+        for (const Value& k : keys) {
           (*si)->equal(k, &part);
           ids->insert(ids->end(), part.begin(), part.end());
         }
@@ -147,9 +166,8 @@ bool index_candidates(Engine& eng, Collection& c, const Evaluator& ev, const Exp
         ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
         if (detail) *detail = name() + ": in, " + counted_text(ids->size(), "candidate");
       } else {
-        Value k;
-        if (index_constant(c, path->path, kv, &k)) {
-          if (op == CmpOp::Eq) (*si)->equal(k, ids);
+        if (!keys.empty()) {  // none: it cannot match anything
+          if (op == CmpOp::Eq) (*si)->equal(keys[0], ids);
           else {
             // Both bounds when another conjunct bounds the same path the other way.
             KeyRange r;
@@ -217,7 +235,7 @@ bool index_count(Engine& eng, Collection& c, const Evaluator& ev, const Expr* wh
       continue;
     }
     Value key;
-    if (!index_constant(c, *path, kv, &key)) return false;
+    if (index_constant(c, *path, kv, &key) != IndexKey::Key) return false;
     bool numeric = k == TypeKind::Int || k == TypeKind::Float;
     bool same = numeric ? key.kind() == Kind::Int || key.kind() == Kind::Float
                         : key.kind() == (k == TypeKind::Text ? Kind::Text : k == TypeKind::Bool ? Kind::Bool : Kind::Timestamp);
