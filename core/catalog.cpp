@@ -117,6 +117,10 @@ class Fill {
   virtual ~Fill() = default;
   virtual Status put(const Collection& c, int64_t id, std::string_view body) = 0;
   virtual void remove(int64_t id) = 0;
+  // Around fill_all's puts, one a document: a sorted index gathers them
+  // and sorts them once.
+  virtual void loading(size_t) {}
+  virtual void loaded() {}
   // Puts the index in its place in c, unless one is there already.
   virtual void install(Collection& c) = 0;
 };
@@ -128,6 +132,8 @@ class SecondaryFill final : public Fill {
     return secondary_entry(c, d_, *idx, id, body);
   }
   void remove(int64_t id) override { idx->remove(id); }
+  void loading(size_t n) override { idx->begin_load(n); }
+  void loaded() override { idx->end_load(); }
   void install(Collection& c) override {
     std::lock_guard g(c.sec_mu);
     if (c.sindex.size() < c.def.secondary.size()) c.sindex.resize(c.def.secondary.size());
@@ -161,10 +167,12 @@ class TextFill final : public Fill {
 template <typename Body>
 Status fill_all(const Collection& c, Fill& f, const Body& body) {
   Status st;
+  f.loading(c.ids.size());
   c.ids.scan([&](const IdEntry& e) {
     st = f.put(c, e.id, body(e.loc));
     return st.is_ok();
   });
+  f.loaded();
   return st;
 }
 

@@ -22,10 +22,12 @@ std::string SecondaryIndex::hash_key(const Value& v) {
 }
 
 void SecondaryIndex::put(int64_t id, const Value& key) {
-  remove(id);
+  if (!loading_) remove(id);  // a load puts each document once
   Value k = normalize(key);
   if (kind_ == IndexKind::Sorted) {
-    sorted_.insert({k, id});
+    if (!loading_) sorted_.insert(k, id);
+    else if (k.kind() == Kind::Int) pending_ints_.push_back({k.as_int(), id});
+    else pending_.push_back({k, id});
   } else {
     if (k.is_null()) return;
     auto& ids = hash_[hash_key(k)];
@@ -38,7 +40,8 @@ void SecondaryIndex::remove(int64_t id) {
   const Value* key = key_of_.find(id);
   if (!key) return;
   if (kind_ == IndexKind::Sorted) {
-    sorted_.erase({*key, id});
+    if (loading_) end_load();
+    sorted_.erase(*key, id);
   } else {
     std::string hk = hash_key(*key);
     if (std::vector<int64_t>* ids = hash_.find(hk)) {
@@ -50,47 +53,49 @@ void SecondaryIndex::remove(int64_t id) {
   key_of_.erase(id);
 }
 
+void SecondaryIndex::end_load() {
+  if (!loading_) return;
+  loading_ = false;
+  sorted_.load(std::move(pending_), std::move(pending_ints_));
+  pending_ = {};
+  pending_ints_ = {};
+}
+
 void SecondaryIndex::equal(const Value& v, std::vector<int64_t>* out) const {
   out->clear();
   if (v.is_null()) return;
   Value k = normalize(v);
   if (kind_ == IndexKind::Sorted) {
-    for (auto it = sorted_.lower_bound({k, INT64_MIN}); it != sorted_.end() && compare(it->first, k) == 0; ++it)
-      if (it->first.kind() == k.kind() || (it->first.is_number() && k.is_number())) out->push_back(it->second);
+    for (Pos p = sorted_.lower_key(k), end = sorted_.end(); p != end; sorted_.next(p)) {
+      const KeyBlocks::Entry& e = sorted_.at(p);
+      if (compare(e.key, k) != 0) break;
+      if (e.key.kind() == k.kind() || (e.key.is_number() && k.is_number())) out->push_back(e.id);
+    }
     return;
   }
   if (const std::vector<int64_t>* ids = hash_.find(hash_key(k))) *out = *ids;
 }
 
-template <typename F>
-void SecondaryIndex::walk_range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f) const {
-  Value l = lo ? normalize(*lo) : Value(), h = hi ? normalize(*hi) : Value();
-  auto it = lo ? sorted_.lower_bound({l, INT64_MIN}) : sorted_.begin();
-  for (; it != sorted_.end(); ++it) {
-    const Value& k = it->first;
-    if (k.is_null()) continue;
-    if (lo) {
-      int c = compare(k, l);
-      if (c < 0 || (c == 0 && !lo_incl)) continue;
-    }
-    if (hi) {
-      int c = compare(k, h);
-      if (c > 0 || (c == 0 && !hi_incl)) break;
-    }
-    f(it->second);
-  }
+KeyBlocks::Pos SecondaryIndex::range_start(const Value* lo, bool lo_incl) const {
+  const Pos past_nulls = sorted_.lower_key(Value(), true);
+  if (!lo) return past_nulls;
+  const Pos p = sorted_.lower_key(normalize(*lo), !lo_incl);
+  return before(p, past_nulls) ? past_nulls : p;
 }
 
 void SecondaryIndex::range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, std::vector<int64_t>* out) const {
   out->clear();
-  walk_range(lo, lo_incl, hi, hi_incl, [&](int64_t id) { out->push_back(id); });
+  const Pos start = range_start(lo, lo_incl), end = range_end(hi, hi_incl);
+  if (!before(start, end)) return;
+  out->reserve(sorted_.between(start, end));
+  for (Pos p = start; p != end; sorted_.next(p)) out->push_back(sorted_.at(p).id);
   std::sort(out->begin(), out->end());
 }
 
 size_t SecondaryIndex::count_range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl) const {
-  size_t n = 0;
-  walk_range(lo, lo_incl, hi, hi_incl, [&](int64_t) { n++; });
-  return n;
+  const Pos start = range_start(lo, lo_incl), end = range_end(hi, hi_incl);
+  if (!before(start, end)) return 0;
+  return sorted_.between(start, end);
 }
 
 int64_t SecondaryIndex::holder(const Value& v, int64_t except) const {

@@ -7,11 +7,11 @@
 // equality or ranges; a sorted index keeps them, first, for ordering.
 #pragma once
 #include <cstdint>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "../value.h"
+#include "key_blocks.h"
 #include "params.h"
 #include "steady_map.h"
 
@@ -39,36 +39,57 @@ class SecondaryIndex {
   template <typename F>
   void ordered(bool desc, F&& f) const;
   // The same over the keys in a range (lo and hi may be null: unbounded;
-  // null keys left out), from the end the order starts at, so a limit
-  // stops it after as many entries as it takes.
+  // null keys left out unless `nulls`, which ordered() asks for, with no
+  // lower bound), from the end the order starts at, so a limit stops it
+  // after as many entries as it takes.
   template <typename F>
-  void ordered_range(bool desc, const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f) const;
+  void ordered_range(bool desc, const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f,
+                     bool nulls = false) const;
   // Visits each distinct non-null key as f(lowest id holding it, how many
   // documents hold it) until f returns false; keys in no particular order.
   template <typename F>
   void groups(F&& f) const;
   size_t size() const { return key_of_.size(); }
-  size_t memory_bytes() const { return key_of_.size() * 96; }
+  // The maps' and blocks' own memory (a hash index's id lists, 8 bytes an
+  // id, and keys past a string's inline room are left out).
+  size_t memory_bytes() const {
+    return key_of_.memory_bytes() + hash_.memory_bytes() + sorted_.memory_bytes() + (hash_.empty() ? 0 : size() * 8);
+  }
+
+  // A build of an empty index: the puts between begin_load() and
+  // end_load() (one per document, about `n`, no removes) are gathered and
+  // sorted once at the end. Nothing may read the index in between.
+  void begin_load(size_t n) {
+    loading_ = kind_ == IndexKind::Sorted && size() == 0;
+    if (loading_) pending_ints_.reserve(n);
+  }
+  void end_load();
 
   // The form keys are stored and compared in (integral floats become ints).
   static Value normalize(const Value& v);
 
  private:
-  struct Less {
-    bool operator()(const std::pair<Value, int64_t>& a, const std::pair<Value, int64_t>& b) const {
-      int c = compare(a.first, b.first);
-      return c ? c < 0 : a.second < b.second;
-    }
-  };
+  using Pos = KeyBlocks::Pos;
+  static bool before(Pos a, Pos b) { return a.b < b.b || (a.b == b.b && a.i < b.i); }
   static std::string hash_key(const Value& v);
-  template <typename F>
-  void walk_range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f) const;
+  // The first entry past the null keys (which sort first), or past the
+  // keys below lo (or not above it when !lo_incl), whichever is later.
+  Pos range_start(const Value* lo, bool lo_incl) const;
+  // The first entry past the keys the upper bound admits.
+  Pos range_end(const Value* hi, bool hi_incl) const {
+    return hi ? sorted_.lower_key(normalize(*hi), hi_incl) : sorted_.end();
+  }
 
   IndexKind kind_;
   // Hash maps that grow a few buckets a write (steady_map.h).
   SteadyMap<std::string, std::vector<int64_t>> hash_;  // hash, unique
-  std::set<std::pair<Value, int64_t>, Less> sorted_;   // sorted
+  KeyBlocks sorted_;                                   // sorted
   SteadyMap<int64_t, Value> key_of_;
+  bool loading_ = false;
+  // A sorted index's build, begin_load() to end_load(): int keys as pairs
+  // of words (16 bytes an entry, not 64), other keys as entries.
+  std::vector<std::pair<int64_t, int64_t>> pending_ints_;
+  std::vector<KeyBlocks::Entry> pending_;
 };
 
 template <typename F>
@@ -77,66 +98,53 @@ void SecondaryIndex::groups(F&& f) const {
     hash_.for_each([&](const std::string&, const std::vector<int64_t>& ids) { return f(ids.front(), ids.size()); });
     return;
   }
-  for (auto it = sorted_.begin(); it != sorted_.end();) {
-    auto end = it;
-    size_t n = 0;
-    while (end != sorted_.end() && compare(end->first, it->first) == 0) ++end, ++n;
-    if (!it->first.is_null() && !f(it->second, n)) return;
-    it = end;
+  const Pos end = sorted_.end();
+  for (Pos p = range_start(nullptr, false); p != end;) {
+    const KeyBlocks::Entry& first = sorted_.at(p);
+    Pos q = sorted_.lower_key(first.key, true);
+    if (!f(first.id, sorted_.between(p, q))) return;
+    p = q;
   }
 }
 
 template <typename F>
 void SecondaryIndex::ordered(bool desc, F&& f) const {
   if (!desc) {
-    for (auto& [k, id] : sorted_)
-      if (!f(k, id)) return;
-    return;
-  }
-  // Descending by key, ascending by id within a key: each group of equal
-  // keys is found by its first entry (a tree search), not by stepping back
-  // through it, so a limit stops the walk after as many entries as it takes.
-  auto it = sorted_.end();
-  while (it != sorted_.begin()) {
-    auto first = sorted_.lower_bound({std::prev(it)->first, INT64_MIN});
-    for (auto g = first; g != it; ++g)
-      if (!f(g->first, g->second)) return;
-    it = first;
-  }
-}
-
-template <typename F>
-void SecondaryIndex::ordered_range(bool desc, const Value* lo, bool lo_incl, const Value* hi, bool hi_incl,
-                                   F&& f) const {
-  const Value l = lo ? normalize(*lo) : Value(), h = hi ? normalize(*hi) : Value();
-  auto below_lo = [&](const Value& k) {
-    if (!lo) return false;
-    int c = compare(k, l);
-    return c < 0 || (c == 0 && !lo_incl);
-  };
-  auto above_hi = [&](const Value& k) {
-    if (!hi) return false;
-    int c = compare(k, h);
-    return c > 0 || (c == 0 && !hi_incl);
-  };
-  if (!desc) {
-    for (auto it = lo ? sorted_.lower_bound({l, INT64_MIN}) : sorted_.begin(); it != sorted_.end(); ++it) {
-      if (it->first.is_null() || below_lo(it->first)) continue;
-      if (above_hi(it->first)) return;
-      if (!f(it->first, it->second)) return;
+    for (Pos p = sorted_.begin(), end = sorted_.end(); p != end; sorted_.next(p)) {
+      const KeyBlocks::Entry& e = sorted_.at(p);
+      if (!f(e.key, e.id)) return;
     }
     return;
   }
-  // From the last key the upper bound admits, down, a group of equal keys
-  // at a time (ascending ids within it), as ordered() walks.
-  auto it = !hi ? sorted_.end() : hi_incl ? sorted_.upper_bound({h, INT64_MAX}) : sorted_.lower_bound({h, INT64_MIN});
-  while (it != sorted_.begin()) {
-    const Value& k = std::prev(it)->first;
-    if (k.is_null() || below_lo(k)) return;
-    auto first = sorted_.lower_bound({k, INT64_MIN});
-    if (!above_hi(k))
-      for (auto g = first; g != it; ++g)
-        if (!f(g->first, g->second)) return;
+  ordered_range(true, nullptr, false, nullptr, false, std::forward<F>(f), true);
+}
+
+template <typename F>
+void SecondaryIndex::ordered_range(bool desc, const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f,
+                                   bool nulls) const {
+  const Pos start = nulls ? sorted_.begin() : range_start(lo, lo_incl), end = range_end(hi, hi_incl);
+  if (!before(start, end)) return;  // an empty range: lo above hi
+  if (!desc) {
+    for (Pos p = start; p != end; sorted_.next(p)) {
+      const KeyBlocks::Entry& e = sorted_.at(p);
+      if (!f(e.key, e.id)) return;
+    }
+    return;
+  }
+  // From the last key the range admits, down, a group of equal keys at a
+  // time (ascending ids within it): each group is found by a search for its
+  // first entry, not by stepping back through it, so a limit stops the walk
+  // after as many entries as it takes.
+  Pos it = end;
+  while (it != start) {
+    Pos last = it;
+    sorted_.prev(last);
+    Pos first = sorted_.lower_key(sorted_.at(last).key);
+    if (before(first, start)) first = start;
+    for (Pos g = first; g != it; sorted_.next(g)) {
+      const KeyBlocks::Entry& e = sorted_.at(g);
+      if (!f(e.key, e.id)) return;
+    }
     it = first;
   }
 }

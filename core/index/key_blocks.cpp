@@ -1,0 +1,152 @@
+#include "key_blocks.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace kitfox {
+
+void KeyBlocks::clear() {
+  for (Block* b : blocks_) delete b;
+  blocks_.clear();
+  blocks_.shrink_to_fit();
+  size_ = 0;
+}
+
+size_t KeyBlocks::block_for(const Value& k, int64_t id) const {
+  size_t lo = 0, hi = blocks_.size();
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    const Block& m = *blocks_[mid];
+    const Entry& last = m.e[m.n - 1];
+    if (less(last.key, last.id, k, id)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo == blocks_.size() ? lo - 1 : lo;
+}
+
+void KeyBlocks::insert(Value key, int64_t id) {
+  if (blocks_.empty()) blocks_.push_back(new Block);
+  size_t bi = block_for(key, id);
+  Block* b = blocks_[bi];
+  if (b->n == kMax) {
+    // Split: the upper half moves to a new block after it.
+    Block* r = new Block;
+    const size_t half = kMax / 2;
+    std::move(b->e + half, b->e + kMax, r->e);
+    r->n = kMax - half;
+    b->n = half;
+    blocks_.insert(blocks_.begin() + (ptrdiff_t)bi + 1, r);
+    const Entry& last = b->e[half - 1];
+    if (less(last.key, last.id, key, id)) b = r;
+  }
+  size_t i = 0, hi = b->n;
+  while (i < hi) {
+    size_t mid = (i + hi) / 2;
+    if (less(b->e[mid].key, b->e[mid].id, key, id)) i = mid + 1;
+    else hi = mid;
+  }
+  std::move_backward(b->e + i, b->e + b->n, b->e + b->n + 1);
+  b->e[i].key = std::move(key);
+  b->e[i].id = id;
+  b->n++;
+  size_++;
+}
+
+bool KeyBlocks::erase(const Value& key, int64_t id) {
+  if (blocks_.empty()) return false;
+  size_t bi = block_for(key, id);
+  Block* b = blocks_[bi];
+  size_t i = 0, hi = b->n;
+  while (i < hi) {
+    size_t mid = (i + hi) / 2;
+    if (less(b->e[mid].key, b->e[mid].id, key, id)) i = mid + 1;
+    else hi = mid;
+  }
+  if (i == b->n || b->e[i].id != id || compare(b->e[i].key, key) != 0) return false;
+  std::move(b->e + i + 1, b->e + b->n, b->e + i);
+  b->n--;
+  b->e[b->n].key = Value();  // what it held freed now
+  size_--;
+  if (b->n == 0) {
+    delete b;
+    blocks_.erase(blocks_.begin() + (ptrdiff_t)bi);
+  } else if (b->n < kMax / 4) {
+    if (bi + 1 < blocks_.size() && b->n + blocks_[bi + 1]->n <= kMax) join(bi);
+    else if (bi > 0 && b->n + blocks_[bi - 1]->n <= kMax) join(bi - 1);
+  }
+  return true;
+}
+
+void KeyBlocks::join(size_t bi) {
+  Block* a = blocks_[bi];
+  Block* b = blocks_[bi + 1];
+  std::move(b->e, b->e + b->n, a->e + a->n);
+  a->n += b->n;
+  delete b;
+  blocks_.erase(blocks_.begin() + (ptrdiff_t)bi + 1);
+}
+
+void KeyBlocks::load(std::vector<Entry> entries, std::vector<std::pair<int64_t, int64_t>> ints) {
+  clear();
+  const size_t n = entries.size() + ints.size();
+  // Blocks filled to 3/4, so the inserts that follow split few of them.
+  constexpr size_t kFill = kMax * 3 / 4;
+  blocks_.reserve((n + kFill - 1) / kFill);
+  auto fill = [&](auto&& put) {
+    for (size_t at = 0; at < n; at += kFill) {
+      Block* b = new Block;
+      b->n = std::min(kFill, n - at);
+      for (size_t i = 0; i < b->n; i++) put(b->e[i], at + i);
+      blocks_.push_back(b);
+    }
+  };
+  if (entries.empty()) {
+    // Int keys alone (the most common): sorted as pairs of words.
+    std::sort(ints.begin(), ints.end());
+    fill([&](Entry& e, size_t i) {
+      e.key.assign_scalar(Kind::Int, ints[i].first);
+      e.id = ints[i].second;
+    });
+  } else {
+    entries.reserve(n);
+    for (auto [k, id] : ints) entries.push_back({Value::integer(k), id});
+    ints = {};
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return less(a.key, a.id, b.key, b.id); });
+    fill([&](Entry& e, size_t i) { e = std::move(entries[i]); });
+  }
+  size_ = n;
+}
+
+KeyBlocks::Pos KeyBlocks::lower_key(const Value& k, bool after) const {
+  // Past an entry: its key is below k (or, with `after`, not above it).
+  auto past = [&](const Value& key) {
+    int c = compare(key, k);
+    return after ? c <= 0 : c < 0;
+  };
+  size_t lo = 0, hi = blocks_.size();
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    const Block& m = *blocks_[mid];
+    if (past(m.e[m.n - 1].key)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == blocks_.size()) return end();
+  const Block& b = *blocks_[lo];
+  size_t i = 0, n = b.n;
+  while (i < n) {
+    size_t mid = (i + n) / 2;
+    if (past(b.e[mid].key)) i = mid + 1;
+    else n = mid;
+  }
+  return {lo, i};  // i < b.n: the block's last entry is not past
+}
+
+size_t KeyBlocks::between(Pos a, Pos b) const {
+  if (a.b == b.b) return b.i - a.i;
+  size_t n = blocks_[a.b]->n - a.i;
+  for (size_t x = a.b + 1; x < b.b; x++) n += blocks_[x]->n;
+  return n + b.i;
+}
+
+}  // namespace kitfox

@@ -1,0 +1,88 @@
+// KeyBlocks: the entries (key, id) of a @sorted index in key order, ties by
+// ascending id, held in blocks of up to kMax entries each (one allocation a
+// block, the entries inline), the blocks in order in one array of pointers.
+// Against a tree of one node an entry it walks a range through memory laid
+// out in order, counts one by the sizes of the blocks it spans, is built
+// from unsorted entries by one sort, and frees a block at a time. An insert
+// moves at most a block's entries (a full block splits in two, and the
+// array of pointers shifts by one); an erase the same (a block left under a
+// quarter full joins a neighbour when both fit in one).
+//
+// Positions (Pos) name an entry by block and index; end() is one past the
+// last. Any insert or erase invalidates them. Const operations change
+// nothing, so readers may share it under a shared lock.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "../value.h"
+
+namespace kitfox {
+
+class KeyBlocks {
+ public:
+  struct Entry {
+    Value key;
+    int64_t id = 0;
+  };
+  struct Pos {
+    size_t b = 0, i = 0;
+    bool operator==(const Pos&) const = default;
+  };
+  static constexpr size_t kMax = 128;
+
+  KeyBlocks() = default;
+  KeyBlocks(const KeyBlocks&) = delete;
+  KeyBlocks& operator=(const KeyBlocks&) = delete;
+  ~KeyBlocks() { clear(); }
+
+  size_t size() const { return size_; }
+  void clear();
+  void insert(Value key, int64_t id);
+  bool erase(const Value& key, int64_t id);
+  // Replaces the contents with `entries` and the (int key, id) pairs
+  // `ints` (any order; each (key, id) once).
+  void load(std::vector<Entry> entries, std::vector<std::pair<int64_t, int64_t>> ints = {});
+
+  Pos begin() const { return {0, 0}; }
+  Pos end() const { return {blocks_.size(), 0}; }
+  const Entry& at(Pos p) const { return blocks_[p.b]->e[p.i]; }
+  void next(Pos& p) const {
+    if (++p.i == blocks_[p.b]->n) p = {p.b + 1, 0};
+  }
+  // p must not be begin().
+  void prev(Pos& p) const {
+    if (p.i == 0) p = {p.b - 1, blocks_[p.b - 1]->n - 1};
+    else p.i--;
+  }
+  // The first entry whose key is >= k (or > k with `after`), or end().
+  Pos lower_key(const Value& k, bool after = false) const;
+  // How many entries lie from a up to (not including) b; a <= b.
+  size_t between(Pos a, Pos b) const;
+  size_t memory_bytes() const { return blocks_.capacity() * sizeof(Block*) + blocks_.size() * sizeof(Block); }
+
+ private:
+  struct Block {
+    size_t n = 0;
+    Entry e[kMax];
+  };
+  static bool less(const Value& ka, int64_t ia, const Value& kb, int64_t ib) {
+    if (ka.kind() == Kind::Int && kb.kind() == Kind::Int) {  // most keys: no call
+      const int64_t x = ka.as_int(), y = kb.as_int();
+      return x != y ? x < y : ia < ib;
+    }
+    int c = compare(ka, kb);
+    return c ? c < 0 : ia < ib;
+  }
+  // The block an entry (k, id) belongs in: the first whose last entry is
+  // not below it, else the last block.
+  size_t block_for(const Value& k, int64_t id) const;
+  void join(size_t b);  // block b with its right neighbour, which fits
+
+  std::vector<Block*> blocks_;
+  size_t size_ = 0;
+};
+
+}  // namespace kitfox

@@ -1,0 +1,222 @@
+// KeyBlocks and the @sorted SecondaryIndex over it, against a std::set of
+// the same entries: random puts and removes of mixed keys (null, ints,
+// floats, text) through splits and joins of blocks, and every way of reading.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <map>
+#include <set>
+
+#include "db.h"
+#include "index/key_blocks.h"
+#include "index/secondary.h"
+
+using namespace kitfox;
+
+namespace {
+
+struct Less {
+  bool operator()(const std::pair<Value, int64_t>& a, const std::pair<Value, int64_t>& b) const {
+    int c = compare(a.first, b.first);
+    return c ? c < 0 : a.second < b.second;
+  }
+};
+using Model = std::set<std::pair<Value, int64_t>, Less>;
+using Entries = std::vector<std::pair<Value, int64_t>>;
+
+// Entries as text, to compare (a key's kind shows: 3 against 3.5 and "3").
+std::string show(const Entries& v) {
+  std::string s;
+  for (auto& [k, id] : v) s += to_json(k) + "#" + std::to_string(id) + " ";
+  return s;
+}
+std::string show(const Model& m) { return show(Entries(m.begin(), m.end())); }
+
+Value random_key(std::mt19937_64& rng) {
+  switch (rng() % 8) {
+    case 0: return Value();
+    case 1: return Value::real((double)(rng() % 50) + 0.5);
+    case 2: return Value::text("k" + std::to_string(rng() % 40));
+    case 3: return Value::real((double)(rng() % 50));  // integral: one key with the int
+    default: return Value::integer((int64_t)(rng() % 50));
+  }
+}
+
+Entries all(const KeyBlocks& kb) {
+  Entries out;
+  for (auto p = kb.begin(); p != kb.end(); kb.next(p)) out.push_back({kb.at(p).key, kb.at(p).id});
+  return out;
+}
+
+bool in_range(const Value& k, const Value* lo, bool lo_incl, const Value* hi, bool hi_incl) {
+  if (k.is_null()) return false;
+  if (lo) {
+    int c = compare(k, SecondaryIndex::normalize(*lo));
+    if (c < 0 || (c == 0 && !lo_incl)) return false;
+  }
+  if (hi) {
+    int c = compare(k, SecondaryIndex::normalize(*hi));
+    if (c > 0 || (c == 0 && !hi_incl)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("KeyBlocks: inserts and erases through splits and joins keep the order of a std::set") {
+  std::mt19937_64 rng(7);
+  KeyBlocks kb;
+  Model model;
+  for (int round = 0; round < 20000; round++) {
+    int64_t id = (int64_t)(rng() % 3000);
+    Value k = SecondaryIndex::normalize(random_key(rng));
+    if (rng() % 3) {
+      if (model.insert({k, id}).second) kb.insert(k, id);
+    } else {
+      bool had = model.erase({k, id}) > 0;
+      CHECK(kb.erase(k, id) == had);
+    }
+  }
+  REQUIRE(kb.size() == model.size());
+  CHECK(show(all(kb)) == show(model));
+  // Positions: lower_key and between agree with the model.
+  for (int q = 0; q < 200; q++) {
+    Value k = SecondaryIndex::normalize(random_key(rng));
+    for (bool after : {false, true}) {
+      auto p = kb.lower_key(k, after);
+      size_t want = 0;
+      for (auto& [mk, mid] : model) want += after ? compare(mk, k) <= 0 : compare(mk, k) < 0;
+      CHECK(kb.between(kb.begin(), p) == want);
+    }
+  }
+  // Erasing everything leaves no block.
+  for (auto& [k, id] : model) REQUIRE(kb.erase(k, id));
+  CHECK(kb.size() == 0);
+  CHECK(kb.begin() == kb.end());
+}
+
+TEST_CASE("KeyBlocks: a load sorts its entries; inserts after it split the blocks it filled") {
+  std::mt19937_64 rng(11);
+  Model model;
+  std::vector<KeyBlocks::Entry> entries;
+  for (int64_t id = 1; id <= 5000; id++) {
+    Value k = SecondaryIndex::normalize(random_key(rng));
+    model.insert({k, id});
+    entries.push_back({k, id});
+  }
+  KeyBlocks kb;
+  kb.load(std::move(entries));
+  CHECK(show(all(kb)) == show(model));
+  // Int keys given as pairs, alone and beside other keys.
+  for (bool others : {false, true}) {
+    Model m2;
+    std::vector<std::pair<int64_t, int64_t>> ints;
+    std::vector<KeyBlocks::Entry> rest;
+    for (int64_t id = 1; id <= 3000; id++) {
+      Value k = others ? SecondaryIndex::normalize(random_key(rng)) : Value::integer((int64_t)(rng() % 100) - 50);
+      m2.insert({k, id});
+      if (k.kind() == Kind::Int) ints.push_back({k.as_int(), id});
+      else rest.push_back({k, id});
+    }
+    KeyBlocks k2;
+    k2.load(std::move(rest), std::move(ints));
+    CHECK(k2.size() == m2.size());
+    CHECK(show(all(k2)) == show(m2));
+  }
+  for (int64_t id = 5001; id <= 7000; id++) {
+    Value k = SecondaryIndex::normalize(random_key(rng));
+    model.insert({k, id});
+    kb.insert(k, id);
+  }
+  CHECK(show(all(kb)) == show(model));
+}
+
+TEST_CASE("a @sorted index answers equal, range, count, ordered walks and groups as a scan of its entries would") {
+  for (bool load : {false, true}) {
+    std::mt19937_64 rng(load ? 5 : 3);
+    SecondaryIndex si(IndexKind::Sorted);
+    std::map<int64_t, Value> docs;  // id -> key as put
+    if (load) si.begin_load(3000);
+    for (int64_t id = 1; id <= 3000; id++) {
+      Value k = random_key(rng);
+      si.put(id, k);
+      docs[id] = k;
+    }
+    if (load) si.end_load();
+    for (int i = 0; i < 3000; i++) {  // replaced and removed keys
+      int64_t id = 1 + (int64_t)(rng() % 3500);
+      if (rng() % 4 == 0) {
+        si.remove(id);
+        docs.erase(id);
+      } else {
+        Value k = random_key(rng);
+        si.put(id, k);
+        docs[id] = k;
+      }
+    }
+    REQUIRE(si.size() == docs.size());
+    Model model;
+    for (auto& [id, k] : docs) model.insert({SecondaryIndex::normalize(k), id});
+    for (int q = 0; q < 300; q++) {
+      Value a = random_key(rng), b = random_key(rng);
+      const bool ai = rng() % 2, bi = rng() % 2;
+      const Value* lo = rng() % 4 ? &a : nullptr;
+      const Value* hi = rng() % 4 ? &b : nullptr;
+      std::vector<int64_t> want, got;
+      for (auto& [k, id] : model)
+        if (in_range(k, lo, ai, hi, bi)) want.push_back(id);
+      Entries walk_want;
+      for (auto& [k, id] : model)
+        if (in_range(k, lo, ai, hi, bi)) walk_want.push_back({k, id});
+      si.range(lo, ai, hi, bi, &got);
+      std::sort(want.begin(), want.end());
+      CHECK(got == want);
+      CHECK(si.count_range(lo, ai, hi, bi) == want.size());
+      // Ascending: key order; descending: keys down, ids up within a key.
+      for (bool desc : {false, true}) {
+        Entries walked;
+        si.ordered_range(desc, lo, ai, hi, bi, [&](const Value& k, int64_t id) {
+          walked.push_back({k, id});
+          return true;
+        });
+        auto expect = walk_want;
+        if (desc)
+          std::stable_sort(expect.begin(), expect.end(),
+                           [](auto& x, auto& y) { return compare(x.first, y.first) > 0; });
+        CHECK(show(walked) == show(expect));
+      }
+      // Equality finds the key's documents of a comparable kind.
+      if (!a.is_null()) {
+        std::vector<int64_t> eq_want;
+        Value n = SecondaryIndex::normalize(a);
+        for (auto& [k, id] : model)
+          if (compare(k, n) == 0 && (k.kind() == n.kind() || (k.is_number() && n.is_number()))) eq_want.push_back(id);
+        std::sort(eq_want.begin(), eq_want.end());
+        si.equal(a, &got);
+        CHECK(got == eq_want);
+      }
+    }
+    // The whole order, nulls first ascending and last descending; a limit stops the walk.
+    Entries asc, desc, first5;
+    si.ordered(false, [&](const Value& k, int64_t id) { return asc.push_back({k, id}), true; });
+    si.ordered(true, [&](const Value& k, int64_t id) { return desc.push_back({k, id}), true; });
+    si.ordered(true, [&](const Value& k, int64_t id) { return first5.push_back({k, id}), first5.size() < 5; });
+    CHECK(show(asc) == show(model));
+    auto expect = asc;
+    std::stable_sort(expect.begin(), expect.end(), [](auto& x, auto& y) { return compare(x.first, y.first) > 0; });
+    CHECK(show(desc) == show(expect));
+    CHECK(show(Entries(desc.begin(), desc.begin() + 5)) == show(first5));
+    // Groups: each non-null key once, with its lowest id and its count.
+    std::map<std::string, std::pair<int64_t, size_t>> groups_want, groups_got;
+    for (auto& [k, id] : model) {
+      if (k.is_null()) continue;
+      auto& g = groups_want[to_json(k)];
+      if (g.second++ == 0) g.first = id;
+    }
+    si.groups([&](int64_t first, size_t n) {
+      groups_got[to_json(docs[first].is_null() ? Value() : SecondaryIndex::normalize(docs[first]))] = {first, n};
+      return true;
+    });
+    CHECK(groups_got == groups_want);
+  }
+}
