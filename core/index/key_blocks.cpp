@@ -25,7 +25,14 @@ size_t KeyBlocks::block_for(const Value& k, int64_t id) const {
 }
 
 void KeyBlocks::insert(Value key, int64_t id) {
-  if (blocks_.empty()) blocks_.push_back(new Block);
+  if (blocks_.empty()) {  // no block is ever left empty: block_for reads each one's last entry
+    Block* b = new Block;
+    b->e[0] = {std::move(key), id};
+    b->n = 1;
+    blocks_.push_back(b);
+    size_++;
+    return;
+  }
   size_t bi = block_for(key, id);
   Block* b = blocks_[bi];
   if (b->n == kMax) {

@@ -98,10 +98,14 @@ void SecondaryIndex::groups(F&& f) const {
     hash_.for_each([&](const std::string&, const std::vector<int64_t>& ids) { return f(ids.front(), ids.size()); });
     return;
   }
+  // A group's end: stepped to within its first block, searched for past it.
   const Pos end = sorted_.end();
   for (Pos p = range_start(nullptr, false); p != end;) {
     const KeyBlocks::Entry& first = sorted_.at(p);
-    Pos q = sorted_.lower_key(first.key, true);
+    Pos q = p;
+    sorted_.next(q);
+    while (q != end && q.b == p.b && compare(sorted_.at(q).key, first.key) == 0) sorted_.next(q);
+    if (q != end && q.b != p.b && compare(sorted_.at(q).key, first.key) == 0) q = sorted_.lower_key(first.key, true);
     if (!f(first.id, sorted_.between(p, q))) return;
     p = q;
   }

@@ -33,11 +33,14 @@ std::string show(const Entries& v) {
 std::string show(const Model& m) { return show(Entries(m.begin(), m.end())); }
 
 Value random_key(std::mt19937_64& rng) {
-  switch (rng() % 8) {
+  switch (rng() % 11) {
     case 0: return Value();
     case 1: return Value::real((double)(rng() % 50) + 0.5);
     case 2: return Value::text("k" + std::to_string(rng() % 40));
     case 3: return Value::real((double)(rng() % 50));  // integral: one key with the int
+    case 4: return Value::timestamp((int64_t)(rng() % 20));
+    case 5: return Value::boolean(rng() % 2);
+    case 6: return rng() % 2 ? Value::integer(((int64_t)1 << 53) + (int64_t)(rng() % 3)) : Value::real(1e19);
     default: return Value::integer((int64_t)(rng() % 50));
   }
 }
@@ -89,10 +92,48 @@ TEST_CASE("KeyBlocks: inserts and erases through splits and joins keep the order
       CHECK(kb.between(kb.begin(), p) == want);
     }
   }
-  // Erasing everything leaves no block.
+  // Erasing everything leaves no block; inserts start again.
   for (auto& [k, id] : model) REQUIRE(kb.erase(k, id));
   CHECK(kb.size() == 0);
   CHECK(kb.begin() == kb.end());
+  CHECK(kb.lower_key(Value::integer(3)) == kb.end());
+  CHECK_FALSE(kb.erase(Value::integer(3), 1));
+  kb.insert(Value::integer(3), 2);
+  kb.insert(Value(), 1);
+  CHECK(show(all(kb)) == "null#1 3#2 ");
+  // Empty and nulls-only loads.
+  kb.load({});
+  CHECK(kb.begin() == kb.end());
+  std::vector<KeyBlocks::Entry> nulls;
+  for (int64_t id = 300; id > 0; id--) nulls.push_back({Value(), id});
+  kb.load(std::move(nulls));
+  CHECK(kb.size() == 300);
+  CHECK(kb.lower_key(Value(), true) == kb.end());
+  CHECK(kb.at(kb.begin()).id == 1);
+}
+
+TEST_CASE("an empty @sorted index answers nothing; a load over entries already there is a plain put") {
+  SecondaryIndex si(IndexKind::Sorted);
+  std::vector<int64_t> ids{7};
+  const Value five = Value::integer(5);
+  si.range(&five, true, nullptr, false, &ids);
+  CHECK(ids.empty());
+  CHECK(si.count_range(nullptr, false, nullptr, false) == 0);
+  si.equal(five, &ids);
+  CHECK(ids.empty());
+  size_t visits = 0;
+  si.ordered(true, [&](const Value&, int64_t) { return ++visits, true; });
+  si.ordered_range(false, &five, true, nullptr, false, [&](const Value&, int64_t) { return ++visits, true; });
+  si.groups([&](int64_t, size_t) { return ++visits, true; });
+  CHECK(visits == 0);
+  si.put(1, five);
+  si.begin_load(10);  // not empty: no load, puts go in as they come
+  si.put(2, Value::integer(4));
+  si.put(1, Value::integer(6));  // replaces 1's key
+  si.end_load();
+  std::string walk;
+  si.ordered(false, [&](const Value& k, int64_t id) { return walk += to_json(k) + "#" + std::to_string(id) + " ", true; });
+  CHECK(walk == "4#2 6#1 ");
 }
 
 TEST_CASE("KeyBlocks: a load sorts its entries; inserts after it split the blocks it filled") {
@@ -183,6 +224,15 @@ TEST_CASE("a @sorted index answers equal, range, count, ordered walks and groups
         if (desc)
           std::stable_sort(expect.begin(), expect.end(),
                            [](auto& x, auto& y) { return compare(x.first, y.first) > 0; });
+        CHECK(show(walked) == show(expect));
+        // A limit stops the walk where it reaches it, inside a group too.
+        const size_t limit = 1 + rng() % 40;
+        walked.clear();
+        si.ordered_range(desc, lo, ai, hi, bi, [&](const Value& k, int64_t id) {
+          walked.push_back({k, id});
+          return walked.size() < limit;
+        });
+        expect.resize(std::min(limit, expect.size()));
         CHECK(show(walked) == show(expect));
       }
       // Equality finds the key's documents of a comparable kind.

@@ -393,14 +393,15 @@ TEST_CASE("a timestamp parameter against fields that are no timestamp: an index 
   auto fs = make_memory_file_system();
   auto db = open_memory(*fs);
   const char* docs =
-      "[{s: \"2024-01-01\", n: 1704067200000, j: {k: \"2024-01-01T00:00:00Z\"}},"
+      "[{s: \"2024-01-01\", n: 1704067200000, j: {k: \"2024-01-01T00:00:00Z\"}, x: 1704067200000.0},"
       " {s: \"2024-01-01T00:00:00.000Z\", n: 1709251200000, j: {k: 1704067200000}},"
       " {s: \"2024-03-01\", n: 5, j: {k: \"2024-03-01\"}},"
       " {s: \"not a time\", n: 1704067200000, j: {k: \"x\"}},"
       " {s: \"2023-06-01\", n: 1685577600000}]";
-  ok(*db, "create collection plain (s text, n int, j json)");
-  ok(*db, "create collection ix (s text @sorted, n int @sorted, j json)");
+  ok(*db, "create collection plain (s text, n int, j json, x float)");
+  ok(*db, "create collection ix (s text @sorted, n int @sorted, j json, x float @sorted)");
   ok(*db, "create index on ix (j.k) @hash");
+  ok(*db, "create index on ix (j.k) @sorted");
   for (const char* c : {"plain", "ix"}) REQUIRE(db->query(std::string("put ") + c + " " + docs).is_ok());
   const Value jan = Value::timestamp(1704067200000);  // 2024-01-01
   const std::vector<std::pair<std::string, std::vector<Value>>> cases = {
@@ -417,6 +418,12 @@ TEST_CASE("a timestamp parameter against fields that are no timestamp: an index 
       {"where n in $1", {Value::list({jan, Value::timestamp(5)})}},
       {"where j.k = $1", {jan}},
       {"where j.k in $1", {Value::list({jan})}},
+      {"where j.k >= $1 order j.k limit 3", {jan}},
+      {"where s in $1", {Value::list({Value::text("2024-03-01"), jan})}},
+      {"where n = $1 count", {jan}},
+      {"where n in $1 count", {Value::list({jan, Value::timestamp(5)})}},
+      {"where x = $1", {jan}},
+      {"where x >= $1 count", {jan}},
   };
   for (const auto& [where, params] : cases) {
     auto plain = db->query("get plain select s, n " + where, params);
@@ -425,6 +432,17 @@ TEST_CASE("a timestamp parameter against fields that are no timestamp: an index 
     REQUIRE(plain.is_ok());
     CHECK(rows(ix) == rows(plain));
   }
+  // An int field's index answers a timestamp by its ms; a text field's is left to the filter.
+  auto plan = [&](const std::string& q, const std::vector<Value>& params) {
+    auto r = db->query("explain get ix " + q, params);
+    REQUIRE(r.is_ok());
+    std::string s;
+    for (const Value& row : r->rows) s += to_json(row) + "\n";
+    return s;
+  };
+  CHECK(plan("where n = $1", {jan}).find("ix.n (@sorted): equality, 2 candidates") != std::string::npos);
+  CHECK(plan("where n = $1 count", {jan}).find("count from index") != std::string::npos);
+  CHECK(plan("where s = $1", {jan}).find("index lookup") == std::string::npos);
   // The cases above are not all empty: the filter does match.
   CHECK(rows(db->query("get plain where s = $1 count", {jan})) == "{\"count\":2}\n");
   CHECK(rows(db->query("get plain where j.k = $1 count", {jan})) == "{\"count\":2}\n");
