@@ -425,7 +425,9 @@ TEST_CASE("a timestamp parameter against fields that are no timestamp: an index 
       {"where x = $1", {jan}},
       {"where x >= $1 count", {jan}},
   };
-  for (const auto& [where, params] : cases) {
+  for (const auto& one : cases) {
+    const std::string& where = one.first;
+    const std::vector<Value>& params = one.second;
     auto plain = db->query("get plain select s, n " + where, params);
     auto ix = db->query("get ix select s, n " + where, params);
     INFO(where);
