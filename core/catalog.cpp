@@ -3,6 +3,8 @@
 // match a definition.
 #include "catalog.h"
 
+#include <algorithm>
+
 #include "codec.h"
 #include "engine.h"
 #include "engine_limits.h"
@@ -74,6 +76,12 @@ Status secondary_entry(const Collection& c, const SecondaryDef& d, SecondaryInde
   return Status::ok();
 }
 
+void secondary_unentry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,
+                       std::string_view old) {
+  thread_local Value key;
+  if (!secondary_key(c, d, old, &key).is_ok() || !si.remove(id, key)) si.remove_any(id);
+}
+
 Status Engine::ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk) {
   // Without threads no one else waits for the lock: the maps are built
   // whole where first needed.
@@ -110,13 +118,14 @@ namespace {
 
 thread_local std::vector<Engine::IndexNeed>* t_deferred = nullptr;
 
-// A text or secondary index being filled: a document's entries put (over
-// what it had there), or taken out.
+// A text or secondary index being filled: a document's entries put
+// (fill_all: one a document), or changed from those of its version `old`
+// to those of `now` (either absent: not there).
 class Fill {
  public:
   virtual ~Fill() = default;
   virtual Status put(const Collection& c, int64_t id, std::string_view body) = 0;
-  virtual void remove(int64_t id) = 0;
+  virtual Status change(const Collection& c, int64_t id, const std::string_view* old, const std::string_view* now) = 0;
   // Around fill_all's puts, one a document: a sorted index gathers them
   // and sorts them once.
   virtual void loading(size_t) {}
@@ -131,7 +140,10 @@ class SecondaryFill final : public Fill {
   Status put(const Collection& c, int64_t id, std::string_view body) override {
     return secondary_entry(c, d_, *idx, id, body);
   }
-  void remove(int64_t id) override { idx->remove(id); }
+  Status change(const Collection& c, int64_t id, const std::string_view* old, const std::string_view* now) override {
+    if (old) secondary_unentry(c, d_, *idx, id, *old);
+    return now ? secondary_entry(c, d_, *idx, id, *now) : Status::ok();
+  }
   void loading(size_t n) override { idx->begin_load(n); }
   void loaded() override { idx->end_load(); }
   void install(Collection& c) override {
@@ -152,7 +164,11 @@ class TextFill final : public Fill {
   Status put(const Collection& c, int64_t id, std::string_view body) override {
     return text_entry(c, fid_, *idx, id, body);
   }
-  void remove(int64_t id) override { idx->remove(id); }
+  Status change(const Collection& c, int64_t id, const std::string_view*, const std::string_view* now) override {
+    if (now) return text_entry(c, fid_, *idx, id, *now);
+    idx->remove(id);
+    return Status::ok();
+  }
   void install(Collection& c) override {
     std::lock_guard g(c.text_mu);
     if (!c.tindex.count(fid_)) c.tindex[fid_] = std::move(idx);
@@ -278,6 +294,8 @@ Status Engine::build_beside(const IndexNeed& need, std::shared_lock<FairSharedMu
       c->changed.shrink_to_fit();
     }
   };
+  // The pin the index was last filled from, and its memory: each document
+  // written since, taken again, first takes out what its version there put.
   std::unique_ptr<Collection> snap = pin_copy(*c, nullptr);
   Arena::View view = arena_.view();
   c->noting = true;
@@ -297,13 +315,19 @@ Status Engine::build_beside(const IndexNeed& need, std::shared_lock<FairSharedMu
     // for the last few, under this hold, then the index put in place.
     auto take_again = [&](const Collection& src, const auto& body) {
       for (int64_t id : again) {
-        if (const uint64_t* loc = src.ids.find(id)) st = f->put(src, id, body(*loc));
-        else f->remove(id);
+        const uint64_t* was = snap->ids.find(id);
+        const uint64_t* loc = src.ids.find(id);
+        std::string_view old, now;
+        if (was) old = view.body(*was);
+        if (loc) now = body(*loc);
+        st = f->change(src, id, was ? &old : nullptr, loc ? &now : nullptr);
         if (!st.is_ok()) return;
       }
     };
     again.assign(c->changed.begin() + (ptrdiff_t)from, c->changed.end());
     from = c->changed.size();
+    std::sort(again.begin(), again.end());  // a document written twice is taken once
+    again.erase(std::unique(again.begin(), again.end()), again.end());
     if (again.size() <= kLastChanges || round == kRounds) {
       take_again(*c, [&](uint64_t loc) { return arena_.body(loc); });
       stop_noting();
@@ -312,11 +336,13 @@ Status Engine::build_beside(const IndexNeed& need, std::shared_lock<FairSharedMu
       built_beside_.fetch_add(1, std::memory_order_relaxed);
       return Status::ok();
     }
-    snap = pin_copy(*c, nullptr);
-    view = arena_.view();
+    std::unique_ptr<Collection> next = pin_copy(*c, nullptr);
+    Arena::View next_view = arena_.view();
     lk.unlock();
     if (beside_hook) beside_hook();
-    take_again(*snap, [&](uint64_t loc) { return view.body(loc); });
+    take_again(*next, [&](uint64_t loc) { return next_view.body(loc); });
+    snap = std::move(next);
+    view = std::move(next_view);
     lk.lock();
   }
 }

@@ -70,11 +70,17 @@ Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_vie
 void text_tokens(const Value& v, std::vector<std::string>* out);
 
 // Document `id`'s entry, from its body, in the text index of field `fid`
-// and in a secondary index (over what it had there): how every write, undo
-// and build fills them.
+// (over what it had there) and in a secondary index (which holds none for
+// it: secondary_unentry took out the old one): how every write, undo and
+// build fills them.
 Status text_entry(const Collection& c, uint32_t fid, TextIndex& ti, int64_t id, std::string_view body);
 Status secondary_entry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,
                        std::string_view body);
+// Takes out of a secondary index the entry document `id` had from the
+// version `old` (looking through every entry if that version gives no key
+// the index holds for it).
+void secondary_unentry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,
+                       std::string_view old);
 
 
 // Collection definitions in records.

@@ -69,7 +69,10 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
         }
         for (auto& [fid, ti] : c->tindex) KF_TRY(text_entry(*c, fid, *ti, id, b));
         for (size_t i = 0; i < c->sindex.size(); i++)
-          if (c->sindex[i]) KF_TRY(secondary_entry(*c, c->def.secondary[i], *c->sindex[i], id, b));
+          if (SecondaryIndex* si = c->sindex[i].get()) {
+            if (old != IdIndex::kDead) secondary_unentry(*c, c->def.secondary[i], *si, id, arena_.body(old));
+            KF_TRY(secondary_entry(*c, c->def.secondary[i], *si, id, b));
+          }
         break;
       }
       case format::kOpDel: {
@@ -83,8 +86,9 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         for (auto& [fid, index] : c->vindex) index->remove(id);
         for (auto& [fid, ti] : c->tindex) ti->remove(id);
-        for (auto& si : c->sindex)
-          if (si) si->remove(id);
+        if (old != IdIndex::kDead)
+          for (size_t i = 0; i < c->sindex.size(); i++)
+            if (SecondaryIndex* si = c->sindex[i].get()) secondary_unentry(*c, c->def.secondary[i], *si, id, arena_.body(old));
         break;
       }
       case format::kOpDefine: {
@@ -154,6 +158,10 @@ void Engine::rollback(std::vector<Undo>& undo) {
     if (c->noting) c->changed.push_back(it->id);
     uint64_t cur = c->ids.erase(it->id);
     if (cur != IdIndex::kDead) c->bytes -= arena_.body(cur).size();
+    // The secondary indexes take out what the version undone put there.
+    if (cur != IdIndex::kDead)
+      for (size_t i = 0; i < c->sindex.size(); i++)
+        if (SecondaryIndex* si = c->sindex[i].get()) secondary_unentry(*c, c->def.secondary[i], *si, it->id, arena_.body(cur));
     if (it->loc != IdIndex::kDead) {
       c->ids.put(it->id, it->loc);
       c->bytes += arena_.body(it->loc).size();
@@ -167,8 +175,7 @@ void Engine::rollback(std::vector<Undo>& undo) {
     for (auto& [fid, ti] : c->tindex)
       if (!back || !text_entry(*c, fid, *ti, it->id, was).is_ok()) ti->remove(it->id);
     for (size_t i = 0; i < c->sindex.size(); i++)
-      if (c->sindex[i] && (!back || !secondary_entry(*c, c->def.secondary[i], *c->sindex[i], it->id, was).is_ok()))
-        c->sindex[i]->remove(it->id);
+      if (c->sindex[i] && back) (void)secondary_entry(*c, c->def.secondary[i], *c->sindex[i], it->id, was);
   }
   for (auto& [name, c] : colls_)
     for (auto& [fid, index] : c->vindex) index->drop_pending();

@@ -84,6 +84,16 @@ bool KeyBlocks::erase(const Value& key, int64_t id) {
   return true;
 }
 
+bool KeyBlocks::erase_id(int64_t id) {
+  for (const Block* b : blocks_)
+    for (size_t i = 0; i < b->n; i++)
+      if (b->e[i].id == id) {
+        const Value key = b->e[i].key;
+        return erase(key, id);
+      }
+  return false;
+}
+
 void KeyBlocks::join(size_t bi) {
   Block* a = blocks_[bi];
   Block* b = blocks_[bi + 1];

@@ -42,6 +42,8 @@ class KeyBlocks {
   void clear();
   void insert(Value key, int64_t id);
   bool erase(const Value& key, int64_t id);
+  // Erases the entry of `id` whatever its key: a look through every entry.
+  bool erase_id(int64_t id);
   // Replaces the contents with `entries` and the (int key, id) pairs
   // `ints` (any order; each (key, id) once).
   void load(std::vector<Entry> entries, std::vector<std::pair<int64_t, int64_t>> ints = {});

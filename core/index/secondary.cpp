@@ -22,35 +22,53 @@ std::string SecondaryIndex::hash_key(const Value& v) {
 }
 
 void SecondaryIndex::put(int64_t id, const Value& key) {
-  if (!loading_) remove(id);  // a load puts each document once
   Value k = normalize(key);
   if (kind_ == IndexKind::Sorted) {
-    if (!loading_) sorted_.insert(k, id);
+    if (!loading_) sorted_.insert(std::move(k), id);
     else if (k.kind() == Kind::Int) pending_ints_.push_back({k.as_int(), id});
-    else pending_.push_back({k, id});
-  } else {
-    if (k.is_null()) return;
-    auto& ids = hash_[hash_key(k)];
-    ids.insert(std::lower_bound(ids.begin(), ids.end(), id), id);
+    else pending_.push_back({std::move(k), id});
+    return;
   }
-  key_of_[id] = std::move(k);
+  if (k.is_null()) return;
+  auto& ids = hash_[hash_key(k)];
+  ids.insert(std::lower_bound(ids.begin(), ids.end(), id), id);
+  size_++;
 }
 
-void SecondaryIndex::remove(int64_t id) {
-  const Value* key = key_of_.find(id);
-  if (!key) return;
+bool SecondaryIndex::remove(int64_t id, const Value& key) {
   if (kind_ == IndexKind::Sorted) {
     if (loading_) end_load();
-    sorted_.erase(*key, id);
-  } else {
-    std::string hk = hash_key(*key);
-    if (std::vector<int64_t>* ids = hash_.find(hk)) {
-      auto pos = std::lower_bound(ids->begin(), ids->end(), id);
-      if (pos != ids->end() && *pos == id) ids->erase(pos);
-      if (ids->empty()) hash_.erase(hk);
-    }
+    return sorted_.erase(normalize(key), id);
   }
-  key_of_.erase(id);
+  if (key.is_null()) return true;
+  std::string hk = hash_key(key);
+  std::vector<int64_t>* ids = hash_.find(hk);
+  if (!ids) return false;
+  auto pos = std::lower_bound(ids->begin(), ids->end(), id);
+  if (pos == ids->end() || *pos != id) return false;
+  ids->erase(pos);
+  size_--;
+  if (ids->empty()) hash_.erase(hk);
+  return true;
+}
+
+void SecondaryIndex::remove_any(int64_t id) {
+  if (kind_ == IndexKind::Sorted) {
+    if (loading_) end_load();
+    sorted_.erase_id(id);
+    return;
+  }
+  std::string found;
+  hash_.for_each([&](const std::string& k, const std::vector<int64_t>& ids) {
+    if (!std::binary_search(ids.begin(), ids.end(), id)) return true;
+    found = k;
+    return false;
+  });
+  if (found.empty()) return;
+  std::vector<int64_t>* ids = hash_.find(found);
+  ids->erase(std::lower_bound(ids->begin(), ids->end(), id));
+  size_--;
+  if (ids->empty()) hash_.erase(found);
 }
 
 void SecondaryIndex::end_load() {

@@ -22,8 +22,17 @@ class SecondaryIndex {
   explicit SecondaryIndex(IndexKind kind) : kind_(kind) {}
   IndexKind kind() const { return kind_; }
 
-  void put(int64_t id, const Value& key);  // replaces the document's previous key
-  void remove(int64_t id);
+  // A document's entry: its key as put (a document has one entry at most;
+  // a write takes the old one out first, by the key the old version gives).
+  // The index keeps no map from a document to its key: the versions of a
+  // document are in the arena, and a map took 80 bytes a document.
+  void put(int64_t id, const Value& key);
+  // Takes out the entry (key, id); false when there was none (a hash
+  // index holds no null keys: true for those).
+  bool remove(int64_t id, const Value& key);
+  // Takes out the document's entry whatever its key, looking through every
+  // entry: for when its old version cannot give its key (a damaged one).
+  void remove_any(int64_t id);
 
   // Documents whose key equals v, ascending.
   void equal(const Value& v, std::vector<int64_t>* out) const;
@@ -49,11 +58,14 @@ class SecondaryIndex {
   // documents hold it) until f returns false; keys in no particular order.
   template <typename F>
   void groups(F&& f) const;
-  size_t size() const { return key_of_.size(); }
-  // The maps' and blocks' own memory (a hash index's id lists, 8 bytes an
+  // Entries held (a hash index holds no null keys).
+  size_t size() const {
+    return kind_ == IndexKind::Sorted ? sorted_.size() + pending_.size() + pending_ints_.size() : size_;
+  }
+  // The map's and blocks' own memory (a hash index's id lists, 8 bytes an
   // id, and keys past a string's inline room are left out).
   size_t memory_bytes() const {
-    return key_of_.memory_bytes() + hash_.memory_bytes() + sorted_.memory_bytes() + (hash_.empty() ? 0 : size() * 8);
+    return hash_.memory_bytes() + sorted_.memory_bytes() + (hash_.empty() ? 0 : size_ * 8);
   }
 
   // A build of an empty index: the puts between begin_load() and
@@ -84,7 +96,7 @@ class SecondaryIndex {
   // Hash maps that grow a few buckets a write (steady_map.h).
   SteadyMap<std::string, std::vector<int64_t>> hash_;  // hash, unique
   KeyBlocks sorted_;                                   // sorted
-  SteadyMap<int64_t, Value> key_of_;
+  size_t size_ = 0;  // hash: ids in hash_ (sorted_ counts its own)
   bool loading_ = false;
   // A sorted index's build, begin_load() to end_load(): int keys as pairs
   // of words (16 bytes an entry, not 64), other keys as entries.

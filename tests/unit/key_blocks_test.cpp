@@ -129,7 +129,8 @@ TEST_CASE("an empty @sorted index answers nothing; a load over entries already t
   si.put(1, five);
   si.begin_load(10);  // not empty: no load, puts go in as they come
   si.put(2, Value::integer(4));
-  si.put(1, Value::integer(6));  // replaces 1's key
+  CHECK(si.remove(1, Value::real(5.0)));  // 5.0 is the key 5
+  si.put(1, Value::integer(6));
   si.end_load();
   std::string walk;
   si.ordered(false, [&](const Value& k, int64_t id) { return walk += to_json(k) + "#" + std::to_string(id) + " ", true; });
@@ -184,10 +185,15 @@ TEST_CASE("a @sorted index answers equal, range, count, ordered walks and groups
       docs[id] = k;
     }
     if (load) si.end_load();
-    for (int i = 0; i < 3000; i++) {  // replaced and removed keys
+    for (int i = 0; i < 3000; i++) {  // replaced and removed keys, by the key each had
       int64_t id = 1 + (int64_t)(rng() % 3500);
+      auto it = docs.find(id);
+      if (it != docs.end()) {
+        // A key taken out by itself, or (as when a version gives no key) by a look through all.
+        if (rng() % 8) CHECK(si.remove(id, it->second));
+        else si.remove_any(id);
+      }
       if (rng() % 4 == 0) {
-        si.remove(id);
         docs.erase(id);
       } else {
         Value k = random_key(rng);
@@ -195,6 +201,7 @@ TEST_CASE("a @sorted index answers equal, range, count, ordered walks and groups
         docs[id] = k;
       }
     }
+    CHECK_FALSE(si.remove(9999, Value::integer(1)));
     REQUIRE(si.size() == docs.size());
     Model model;
     for (auto& [id, k] : docs) model.insert({SecondaryIndex::normalize(k), id});
@@ -269,4 +276,26 @@ TEST_CASE("a @sorted index answers equal, range, count, ordered walks and groups
     });
     CHECK(groups_got == groups_want);
   }
+}
+
+TEST_CASE("a @hash index: entries taken out by their key or by a look through all; null keys not held") {
+  SecondaryIndex si(IndexKind::Hash);
+  si.put(1, Value::text("a"));
+  si.put(2, Value::text("a"));
+  si.put(3, Value());
+  si.put(4, Value::integer(5));
+  CHECK(si.size() == 3);
+  std::vector<int64_t> ids;
+  si.equal(Value::text("a"), &ids);
+  CHECK(ids == std::vector<int64_t>{1, 2});
+  CHECK(si.remove(3, Value()));  // nothing held for a null key
+  CHECK_FALSE(si.remove(1, Value::text("b")));
+  CHECK(si.remove(1, Value::text("a")));
+  si.remove_any(4);
+  si.equal(Value::real(5.0), &ids);
+  CHECK(ids.empty());
+  si.remove_any(2);
+  si.equal(Value::text("a"), &ids);
+  CHECK(ids.empty());
+  CHECK(si.size() == 0);
 }
