@@ -54,6 +54,12 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
         if (c->noting) c->changed.push_back(id);
         uint64_t old = c->ids.put(id, Arena::loc(seg, ops_off + op.entry_at));
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
+        // The old version's secondary entries out first, before anything
+        // below can fail: an index then holds the new version's entry or
+        // none, both of which an undo handles.
+        if (old != IdIndex::kDead)
+          for (size_t i = 0; i < c->sindex.size(); i++)
+            if (SecondaryIndex* si = c->sindex[i].get()) secondary_unentry(*c, c->def.secondary[i], *si, id, arena_.body(old));
         c->bytes += b.size();
         if (id >= c->next_id) c->next_id = id == INT64_MAX ? id : id + 1;
         for (auto& [fid, index] : c->vindex) {
@@ -69,10 +75,7 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
         }
         for (auto& [fid, ti] : c->tindex) KF_TRY(text_entry(*c, fid, *ti, id, b));
         for (size_t i = 0; i < c->sindex.size(); i++)
-          if (SecondaryIndex* si = c->sindex[i].get()) {
-            if (old != IdIndex::kDead) secondary_unentry(*c, c->def.secondary[i], *si, id, arena_.body(old));
-            KF_TRY(secondary_entry(*c, c->def.secondary[i], *si, id, b));
-          }
+          if (SecondaryIndex* si = c->sindex[i].get()) KF_TRY(secondary_entry(*c, c->def.secondary[i], *si, id, b));
         break;
       }
       case format::kOpDel: {
