@@ -49,6 +49,9 @@ Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch) {
         if (fd.required && c->ids.size())
           return Status(Code::Constraint, "cannot add required field '" + fd.name + "': '" + d.name + "' has documents without it", fd.pos);
         if (d.fields.size() >= kMaxFields) return Status(Code::Limit, "too many fields", fd.pos);
+        for (IndexKind k : fd.secondary)
+          if (fd.type.kind == TypeKind::Vector || fd.type.kind == TypeKind::Bytes)
+            return Status(Code::Type, std::string("@") + secondary_name(k) + " does not index " + type_name(fd.type) + " fields", fd.pos);
         d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required, fd.index});
         for (IndexKind k : fd.secondary) d.secondary.push_back(SecondaryDef{d.fields.back().id, {}, k});
       } else {
