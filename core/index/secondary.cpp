@@ -30,9 +30,10 @@ void SecondaryIndex::put(int64_t id, const Value& key) {
     return;
   }
   if (k.is_null()) return;
-  auto& ids = hash_[hash_key(k)];
-  ids.insert(std::lower_bound(ids.begin(), ids.end(), id), id);
-  size_++;
+  IdList& ids = hash_[hash_key(k)];
+  const size_t was = ids.heap_bytes();
+  if (ids.insert(id)) size_++;
+  id_bytes_ += ids.heap_bytes() - was;
 }
 
 bool SecondaryIndex::remove(int64_t id, const Value& key) {
@@ -41,12 +42,14 @@ bool SecondaryIndex::remove(int64_t id, const Value& key) {
     return sorted_.erase(normalize(key), id);
   }
   if (key.is_null()) return true;
-  std::string hk = hash_key(key);
-  std::vector<int64_t>* ids = hash_.find(hk);
-  if (!ids) return false;
-  auto pos = std::lower_bound(ids->begin(), ids->end(), id);
-  if (pos == ids->end() || *pos != id) return false;
-  ids->erase(pos);
+  return erase_hashed(hash_key(key), id);
+}
+
+bool SecondaryIndex::erase_hashed(const std::string& hk, int64_t id) {
+  IdList* ids = hash_.find(hk);
+  const size_t was = ids ? ids->heap_bytes() : 0;
+  if (!ids || !ids->erase(id)) return false;
+  id_bytes_ -= was - ids->heap_bytes();
   size_--;
   if (ids->empty()) hash_.erase(hk);
   return true;
@@ -59,16 +62,51 @@ void SecondaryIndex::remove_any(int64_t id) {
     return;
   }
   std::string found;
-  hash_.for_each([&](const std::string& k, const std::vector<int64_t>& ids) {
-    if (!std::binary_search(ids.begin(), ids.end(), id)) return true;
+  hash_.for_each([&](const std::string& k, const IdList& ids) {
+    if (!ids.contains(id)) return true;
     found = k;
     return false;
   });
-  if (found.empty()) return;
-  std::vector<int64_t>* ids = hash_.find(found);
-  ids->erase(std::lower_bound(ids->begin(), ids->end(), id));
-  size_--;
-  if (ids->empty()) hash_.erase(found);
+  if (!found.empty()) erase_hashed(found, id);
+}
+
+bool IdList::contains(int64_t id) const { return std::binary_search(begin(), end(), id); }
+
+bool IdList::insert(int64_t id) {
+  if (n_ == 0 && cap_ == 0) {
+    one_ = id;
+    n_ = 1;
+    return true;
+  }
+  if (contains(id)) return false;  // held once
+  if (n_ == (cap_ ? cap_ : 1)) {
+    const uint32_t cap = std::max<uint32_t>(4, n_ * 2);
+    int64_t* a = new int64_t[cap];
+    std::copy(begin(), end(), a);
+    release();
+    p_ = a;
+    cap_ = cap;
+  }
+  int64_t* a = cap_ ? p_ : &one_;
+  int64_t* at = std::lower_bound(a, a + n_, id);
+  std::copy_backward(at, a + n_, a + n_ + 1);
+  *at = id;
+  n_++;
+  return true;
+}
+
+bool IdList::erase(int64_t id) {
+  int64_t* a = cap_ ? p_ : &one_;
+  int64_t* at = std::lower_bound(a, a + n_, id);
+  if (at == a + n_ || *at != id) return false;
+  std::copy(at + 1, a + n_, at);
+  n_--;
+  if (cap_ && n_ <= 1) {  // back inline
+    const int64_t left = n_ ? a[0] : 0;
+    release();
+    one_ = left;
+  }
+  return true;
 }
 
 void SecondaryIndex::end_load() {
@@ -91,7 +129,7 @@ void SecondaryIndex::equal(const Value& v, std::vector<int64_t>* out) const {
     }
     return;
   }
-  if (const std::vector<int64_t>* ids = hash_.find(hash_key(k))) *out = *ids;
+  if (const IdList* ids = hash_.find(hash_key(k))) out->assign(ids->begin(), ids->end());
 }
 
 KeyBlocks::Pos SecondaryIndex::range_start(const Value* lo, bool lo_incl) const {

@@ -17,6 +17,54 @@
 
 namespace kitfox {
 
+// The ids under one key of a hash index, ascending: one inline (every key
+// of a @unique index, most of a selective @hash one), more in an array of
+// their own. A std::vector took an allocation a key: a million of them to
+// make and to free.
+class IdList {
+ public:
+  IdList() = default;
+  IdList(IdList&& o) noexcept { take(o); }
+  IdList& operator=(IdList&& o) noexcept {
+    if (this != &o) {
+      release();
+      take(o);
+    }
+    return *this;
+  }
+  IdList(const IdList&) = delete;
+  IdList& operator=(const IdList&) = delete;
+  ~IdList() { release(); }
+
+  const int64_t* begin() const { return cap_ ? p_ : &one_; }
+  const int64_t* end() const { return begin() + n_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  int64_t front() const { return *begin(); }
+  bool contains(int64_t id) const;
+  bool insert(int64_t id);  // in order; false when it is there already
+  bool erase(int64_t id);
+  size_t heap_bytes() const { return cap_ * sizeof(int64_t); }
+
+ private:
+  void take(IdList& o) {
+    n_ = o.n_;
+    cap_ = o.cap_;
+    if (cap_) p_ = o.p_;
+    else one_ = o.one_;
+    o.n_ = o.cap_ = 0;
+  }
+  void release() {
+    if (cap_) delete[] p_;
+    cap_ = 0;
+  }
+  union {
+    int64_t one_ = 0;
+    int64_t* p_;
+  };
+  uint32_t n_ = 0, cap_ = 0;  // cap_ 0: the one inline
+};
+
 class SecondaryIndex {
  public:
   explicit SecondaryIndex(IndexKind kind) : kind_(kind) {}
@@ -62,10 +110,10 @@ class SecondaryIndex {
   size_t size() const {
     return kind_ == IndexKind::Sorted ? sorted_.size() + pending_.size() + pending_ints_.size() : size_;
   }
-  // The map's and blocks' own memory (a hash index's id lists, 8 bytes an
-  // id, and keys past a string's inline room are left out).
+  // The map's, id lists' and blocks' own memory (keys past a string's
+  // inline room left out).
   size_t memory_bytes() const {
-    return hash_.memory_bytes() + sorted_.memory_bytes() + (hash_.empty() ? 0 : size_ * 8);
+    return hash_.memory_bytes() + sorted_.memory_bytes() + id_bytes_;
   }
 
   // A build of an empty index: the puts between begin_load() and
@@ -84,6 +132,7 @@ class SecondaryIndex {
   using Pos = KeyBlocks::Pos;
   static bool before(Pos a, Pos b) { return a.b < b.b || (a.b == b.b && a.i < b.i); }
   static std::string hash_key(const Value& v);
+  bool erase_hashed(const std::string& hk, int64_t id);
   // The first entry past the null keys (which sort first), or past the
   // keys below lo (or not above it when !lo_incl), whichever is later.
   Pos range_start(const Value* lo, bool lo_incl) const;
@@ -94,9 +143,10 @@ class SecondaryIndex {
 
   IndexKind kind_;
   // Hash maps that grow a few buckets a write (steady_map.h).
-  SteadyMap<std::string, std::vector<int64_t>> hash_;  // hash, unique
+  SteadyMap<std::string, IdList> hash_;  // hash, unique
   KeyBlocks sorted_;                                   // sorted
-  size_t size_ = 0;  // hash: ids in hash_ (sorted_ counts its own)
+  size_t size_ = 0;      // hash: ids in hash_ (sorted_ counts its own)
+  size_t id_bytes_ = 0;  // hash: the IdLists' arrays
   bool loading_ = false;
   // A sorted index's build, begin_load() to end_load(): int keys as pairs
   // of words (16 bytes an entry, not 64), other keys as entries.
@@ -107,7 +157,7 @@ class SecondaryIndex {
 template <typename F>
 void SecondaryIndex::groups(F&& f) const {
   if (kind_ != IndexKind::Sorted) {
-    hash_.for_each([&](const std::string&, const std::vector<int64_t>& ids) { return f(ids.front(), ids.size()); });
+    hash_.for_each([&](const std::string&, const IdList& ids) { return f(ids.front(), ids.size()); });
     return;
   }
   // A group's end: stepped to within its first block, searched for past it.

@@ -299,3 +299,28 @@ TEST_CASE("a @hash index: entries taken out by their key or by a look through al
   CHECK(ids.empty());
   CHECK(si.size() == 0);
 }
+
+TEST_CASE("IdList: one id inline, more in an array, back inline at one; always ascending") {
+  std::mt19937_64 rng(17);
+  IdList l;
+  std::set<int64_t> model;
+  for (int round = 0; round < 4000; round++) {
+    int64_t id = (int64_t)(rng() % 64);
+    if (rng() % 3 && !model.count(id)) {
+      l.insert(id);
+      model.insert(id);
+    } else {
+      CHECK(l.erase(id) == (model.erase(id) > 0));
+    }
+    REQUIRE(l.size() == model.size());
+    CHECK(std::vector<int64_t>(l.begin(), l.end()) == std::vector<int64_t>(model.begin(), model.end()));
+    if (model.size() <= 1) CHECK(l.heap_bytes() == 0);
+  }
+  IdList moved(std::move(l));
+  CHECK(std::vector<int64_t>(moved.begin(), moved.end()) == std::vector<int64_t>(model.begin(), model.end()));
+  CHECK(l.size() == 0);
+  IdList other;
+  other.insert(5);
+  other = std::move(moved);
+  CHECK(other.size() == model.size());
+}
