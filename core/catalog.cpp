@@ -76,6 +76,16 @@ Status secondary_entry(const Collection& c, const SecondaryDef& d, SecondaryInde
   return Status::ok();
 }
 
+void text_unentry(const Collection& c, uint32_t fid, TextIndex& ti, int64_t id, std::string_view old) {
+  thread_local Value v;
+  thread_local std::vector<std::string> tokens;
+  tokens.clear();
+  const bool decoded = decode_field(old, fid, &v, &c).is_ok();
+  if (decoded) text_tokens(v, &tokens);
+  // A version with no text put nothing (unless the index holds the document anyway).
+  if (!decoded || (tokens.empty() ? false : !ti.remove(id, tokens))) ti.remove_any(id);
+}
+
 void secondary_unentry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,
                        std::string_view old) {
   thread_local Value key;
@@ -164,10 +174,9 @@ class TextFill final : public Fill {
   Status put(const Collection& c, int64_t id, std::string_view body) override {
     return text_entry(c, fid_, *idx, id, body);
   }
-  Status change(const Collection& c, int64_t id, const std::string_view*, const std::string_view* now) override {
-    if (now) return text_entry(c, fid_, *idx, id, *now);
-    idx->remove(id);
-    return Status::ok();
+  Status change(const Collection& c, int64_t id, const std::string_view* old, const std::string_view* now) override {
+    if (old) text_unentry(c, fid_, *idx, id, *old);
+    return now ? text_entry(c, fid_, *idx, id, *now) : Status::ok();
   }
   void install(Collection& c) override {
     std::lock_guard g(c.text_mu);

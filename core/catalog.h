@@ -69,16 +69,17 @@ Status secondary_key(const Collection& c, const SecondaryDef& d, std::string_vie
 // The tokens of a text or [text] value (none for others).
 void text_tokens(const Value& v, std::vector<std::string>* out);
 
-// Document `id`'s entry, from its body, in the text index of field `fid`
-// (over what it had there) and in a secondary index (which holds none for
-// it: secondary_unentry took out the old one): how every write, undo and
-// build fills them.
+// Document `id`'s entries, from its body, in the text index of field `fid`
+// and in a secondary index, which hold none for it (text_unentry and
+// secondary_unentry took out the old ones): how every write, undo and build
+// fills them.
 Status text_entry(const Collection& c, uint32_t fid, TextIndex& ti, int64_t id, std::string_view body);
 Status secondary_entry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,
                        std::string_view body);
-// Takes out of a secondary index the entry document `id` had from the
-// version `old` (looking through every entry if that version gives no key
-// the index holds for it).
+// Takes out of a text or secondary index the entries document `id` had
+// from its version `old` (looking through the whole index if that version
+// gives no tokens or key the index holds for it).
+void text_unentry(const Collection& c, uint32_t fid, TextIndex& ti, int64_t id, std::string_view old);
 void secondary_unentry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,
                        std::string_view old);
 

@@ -340,6 +340,7 @@ class Engine {
   void remember(Collection* c, int64_t id, std::vector<Undo>* undo);
   void rollback(std::vector<Undo>& undo);
   void link_touched();
+  void unentry(Collection* c, int64_t id, std::string_view old);  // log.cpp
   // Writes one record holding the batch and applies it. Under the write
   // lock; returns the sequence number to wait for in `always` mode. Inside
   // a batch() the ops apply now and join the batch's one record.

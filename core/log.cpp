@@ -27,6 +27,14 @@ Status Engine::apply_write(std::string_view body, uint32_t seg, uint64_t body_of
   return Status::ok();
 }
 
+// The entries of document `id`'s version `old` out of c's text and
+// secondary indexes.
+void Engine::unentry(Collection* c, int64_t id, std::string_view old) {
+  for (auto& [fid, ti] : c->tindex) text_unentry(*c, fid, *ti, id, old);
+  for (size_t i = 0; i < c->sindex.size(); i++)
+    if (SecondaryIndex* si = c->sindex[i].get()) secondary_unentry(*c, c->def.secondary[i], *si, id, old);
+}
+
 void Engine::link_touched() {
   // New vectors are linked once per record: the same writes give the same graph.
   std::sort(touched_.begin(), touched_.end());
@@ -54,12 +62,10 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
         if (c->noting) c->changed.push_back(id);
         uint64_t old = c->ids.put(id, Arena::loc(seg, ops_off + op.entry_at));
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
-        // The old version's secondary entries out first, before anything
-        // below can fail: an index then holds the new version's entry or
-        // none, both of which an undo handles.
-        if (old != IdIndex::kDead)
-          for (size_t i = 0; i < c->sindex.size(); i++)
-            if (SecondaryIndex* si = c->sindex[i].get()) secondary_unentry(*c, c->def.secondary[i], *si, id, arena_.body(old));
+        // The old version's text and secondary entries out first, before
+        // anything below can fail: an index then holds the new version's
+        // entries or none, both of which an undo handles.
+        if (old != IdIndex::kDead) unentry(c, id, arena_.body(old));
         c->bytes += b.size();
         if (id >= c->next_id) c->next_id = id == INT64_MAX ? id : id + 1;
         for (auto& [fid, index] : c->vindex) {
@@ -88,10 +94,7 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
         uint64_t old = c->ids.erase(id);
         if (old != IdIndex::kDead) c->bytes -= arena_.body(old).size();
         for (auto& [fid, index] : c->vindex) index->remove(id);
-        for (auto& [fid, ti] : c->tindex) ti->remove(id);
-        if (old != IdIndex::kDead)
-          for (size_t i = 0; i < c->sindex.size(); i++)
-            if (SecondaryIndex* si = c->sindex[i].get()) secondary_unentry(*c, c->def.secondary[i], *si, id, arena_.body(old));
+        if (old != IdIndex::kDead) unentry(c, id, arena_.body(old));
         break;
       }
       case format::kOpDefine: {
@@ -161,10 +164,8 @@ void Engine::rollback(std::vector<Undo>& undo) {
     if (c->noting) c->changed.push_back(it->id);
     uint64_t cur = c->ids.erase(it->id);
     if (cur != IdIndex::kDead) c->bytes -= arena_.body(cur).size();
-    // The secondary indexes take out what the version undone put there.
-    if (cur != IdIndex::kDead)
-      for (size_t i = 0; i < c->sindex.size(); i++)
-        if (SecondaryIndex* si = c->sindex[i].get()) secondary_unentry(*c, c->def.secondary[i], *si, it->id, arena_.body(cur));
+    // The text and secondary indexes take out what the version undone put there.
+    if (cur != IdIndex::kDead) unentry(c, it->id, arena_.body(cur));
     if (it->loc != IdIndex::kDead) {
       c->ids.put(it->id, it->loc);
       c->bytes += arena_.body(it->loc).size();
@@ -176,7 +177,7 @@ void Engine::rollback(std::vector<Undo>& undo) {
     std::string_view was = it->loc != IdIndex::kDead ? arena_.body(it->loc) : std::string_view();
     const bool back = it->loc != IdIndex::kDead;
     for (auto& [fid, ti] : c->tindex)
-      if (!back || !text_entry(*c, fid, *ti, it->id, was).is_ok()) ti->remove(it->id);
+      if (back) (void)text_entry(*c, fid, *ti, it->id, was);
     for (size_t i = 0; i < c->sindex.size(); i++)
       if (c->sindex[i] && back) (void)secondary_entry(*c, c->def.secondary[i], *c->sindex[i], it->id, was);
   }

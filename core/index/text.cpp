@@ -210,55 +210,128 @@ void Postings::Cursor::seek(int64_t d) {
   p_ = std::lower_bound(p_, end_, d, posting_below);
 }
 
+namespace {
+// The distinct tokens of a document, each with its count, in the order they
+// first come: counted in an open-addressing table a thread keeps, emptied
+// for the next document by a new generation, so no map or list is made a
+// document (a long text's tokens hashed once each, not sorted).
+const std::vector<std::pair<std::string_view, uint32_t>>& counted(const std::vector<std::string>& tokens) {
+  struct Slot {
+    std::string_view key;
+    uint32_t run = 0;  // index into runs
+    uint32_t gen = 0;
+  };
+  thread_local std::vector<Slot> table;
+  thread_local uint32_t gen = 0;
+  thread_local std::vector<std::pair<std::string_view, uint32_t>> runs;
+  runs.clear();
+  size_t want = 16;
+  while (want < 2 * tokens.size()) want *= 2;
+  size_t cap = table.size();
+  // Made anew when too small, when its generations wrap, or when a long
+  // text left it far larger than this one needs (a thread keeps it).
+  if (cap < want || ++gen == 0 || (cap > (1u << 16) && cap > want * 64)) {
+    cap = want;
+    table.assign(cap, Slot{});
+    table.shrink_to_fit();
+    gen = 1;
+  }
+  const size_t mask = cap - 1;
+  for (const std::string& t : tokens) {
+    size_t i = std::hash<std::string_view>()(t) & mask;
+    for (;; i = (i + 1) & mask) {
+      Slot& s = table[i];
+      if (s.gen != gen) {
+        s = {t, (uint32_t)runs.size(), gen};
+        runs.push_back({t, 1});
+        break;
+      }
+      if (s.key == t) {
+        runs[s.run].second++;
+        break;
+      }
+    }
+  }
+  return runs;
+}
+}  // namespace
+
 void TextIndex::put(int64_t doc, const std::vector<std::string>& tokens) {
-  remove(doc);
   // A document without text is not in the index (not counted in N or the
   // average length), whether it was written so or indexed on first use.
   if (tokens.empty()) return;
-  std::unordered_map<std::string_view, uint32_t> tf;
-  for (const std::string& t : tokens) tf[t]++;
-  std::vector<std::string> distinct;
-  distinct.reserve(tf.size());
-  uint32_t len = (uint32_t)tokens.size();
-  for (auto& [t, n] : tf) {
+  const auto& runs = counted(tokens);
+  const uint32_t len = (uint32_t)tokens.size();
+  for (auto [t, n] : runs) {
     Term& term = terms_[t];
     term.postings.set(doc, n, len);
     term.max_tf = std::max(term.max_tf, n);
     term.min_len = std::min(term.min_len, len);
-    distinct.emplace_back(t);
   }
+  docs_++;
   total_len_ += len;
-  lengths_[doc] = {len, std::move(distinct)};
 }
 
-void TextIndex::remove(int64_t doc) {
-  auto* it = lengths_.find(doc);
-  if (!it) return;
-  for (const std::string& t : it->second) {
+bool TextIndex::remove(int64_t doc, const std::vector<std::string>& tokens) {
+  if (tokens.empty()) return false;
+  bool found = false, missing = false;
+  uint32_t len = 0;
+  for (auto [t, n] : counted(tokens)) {
     Term* term = terms_.find(t);
-    if (!term) continue;
+    const Posting* p = term ? term->postings.find(doc) : nullptr;
+    if (!p) {
+      missing = true;
+      continue;
+    }
+    len = p->len;
+    found = true;
     term->postings.erase(doc);
     if (term->postings.empty()) terms_.erase(t);
   }
-  total_len_ -= it->first;
-  lengths_.erase(doc);
+  if (!found) return false;
+  docs_--;
+  total_len_ -= len;
+  // Tokens not what it was put with (its length is their number): any
+  // postings under terms they did not name, out too.
+  if (missing || tokens.size() != len) purge(doc, false);
+  return true;
+}
+
+void TextIndex::purge(int64_t doc, bool count) {
+  std::vector<std::string> held;
+  uint32_t len = 0;
+  terms_.for_each([&](const std::string& t, const Term& term) {
+    if (const Posting* p = term.postings.find(doc)) {
+      len = p->len;
+      held.push_back(t);
+    }
+    return true;
+  });
+  for (const std::string& t : held) {
+    Term* term = terms_.find(t);
+    term->postings.erase(doc);
+    if (term->postings.empty()) terms_.erase(t);
+  }
+  if (count && !held.empty()) {
+    docs_--;
+    total_len_ -= len;
+  }
 }
 
 double TextIndex::idf(size_t df) const {
-  double n = (double)lengths_.size();
+  double n = (double)docs_;
   return std::log(1.0 + (n - (double)df + 0.5) / ((double)df + 0.5));
 }
 
 double TextIndex::bound(const Term& t) const {
-  double avg = lengths_.empty() ? 1 : (double)total_len_ / (double)lengths_.size();
+  double avg = docs_ == 0 ? 1 : (double)total_len_ / (double)docs_;
   double tf = t.max_tf, len = t.min_len == UINT32_MAX ? 0 : t.min_len;
   return idf(t.postings.size()) * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * len / avg));
 }
 
 double TextIndex::score(const std::vector<std::string>& query, int64_t doc) const {
-  auto* d = lengths_.find(doc);
-  if (!d) return 0;
-  double avg = (double)total_len_ / (double)lengths_.size();
+  if (docs_ == 0) return 0;
+  double avg = (double)total_len_ / (double)docs_;
   std::vector<std::string> q = query;
   std::sort(q.begin(), q.end());
   q.erase(std::unique(q.begin(), q.end()), q.end());
@@ -269,7 +342,7 @@ double TextIndex::score(const std::vector<std::string>& query, int64_t doc) cons
     const Posting* pos = term->postings.find(doc);
     if (!pos) continue;
     double tf = pos->tf;
-    s += idf(term->postings.size()) * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * d->first / avg));
+    s += idf(term->postings.size()) * tf * (k1_ + 1) / (tf + k1_ * (1 - b_ + b_ * pos->len / avg));
   }
   return s;
 }
@@ -280,7 +353,7 @@ double TextIndex::score(const std::vector<std::string>& query, int64_t doc) cons
 void TextIndex::search(const std::vector<std::string>& query, size_t k, const std::function<bool(int64_t)>& accept,
                        std::vector<TextHit>* out) const {
   out->clear();
-  if (k == 0 || lengths_.empty()) return;
+  if (k == 0 || docs_ == 0) return;
   std::vector<std::string> q = query;
   std::sort(q.begin(), q.end());
   q.erase(std::unique(q.begin(), q.end()), q.end());
@@ -294,7 +367,7 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
     if (!term) continue;
     cur.push_back({term->postings.cursor(), idf(term->postings.size()), bound(*term)});
   }
-  double avg = (double)total_len_ / (double)lengths_.size();
+  double avg = (double)total_len_ / (double)docs_;
   // `before`: ranks first (higher score, then smaller id). As the heap's
   // order it keeps the worst of the best k on top.
   auto before = [](const TextHit& a, const TextHit& b) { return a.score > b.score || (a.score == b.score && a.id < b.id); };
@@ -351,10 +424,6 @@ size_t TextIndex::memory_bytes() const {
   size_t n = 0;
   terms_.for_each([&](const std::string& t, const Term& term) {
     n += t.size() + 48 + term.postings.memory_bytes();
-    return true;
-  });
-  lengths_.for_each([&](int64_t, const std::pair<uint32_t, std::vector<std::string>>& l) {
-    n += 48 + l.second.size() * 32;
     return true;
   });
   return n;

@@ -99,11 +99,19 @@ class TextIndex {
  public:
   TextIndex(double k1, double b) : k1_(k1), b_(b) {}
 
-  // Sets document `doc`'s text (its previous text, if any, is replaced);
-  // no tokens removes it.
+  // Document `doc`'s text, as tokens (none: not in the index), into an
+  // index that holds none for it: a write takes out the old text first, by
+  // the tokens of the version it replaces. The index keeps no list of each document's terms
+  // (it was 200 bytes and more a document); a posting holds the document's
+  // length.
   void put(int64_t doc, const std::vector<std::string>& tokens);
-  void remove(int64_t doc);
-  size_t documents() const { return lengths_.size(); }
+  // Takes out the document's postings under `tokens` (what it was put
+  // with); false when none of them held it (nothing changed then).
+  bool remove(int64_t doc, const std::vector<std::string>& tokens);
+  // Takes out the document's postings whatever its terms, looking through
+  // every term: for when its old version cannot give its tokens.
+  void remove_any(int64_t doc) { purge(doc, true); }
+  size_t documents() const { return docs_; }
 
   // The k best documents for the query tokens (duplicates count once),
   // highest score first, ties by id; `accept` filters candidates as the
@@ -122,11 +130,14 @@ class TextIndex {
   };
   double idf(size_t df) const;
   double bound(const Term& t) const;
+  // The document's postings out of every term; counted out of the
+  // documents and their length when `count`.
+  void purge(int64_t doc, bool count);
 
   double k1_, b_;
   // Hash maps that grow a few buckets a write (steady_map.h).
   SteadyMap<std::string, Term> terms_;
-  SteadyMap<int64_t, std::pair<uint32_t, std::vector<std::string>>> lengths_;  // doc -> length, distinct terms
+  size_t docs_ = 0;  // documents with text
   uint64_t total_len_ = 0;
 };
 

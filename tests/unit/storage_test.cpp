@@ -2,6 +2,8 @@
 // failed flushes, locking, group commit.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -1895,9 +1897,11 @@ TEST_CASE("after a reopen, text and secondary indexes are built beside the lock,
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
   REQUIRE(db->query("create collection t (k text @hash, n int @sorted, body text @text)").is_ok());
-  std::map<int64_t, std::string> key;  // the model: each document's k
+  std::map<int64_t, std::string> key;   // the model: each document's k
+  std::map<int64_t, std::string> body;  // and its body
   for (int64_t i = 1; i <= 2000; i++) {
     key[i] = "k" + std::to_string(i % 100);
+    body[i] = "w" + std::to_string(i % 50) + " common";
     REQUIRE(db->query("put t {k: $1, n: $2, body: $3}", {Value::text(key[i]), Value::integer(i),
                                                            Value::text("w" + std::to_string(i % 50) + " common")}).is_ok());
   }
@@ -1919,6 +1923,7 @@ TEST_CASE("after a reopen, text and secondary indexes are built beside the lock,
       if (j % 3 == 0) {
         REQUIRE(db->query("del t where id = $1", {Value::integer(id)}).is_ok());
         key.erase(id);
+        body.erase(id);
       } else if (j % 3 == 1) {
         REQUIRE(db->query("set t {k: \"moved\"} where id = $1", {Value::integer(id)}).is_ok());
         key[id] = "moved";
@@ -1926,6 +1931,7 @@ TEST_CASE("after a reopen, text and secondary indexes are built beside the lock,
         auto r = db->query("put t {k: \"k7\", n: -1, body: \"fresh\"}");
         REQUIRE(r.is_ok());
         key[r->rows[0].get("id")->as_int()] = "k7";
+        body[r->rows[0].get("id")->as_int()] = "fresh";
       }
     }
   };
@@ -1958,10 +1964,70 @@ TEST_CASE("after a reopen, text and secondary indexes are built beside the lock,
   CHECK(ids_where(*db, "get t select id where k = \"k2\"") == expect("k2"));
   CHECK(counted("k2") == expect("k2").size());
   CHECK(built() == 1);
-  // The text index and the sorted one, each on its first use.
+  // The text index, built beside about 370 writes and then 10 (deletes, and
+  // texts replaced by others with "w7" twice in them).
+  int text_calls = 0, writes_made = 0;
+  eng.beside_hook = [&] {
+    text_calls++;
+    const int n = text_calls == 1 ? 400 : text_calls == 2 ? 10 : 0;
+    for (int j = 0; j < n; j++) {
+      const int64_t id = text_calls == 1 ? 4 + j * 4 : 4 + j * 60;  // the second's odd j: set twice
+      if (!body.count(id)) continue;
+      if (text_calls == 1 && j % 2 == 0) {
+        REQUIRE(db->query("del t where id = $1", {Value::integer(id)}).is_ok());
+        key.erase(id);
+        body.erase(id);
+      } else {
+        REQUIRE(db->query("set t {body: \"w7 w7 extra\"} where id = $1", {Value::integer(id)}).is_ok());
+        body[id] = "w7 w7 extra";
+      }
+      writes_made++;
+    }
+  };
   std::vector<int64_t> fresh = ids_where(*db, "get t select id match body \"fresh\" limit 1000");
   CHECK(fresh.size() == 103);  // the puts of the two rounds: j = 2, 5, ..., 308
   CHECK(built() == 2);
+  CHECK(text_calls == 2);
+  CHECK(writes_made > 256 + 5);  // more than a last round takes, then some
+  eng.beside_hook = nullptr;
+  // Its scores count the documents and their lengths as they are (BM25,
+  // k1 1.2, b 0.75): a document taken twice, or one left behind, moves them.
+  {
+    auto split = [](const std::string& t) {
+      std::vector<std::string> w;
+      size_t at = 0;
+      while (at < t.size()) {
+        size_t sp = t.find(' ', at);
+        if (sp == std::string::npos) sp = t.size();
+        w.push_back(t.substr(at, sp - at));
+        at = sp + 1;
+      }
+      return w;
+    };
+    double docs = 0, len = 0, df = 0;
+    for (auto& [id, t] : body) {
+      auto w = split(t);
+      docs++;
+      len += (double)w.size();
+      df += std::count(w.begin(), w.end(), "w7") > 0;
+    }
+    const double idf = std::log(1 + (docs - df + 0.5) / (df + 0.5));
+    double best = 0;
+    for (auto& [id, t] : body) {
+      auto w = split(t);
+      const double tf = (double)std::count(w.begin(), w.end(), "w7");
+      if (tf > 0) best = std::max(best, idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * (double)w.size() / (len / docs))));
+    }
+    auto hit = db->query("get t select id match body \"w7\" limit 1");
+    REQUIRE(hit.is_ok());
+    REQUIRE(hit->rows.size() == 1);
+    CHECK(hit->rows[0].get("_score")->as_float() == doctest::Approx(best).epsilon(1e-9));
+    auto common = db->query("get t select id match body \"common\" limit 100000");
+    REQUIRE(common.is_ok());
+    size_t with_common = 0;
+    for (auto& [id, t] : body) with_common += t.find("common") != std::string::npos;
+    CHECK(common->rows.size() == with_common);
+  }
   // The sorted one while writes move documents' n and delete documents:
   // 300 after its pin (more than the last round takes under the lock), then
   // 10 more, some to documents the first round moved already.

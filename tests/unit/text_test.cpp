@@ -153,16 +153,27 @@ TEST_CASE("text index follows writes: updates and deletes") {
   std::vector<TextHit> out;
   ti.search(toks("red"), 10, nullptr, &out);
   CHECK(out.size() == 2);
-  ti.put(1, toks("yellow banana"));  // replaces
+  CHECK(ti.remove(1, toks("red apple")));  // a write takes out the old text, then puts the new
+  ti.put(1, toks("yellow banana"));
   ti.search(toks("red"), 10, nullptr, &out);
   REQUIRE(out.size() == 1);
   CHECK(out[0].id == 3);
-  ti.remove(3);
+  CHECK_FALSE(ti.remove(3, toks("blue")));  // not its text: nothing taken out
+  CHECK(ti.remove(3, toks("red car")));
   ti.search(toks("red"), 10, nullptr, &out);
   CHECK(out.empty());
   ti.search(toks("apple banana"), 10, nullptr, &out);
   CHECK(out.size() == 2);
   CHECK(ti.documents() == 2);
+  // Tokens that name part of its text: the rest is found too.
+  CHECK(ti.remove(2, toks("pie")));
+  ti.search(toks("apple green"), 10, nullptr, &out);
+  CHECK(out.empty());
+  CHECK(ti.documents() == 1);
+  ti.remove_any(1);
+  ti.search(toks("yellow banana"), 10, nullptr, &out);
+  CHECK(out.empty());
+  CHECK(ti.documents() == 0);
 }
 
 TEST_CASE("postings in blocks: the same as a sorted map through puts, changes and removals anywhere") {
@@ -260,12 +271,15 @@ TEST_CASE("a text index written in any order ranks as BM25 the long way does") {
   }
   for (int op = 0; op < 3000; op++) {
     int64_t id = 1 + (int64_t)(next() % 4500);
+    if (live.count(id)) {  // the old text out, by its tokens or (now and then) by a look through all
+      if (next() % 8) CHECK(ti.remove(id, live[id]));
+      else ti.remove_any(id);
+    }
     if (next() % 4) {
       live[id] = text();
       ti.put(id, live[id]);
     } else {
       live.erase(id);
-      ti.remove(id);
     }
   }
   CHECK(ti.documents() == live.size());
