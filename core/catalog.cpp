@@ -82,8 +82,9 @@ void text_unentry(const Collection& c, uint32_t fid, TextIndex& ti, int64_t id, 
   tokens.clear();
   const bool decoded = decode_field(old, fid, &v, &c).is_ok();
   if (decoded) text_tokens(v, &tokens);
-  // A version with no text put nothing (unless the index holds the document anyway).
-  if (!decoded || (tokens.empty() ? false : !ti.remove(id, tokens))) ti.remove_any(id);
+  // A version with no text put nothing; one whose tokens the index does not
+  // hold for it, or one that does not decode, is looked for through every term.
+  if (!decoded || (!tokens.empty() && !ti.remove(id, tokens))) ti.remove_any(id);
 }
 
 void secondary_unentry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,

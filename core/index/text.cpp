@@ -235,6 +235,7 @@ const std::vector<std::pair<std::string_view, uint32_t>>& counted(const std::vec
     table.assign(cap, Slot{});
     table.shrink_to_fit();
     gen = 1;
+    if (runs.capacity() > cap) runs.shrink_to_fit();
   }
   const size_t mask = cap - 1;
   for (const std::string& t : tokens) {
@@ -274,16 +275,15 @@ void TextIndex::put(int64_t doc, const std::vector<std::string>& tokens) {
 
 bool TextIndex::remove(int64_t doc, const std::vector<std::string>& tokens) {
   if (tokens.empty()) return false;
-  bool found = false, missing = false;
+  bool found = false;
   uint32_t len = 0;
+  uint64_t tf = 0;  // the document's tokens found: all of them when the sum is its length
   for (auto [t, n] : counted(tokens)) {
     Term* term = terms_.find(t);
     const Posting* p = term ? term->postings.find(doc) : nullptr;
-    if (!p) {
-      missing = true;
-      continue;
-    }
+    if (!p) continue;
     len = p->len;
+    tf += p->tf;
     found = true;
     term->postings.erase(doc);
     if (term->postings.empty()) terms_.erase(t);
@@ -291,9 +291,9 @@ bool TextIndex::remove(int64_t doc, const std::vector<std::string>& tokens) {
   if (!found) return false;
   docs_--;
   total_len_ -= len;
-  // Tokens not what it was put with (its length is their number): any
-  // postings under terms they did not name, out too.
-  if (missing || tokens.size() != len) purge(doc, false);
+  // Tokens not what it was put with: its postings under terms they did
+  // not name, out too.
+  if (tf != len) purge(doc, false);
   return true;
 }
 
