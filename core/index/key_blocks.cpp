@@ -12,20 +12,8 @@ void KeyBlocks::clear() {
   size_ = 0;
 }
 
-size_t KeyBlocks::block_for(const Value& k, int64_t id) const {
-  size_t lo = 0, hi = blocks_.size();
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    const Block& m = *blocks_[mid];
-    const Entry& last = m.e[m.n - 1];
-    if (less(last.key, last.id, k, id)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo == blocks_.size() ? lo - 1 : lo;
-}
-
 void KeyBlocks::insert(Value key, int64_t id) {
-  if (blocks_.empty()) {  // no block is ever left empty: block_for reads each one's last entry
+  if (blocks_.empty()) {  // no block is ever left empty: first_not reads each one's last entry
     Block* b = new Block;
     b->e[0] = {std::move(key), id};
     b->n = 1;
@@ -33,8 +21,9 @@ void KeyBlocks::insert(Value key, int64_t id) {
     size_++;
     return;
   }
-  size_t bi = block_for(key, id);
-  Block* b = blocks_[bi];
+  Pos p = first_not([&](const Entry& e) { return less(e.key, e.id, key, id); });
+  if (p == end()) p = {blocks_.size() - 1, blocks_.back()->n};  // after the last entry
+  Block* b = blocks_[p.b];
   if (b->n == kMax) {
     // Split: the upper half moves to a new block after it.
     Block* r = new Block;
@@ -42,34 +31,22 @@ void KeyBlocks::insert(Value key, int64_t id) {
     std::move(b->e + half, b->e + kMax, r->e);
     r->n = kMax - half;
     b->n = half;
-    blocks_.insert(blocks_.begin() + (ptrdiff_t)bi + 1, r);
-    const Entry& last = b->e[half - 1];
-    if (less(last.key, last.id, key, id)) b = r;
+    blocks_.insert(blocks_.begin() + (ptrdiff_t)p.b + 1, r);
+    if (p.i > half) b = r, p.i -= half;
   }
-  size_t i = 0, hi = b->n;
-  while (i < hi) {
-    size_t mid = (i + hi) / 2;
-    if (less(b->e[mid].key, b->e[mid].id, key, id)) i = mid + 1;
-    else hi = mid;
-  }
-  std::move_backward(b->e + i, b->e + b->n, b->e + b->n + 1);
-  b->e[i].key = std::move(key);
-  b->e[i].id = id;
+  std::move_backward(b->e + p.i, b->e + b->n, b->e + b->n + 1);
+  b->e[p.i].key = std::move(key);
+  b->e[p.i].id = id;
   b->n++;
   size_++;
 }
 
 bool KeyBlocks::erase(const Value& key, int64_t id) {
-  if (blocks_.empty()) return false;
-  size_t bi = block_for(key, id);
+  const Pos p = first_not([&](const Entry& e) { return less(e.key, e.id, key, id); });
+  if (p == end()) return false;
+  const size_t bi = p.b, i = p.i;
   Block* b = blocks_[bi];
-  size_t i = 0, hi = b->n;
-  while (i < hi) {
-    size_t mid = (i + hi) / 2;
-    if (less(b->e[mid].key, b->e[mid].id, key, id)) i = mid + 1;
-    else hi = mid;
-  }
-  if (i == b->n || b->e[i].id != id || compare(b->e[i].key, key) != 0) return false;
+  if (b->e[i].id != id || compare(b->e[i].key, key) != 0) return false;
   std::move(b->e + i + 1, b->e + b->n, b->e + i);
   b->n--;
   b->e[b->n].key = Value();  // what it held freed now
@@ -137,26 +114,10 @@ void KeyBlocks::load(std::vector<Entry> entries, std::vector<std::pair<int64_t, 
 
 KeyBlocks::Pos KeyBlocks::lower_key(const Value& k, bool after) const {
   // Past an entry: its key is below k (or, with `after`, not above it).
-  auto past = [&](const Value& key) {
-    int c = compare(key, k);
+  return first_not([&](const Entry& e) {
+    int c = compare(e.key, k);
     return after ? c <= 0 : c < 0;
-  };
-  size_t lo = 0, hi = blocks_.size();
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    const Block& m = *blocks_[mid];
-    if (past(m.e[m.n - 1].key)) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo == blocks_.size()) return end();
-  const Block& b = *blocks_[lo];
-  size_t i = 0, n = b.n;
-  while (i < n) {
-    size_t mid = (i + n) / 2;
-    if (past(b.e[mid].key)) i = mid + 1;
-    else n = mid;
-  }
-  return {lo, i};  // i < b.n: the block's last entry is not past
+  });
 }
 
 size_t KeyBlocks::between(Pos a, Pos b) const {

@@ -12,6 +12,7 @@
 // last. Any insert or erase invalidates them. Const operations change
 // nothing, so readers may share it under a shared lock.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -30,6 +31,7 @@ class KeyBlocks {
   struct Pos {
     size_t b = 0, i = 0;
     bool operator==(const Pos&) const = default;
+    bool operator<(const Pos& o) const { return b < o.b || (b == o.b && i < o.i); }
   };
   static constexpr size_t kMax = 128;
 
@@ -78,9 +80,15 @@ class KeyBlocks {
     int c = compare(ka, kb);
     return c ? c < 0 : ia < ib;
   }
-  // The block an entry (k, id) belongs in: the first whose last entry is
-  // not below it, else the last block.
-  size_t block_for(const Value& k, int64_t id) const;
+  // The first entry `past` is false for, or end(); `past` holds for a
+  // prefix of the order (a block is searched for by its last entry).
+  template <typename Past>
+  Pos first_not(Past&& past) const {
+    auto bi = std::partition_point(blocks_.begin(), blocks_.end(), [&](const Block* x) { return past(x->e[x->n - 1]); });
+    if (bi == blocks_.end()) return end();
+    const Block& x = **bi;
+    return {(size_t)(bi - blocks_.begin()), (size_t)(std::partition_point(x.e, x.e + x.n, past) - x.e)};
+  }
   void join(size_t b);  // block b with its right neighbour, which fits
 
   std::vector<Block*> blocks_;

@@ -136,13 +136,13 @@ KeyBlocks::Pos SecondaryIndex::range_start(const Value* lo, bool lo_incl) const 
   const Pos past_nulls = sorted_.lower_key(Value(), true);
   if (!lo) return past_nulls;
   const Pos p = sorted_.lower_key(normalize(*lo), !lo_incl);
-  return before(p, past_nulls) ? past_nulls : p;
+  return p < past_nulls ? past_nulls : p;
 }
 
 void SecondaryIndex::range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, std::vector<int64_t>* out) const {
   out->clear();
   const Pos start = range_start(lo, lo_incl), end = range_end(hi, hi_incl);
-  if (!before(start, end)) return;
+  if (!(start < end)) return;
   out->reserve(sorted_.between(start, end));
   for (Pos p = start; p != end; sorted_.next(p)) out->push_back(sorted_.at(p).id);
   std::sort(out->begin(), out->end());
@@ -150,7 +150,7 @@ void SecondaryIndex::range(const Value* lo, bool lo_incl, const Value* hi, bool 
 
 size_t SecondaryIndex::count_range(const Value* lo, bool lo_incl, const Value* hi, bool hi_incl) const {
   const Pos start = range_start(lo, lo_incl), end = range_end(hi, hi_incl);
-  if (!before(start, end)) return 0;
+  if (!(start < end)) return 0;
   return sorted_.between(start, end);
 }
 

@@ -130,7 +130,6 @@ class SecondaryIndex {
 
  private:
   using Pos = KeyBlocks::Pos;
-  static bool before(Pos a, Pos b) { return a.b < b.b || (a.b == b.b && a.i < b.i); }
   static std::string hash_key(const Value& v);
   bool erase_hashed(const std::string& hk, int64_t id);
   // The first entry past the null keys (which sort first), or past the
@@ -189,7 +188,7 @@ template <typename F>
 void SecondaryIndex::ordered_range(bool desc, const Value* lo, bool lo_incl, const Value* hi, bool hi_incl, F&& f,
                                    bool nulls) const {
   const Pos start = nulls ? sorted_.begin() : range_start(lo, lo_incl), end = range_end(hi, hi_incl);
-  if (!before(start, end)) return;  // an empty range: lo above hi
+  if (!(start < end)) return;  // an empty range: lo above hi
   if (!desc) {
     for (Pos p = start; p != end; sorted_.next(p)) {
       const KeyBlocks::Entry& e = sorted_.at(p);
@@ -206,7 +205,7 @@ void SecondaryIndex::ordered_range(bool desc, const Value* lo, bool lo_incl, con
     Pos last = it;
     sorted_.prev(last);
     Pos first = sorted_.lower_key(sorted_.at(last).key);
-    if (before(first, start)) first = start;
+    if (first < start) first = start;
     for (Pos g = first; g != it; sorted_.next(g)) {
       const KeyBlocks::Entry& e = sorted_.at(g);
       if (!f(e.key, e.id)) return;
