@@ -259,6 +259,12 @@ Result<SecondaryIndex*> Engine::secondary(Collection& c, size_t i) {
   return c.sindex[i].get();
 }
 
+Result<std::unique_ptr<SecondaryIndex>> pinned_secondary(const Collection& c, size_t i, const Arena::View& view) {
+  SecondaryFill f(c.def.secondary[i], i);
+  KF_TRY(fill_all(c, f, [&](uint64_t loc) { return view.body(loc); }));
+  return std::move(f.idx);
+}
+
 Result<TextIndex*> Engine::text_index(Collection& c, const Field& f) {
   std::lock_guard g(c.text_mu);
   auto it = c.tindex.find(f.id);

@@ -16,6 +16,7 @@
 #include "index/secondary.h"
 #include "index/text.h"
 #include "schema.h"
+#include "storage/arena.h"
 #include "storage/id_index.h"
 #include "value.h"
 
@@ -59,6 +60,11 @@ struct Collection : VectorSource {
   // points (documents written since hold their vectors) and which no write
   // changes.
   std::map<uint32_t, HnswIndex::ImageTable> pinned_tables;
+  // A pinned copy: the catalog's version when it was made (its `changes`
+  // are the collection's then), by which a lookup through the live
+  // collection's @hash index knows that index still holds what the copy's
+  // documents give (Engine::hold_live).
+  uint64_t pinned_catalog = 0;
 
   bool vector(uint32_t field_id, uint64_t node, Value* out) const override;
 };
@@ -80,6 +86,9 @@ Status secondary_entry(const Collection& c, const SecondaryDef& d, SecondaryInde
 // from its version `old` (looking through the whole index if that version
 // gives no tokens or key the index holds for it).
 void text_unentry(const Collection& c, uint32_t fid, TextIndex& ti, int64_t id, std::string_view old);
+// A pinned copy's secondary index i (def.secondary[i]) filled from its
+// documents, read through the pin's view of the arena (with no lock held).
+Result<std::unique_ptr<SecondaryIndex>> pinned_secondary(const Collection& c, size_t i, const Arena::View& view);
 void secondary_unentry(const Collection& c, const SecondaryDef& d, SecondaryIndex& si, int64_t id,
                        std::string_view old);
 

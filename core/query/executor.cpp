@@ -20,17 +20,17 @@ constexpr uint64_t kLongRead = 10000;
 // search that compares the query with every vector (exact, no candidates
 // gathered). Under the shared lock it copies what it reads (pin_copy), lets
 // the lock go and runs over the copy, so writers need not wait for it. It
-// answers what it would have under the lock. Its lookups by id read copies
-// of their collections made at the same time. Reads an index answers are
-// short and keep the lock (indexes change in place: a graph `near`,
-// `match` and their kin, an exact near over the candidates an index gave,
-// a lookup through a @hash index); so do reads of a collection whose
+// answers what it would have under the lock. Its lookups read copies of
+// their collections made at the same time (through a @hash index: see
+// hold_live). Reads an index answers are short and keep the lock
+// (indexes change in place: a graph `near`, `match` and their kin, an
+// exact near over the candidates an index gave); so do reads of a collection whose
 // documents refer into a dropped index's or a lost table, and reads while
 // a table's blocks are still to be checked.
 bool Engine::pinnable(const Collection& c, const Plan& plan, const LookupPlan* lookup, const Field* exact_near) const {
   if (!port::kThreads) return false;  // no other thread to let in: the copy would be for nothing
   if (!plan.exact_over_all && !plan.has("scan")) return false;
-  for (const char* op : {"near graph", "match", "fuse", "rerank", "index lookup"})
+  for (const char* op : {"near graph", "match", "fuse", "rerank"})
     if (plan.has(op)) return false;
   auto copyable = [](const Collection& k) {
     if (!k.retired.empty() || !k.lost_tables.empty()) return false;
@@ -57,10 +57,14 @@ bool Engine::pinnable(const Collection& c, const Plan& plan, const LookupPlan* l
 // reference into a vector table points into the part an image holds, which
 // no write changes and the read's view of the arena keeps alive), and for
 // an exact near, a copy of that field's index (HnswIndex::pinned_copy).
-std::unique_ptr<Collection> Engine::pin_copy(const Collection& c, const Field* exact_near) const {
+std::unique_ptr<Collection> Engine::pin_copy(const Collection& c, const Field* exact_near, bool child) const {
   auto snap = std::make_unique<Collection>();
   snap->def = c.def;
-  snap->def.secondary.clear();  // a pinned read uses none (and may not build one unlocked)
+  // A pinned read builds no index (unlocked, it would read the live
+  // documents); a lookup's child keeps the definitions, for its @hash index.
+  if (!child) snap->def.secondary.clear();
+  snap->changes = c.changes;
+  snap->pinned_catalog = catalog_version_.load(std::memory_order_relaxed);
   snap->next_id = c.next_id;
   snap->ids.copy_from(c.ids);  // its blocks shared, not copied (id_index.h)
   snap->bytes = c.bytes;
@@ -69,6 +73,24 @@ std::unique_ptr<Collection> Engine::pin_copy(const Collection& c, const Field* e
     else index->image_table(&snap->pinned_tables[fid]);
   }
   return snap;
+}
+
+bool Engine::hold_live(const Collection& snap, size_t i, LiveIndex* live, std::shared_lock<FairSharedMutex>* hold) {
+  std::shared_lock lk(mu_);
+  // The catalog as at the pin: the collection and the index found the first
+  // time are still there (a drop or a definition changes it).
+  if (catalog_version_.load(std::memory_order_relaxed) != snap.pinned_catalog) return false;
+  if (!live->index) {
+    auto it = by_id_.find(snap.def.id);
+    if (it == by_id_.end()) return false;
+    std::lock_guard g(it->second->sec_mu);
+    if (i >= it->second->sindex.size() || !it->second->sindex[i]) return false;
+    live->coll = it->second;
+    live->index = it->second->sindex[i].get();
+  }
+  if (live->coll->changes != snap.changes) return false;
+  *hold = std::move(lk);
+  return true;
 }
 
 Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vector<Value>& params, QueryResult* out,
@@ -143,10 +165,12 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   if (port::kThreads && lock && !(st.explain && !st.analyze) && pinnable(*c, plan, p.lookup.get(), exact_near)) {
     snap = pin_copy(*c, exact_near);
     for (const LookupPlan* l = p.lookup.get(); l; l = l->nested.get())
-      if (!snap_children.count(l->child->def.name)) snap_children[l->child->def.name] = pin_copy(*l->child, nullptr);
+      if (!snap_children.count(l->child->def.name))
+        snap_children[l->child->def.name] = pin_copy(*l->child, nullptr, true);
     view = arena_.view();
     lock->unlock();
     reads_pinned_.fetch_add(1, std::memory_order_relaxed);
+    if (pinned_hook) pinned_hook();
     plan2 = std::make_unique<Plan>(st.explain);
     x2 = std::make_unique<ExecContext>(*this, *snap, st, ev, *plan2, st.analyze);
     x2->pinned = &view;

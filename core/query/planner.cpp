@@ -137,7 +137,13 @@ Status plan_lookup_child(ExecContext& x, const Lookup& lk, LookupPlan* lp) {
       return Status(Code::Invalid, "lookup on '" + lk.collection + "." + lk.child_field +
                                        "' needs it to be id or to carry @hash (create index on " + lk.collection + " (" +
                                        lk.child_field + ") @hash)", lk.child_pos);
-    KF_ASSIGN(lp->index, eng.secondary(cc, (size_t)i));
+    // A pinned read's copy: read through the live index while it answers
+    // for the copy, else filled from it (LookupStage), never built here.
+    if (x.pinned) {
+      lp->pinned_index = i;
+    } else {
+      KF_ASSIGN(lp->index, eng.secondary(cc, (size_t)i));
+    }
   }
   const ParsedStatement& cs = *lk.child;
   KF_ASSIGN(int64_t limit, count_arg(x.ev, cs.limit, "limit"));
@@ -145,9 +151,10 @@ Status plan_lookup_child(ExecContext& x, const Lookup& lk, LookupPlan* lp) {
   lp->offset = offset < 0 ? 0 : offset;
   lp->count = limit;
   Plan& plan = x.plan;
-  int node = lp->source = plan.add(lp->index ? "index lookup" : "id lookup");
+  const bool hashed = lk.child_field != "id";
+  int node = lp->source = plan.add(hashed ? "index lookup" : "id lookup");
   if (plan.describe())
-    plan.node(node).detail = lp->index ? lk.collection + "." + lk.child_field + " (@hash): equality, per parent row"
+    plan.node(node).detail = hashed ? lk.collection + "." + lk.child_field + " (@hash): equality, per parent row"
                                        : "the parent's " + join(lk.parent_path) + ", per parent row";
   if (cs.where) node = lp->filter = plan_filter(plan, *cs.where, node);
   if (!cs.order.empty()) node = lp->sort = plan_sort(plan, cs.order, -1, node);

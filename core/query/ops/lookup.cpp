@@ -25,10 +25,15 @@ class LookupStage : public Stage {
       if (!key) break;
     }
     std::vector<int64_t> ids;
-    if (!lp_.index) {
-      if (key && key->kind() == Kind::Int) ids.push_back(key->as_int());
-    } else if (key) {
-      lp_.index->equal(*key, &ids);
+    if (lp_.index) {
+      if (key) lp_.index->equal(*key, &ids);
+    } else if (lp_.pinned_index >= 0) {
+      if (key) {
+        s = pinned_ids(*key, &ids);
+        if (!s.is_ok()) return x_.fail(std::move(s));
+      }
+    } else if (key && key->kind() == Kind::Int) {
+      ids.push_back(key->as_int());
     }
     r.children = Value::list();
     uint64_t t0 = x_.analyze ? ExecContext::now_ns() : 0;
@@ -57,6 +62,30 @@ class LookupStage : public Stage {
     return p.run();
   }
 
+  // A pinned read's lookup through a @hash index: the live index's ids
+  // while nothing changed the child collection since the pin, under the
+  // shared lock, held for up to kHeld parents while no writer waits for it
+  // (for one when a lookup below would take it again); after a change, the
+  // index filled from the pinned copy, once for the read.
+  Status pinned_ids(const Value& key, std::vector<int64_t>* ids) {
+    constexpr unsigned kHeld = 64;
+    const size_t i = (size_t)lp_.pinned_index;
+    if (!lp_.own) {
+      if (!held_.owns_lock() && !x_.eng.hold_live(*lp_.child, i, &lp_.live, &held_)) {
+        KF_ASSIGN(lp_.own, pinned_secondary(*lp_.child, i, *x_.pinned));
+      }
+      if (held_.owns_lock()) {
+        lp_.live.index->equal(key, ids);
+        if (++probes_ % kHeld == 0 || lp_.nested || x_.eng.writer_about()) held_.unlock();
+        return Status::ok();
+      }
+    }
+    lp_.own->equal(key, ids);
+    return Status::ok();
+  }
+
+  std::shared_lock<FairSharedMutex> held_;
+  unsigned probes_ = 0;
   const LookupPlan& lp_;
 };
 
@@ -67,7 +96,7 @@ int plan_lookup(Plan& plan, const LookupPlan& lp, int input) {
   if (plan.describe()) {
     const Lookup& lk = *lp.lk;
     plan.node(n).detail = lk.collection + " on " + lk.child_field + " = " + join(lk.parent_path) +
-                          (lp.index ? " (@hash index on " + lk.collection + "." + lk.child_field + ")" : "") +
+                          (lk.child_field != "id" ? " (@hash index on " + lk.collection + "." + lk.child_field + ")" : "") +
                           (lk.required ? ", required" : "");
   }
   return n;

@@ -159,7 +159,13 @@ std::unique_ptr<Source> make_match(ExecContext& x, int node, MatchQuery mq, std:
 struct LookupPlan {
   const Lookup* lk = nullptr;
   Collection* child = nullptr;
-  SecondaryIndex* index = nullptr;  // on child_field (none: by id)
+  SecondaryIndex* index = nullptr;  // on child_field (none: by id, or pinned below)
+  // A pinned read's lookup through a @hash index: the index's place in the
+  // child copy's definitions (Engine::hold_live), and the index filled
+  // from the copy once the live one no longer answers for it (-1: none).
+  int pinned_index = -1;
+  mutable Engine::LiveIndex live;
+  mutable std::unique_ptr<SecondaryIndex> own;
   // The child clauses' nodes (-1: none).
   int source = -1, filter = -1, sort = -1, limit = -1, project = -1, node = -1;
   int64_t offset = 0, count = -1;
