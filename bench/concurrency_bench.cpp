@@ -17,7 +17,9 @@
 //      readers' and the writer's worst wait during them;
 //   4. an aggregate over every document, five times, while one writer lands
 //      pairs of documents: the writer's worst wait during them, and every
-//      answer checked to be a whole state;
+//      answer checked to be a whole state; then the same with a read of
+//      every document that looks each one up in a collection of 1,000
+//      through a @hash index (SQLite: a join through an index);
 //   5. (section 7 of the report) kitfox alone: three checkpoints of a collection of V documents with a
 //      128-dim vector under an HNSW index, while the readers run `near`
 //      top-10 and one writer puts documents with vectors: the readers' and
@@ -57,6 +59,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -201,6 +204,9 @@ class Session {
   virtual void batch(const std::vector<std::string>& names, const std::vector<int64_t>& ns) = 0;
   // An aggregate over every document: their count and the sum of n.
   virtual void aggregate(int64_t* count, int64_t* sum) = 0;
+  // Every document with n >= 0 looked up in c by its n (c's k, indexed):
+  // the pairs found, and the sum of n + v over them.
+  virtual void lookup(int64_t* pairs, int64_t* sum) = 0;
   uint64_t busy_retries = 0;  // SQLite: statements stepped again after SQLITE_BUSY
 };
 
@@ -220,6 +226,7 @@ class Target {
 constexpr std::string_view kKfPut = "put t {name: $1, n: $2}";
 constexpr std::string_view kKfGet = "get t where id = $1";
 constexpr std::string_view kKfAggregate = "get t select count(*), sum(n)";
+constexpr std::string_view kKfLookup = "get t select n where n >= 0 lookup c on k = n required select v";
 
 class KitfoxSession final : public Session {
  public:
@@ -252,6 +259,16 @@ class KitfoxSession final : public Session {
     if (!r.is_ok() || r->rows.size() != 1) die("kitfox aggregate: " + r.status().to_string());
     *count = r->rows[0].get("count(*)")->as_int();
     *sum = r->rows[0].get("sum(n)")->as_int();
+  }
+  void lookup(int64_t* pairs, int64_t* sum) override {
+    auto r = db_.query(kKfLookup);
+    if (!r.is_ok()) die("kitfox lookup: " + r.status().to_string());
+    *pairs = *sum = 0;
+    for (const Value& row : r->rows)
+      for (const Value& child : row.get("c")->items()) {
+        ++*pairs;
+        *sum += row.get("n")->as_int() + child.get("v")->as_int();
+      }
   }
 
  private:
@@ -330,11 +347,13 @@ class SqliteSession final : public Session {
     ins_ = sq_prep(db_, "INSERT INTO t (name, n) VALUES (?, ?)");
     sel_ = sq_prep(db_, "SELECT name, n FROM t WHERE id = ?");
     agg_ = sq_prep(db_, "SELECT count(*), sum(n) FROM t");
+    join_ = sq_prep(db_, "SELECT count(*), sum(t.n + c.v) FROM t JOIN c ON c.k = t.n WHERE t.n >= 0");
   }
   ~SqliteSession() override {
     sqlite3_finalize(ins_);
     sqlite3_finalize(sel_);
     sqlite3_finalize(agg_);
+    sqlite3_finalize(join_);
     sqlite3_close(db_);
   }
   void put(const std::string& name, int64_t n) override {
@@ -388,6 +407,17 @@ class SqliteSession final : public Session {
     *sum = sqlite3_column_int64(agg_, 1);
     sqlite3_reset(agg_);
   }
+  void lookup(int64_t* pairs, int64_t* sum) override {
+    int rc;
+    while ((rc = sqlite3_step(join_)) == SQLITE_BUSY) {
+      busy_retries++;
+      sqlite3_reset(join_);
+    }
+    if (rc != SQLITE_ROW) die(std::string("sqlite join: ") + sqlite3_errmsg(db_));
+    *pairs = sqlite3_column_int64(join_, 0);
+    *sum = sqlite3_column_int64(join_, 1);
+    sqlite3_reset(join_);
+  }
 
  private:
   void step_done(sqlite3_stmt* s, const char* what) {
@@ -403,6 +433,7 @@ class SqliteSession final : public Session {
   sqlite3_stmt* ins_;
   sqlite3_stmt* sel_;
   sqlite3_stmt* agg_;
+  sqlite3_stmt* join_;
 };
 
 class SqliteTarget final : public Target {
@@ -725,13 +756,16 @@ struct Aggregates {
   uint64_t puts = 0;  // documents the writer put, every one acknowledged
 };
 
-Aggregates run_aggregates(Target& t, size_t count, double gap_s, uint64_t seed) {
+// `lookup`: the read is Session::lookup, whose answer the writer's documents
+// (n below 1,000,000, no key of c) leave as it was alone.
+Aggregates run_aggregates(Target& t, size_t count, double gap_s, uint64_t seed, bool lookup = false) {
   Aggregates out;
   auto reader = t.session();
   auto writer = t.session();
+  auto read = [&](int64_t* c, int64_t* sum) { lookup ? reader->lookup(c, sum) : reader->aggregate(c, sum); };
   int64_t count0, sum0;
   auto a0 = Clock::now();
-  reader->aggregate(&count0, &sum0);
+  read(&count0, &sum0);
   out.alone_ms = us_between(a0, Clock::now()) / 1e3;
   struct Op {
     double start_us, dur_us;
@@ -765,7 +799,7 @@ Aggregates run_aggregates(Target& t, size_t count, double gap_s, uint64_t seed) 
     std::this_thread::sleep_for(gap);
     int64_t c, sum;
     auto a = Clock::now();
-    reader->aggregate(&c, &sum);
+    read(&c, &sum);
     auto e = Clock::now();
     if (sum != sum0 || c < count0 || (c - count0) % 2 != 0)
       die(fmt("%s: an aggregate beside the writer answered count %" PRId64 ", sum %" PRId64 " (alone: %" PRId64
@@ -1363,6 +1397,15 @@ int main(int argc, char** argv) {
   }
 
   Preload data = make_preload(opt.rows);
+  // The keys of c, which section 6's lookups find: 1,000 distinct n of the
+  // preloaded documents, none below 1,000,000 (the writer's there).
+  std::vector<int64_t> keys;
+  {
+    std::set<int64_t> seen;
+    const size_t step = std::max<size_t>(1, opt.rows / 1000);
+    for (size_t i = 0; i < opt.rows && keys.size() < 1000; i += step)
+      if (data.ns[i] >= 1000000 && seen.insert(data.ns[i]).second) keys.push_back(data.ns[i]);
+  }
   {
     OpenOptions o;
     o.sync = SyncMode::Off;
@@ -1381,6 +1424,15 @@ int main(int argc, char** argv) {
       auto p = db.query("put t $1", {Value::list(std::move(docs))});
       if (!p.is_ok()) die("kitfox preload: " + p.status().to_string());
     }
+    if (!db.query("create collection c (k int @hash, v int)").is_ok()) die("kitfox create failed");
+    std::vector<Value> kids;
+    for (size_t i = 0; i < keys.size(); i++) {
+      Value d = Value::object();
+      d.append("k", Value::integer(keys[i]));
+      d.append("v", Value::integer((int64_t)i + 1));
+      kids.push_back(std::move(d));
+    }
+    if (!db.query("put c $1", {Value::list(std::move(kids))}).is_ok()) die("kitfox preload of c failed");
     if (!db.checkpoint().is_ok() || !db.close().is_ok()) die("kitfox preload: checkpoint/close failed");
   }
   std::filesystem::copy_file(kf_always, kf_off);
@@ -1397,6 +1449,16 @@ int main(int argc, char** argv) {
       sqlite3_bind_text(ins, 2, data.names[i].data(), (int)data.names[i].size(), SQLITE_STATIC);
       sqlite3_bind_int64(ins, 3, data.ns[i]);
       if (sqlite3_step(ins) != SQLITE_DONE) die(std::string("sqlite preload: ") + sqlite3_errmsg(db));
+      sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    sq_exec(db, "CREATE TABLE c (id INTEGER PRIMARY KEY, k INTEGER, v INTEGER)");
+    sq_exec(db, "CREATE INDEX c_k ON c (k)");
+    ins = sq_prep(db, "INSERT INTO c (k, v) VALUES (?, ?)");
+    for (size_t i = 0; i < keys.size(); i++) {
+      sqlite3_bind_int64(ins, 1, keys[i]);
+      sqlite3_bind_int64(ins, 2, (int64_t)i + 1);
+      if (sqlite3_step(ins) != SQLITE_DONE) die(std::string("sqlite preload of c: ") + sqlite3_errmsg(db));
       sqlite3_reset(ins);
     }
     sqlite3_finalize(ins);
@@ -1496,6 +1558,16 @@ int main(int argc, char** argv) {
                  targets[e]->label.c_str(), lat(median(aggs[e].aggregate_ms) * 1e3).c_str(),
                  lat(aggs[e].alone_ms * 1e3).c_str(), lat(aggs[e].write_worst_us).c_str(),
                  lat(aggs[e].write_worst_between_us).c_str()));
+  }
+  std::vector<Aggregates> joins(T);
+  for (size_t e = 0; e < T; e++) {
+    quiet();
+    joins[e] = run_aggregates(*targets[e], 5, 0.2, 2200 + e, true);
+    expected[e] += joins[e].puts;
+    progress(fmt("    %-24s lookup %s (median; alone %s), the writer's worst during %s (between %s)",
+                 targets[e]->label.c_str(), lat(median(joins[e].aggregate_ms) * 1e3).c_str(),
+                 lat(joins[e].alone_ms * 1e3).c_str(), lat(joins[e].write_worst_us).c_str(),
+                 lat(joins[e].write_worst_between_us).c_str()));
   }
 
   VectorCheckpoints vecs;
@@ -1714,23 +1786,32 @@ int main(int argc, char** argv) {
   }
   md += "\n";
 
-  md += "### 6. An aggregate over every document beside a writer\n\n";
+  md += "### 6. Long reads beside a writer: an aggregate over every document, a lookup through an index\n\n";
   md += "One writer lands pairs of documents in one transaction each (n = x and n = -x, in the target's sync mode) "
         "while the main thread runs `get t select count(*), sum(n)` / `SELECT count(*), sum(n) FROM t` five times, "
         "0.2 s apart, after one run with no writer. Every answer is checked to be a whole state (the sum as alone, "
         "the count off by whole pairs). kitfox runs the aggregate pinned: it takes the collection's id index (its blocks shared, not copied) under "
         "the shared lock, then reads with no lock held.\n\n";
-  md += "| engine | aggregate (median) | alone | writes during | the writer's worst wait during | between |\n";
-  md += "| --- | ---: | ---: | ---: | ---: | ---: |\n";
-  for (size_t e = 0; e < T; e++) {
-    Aggregates& a = aggs[e];
-    md += fmt("| %s | %s | %s | %s | %s | %s |\n",
-              engine_label(e),
-              lat(median(a.aggregate_ms) * 1e3).c_str(), lat(a.alone_ms * 1e3).c_str(),
-              grouped((double)a.writes_during).c_str(), lat(a.write_worst_us).c_str(),
-              lat(a.write_worst_between_us).c_str());
-  }
-  md += "\n";
+  auto long_reads = [&](const char* what, std::vector<Aggregates>& v) {
+    md += fmt("| engine | %s (median) | alone | writes during | the writer's worst wait during | between |\n", what);
+    md += "| --- | ---: | ---: | ---: | ---: | ---: |\n";
+    for (size_t e = 0; e < T; e++) {
+      Aggregates& a = v[e];
+      md += fmt("| %s | %s | %s | %s | %s | %s |\n", engine_label(e), lat(median(a.aggregate_ms) * 1e3).c_str(),
+                lat(a.alone_ms * 1e3).c_str(), grouped((double)a.writes_during).c_str(),
+                lat(a.write_worst_us).c_str(), lat(a.write_worst_between_us).c_str());
+    }
+    md += "\n";
+  };
+  long_reads("aggregate", aggs);
+  md += fmt("Then the same with a read of every document that looks each one up in `c`, %s documents whose int `k` "
+            "is the `n` of one of them (`@hash`; SQLite: an index on `c (k)`): `get t select n where n >= 0 lookup c "
+            "on k = n required select v` / `SELECT count(*), sum(t.n + c.v) FROM t JOIN c ON c.k = t.n WHERE t.n >= "
+            "0`, each answer checked to be the one it gave alone (the writer's documents find no key in `c`). kitfox "
+            "runs it pinned, asking the live @hash index a few parents a hold of the shared lock while `c` is not "
+            "written (it is not here).\n\n",
+            grouped((double)keys.size()).c_str());
+  long_reads("lookup", joins);
   if (opt.vectors) md += vector_section(vecs, opt.readers);
   if (opt.first_use) md += first_use_section(firsts, opt.readers);
 
