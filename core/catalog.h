@@ -63,7 +63,7 @@ struct Collection : VectorSource {
   // A pinned copy: the catalog's version when it was made (its `changes`
   // are the collection's then), by which a lookup through the live
   // collection's @hash index knows that index still holds what the copy's
-  // documents give (Engine::hold_live).
+  // documents give (Engine::live_equal).
   uint64_t pinned_catalog = 0;
 
   bool vector(uint32_t field_id, uint64_t node, Value* out) const override;

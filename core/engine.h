@@ -100,8 +100,8 @@ class FairSharedMutex {
     uint64_t ph = phase_;
     readers_cv_.wait(g, [&] { return phase_ != ph; });  // counted in by the writer that opened it
   }
-  // Whether a writer holds it or waits for the readers inside to leave.
-  bool writer_about() const { return state_.load(std::memory_order_relaxed) & kWriter; }
+  // Enters as a reader only if no writer holds it or waits for it.
+  bool try_lock_shared() { return try_enter(); }
   // Writers waiting for their turn (for tests).
   int writers_waiting() {
     std::lock_guard g(m_);
@@ -250,22 +250,24 @@ class Engine {
   bool pinnable(const Collection& c, const class Plan& plan, const struct LookupPlan* lookup, const Field* exact_near) const;
   // `child`: the copy a pinned read's lookup reads, which keeps the
   // definitions of its secondary indexes (none built) for the lookup's
-  // @hash index (hold_live).
+  // @hash index (live_equal).
   std::unique_ptr<Collection> pin_copy(const Collection& c, const Field* exact_near, bool child = false) const;
-  // A pinned read's lookup through a @hash index reads the live index of
-  // the collection `snap` is a pinned copy of (secondary index i) while
-  // neither that collection nor the catalog changed since the pin: the
-  // index then holds what the copy's documents give. hold_live takes the
-  // shared lock into *hold and says whether it does (true: the caller asks
-  // live->index under *hold; false: it fills an index from the copy).
-  // `live`: the collection and index found the first time, for later holds.
+  // A pinned read's lookup through a @hash index: the ids under `key` in
+  // the live index of the collection `snap` is a pinned copy of (its
+  // secondary index i), read under the shared lock, while neither that
+  // collection nor the catalog changed since the pin (the index then holds
+  // what the copy's documents give). False once one did, or once the read
+  // has waited out a writer's turn for kLiveWaits keys (writers busy): the
+  // caller then fills an index from the copy, which costs about what its
+  // scan does (pinnable). `live`: the collection and index found the first
+  // time, and the waits so far.
   struct LiveIndex {
     const Collection* coll = nullptr;
     SecondaryIndex* index = nullptr;
+    unsigned waits = 0;
   };
-  bool hold_live(const Collection& snap, size_t i, LiveIndex* live, std::shared_lock<FairSharedMutex>* hold);
-  // Whether a writer holds the lock or waits for it.
-  bool writer_about() const { return mu_.writer_about(); }
+  static constexpr unsigned kLiveWaits = 256;
+  bool live_equal(const Collection& snap, size_t i, const Value& key, std::vector<int64_t>* ids, LiveIndex* live);
   // A write statement's ops into *batch (left empty when it changes
   // nothing) and its answer into *out; nothing lands: the caller commits
   // the batch. Under the write lock. `docs`: a put's documents,
@@ -336,8 +338,11 @@ class Engine {
   // Tests: called (with no lock held) each time build_beside has let the
   // lock go, after its pin and after each round's.
   std::function<void()> beside_hook;
-  // Tests: called (with no lock held) when a pinned read has let the lock go.
-  std::function<void()> pinned_hook;
+  // Tests: called (with no lock held) when a pinned read has let the lock
+  // go, and before each key its lookup asks a live @hash index for; the
+  // indexes pinned reads' lookups filled from their copies, since the open.
+  std::function<void()> pinned_hook, lookup_hook;
+  std::atomic<uint64_t> pinned_fills{0};
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.

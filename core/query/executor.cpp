@@ -22,7 +22,7 @@ constexpr uint64_t kLongRead = 10000;
 // the lock go and runs over the copy, so writers need not wait for it. It
 // answers what it would have under the lock. Its lookups read copies of
 // their collections made at the same time (through a @hash index: see
-// hold_live). Reads an index answers are short and keep the lock
+// live_equal). Reads an index answers are short and keep the lock
 // (indexes change in place: a graph `near`, `match` and their kin, an
 // exact near over the candidates an index gave); so do reads of a collection whose
 // documents refer into a dropped index's or a lost table, and reads while
@@ -46,8 +46,13 @@ bool Engine::pinnable(const Collection& c, const Plan& plan, const LookupPlan* l
     auto it = c.vindex.find(exact_near->id);
     if (it != c.vindex.end() && !it->second->cheap_to_copy()) return false;
   }
-  for (const LookupPlan* l = lookup; l; l = l->nested.get())
+  for (const LookupPlan* l = lookup; l; l = l->nested.get()) {
     if (!copyable(*l->child)) return false;
+    // Through a @hash index, the read may fill one from its copy of the
+    // collection (live_equal): where that would cost more than its scan, it
+    // keeps the lock.
+    if (l->lk->child_field != "id" && l->child->ids.size() > c.ids.size()) return false;
+  }
   return true;
 }
 
@@ -75,8 +80,14 @@ std::unique_ptr<Collection> Engine::pin_copy(const Collection& c, const Field* e
   return snap;
 }
 
-bool Engine::hold_live(const Collection& snap, size_t i, LiveIndex* live, std::shared_lock<FairSharedMutex>* hold) {
-  std::shared_lock lk(mu_);
+bool Engine::live_equal(const Collection& snap, size_t i, const Value& key, std::vector<int64_t>* ids,
+                        LiveIndex* live) {
+  if (lookup_hook) lookup_hook();
+  std::shared_lock lk(mu_, std::try_to_lock);
+  if (!lk.owns_lock()) {  // a writer's turn to wait out
+    if (++live->waits > kLiveWaits) return false;
+    lk.lock();
+  }
   // The catalog as at the pin: the collection and the index found the first
   // time are still there (a drop or a definition changes it).
   if (catalog_version_.load(std::memory_order_relaxed) != snap.pinned_catalog) return false;
@@ -89,7 +100,7 @@ bool Engine::hold_live(const Collection& snap, size_t i, LiveIndex* live, std::s
     live->index = it->second->sindex[i].get();
   }
   if (live->coll->changes != snap.changes) return false;
-  *hold = std::move(lk);
+  live->index->equal(key, ids);
   return true;
 }
 
@@ -241,7 +252,13 @@ Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, std:
       for (uint32_t i = 0; i < c->def.secondary.size(); i++)
         if (c->def.secondary[i].kind == IndexKind::Unique && unbuilt(*c, {c->def.id, false, i}))
           needs.push_back({c->def.id, false, i});
-    if (plans && any_unbuilt(*c)) {  // planned as it will be, building nothing
+    // Its lookups' collections too: a @hash index a lookup goes through.
+    auto unbuilt_below = [&] {
+      for (const Lookup* lk = st.lookup.get(); lk; lk = lk->child ? lk->child->lookup.get() : nullptr)
+        if (Collection* cc = find(lk->collection); cc && any_unbuilt(*cc)) return true;
+      return false;
+    };
+    if (plans && (any_unbuilt(*c) || unbuilt_below())) {  // planned as it will be, building nothing
       DeferBuilds defer(&needs);
       Evaluator ev(params);
       Plan plan(false);

@@ -2106,6 +2106,38 @@ TEST_CASE("after a reopen, a put's @unique check builds its index beside the loc
   CHECK(count(*db, "u") == 501);
 }
 
+TEST_CASE("after a reopen, a lookup's @hash index is built beside the lock by the read that first goes through it") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  REQUIRE(db->query("create collection kid (k int @hash, v int)").is_ok());
+  REQUIRE(db->query("create collection par (c int)").is_ok());
+  for (int64_t i = 1; i <= 300; i++) {
+    REQUIRE(db->query("put kid {k: $1, v: $2}", {Value::integer(i), Value::integer(10 * i)}).is_ok());
+    REQUIRE(db->query("put par {c: $1}", {Value::integer(i)}).is_ok());
+  }
+  REQUIRE(db->checkpoint().is_ok());
+  const char* read = "get par select c where c <= 3 lookup kid on k = c select v";
+  const std::string want = "[{\"id\":1,\"c\":1,\"kid\":[{\"id\":1,\"v\":10}]},{\"id\":2,\"c\":2,\"kid\":[{\"id\":2,\"v\":20}]},"
+                           "{\"id\":3,\"c\":3,\"kid\":[{\"id\":3,\"v\":30}]}]";
+  for (int shape = 0; shape < 2; shape++) {  // alone, then in a batch
+    db.reset();
+    db = open_db(*mem);
+    CHECK(db->stats().built_beside == 0);
+    std::string got;
+    if (shape == 0) {
+      auto r = db->query(read);
+      REQUIRE(r.is_ok());
+      got = to_json(Value::list(r->rows));
+    } else {
+      auto r = db->batch({{"put par {c: 301}", {}}, {read, {}}});
+      REQUIRE(r.is_ok());
+      got = to_json(Value::list((*r)[1].rows));
+    }
+    CHECK(got == want);
+    CHECK(db->stats().built_beside == 1);  // not built where it was planned, under the lock
+  }
+}
+
 TEST_CASE("an exact near keeps the lock where its index's copy would cost much of the search") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
@@ -2209,6 +2241,9 @@ TEST_CASE("a pinned read's lookups through a @hash index answer as of its start"
     }
     REQUIRE(db->query(std::string("put ") + coll + " $1", {docs}).is_ok());
   }
+  // More parents than children (which the read reads none of): a read may
+  // fill an index of the children from its copy (no more than it scans).
+  for (int i = 0; i < 100; i++) REQUIRE(db->query("put parent {c: \"none\", v: -1}").is_ok());
   const char* read = "get parent select v where v >= 0 lookup child on k = c select v";
   // How many parents found other than one child of their own v.
   auto wrong = [](const QueryResult& r) {
@@ -2225,6 +2260,7 @@ TEST_CASE("a pinned read's lookups through a @hash index answer as of its start"
   CHECK(db->stats().reads_pinned == p0 + 1);
   CHECK(plain->rows.size() == 2000);
   CHECK(wrong(*plain) == 0);
+  CHECK(eng.pinned_fills == 0);  // nothing written since its pin: the live index answered
   auto explain = db->query(std::string("explain ") + read);
   REQUIRE(explain.is_ok());
   CHECK(to_json(Value::list(explain->rows)).find("index lookup") != std::string::npos);
@@ -2244,10 +2280,33 @@ TEST_CASE("a pinned read's lookups through a @hash index answer as of its start"
   CHECK(calls == 1);
   CHECK(before->rows.size() == 2000);
   CHECK(wrong(*before) == 0);  // the live index would give parent 1 no child and parent 2 two
+  CHECK(eng.pinned_fills == 1);
+  eng.pinned_hook = nullptr;
   auto after = db->query(read);
   REQUIRE(after.is_ok());
   CHECK(wrong(*after) == 1);  // parent 2: children 2 and 2001
   CHECK(after->rows[0].get("child")->items().size() == 1);  // "moved" finds child 1
+  CHECK(eng.pinned_fills == 1);
+  // Writes in the middle of a read, after its 500th key: the live index
+  // answered the parents before, its own index the rest, all as of the
+  // pin. (The write itself shows that no lock is held between keys.)
+  int keys = 0;
+  eng.lookup_hook = [&] {
+    if (++keys != 500) return;
+    auto r = db->batch({{"set child {k: \"mid\"} where id = 1000", {}},
+                        {"put child {k: \"k1500\", v: 1500}", {}},
+                        {"set parent {c: \"mid\"} where id = 1000", {}}});
+    CHECK(r.is_ok());
+  };
+  auto mid = db->query(read);
+  eng.lookup_hook = nullptr;
+  REQUIRE(mid.is_ok());
+  CHECK(keys == 500);  // the rest asked the read's own index
+  CHECK(eng.pinned_fills == 2);
+  CHECK(wrong(*mid) == 1);  // parent 2 as before; 1000 finds child 1000, 1500 one child
+  auto later = db->query(read);
+  REQUIRE(later.is_ok());
+  CHECK(wrong(*later) == 2);  // and now parent 1500 finds two
   // A lookup through a @hash index below another, its collection written
   // meanwhile: as of the pin too.
   REQUIRE(db->query("create collection gc (k text @hash, w int)").is_ok());
@@ -2273,6 +2332,7 @@ TEST_CASE("a pinned read's lookups through a @hash index answer as of its start"
     }
     CHECK(off == 0);  // as of the pin: child 3's still in the first; gone in the second
   }
+  CHECK(eng.pinned_fills == 3);  // gc's, in the first round
   // A definition meanwhile (the child's collection dropped): the same.
   calls = 0;
   eng.pinned_hook = [&] {
@@ -2282,7 +2342,8 @@ TEST_CASE("a pinned read's lookups through a @hash index answer as of its start"
   eng.pinned_hook = nullptr;
   REQUIRE(dropped.is_ok());
   CHECK(dropped->rows.size() == 2000);
-  CHECK(wrong(*dropped) == 1);
+  CHECK(wrong(*dropped) == 2);
+  CHECK(eng.pinned_fills == 4);
   CHECK_FALSE(db->query(read).is_ok());  // no child collection now
 }
 
@@ -2326,6 +2387,11 @@ TEST_CASE("a pinned read's lookups through a @hash index: parents and children a
     CHECK(wrong == 0);
   }
   writer.join();
+  CHECK(db->stats().reads_pinned == p0 + (uint64_t)reads);
+  // More children than parents: filling an index from its copy could cost
+  // more than the read's scan, so it keeps the lock.
+  REQUIRE(db->query("put child {k: -1, v: 0}").is_ok());
+  REQUIRE(db->query("get parent select v where v >= 0 lookup child on k = c select v").is_ok());
   CHECK(db->stats().reads_pinned == p0 + (uint64_t)reads);
 }
 

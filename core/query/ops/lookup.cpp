@@ -63,29 +63,19 @@ class LookupStage : public Stage {
   }
 
   // A pinned read's lookup through a @hash index: the live index's ids
-  // while nothing changed the child collection since the pin, under the
-  // shared lock, held for up to kHeld parents while no writer waits for it
-  // (for one when a lookup below would take it again); after a change, the
-  // index filled from the pinned copy, once for the read.
+  // while it answers for the pin (Engine::live_equal); then the index
+  // filled from the pinned copy, once for the read.
   Status pinned_ids(const Value& key, std::vector<int64_t>* ids) {
-    constexpr unsigned kHeld = 64;
     const size_t i = (size_t)lp_.pinned_index;
     if (!lp_.own) {
-      if (!held_.owns_lock() && !x_.eng.hold_live(*lp_.child, i, &lp_.live, &held_)) {
-        KF_ASSIGN(lp_.own, pinned_secondary(*lp_.child, i, *x_.pinned));
-      }
-      if (held_.owns_lock()) {
-        lp_.live.index->equal(key, ids);
-        if (++probes_ % kHeld == 0 || lp_.nested || x_.eng.writer_about()) held_.unlock();
-        return Status::ok();
-      }
+      if (x_.eng.live_equal(*lp_.child, i, key, ids, &lp_.live)) return Status::ok();
+      KF_ASSIGN(lp_.own, pinned_secondary(*lp_.child, i, *x_.pinned));
+      x_.eng.pinned_fills.fetch_add(1, std::memory_order_relaxed);
     }
     lp_.own->equal(key, ids);
     return Status::ok();
   }
 
-  std::shared_lock<FairSharedMutex> held_;
-  unsigned probes_ = 0;
   const LookupPlan& lp_;
 };
 

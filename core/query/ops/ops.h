@@ -161,7 +161,7 @@ struct LookupPlan {
   Collection* child = nullptr;
   SecondaryIndex* index = nullptr;  // on child_field (none: by id, or pinned below)
   // A pinned read's lookup through a @hash index: the index's place in the
-  // child copy's definitions (Engine::hold_live), and the index filled
+  // child copy's definitions (Engine::live_equal), and the index filled
   // from the copy once the live one no longer answers for it (-1: none).
   int pinned_index = -1;
   mutable Engine::LiveIndex live;
