@@ -247,7 +247,9 @@ class Engine {
   // any other read replaces them.
   Status execute_read(const Prepared& p, Collection* c, const std::vector<Value>& params, QueryResult* out,
                       std::shared_lock<FairSharedMutex>* lock = nullptr);
-  bool pinnable(const Collection& c, const class Plan& plan, const struct LookupPlan* lookup, const Field* exact_near) const;
+  // `limited`: the statement has a limit (its scan may end early).
+  bool pinnable(const Collection& c, const class Plan& plan, const struct LookupPlan* lookup, const Field* exact_near,
+                bool limited) const;
   // `child`: the copy a pinned read's lookup reads, which keeps the
   // definitions of its secondary indexes (none built) for the lookup's
   // @hash index (live_equal).

@@ -27,7 +27,8 @@ constexpr uint64_t kLongRead = 10000;
 // exact near over the candidates an index gave); so do reads of a collection whose
 // documents refer into a dropped index's or a lost table, and reads while
 // a table's blocks are still to be checked.
-bool Engine::pinnable(const Collection& c, const Plan& plan, const LookupPlan* lookup, const Field* exact_near) const {
+bool Engine::pinnable(const Collection& c, const Plan& plan, const LookupPlan* lookup, const Field* exact_near,
+                      bool limited) const {
   if (!port::kThreads) return false;  // no other thread to let in: the copy would be for nothing
   if (!plan.exact_over_all && !plan.has("scan")) return false;
   for (const char* op : {"near graph", "match", "fuse", "rerank"})
@@ -49,9 +50,10 @@ bool Engine::pinnable(const Collection& c, const Plan& plan, const LookupPlan* l
   for (const LookupPlan* l = lookup; l; l = l->nested.get()) {
     if (!copyable(*l->child)) return false;
     // Through a @hash index, the read may fill one from its copy of the
-    // collection (live_equal): where that would cost more than its scan, it
-    // keeps the lock.
-    if (l->lk->child_field != "id" && l->child->ids.size() > c.ids.size()) return false;
+    // collection (live_equal): where that could cost more than its scan (a
+    // larger collection, or a limit that may end the scan early), it keeps
+    // the lock.
+    if (l->lk->child_field != "id" && (limited || l->child->ids.size() > c.ids.size())) return false;
   }
   return true;
 }
@@ -173,7 +175,7 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   std::unique_ptr<ExecContext> x2;
   Pipeline p2;
   const Field* exact_near = plan.exact_over_all ? c->def.field(st.near_field) : nullptr;
-  if (port::kThreads && lock && !(st.explain && !st.analyze) && pinnable(*c, plan, p.lookup.get(), exact_near)) {
+  if (port::kThreads && lock && !(st.explain && !st.analyze) && pinnable(*c, plan, p.lookup.get(), exact_near, st.limit != nullptr)) {
     snap = pin_copy(*c, exact_near);
     for (const LookupPlan* l = p.lookup.get(); l; l = l->nested.get())
       if (!snap_children.count(l->child->def.name))
@@ -254,8 +256,8 @@ Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, std:
           needs.push_back({c->def.id, false, i});
     // Its lookups' collections too: a @hash index a lookup goes through.
     auto unbuilt_below = [&] {
-      for (const Lookup* lk = st.lookup.get(); lk; lk = lk->child ? lk->child->lookup.get() : nullptr)
-        if (Collection* cc = find(lk->collection); cc && any_unbuilt(*cc)) return true;
+      for (const Lookup* l = st.lookup.get(); l; l = l->child ? l->child->lookup.get() : nullptr)
+        if (Collection* cc = find(l->collection); cc && any_unbuilt(*cc)) return true;
       return false;
     };
     if (plans && (any_unbuilt(*c) || unbuilt_below())) {  // planned as it will be, building nothing

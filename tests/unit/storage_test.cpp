@@ -2333,14 +2333,16 @@ TEST_CASE("a pinned read's lookups through a @hash index answer as of its start"
     CHECK(off == 0);  // as of the pin: child 3's still in the first; gone in the second
   }
   CHECK(eng.pinned_fills == 3);  // gc's, in the first round
-  // A definition meanwhile (the child's collection dropped): the same.
-  calls = 0;
-  eng.pinned_hook = [&] {
-    if (!calls++) CHECK(db->query("drop collection child").is_ok());
+  // A definition meanwhile (the child's collection dropped after 500 keys
+  // asked its live index, which the read then holds no more): the same.
+  keys = 0;
+  eng.lookup_hook = [&] {
+    if (++keys == 500) CHECK(db->query("drop collection child").is_ok());
   };
   auto dropped = db->query(read);
-  eng.pinned_hook = nullptr;
+  eng.lookup_hook = nullptr;
   REQUIRE(dropped.is_ok());
+  CHECK(keys == 500);
   CHECK(dropped->rows.size() == 2000);
   CHECK(wrong(*dropped) == 2);
   CHECK(eng.pinned_fills == 4);
@@ -2387,6 +2389,12 @@ TEST_CASE("a pinned read's lookups through a @hash index: parents and children a
     CHECK(wrong == 0);
   }
   writer.join();
+  CHECK(db->stats().reads_pinned == p0 + (uint64_t)reads);
+  // A limit may end the scan after a few parents, where filling an index
+  // of every child would cost more than the read: it keeps the lock.
+  auto limited = db->query("get parent select v where v >= 0 limit 5 lookup child on k = c select v");
+  REQUIRE(limited.is_ok());
+  CHECK(limited->rows.size() == 5);
   CHECK(db->stats().reads_pinned == p0 + (uint64_t)reads);
   // More children than parents: filling an index from its copy could cost
   // more than the read's scan, so it keeps the lock.
