@@ -27,7 +27,7 @@ class LookupStage : public Stage {
     std::vector<int64_t> ids;
     if (lp_.index) {
       if (key) lp_.index->equal(*key, &ids);
-    } else if (lp_.pinned_index >= 0) {
+    } else if (port::kThreads && lp_.pinned_index >= 0) {  // pinned: never without threads
       if (key) {
         s = pinned_ids(*key, &ids);
         if (!s.is_ok()) return x_.fail(std::move(s));
