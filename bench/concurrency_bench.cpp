@@ -398,28 +398,8 @@ class SqliteSession final : public Session {
       busy_retries++;
     }
   }
-  void aggregate(int64_t* count, int64_t* sum) override {
-    int rc;
-    while ((rc = sqlite3_step(agg_)) == SQLITE_BUSY) {
-      busy_retries++;
-      sqlite3_reset(agg_);
-    }
-    if (rc != SQLITE_ROW) die(std::string("sqlite aggregate: ") + sqlite3_errmsg(db_));
-    *count = sqlite3_column_int64(agg_, 0);
-    *sum = sqlite3_column_int64(agg_, 1);
-    sqlite3_reset(agg_);
-  }
-  void lookup(int64_t* pairs, int64_t* sum) override {
-    int rc;
-    while ((rc = sqlite3_step(join_)) == SQLITE_BUSY) {
-      busy_retries++;
-      sqlite3_reset(join_);
-    }
-    if (rc != SQLITE_ROW) die(std::string("sqlite join: ") + sqlite3_errmsg(db_));
-    *pairs = sqlite3_column_int64(join_, 0);
-    *sum = sqlite3_column_int64(join_, 1);
-    sqlite3_reset(join_);
-  }
+  void aggregate(int64_t* count, int64_t* sum) override { two_ints(agg_, "aggregate", count, sum); }
+  void lookup(int64_t* pairs, int64_t* sum) override { two_ints(join_, "join", pairs, sum); }
 
  private:
   void step_done(sqlite3_stmt* s, const char* what) {
@@ -429,6 +409,18 @@ class SqliteSession final : public Session {
       sqlite3_reset(s);
     }
     if (rc != SQLITE_DONE) die(std::string("sqlite ") + what + ": " + sqlite3_errmsg(db_));
+    sqlite3_reset(s);
+  }
+  // A statement answering one row of two ints, stepped again while busy.
+  void two_ints(sqlite3_stmt* s, const char* what, int64_t* a, int64_t* b) {
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_BUSY) {
+      busy_retries++;
+      sqlite3_reset(s);
+    }
+    if (rc != SQLITE_ROW) die(std::string("sqlite ") + what + ": " + sqlite3_errmsg(db_));
+    *a = sqlite3_column_int64(s, 0);
+    *b = sqlite3_column_int64(s, 1);
     sqlite3_reset(s);
   }
   sqlite3* db_;
