@@ -175,7 +175,8 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   std::unique_ptr<ExecContext> x2;
   Pipeline p2;
   const Field* exact_near = plan.exact_over_all ? c->def.field(st.near_field) : nullptr;
-  if (port::kThreads && lock && !(st.explain && !st.analyze) && pinnable(*c, plan, p.lookup.get(), exact_near, st.limit != nullptr)) {
+  if (port::kThreads && lock && !(st.explain && !st.analyze) &&
+      pinnable(*c, plan, p.lookup.get(), exact_near, st.limit != nullptr)) {
     snap = pin_copy(*c, exact_near);
     for (const LookupPlan* l = p.lookup.get(); l; l = l->nested.get())
       if (!snap_children.count(l->child->def.name))
