@@ -259,7 +259,7 @@ class Engine {
   // secondary index i), read under the shared lock, while neither that
   // collection nor the catalog changed since the pin (the index then holds
   // what the copy's documents give). False once one did, or once the read
-  // has waited out a writer's turn for kLiveWaits keys (writers busy): the
+  // has waited out a writer's turn for live_waits keys (writers busy): the
   // caller then fills an index from the copy, which costs about what its
   // scan does (pinnable). `live`: the collection and index found the first
   // time, and the waits so far.
@@ -269,6 +269,7 @@ class Engine {
     unsigned waits = 0;
   };
   static constexpr unsigned kLiveWaits = 256;
+  unsigned live_waits = kLiveWaits;  // tests make it smaller
   bool live_equal(const Collection& snap, size_t i, const Value& key, std::vector<int64_t>* ids, LiveIndex* live);
   // A write statement's ops into *batch (left empty when it changes
   // nothing) and its answer into *out; nothing lands: the caller commits
@@ -344,6 +345,9 @@ class Engine {
   // go, and before each key its lookup asks a live @hash index for; the
   // indexes pinned reads' lookups filled from their copies, since the open.
   std::function<void()> pinned_hook, lookup_hook;
+  // Tests: called when a pinned lookup found the lock held by a writer
+  // (before it waits), and by a group of writes under the write lock.
+  std::function<void()> live_wait_hook, landing_hook;
   std::atomic<uint64_t> pinned_fills{0};
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);

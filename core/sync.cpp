@@ -49,6 +49,7 @@ Result<QueryResult> Engine::land(QueuedWrite& w) {
       std::lock_guard gate(write_gate_);
       const uint64_t start = write_pos_;
       std::unique_lock lk(mu_);
+      if (landing_hook) landing_hook();
       bool repaired = false;
       for (size_t i = 0; i < n; i++) {
         QueuedWrite& g = *group[i];

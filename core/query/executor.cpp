@@ -87,7 +87,8 @@ bool Engine::live_equal(const Collection& snap, size_t i, const Value& key, std:
   if (lookup_hook) lookup_hook();
   std::shared_lock lk(mu_, std::try_to_lock);
   if (!lk.owns_lock()) {  // a writer's turn to wait out
-    if (++live->waits > kLiveWaits) return false;
+    if (live_wait_hook) live_wait_hook();
+    if (++live->waits > live_waits) return false;
     lk.lock();
   }
   // The catalog as at the pin: the collection and the index found the first
