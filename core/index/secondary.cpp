@@ -15,22 +15,24 @@ Value SecondaryIndex::normalize(const Value& v) {
   return v;
 }
 
-std::string SecondaryIndex::hash_key(const Value& v) {
-  std::string k;
-  encode_value(k, normalize(v), false);
+const std::string& SecondaryIndex::hash_key(const Value& v) {
+  thread_local std::string k;
+  k.clear();
+  if (v.kind() == Kind::Float) encode_value(k, normalize(v), false);
+  else encode_value(k, v, false);  // no copy of the key made
   return k;
 }
 
 void SecondaryIndex::put(int64_t id, const Value& key) {
-  Value k = normalize(key);
   if (kind_ == IndexKind::Sorted) {
+    Value k = normalize(key);
     if (!loading_) sorted_.insert(std::move(k), id);
     else if (k.kind() == Kind::Int) pending_ints_.push_back({k.as_int(), id});
     else pending_.push_back({std::move(k), id});
     return;
   }
-  if (k.is_null()) return;
-  IdList& ids = hash_[hash_key(k)];
+  if (key.is_null()) return;
+  IdList& ids = hash_[hash_key(key)];
   const size_t was = ids.heap_bytes();
   if (ids.insert(id)) size_++;
   id_bytes_ += ids.heap_bytes() - was;
@@ -120,16 +122,16 @@ void SecondaryIndex::end_load() {
 void SecondaryIndex::equal(const Value& v, std::vector<int64_t>* out) const {
   out->clear();
   if (v.is_null()) return;
-  Value k = normalize(v);
-  if (kind_ == IndexKind::Sorted) {
-    for (Pos p = sorted_.lower_key(k), end = sorted_.end(); p != end; sorted_.next(p)) {
-      const KeyBlocks::Entry& e = sorted_.at(p);
-      if (compare(e.key, k) != 0) break;
-      if (e.key.kind() == k.kind() || (e.key.is_number() && k.is_number())) out->push_back(e.id);
-    }
+  if (kind_ != IndexKind::Sorted) {
+    if (const IdList* ids = hash_.find(hash_key(v))) out->assign(ids->begin(), ids->end());
     return;
   }
-  if (const IdList* ids = hash_.find(hash_key(k))) out->assign(ids->begin(), ids->end());
+  Value k = normalize(v);
+  for (Pos p = sorted_.lower_key(k), end = sorted_.end(); p != end; sorted_.next(p)) {
+    const KeyBlocks::Entry& e = sorted_.at(p);
+    if (compare(e.key, k) != 0) break;
+    if (e.key.kind() == k.kind() || (e.key.is_number() && k.is_number())) out->push_back(e.id);
+  }
 }
 
 KeyBlocks::Pos SecondaryIndex::range_start(const Value* lo, bool lo_incl) const {
@@ -155,6 +157,13 @@ size_t SecondaryIndex::count_range(const Value* lo, bool lo_incl, const Value* h
 }
 
 int64_t SecondaryIndex::holder(const Value& v, int64_t except) const {
+  if (kind_ != IndexKind::Sorted) {  // a @unique check a put makes: nothing allocated
+    if (v.is_null()) return -1;
+    if (const IdList* ids = hash_.find(hash_key(v)))
+      for (int64_t id : *ids)
+        if (id != except) return id;
+    return -1;
+  }
   std::vector<int64_t> ids;
   equal(v, &ids);
   for (int64_t id : ids)

@@ -130,7 +130,9 @@ class SecondaryIndex {
 
  private:
   using Pos = KeyBlocks::Pos;
-  static std::string hash_key(const Value& v);
+  // A key's hash-map form (its encoding, normalized), in a buffer of this
+  // thread's that the next call writes over: a lookup allocates nothing.
+  static const std::string& hash_key(const Value& v);
   bool erase_hashed(const std::string& hk, int64_t id);
   // The first entry past the null keys (which sort first), or past the
   // keys below lo (or not above it when !lo_incl), whichever is later.
