@@ -202,6 +202,15 @@ Status fill_all(const Collection& c, Fill& f, const Body& body) {
   return st;
 }
 
+// c's secondary index i, filled from every document (their bodies read
+// through `body`).
+template <typename Body>
+Result<std::unique_ptr<SecondaryIndex>> filled_secondary(const Collection& c, size_t i, const Body& body) {
+  SecondaryFill f(c.def.secondary[i], i);
+  KF_TRY(fill_all(c, f, body));
+  return std::move(f.idx);
+}
+
 }  // namespace
 
 // A definition may have dropped it, another thread built it.
@@ -253,16 +262,12 @@ Result<SecondaryIndex*> Engine::secondary(Collection& c, size_t i) {
     t_deferred->push_back({c.def.id, false, (uint32_t)i});
     return Status(Code::Invalid, "the index on " + c.def.name + " is built first");
   }
-  SecondaryFill f(c.def.secondary[i], i);
-  KF_TRY(fill_all(c, f, [&](uint64_t loc) { return arena_.body(loc); }));
-  c.sindex[i] = std::move(f.idx);
+  KF_ASSIGN(c.sindex[i], filled_secondary(c, i, [&](uint64_t loc) { return arena_.body(loc); }));
   return c.sindex[i].get();
 }
 
 Result<std::unique_ptr<SecondaryIndex>> pinned_secondary(const Collection& c, size_t i, const Arena::View& view) {
-  SecondaryFill f(c.def.secondary[i], i);
-  KF_TRY(fill_all(c, f, [&](uint64_t loc) { return view.body(loc); }));
-  return std::move(f.idx);
+  return filled_secondary(c, i, [&](uint64_t loc) { return view.body(loc); });
 }
 
 Result<TextIndex*> Engine::text_index(Collection& c, const Field& f) {

@@ -53,7 +53,7 @@ bool Engine::pinnable(const Collection& c, const Plan& plan, const LookupPlan* l
     // collection (live_equal): where that could cost more than its scan (a
     // larger collection, or a limit that may end the scan early), it keeps
     // the lock.
-    if (l->lk->child_field != "id" && (limited || l->child->ids.size() > c.ids.size())) return false;
+    if (l->hashed() && (limited || l->child->ids.size() > c.ids.size())) return false;
   }
   return true;
 }

@@ -131,7 +131,7 @@ Status plan_lookup_child(ExecContext& x, const Lookup& lk, LookupPlan* lp) {
   }
   if (!lp->child) return no_collection(lk.collection, lk.pos);
   Collection& cc = *lp->child;
-  if (lk.child_field != "id") {
+  if (lp->hashed()) {
     int i = find_secondary(cc, {lk.child_field}, false);
     if (i < 0)
       return Status(Code::Invalid, "lookup on '" + lk.collection + "." + lk.child_field +
@@ -151,10 +151,9 @@ Status plan_lookup_child(ExecContext& x, const Lookup& lk, LookupPlan* lp) {
   lp->offset = offset < 0 ? 0 : offset;
   lp->count = limit;
   Plan& plan = x.plan;
-  const bool hashed = lk.child_field != "id";
-  int node = lp->source = plan.add(hashed ? "index lookup" : "id lookup");
+  int node = lp->source = plan.add(lp->hashed() ? "index lookup" : "id lookup");
   if (plan.describe())
-    plan.node(node).detail = hashed ? lk.collection + "." + lk.child_field + " (@hash): equality, per parent row"
+    plan.node(node).detail = lp->hashed() ? lk.collection + "." + lk.child_field + " (@hash): equality, per parent row"
                                        : "the parent's " + join(lk.parent_path) + ", per parent row";
   if (cs.where) node = lp->filter = plan_filter(plan, *cs.where, node);
   if (!cs.order.empty()) node = lp->sort = plan_sort(plan, cs.order, -1, node);

@@ -2223,37 +2223,48 @@ TEST_CASE("a pinned read's lookups by id read copies made with its own: parents 
   CHECK(db->stats().reads_pinned == p0 + 2);
 }
 
+// Collections `child (k <type> @hash, v int)` and `parent (c <type>, v int)`
+// holding i = 1..n: child i's k and parent i's c are key(i), both v's v(i).
+void put_children_and_parents(Database& db, const char* type, int n, const std::function<Value(int)>& key,
+                              const std::function<int64_t(int)>& v) {
+  REQUIRE(db.query(std::string("create collection child (k ") + type + " @hash, v int)").is_ok());
+  REQUIRE(db.query(std::string("create collection parent (c ") + type + ", v int)").is_ok());
+  for (const char* coll : {"child", "parent"}) {
+    Value docs = Value::list();
+    for (int i = 1; i <= n; i++) {
+      Value d = Value::object();
+      d.append(std::string(coll) == "child" ? "k" : "c", key(i));
+      d.append("v", Value::integer(v(i)));
+      docs.push(std::move(d));
+    }
+    REQUIRE(db.query(std::string("put ") + coll + " $1", {docs}).is_ok());
+  }
+}
+
+// The parents of a `... lookup child ...` read that found other than one
+// child, of their own v.
+size_t unmatched(const QueryResult& r) {
+  size_t n = 0;
+  for (const Value& row : r.rows) {
+    const Value* kids = row.get("child");
+    if (!kids || kids->items().size() != 1 || kids->items()[0].get("v")->as_int() != row.get("v")->as_int()) n++;
+  }
+  return n;
+}
+
 TEST_CASE("a pinned read's lookups through a @hash index answer as of its start") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
   Engine& eng = DatabaseTesting::engine(*db);
-  REQUIRE(db->query("create collection child (k text @hash, v int)").is_ok());
-  REQUIRE(db->query("create collection parent (c text, v int)").is_ok());
   // Parent i's c is child i's k, and both have v = i: in every whole view
   // each parent finds one child, of its own v.
-  for (const char* coll : {"child", "parent"}) {
-    Value docs = Value::list();
-    for (int i = 1; i <= 2000; i++) {
-      Value d = Value::object();
-      d.append(std::string(coll) == "child" ? "k" : "c", Value::text("k" + std::to_string(i)));
-      d.append("v", Value::integer(i));
-      docs.push(std::move(d));
-    }
-    REQUIRE(db->query(std::string("put ") + coll + " $1", {docs}).is_ok());
-  }
+  put_children_and_parents(*db, "text", 2000, [](int i) { return Value::text("k" + std::to_string(i)); },
+                           [](int i) { return (int64_t)i; });
   // More parents than children (which the read reads none of): a read may
   // fill an index of the children from its copy (no more than it scans).
   for (int i = 0; i < 100; i++) REQUIRE(db->query("put parent {c: \"none\", v: -1}").is_ok());
   const char* read = "get parent select v where v >= 0 lookup child on k = c select v";
-  // How many parents found other than one child of their own v.
-  auto wrong = [](const QueryResult& r) {
-    size_t n = 0;
-    for (const Value& row : r.rows) {
-      const Value* kids = row.get("child");
-      if (!kids || kids->items().size() != 1 || kids->items()[0].get("v")->as_int() != row.get("v")->as_int()) n++;
-    }
-    return n;
-  };
+  auto wrong = unmatched;
   const uint64_t p0 = db->stats().reads_pinned;
   auto plain = db->query(read);
   REQUIRE(plain.is_ok());
@@ -2353,13 +2364,8 @@ TEST_CASE("a pinned read's lookup through a @hash index waits out a writer, or g
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
   Engine& eng = DatabaseTesting::engine(*db);
-  REQUIRE(db->query("create collection child (k int @hash, v int)").is_ok());
-  REQUIRE(db->query("create collection parent (c int, v int)").is_ok());
+  put_children_and_parents(*db, "int", 500, [](int i) { return Value::integer(i); }, [](int i) { return (int64_t)i; });
   REQUIRE(db->query("create collection other (n int)").is_ok());
-  for (int64_t i = 1; i <= 500; i++) {
-    REQUIRE(db->query("put child {k: $1, v: $1}", {Value::integer(i)}).is_ok());
-    REQUIRE(db->query("put parent {c: $1, v: $1}", {Value::integer(i)}).is_ok());
-  }
   for (int i = 0; i < 50; i++) REQUIRE(db->query("put parent {c: 0, v: -1}").is_ok());
   const char* read = "get parent select v where v >= 0 lookup child on k = c select v";
   // At its 100th key the read lets a writer (into another collection) take
@@ -2398,12 +2404,7 @@ TEST_CASE("a pinned read's lookup through a @hash index waits out a writer, or g
     CHECK(held);
     CHECK(tried);
     REQUIRE(r->rows.size() == 500);
-    size_t wrong = 0;
-    for (const Value& row : r->rows) {
-      const Value& kids = *row.get("child");
-      if (kids.items().size() != 1 || kids.items()[0].get("v")->as_int() != row.get("v")->as_int()) wrong++;
-    }
-    CHECK(wrong == 0);
+    CHECK(unmatched(*r) == 0);
     if (waits == 1) {  // waited once, then went on with the live index
       CHECK(keys == 500);
       CHECK(eng.pinned_fills == fills);
@@ -2422,18 +2423,7 @@ TEST_CASE("a pinned read's lookup through a @hash index waits out a writer, or g
 TEST_CASE("a pinned read's lookups through a @hash index: parents and children agree as batches move their keys") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
-  REQUIRE(db->query("create collection child (k int @hash, v int)").is_ok());
-  REQUIRE(db->query("create collection parent (c int, v int)").is_ok());
-  for (const char* coll : {"child", "parent"}) {
-    Value docs = Value::list();
-    for (int i = 1; i <= 3000; i++) {
-      Value d = Value::object();
-      d.append(std::string(coll) == "child" ? "k" : "c", Value::integer(i));
-      d.append("v", Value::integer(0));
-      docs.push(std::move(d));
-    }
-    REQUIRE(db->query(std::string("put ") + coll + " $1", {docs}).is_ok());
-  }
+  put_children_and_parents(*db, "int", 3000, [](int i) { return Value::integer(i); }, [](int) { return (int64_t)0; });
   // Each batch gives child and parent i a new key and v together.
   std::atomic<bool> done{false};
   std::thread writer([&] {
@@ -2451,12 +2441,7 @@ TEST_CASE("a pinned read's lookups through a @hash index: parents and children a
     auto r = db->query("get parent select v where v >= 0 lookup child on k = c select v");
     REQUIRE(r.is_ok());
     REQUIRE(r->rows.size() == 3000);
-    size_t wrong = 0;
-    for (const Value& row : r->rows) {
-      const Value* kids = row.get("child");
-      if (!kids || kids->items().size() != 1 || kids->items()[0].get("v")->as_int() != row.get("v")->as_int()) wrong++;
-    }
-    CHECK(wrong == 0);
+    CHECK(unmatched(*r) == 0);
   }
   writer.join();
   CHECK(db->stats().reads_pinned == p0 + (uint64_t)reads);

@@ -86,7 +86,7 @@ int plan_lookup(Plan& plan, const LookupPlan& lp, int input) {
   if (plan.describe()) {
     const Lookup& lk = *lp.lk;
     plan.node(n).detail = lk.collection + " on " + lk.child_field + " = " + join(lk.parent_path) +
-                          (lk.child_field != "id" ? " (@hash index on " + lk.collection + "." + lk.child_field + ")" : "") +
+                          (lp.hashed() ? " (@hash index on " + lk.collection + "." + lk.child_field + ")" : "") +
                           (lk.required ? ", required" : "");
   }
   return n;

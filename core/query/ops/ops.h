@@ -166,6 +166,8 @@ struct LookupPlan {
   int pinned_index = -1;
   mutable Engine::LiveIndex live;
   mutable std::unique_ptr<SecondaryIndex> own;
+  // Through a @hash index on child_field (not by id).
+  bool hashed() const { return lk->child_field != "id"; }
   // The child clauses' nodes (-1: none).
   int source = -1, filter = -1, sort = -1, limit = -1, project = -1, node = -1;
   int64_t offset = 0, count = -1;
