@@ -985,8 +985,8 @@ std::string vector_section(const VectorCheckpoints& v, int readers) {
   beside_writer("`get v select count(*), sum(n)`", "aggregate", v.aggregates);
   beside_writer("`get v select n near e $1 exact limit 10` (every vector compared)", "exact near", v.exacts);
   const Checkpoints& f = v.first_put;
-  md += "Then checkpointed, closed and opened again (the index as loaded: its document maps, which a write needs, "
-        "not built), the readers alone for 0.3 s, then one put `{n, e}`:\n\n";
+  md += "Then checkpointed, closed and opened again (the index as loaded: its document maps not built, a few "
+        "writes' lookups scan instead), the readers alone for 0.3 s, then one put `{n, e}`:\n\n";
   md += "| the first put | readers' worst wait during | between | reads during |\n";
   md += "| ---: | ---: | ---: | ---: |\n";
   md += fmt("| %s | %s | %s | %s |\n\n", lat(median(f.checkpoint_ms) * 1e3).c_str(), lat(f.read_worst_us).c_str(),

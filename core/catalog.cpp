@@ -93,7 +93,7 @@ void secondary_unentry(const Collection& c, const SecondaryDef& d, SecondaryInde
   if (!secondary_key(c, d, old, &key).is_ok() || !si.remove(id, key)) si.remove_any(id);
 }
 
-Status Engine::ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk) {
+Status Engine::ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSharedMutex>& lk) {
   // Without threads no one else waits for the lock: the maps are built
   // whole where first needed.
   if constexpr (!port::kThreads) return Status::ok();
@@ -102,7 +102,7 @@ Status Engine::ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk) {
     HnswIndex* idx = nullptr;
     if (p.collection)
       for (auto& [fid, x] : p.collection->vindex)
-        if (!x->maps_ready()) {
+        if (x->scans_spent(lookups)) {
           idx = x.get();
           break;
         }

@@ -141,7 +141,7 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     for (int tries = 0;; tries++) {
       std::shared_lock lk(mu_);
       KF_TRY(bound(p));
-      if (needs_maps(st)) KF_TRY(ready_maps(p, lk));
+      if (needs_maps(st)) KF_TRY(ready_maps(p, UINT64_MAX, lk));
       // An index its plan would build, built beside the lock first, then
       // planned again (after kBuildTries, built where planned).
       std::vector<IndexNeed> needs;
@@ -174,7 +174,7 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
     KF_TRY(bound(p));
-    KF_TRY(ready_indexes(p, params, lk));
+    KF_TRY(ready_indexes(p, params, vector_lookups(st, params), lk));
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, &w.docs));
     // Under the lock: it reads the collection.
@@ -228,10 +228,15 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     // What its statements would build under the write lock, built beside
     // the readers and the writers first (an unknown name is reported
     // below).
+    // A vector index's lookups counted over the whole batch: scans may
+    // answer a few statements' each, not a thousand.
+    uint64_t lookups = 0;
+    for (const PreparedItem& it : items)
+      if (needs_maps(it.p->st)) lookups = std::min(UINT64_MAX - lookups, vector_lookups(it.p->st, it.params())) + lookups;
     std::shared_lock lk(mu_);
     for (size_t i = 0; i < items.size(); i++) {
       if (i > 0 && items[i].p == items[i - 1].p) continue;  // a run of one statement
-      if (bound(*items[i].p).is_ok()) KF_TRY(ready_indexes(*items[i].p, items[i].params(), lk));
+      if (bound(*items[i].p).is_ok()) KF_TRY(ready_indexes(*items[i].p, items[i].params(), lookups, lk));
     }
   }
   {

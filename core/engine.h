@@ -280,26 +280,37 @@ class Engine {
   // A put's or insert's documents, typed and encoded (under the shared
   // lock; landed at the catalog version they were made at, or made again).
   Status prepare_write(const ParsedStatement& st, const std::vector<Value>& params, PreparedDocs* docs);
-  // Under the shared lock `lk`, for a statement p (bound) that needs_maps:
-  // the maps of its collection's vector indexes (document -> node), which an
-  // index loaded from an image builds on first need, built in pieces with
-  // the lock let go between them (and p bound again after), so that no
-  // reader waits for a whole build under the write lock, nor a writer for
-  // one under the shared lock. One thread builds at a time; another that
-  // needs maps waits for it with no lock held.
-  Status ready_maps(Prepared& p, std::shared_lock<FairSharedMutex>& lk);
+  // Under the shared lock `lk`, for a statement p (bound) that needs_maps
+  // and makes `lookups` lookups by document or vector in each vector index
+  // of its collection: the maps of those indexes (document -> node,
+  // fingerprint -> nodes), which an index loaded from an image builds on
+  // first need, built in pieces with the lock let go between them (and p
+  // bound again after), unless scans may answer that many lookups
+  // (HnswIndex::scans_spent). So no reader waits for a whole build under
+  // the write lock, nor a writer for one under the shared lock. One thread
+  // builds at a time; another that needs maps waits for it with no lock
+  // held.
+  Status ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSharedMutex>& lk);
   // A write (put and remove look documents up), or a near with a filter (an
   // exact search over the filter's candidates looks their nodes up).
   static bool needs_maps(const ParsedStatement& st) {
     return st.is_write() || (st.where && !st.near_field.empty());
   }
+  // How many lookups by document or vector a statement that needs_maps
+  // makes in a vector index: a put's or insert's documents, a set's or
+  // del's ids, four for each (the document's node, the vector's twin, the
+  // old node taken out, a transaction's undo); UINT64_MAX when it cannot
+  // say (a where clause not by id, a read).
+  static uint64_t vector_lookups(const ParsedStatement& st, const std::vector<Value>& params);
   // For a statement p (bound) of a write or a batch, under the shared lock:
   // what it would otherwise build under the write lock, built beside it
   // first: its collection's vector maps (ready_maps), its @unique indexes (a
   // put, an insert or a set checks them) and, while any of the collection's
   // text or secondary indexes is unbuilt, those its plan would use (a read,
-  // or a set or del not by id, planned here without running).
-  Status ready_indexes(Prepared& p, const std::vector<Value>& params, std::shared_lock<FairSharedMutex>& lk);
+  // or a set or del not by id, planned here without running). `lookups`:
+  // vector_lookups of the statement, or of the whole batch it is part of.
+  Status ready_indexes(Prepared& p, const std::vector<Value>& params, uint64_t lookups,
+                       std::shared_lock<FairSharedMutex>& lk);
   // A text or secondary index that a statement needs and that is not built.
   struct IndexNeed {
     uint32_t coll;   // collection id

@@ -332,8 +332,62 @@ void HnswIndex::build_doc_map() {
   build_maps_piece(&b, UINT32_MAX);
 }
 
+void HnswIndex::ready_to_find(uint64_t scans) {
+  if (maps_ready()) return;
+  if (scans_spent(scans)) return build_doc_map();
+  scanned_.fetch_add(scans * nodes(), std::memory_order_relaxed);
+}
+
+int64_t HnswIndex::find_doc(int64_t doc) const {
+  if (maps_ready()) {
+    const uint32_t* n = doc_node_.find(doc);
+    return n ? (int64_t)*n : -1;
+  }
+  // Eight nodes a step, their comparisons or-ed with no branch between
+  // them (the compiler makes that one vector compare).
+  const int64_t* d = node_doc_.data();
+  const size_t n = node_doc_.size(), whole = n & ~size_t{7};
+  auto holds = [&](size_t i) { return d[i] == doc && refs_[i] != 0; };  // a tombstone keeps its last document
+  for (size_t i = 0; i < whole; i += 8) {
+    bool any = false;
+    for (size_t k = 0; k < 8; k++) any |= d[i + k] == doc;
+    if (any)
+      for (size_t k = 0; k < 8; k++)
+        if (holds(i + k)) return (int64_t)(i + k);
+  }
+  for (size_t i = whole; i < n; i++)
+    if (holds(i)) return (int64_t)i;
+  for (const auto& [node, other] : more_docs_)
+    if (other == doc) return node;
+  return -1;
+}
+
+int64_t HnswIndex::find_twin(uint32_t fp, const char* bytes) const {
+  auto same = [&](uint32_t n) { return fp_[n] == fp && memcmp(raw(n), bytes, vbytes_) == 0; };
+  int64_t twin = -1;
+  if (maps_ready()) {
+    fp_nodes_.for_each_equal(fp, [&](uint32_t n) {
+      if (same(n)) twin = n;
+      return twin < 0;
+    });
+    return twin;
+  }
+  const uint32_t* f = fp_.data();
+  const size_t n = fp_.size(), whole = n & ~size_t{15};
+  for (size_t i = 0; i < whole; i += 16) {
+    bool any = false;
+    for (size_t k = 0; k < 16; k++) any |= f[i + k] == fp;
+    if (any)
+      for (size_t k = 0; k < 16; k++)
+        if (same((uint32_t)(i + k))) return (int64_t)(i + k);
+  }
+  for (size_t i = whole; i < n; i++)
+    if (same((uint32_t)i)) return (int64_t)i;
+  return -1;
+}
+
 void HnswIndex::put(int64_t doc, const float* v) {
-  build_doc_map();
+  ready_to_find(2);
   changes_++;
   // The stored form: the floats themselves, or their halves.
   const char* bytes = reinterpret_cast<const char*>(v);
@@ -344,22 +398,16 @@ void HnswIndex::put(int64_t doc, const float* v) {
     bytes = reinterpret_cast<const char*>(halves.data());
   }
   uint32_t fp = fingerprint(bytes);
-  auto same = [&](uint32_t n) { return fp_[n] == fp && memcmp(raw(n), bytes, vbytes_) == 0; };
-  if (const uint32_t* at = doc_node_.find(doc)) {
-    if (same(*at)) return;
+  if (const int64_t at = find_doc(doc); at >= 0) {
+    if (fp_[at] == fp && memcmp(raw((uint32_t)at), bytes, vbytes_) == 0) return;
     remove(doc);
   }
   doc_count_++;
-  int64_t shared = -1;  // a node holding the same vector already
-  fp_nodes_.for_each_equal(fp, [&](uint32_t n) {
-    if (same(n)) shared = n;
-    return shared < 0;
-  });
-  if (shared >= 0) {
+  if (const int64_t shared = find_twin(fp, bytes); shared >= 0) {  // a node holding the same vector already
     uint32_t n = (uint32_t)shared;
     if (refs_[n]++ == 0) node_doc_[n] = doc, tombstones_--;
     else more_docs_.emplace(n, doc);
-    doc_node_[doc] = n;
+    if (maps_ready()) doc_node_[doc] = n;  // (remove() may have built them)
     return;
   }
   uint32_t n = (uint32_t)levels_.size();
@@ -375,8 +423,10 @@ void HnswIndex::put(int64_t doc, const float* v) {
   add_l0(n);
   upper_off_.push_back((uint32_t)upper_.size());
   if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
-  fp_nodes_.insert_multi(fp, n);
-  doc_node_[doc] = n;
+  if (maps_ready()) {
+    fp_nodes_.insert_multi(fp, n);
+    doc_node_[doc] = n;
+  }
 }
 
 void HnswIndex::drop_pending() {
@@ -384,7 +434,7 @@ void HnswIndex::drop_pending() {
     changes_++;  // only when it drops one: a rollback calls it on every index
     tombstones_--;
     uint32_t n = (uint32_t)levels_.size() - 1;
-    fp_nodes_.erase_first(fp_[n], [&](uint32_t v) { return v == n; });
+    if (maps_ready()) fp_nodes_.erase_first(fp_[n], [&](uint32_t v) { return v == n; });
     extra_.resize(extra_.size() - vbytes_);
     upper_.resize(upper_off_[n]);
     upper_off_.pop_back();
@@ -398,12 +448,12 @@ void HnswIndex::drop_pending() {
 }
 
 void HnswIndex::remove(int64_t doc) {
-  build_doc_map();
+  ready_to_find(1);
   changes_++;
-  const uint32_t* at = doc_node_.find(doc);
-  if (!at) return;
-  uint32_t n = *at;
-  doc_node_.erase(doc);
+  const int64_t at = find_doc(doc);
+  if (at < 0) return;
+  uint32_t n = (uint32_t)at;
+  if (maps_ready()) doc_node_.erase(doc);
   doc_count_--;
   if (--refs_[n] == 0) tombstones_++;
   if (node_doc_[n] == doc) {
@@ -1015,6 +1065,7 @@ bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const Ex
   if (how.lazy && n) lazy_table_ = std::make_unique<LazyExtent>(ext, how.read, how.chunk);
   doc_count_ = docs;
   maps_built_ = false;
+  scanned_ = 0;
   changes_++;
   doc_node_.clear();
   fp_nodes_.clear();
@@ -1123,6 +1174,7 @@ void HnswIndex::rebuild_graph(int threads) {
     if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
   }
   maps_built_ = false;
+  scanned_ = 0;
   changes_++;
   doc_node_.clear();
   fp_nodes_.clear();

@@ -80,11 +80,20 @@ class HnswIndex {
   void remove(int64_t doc);
   // The document -> node and fingerprint -> nodes maps that put, remove and
   // node_of use are built on first need after a load (about 250 ms at a
-  // million nodes). A caller that would not hold a lock that long builds
-  // them in pieces: build_maps_piece(&b, n) under the engine's shared lock
-  // enters n more nodes into b's maps, and once every node is in makes them
-  // the index's (true; also when they are built already). A change to the
-  // index between two pieces starts b over.
+  // million nodes). Until then each of those finds what it needs by a scan
+  // of the per-node arrays instead (a few bytes a node, with no branch per
+  // node: about 40 us at 100,000 nodes), as long as the scans since the
+  // load have visited at most kScanRounds times the nodes; past that the
+  // maps are built (scans_spent()). So a few writes after an open (a
+  // browser tab's, or the tail of the log an open replays) never pay for
+  // the maps, and many pay for them once.
+  //
+  // A caller that would not hold a lock for the build builds them in
+  // pieces: build_maps_piece(&b, n) under the engine's shared lock enters n
+  // more nodes into b's maps, and once every node is in makes them the
+  // index's (true; also when they are built already). A change to the index
+  // between two pieces starts b over.
+  static constexpr uint64_t kScanRounds = 64;
   struct MapBuild {
     SteadyMap<int64_t, uint32_t> doc_node;
     SteadyMap<uint32_t, uint32_t> fp_nodes;
@@ -93,11 +102,20 @@ class HnswIndex {
   };
   bool build_maps_piece(MapBuild* b, uint32_t nodes);
   bool maps_ready() const { return maps_built_.load(std::memory_order_acquire); }
+  // Whether `scans` more scans would go past what scans may visit: the
+  // maps are then built first (by put, remove and node_of themselves, or
+  // beside the lock by a caller that knows how many its write makes).
+  bool scans_spent(uint64_t scans = 1) const {
+    if (maps_ready()) return false;
+    const uint64_t n = nodes();
+    return scans > kScanRounds || scanned_.load(std::memory_order_relaxed) + scans * n > kScanRounds * n;
+  }
+  // Nodes visited by scans since the load (for tests and stats).
+  uint64_t scanned() const { return scanned_.load(std::memory_order_relaxed); }
   // The node holding document `doc`'s vector, or -1.
   int64_t node_of(int64_t doc) {
-    build_doc_map();
-    const uint32_t* n = doc_node_.find(doc);
-    return n ? (int64_t)*n : -1;
+    ready_to_find(1);
+    return find_doc(doc);
   }
   // After a checkpoint: the table and the level-0 lists now live at `table`
   // and `links0` (same contents, in memory).
@@ -240,6 +258,13 @@ class HnswIndex {
   int random_level(uint32_t node) const;
   uint32_t fingerprint(const char* stored_bytes) const;
   void build_doc_map();
+  // Before `scans` lookups by document or vector: the maps built, unless
+  // scans may answer them (and are then counted).
+  void ready_to_find(uint64_t scans);
+  // The node holding doc, or -1; a node holding exactly `bytes` (whose
+  // fingerprint is fp), or -1. Through the maps once built, else by a scan.
+  int64_t find_doc(int64_t doc) const;
+  int64_t find_twin(uint32_t fp, const char* bytes) const;
   struct Candidates;
   // accept(node) decides which visited nodes may be results (all are walked);
   // out gets the nearest `keep` of the ef found, nearest first.
@@ -316,11 +341,13 @@ class HnswIndex {
   size_t doc_count_ = 0;
 
   // Built on first need after a load: document -> node, fingerprint -> nodes
-  // (build_maps_piece; put, remove and node_of build them whole if they must).
+  // (build_maps_piece; put, remove and node_of scan instead, or build them
+  // whole if they must).
   // Pieces may be built under the shared lock, so they are put in place
   // under maps_mu_; writers change them under the write lock.
   bool copy_ = false;  // a pinned_copy(): no fingerprints, so no fingerprint map
   std::atomic<bool> maps_built_{false};
+  std::atomic<uint64_t> scanned_{0};  // nodes scans visited since the load, while the maps are unbuilt
   mutable std::mutex maps_mu_;
   uint64_t changes_ = 0;  // puts, removes, loads: a map build in pieces begun before one starts over
   SteadyMap<int64_t, uint32_t> doc_node_;  // grows a few buckets a put (steady_map.h)

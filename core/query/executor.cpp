@@ -234,7 +234,30 @@ Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>
   return Status::ok();
 }
 
-Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, std::shared_lock<FairSharedMutex>& lk) {
+uint64_t Engine::vector_lookups(const ParsedStatement& st, const std::vector<Value>& params) {
+  constexpr uint64_t kEach = 4, kUnknown = UINT64_MAX;
+  switch (st.kind) {
+    case StmtKind::Put:
+    case StmtKind::Insert: {
+      const Expr& b = *st.body;
+      if (b.kind == ExprKind::Param) {
+        const Value* v = Evaluator(params).ref(b);
+        return kEach * (v && v->kind() == Kind::List ? v->items().size() : 1);
+      }
+      return kEach * (b.parts && !b.parts->item.empty() ? b.parts->item.size() : 1);  // a list's items, or one
+    }
+    case StmtKind::Set:
+    case StmtKind::Del: {
+      const int64_t n = names_ids(st.where.get()) ? ids_named(Evaluator(params), st.where.get()) : -1;
+      return n < 0 ? kUnknown : kEach * (uint64_t)n;
+    }
+    default:
+      return kUnknown;
+  }
+}
+
+Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, uint64_t lookups,
+                             std::shared_lock<FairSharedMutex>& lk) {
   if constexpr (!port::kThreads) return Status::ok();
   const ParsedStatement& st = p.st;
   // What it could build: the @unique indexes a put, insert or set checks;
@@ -247,7 +270,7 @@ Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, std:
        (st.where || !st.order.empty() || !st.group.empty() || !st.match_field.empty() || st.lookup)) ||
       ((st.kind == StmtKind::Set || st.kind == StmtKind::Del) && st.where && !names_ids(st.where.get()));
   for (int tries = 0;; tries++) {
-    if (needs_maps(st)) KF_TRY(ready_maps(p, lk));
+    if (needs_maps(st)) KF_TRY(ready_maps(p, lookups, lk));
     Collection* c = p.collection;
     // Definitions racing it round after round: built where planned.
     if (!c || tries >= kBuildTries || (!checks_unique && !plans)) return Status::ok();

@@ -199,18 +199,21 @@ TEST_CASE("after a load, the document maps built in pieces answer as built whole
   pieces.put(4000, again);
   CHECK(pieces.node_of(4000) == at);
   CHECK(pieces.nodes() == 1000);
-  // A put between two pieces (it builds the maps whole itself): the build
-  // in pieces finds them built and leaves them.
+  // A put between two pieces (answered by scans, the maps left unbuilt):
+  // the build in pieces starts over, and takes the new node in.
   HnswIndex changed(dim, false, HnswParams{Metric::L2, 4, 20, 20});
   load(changed);
   HnswIndex::MapBuild c;
-  CHECK_FALSE(changed.build_maps_piece(&c, 100));
+  CHECK_FALSE(changed.build_maps_piece(&c, 600));
   float fresh[4] = {5000, 0, 0, 0};
   changed.put(6000, fresh);
-  CHECK(changed.maps_ready());
-  CHECK(changed.build_maps_piece(&c, 100));
+  CHECK_FALSE(changed.maps_ready());
+  CHECK_FALSE(changed.build_maps_piece(&c, 600));  // nodes 0-599 again, not 600-999
+  CHECK(changed.build_maps_piece(&c, 600));
+  CHECK(changed.scanned() == 2 * 1000);  // the put's two scans, before it made node 1000
   CHECK(changed.node_of(6000) == 1000);
   CHECK(changed.node_of(7) == at);
+  CHECK(changed.scanned() == 2 * 1000);  // through the maps now
   // A load between two pieces: the build starts over from the first node.
   HnswIndex reloaded(dim, false, HnswParams{Metric::L2, 4, 20, 20});
   load(reloaded);
@@ -220,6 +223,86 @@ TEST_CASE("after a load, the document maps built in pieces answer as built whole
   CHECK_FALSE(reloaded.build_maps_piece(&r, 900));  // nodes 0-899 again, not 900-999
   CHECK(reloaded.build_maps_piece(&r, 900));
   for (int64_t d = 0; d <= 3001; d++) CHECK(reloaded.node_of(d) == whole.node_of(d));
+}
+
+TEST_CASE("after a load, put, remove and node_of answer by scans as the maps would, until the scans would cost a build") {
+  const uint32_t dim = 4;
+  const HnswParams params{Metric::L2, 4, 20, 20};
+  HnswIndex idx(dim, false, params);
+  // 300 documents on 100 vectors, then two tombstones (nodes 5 and 8:
+  // their documents gone) and a node whose first document left (node 6:
+  // 106 and 206 on it).
+  for (int64_t d = 1; d <= 300; d++) {
+    float v[4] = {(float)(d % 100), 1, 2, 3};
+    idx.put(d, v);
+  }
+  for (int64_t d : {5, 105, 205, 8, 108, 208, 6}) idx.remove(d);
+  idx.link_pending(1);
+  HnswIndex::Pin pin;
+  idx.pin(&pin);
+  std::string vecs;
+  pin.table(vecs);
+  auto load = [&](HnswIndex& x) {
+    ExtentRef t, l;
+    t.bytes = vecs;
+    l.bytes = pin.links0;
+    REQUIRE(x.load_table(pin.meta, t));
+    REQUIRE(x.load_graph(pin.graph, l));
+  };
+  HnswIndex scanned(dim, false, params), mapped(dim, false, params);
+  load(scanned);
+  load(mapped);
+  HnswIndex::MapBuild b;
+  REQUIRE(mapped.build_maps_piece(&b, UINT32_MAX));
+  // The same writes into both: a replaced vector (its old node keeps its
+  // other documents), a vector another node holds (shared, not a new node),
+  // a new one, a document written on a tombstone's vector (revived), the
+  // same vector again (nothing), removes of a node's first document and of
+  // one that is not its first, and of a document that has none.
+  auto both = [&](auto&& f) {
+    f(scanned);
+    f(mapped);
+  };
+  float v7[4] = {7, 1, 2, 3}, v50[4] = {50, 1, 2, 3}, vnew[4] = {500, 1, 2, 3}, v5[4] = {5, 1, 2, 3};
+  both([&](HnswIndex& x) { x.put(1, v7); });     // 1 leaves node 1 (101, 201 stay), joins node 7
+  both([&](HnswIndex& x) { x.put(400, v50); });  // shares node 50
+  both([&](HnswIndex& x) { x.put(401, vnew); }); // a new node
+  both([&](HnswIndex& x) { x.put(402, v5); });   // node 5 revived
+  both([&](HnswIndex& x) { x.put(7, v7); });     // unchanged
+  both([&](HnswIndex& x) { x.remove(106); });    // node 6's first document
+  both([&](HnswIndex& x) { x.remove(250); });    // not node 50's first
+  both([&](HnswIndex& x) { x.remove(9999); });   // none
+  CHECK_FALSE(scanned.maps_ready());
+  CHECK(scanned.scanned() > 0);
+  // Each kind of document, by scans still.
+  for (int64_t d : {8, 108, 208, 5, 105, 205, 402, 1, 101, 201, 7, 6, 106, 206, 50, 250, 400, 401, 9999})
+    CHECK(scanned.node_of(d) == mapped.node_of(d));
+  CHECK_FALSE(scanned.maps_ready());
+  CHECK(scanned.nodes() == mapped.nodes());
+  CHECK(scanned.documents() == mapped.documents());
+  for (int64_t d = 0; d <= 402; d++) CHECK(scanned.node_of(d) == mapped.node_of(d));
+  std::vector<int64_t> a, m;
+  for (uint32_t n = 0; n < mapped.nodes(); n++) {
+    a.clear();
+    m.clear();
+    scanned.docs_of(n, &a);
+    mapped.docs_of(n, &m);
+    CHECK(a == m);
+  }
+  // 403 lookups: past kScanRounds scans the maps were built, once.
+  CHECK(scanned.maps_ready());
+  CHECK(scanned.scanned() <= HnswIndex::kScanRounds * scanned.nodes());
+  // A caller that knows its lookups asks before it makes them.
+  HnswIndex fresh(dim, false, params);
+  load(fresh);
+  CHECK_FALSE(fresh.scans_spent(HnswIndex::kScanRounds));
+  CHECK(fresh.scans_spent(HnswIndex::kScanRounds + 1));
+  for (uint64_t i = 0; i < HnswIndex::kScanRounds; i++) CHECK(fresh.node_of(1000 + (int64_t)i) == -1);
+  CHECK_FALSE(fresh.maps_ready());
+  CHECK(fresh.scans_spent(1));
+  CHECK(fresh.node_of(2) == mapped.node_of(2));
+  CHECK(fresh.maps_ready());
+  CHECK_FALSE(fresh.scans_spent(UINT64_MAX));
 }
 
 TEST_CASE("f16: vectors with the same halves share a node, others do not") {

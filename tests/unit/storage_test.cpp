@@ -1793,7 +1793,7 @@ struct DatabaseTesting {
 };
 }  // namespace kitfox
 
-TEST_CASE("after a reopen, a vector index's document maps are built beside the lock by the first statement that needs them") {
+TEST_CASE("after a reopen, a vector index's document maps are built beside the lock by the first statement that needs them, unless scans answer it") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
   // Two collections alike; document n's vector is [n % 50, 1, 2]: 200
@@ -1818,11 +1818,29 @@ TEST_CASE("after a reopen, a vector index's document maps are built beside the l
   REQUIRE(near.is_ok());
   CHECK(to_json(Value::list(near->rows)) == "[{\"id\":3,\"n\":3,\"_distance\":0.0},{\"id\":53,\"n\":53,\"_distance\":0.0}]");
   CHECK(built() == 1);
-  // A write into the other collection: its maps, once.
+  // Writes of a few documents into the other collection: answered by
+  // scans of its 50 nodes, no maps.
+  HnswIndex& bx = *DatabaseTesting::engine(*db).find("b")->vindex.begin()->second;
   REQUIRE(db->query("set b {e: [7, 1, 2]} where id = 3").is_ok());  // node of 7 shared now
   REQUIRE(db->query("del b where id = 57").is_ok());
   REQUIRE(db->query("put b {n: 201, e: [99, 1, 2]}").is_ok());
+  CHECK(built() == 1);
+  CHECK_FALSE(bx.maps_ready());
+  CHECK(bx.scanned() > 0);
+  // One whose lookups would cost more than the maps: its maps, once, first.
+  std::vector<Value> many;
+  for (int64_t n = 0; n < 20; n++) {
+    Value d = Value::object();
+    d.set("n", Value::integer(300 + n));
+    d.set("e", Value::vector({(float)(300 + n), 1, 2}));
+    many.push_back(std::move(d));
+  }
+  const uint64_t scans = bx.scanned();
+  REQUIRE(db->query("put b $1", {Value::list(std::move(many))}).is_ok());
   CHECK(built() == 2);
+  CHECK(bx.maps_ready());
+  CHECK(bx.scanned() == scans);
+  REQUIRE(db->query("del b where id in $1", {Value::list({Value::integer(202), Value::integer(221)})}).is_ok());
   // A batch into a (built already): no other build.
   REQUIRE(db->batch({{"put a {n: 202, e: [1, 1, 2]}", {}}, {"del a where id = 1", {}}}).is_ok());
   CHECK(built() == 2);
@@ -1840,8 +1858,84 @@ TEST_CASE("after a reopen, a vector index's document maps are built beside the l
   auto again = db->query("get b select id where n >= 0 near e [7, 1, 2] exact limit 10");
   REQUIRE(again.is_ok());
   CHECK(to_json(Value::list(again->rows)) == to_json(Value::list(same->rows)));
-  CHECK(count(*db, "b") == 200);
+  CHECK(count(*db, "b") == 218);
   CHECK(count(*db, "a") == 200);
+}
+
+TEST_CASE("a reopen replays a tail of writes into a vector collection by scans, with no maps, and answers as before") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  REQUIRE(db->query("create collection v (n int, e vector<2> @hnsw(l2))").is_ok());
+  std::vector<Value> docs;
+  for (int64_t k = 1; k <= 1000; k++) {
+    Value d = Value::object();
+    d.set("n", Value::integer(k));
+    d.set("e", Value::vector({(float)k, 1}));
+    docs.push_back(std::move(d));
+  }
+  REQUIRE(db->query("put v $1", {Value::list(std::move(docs))}).is_ok());
+  REQUIRE(db->checkpoint().is_ok());
+  // The tail: a new vector, one another document holds (shared), a
+  // replaced one, a removed document.
+  REQUIRE(db->query("put v {n: 2000, e: [2000, 1]}").is_ok());
+  REQUIRE(db->query("put v {n: 2001, e: [10, 1]}").is_ok());
+  REQUIRE(db->query("set v {e: [3000, 1]} where id = 20").is_ok());
+  REQUIRE(db->query("del v where id = 30").is_ok());
+  const std::string q = "get v select id where n > 0 near e $1 exact limit 3";
+  auto answers = [&](Database& d) {
+    std::string out;
+    for (float x : {10.0f, 20.0f, 30.0f, 2000.0f, 3000.0f}) {
+      auto r = d.query(q, {Value::vector({x, 1})});
+      REQUIRE(r.is_ok());
+      out += to_json(Value::list(r->rows));
+    }
+    return out;
+  };
+  const std::string before = answers(*db);
+  db.reset();
+  db = open_db(*mem);
+  HnswIndex& x = *DatabaseTesting::engine(*db).find("v")->vindex.begin()->second;
+  CHECK_FALSE(x.maps_ready());
+  CHECK(x.scanned() > 0);
+  CHECK(x.nodes() == 1002);  // 2001 shares node 10's; 20's new vector a node
+  CHECK(x.documents() == 1001);
+  CHECK(count(*db, "v") == 1001);
+  CHECK(db->stats().built_beside == 0);
+  // The approximate search needs no maps; the exact one over a filter's
+  // candidates builds them (beside the lock) and agrees.
+  auto r = db->query("get v select id near e [2000, 1] limit 1");
+  REQUIRE(r.is_ok());
+  CHECK(to_json(Value::list(r->rows)) == "[{\"id\":1001,\"_distance\":0.0}]");
+  CHECK(answers(*db) == before);
+}
+
+TEST_CASE("a batch's vector lookups counted together: many small puts build the maps beside the lock first, a few scan") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  REQUIRE(db->query("create collection v (n int, e vector<2> @hnsw(l2))").is_ok());
+  for (int64_t k = 1; k <= 100; k++)
+    REQUIRE(db->query("put v {n: $1, e: $2}", {Value::integer(k), Value::vector({(float)k, 1})}).is_ok());
+  REQUIRE(db->checkpoint().is_ok());
+  db.reset();
+  db = open_db(*mem);
+  HnswIndex& x = *DatabaseTesting::engine(*db).find("v")->vindex.begin()->second;
+  auto puts = [&](int64_t from, int64_t n) {
+    std::vector<BatchItem> items;
+    for (int64_t k = from; k < from + n; k++)
+      items.push_back({"put v {n: $1, e: $2}", {Value::integer(k), Value::vector({(float)k, 1})}});
+    return db->batch(items).is_ok();
+  };
+  REQUIRE(puts(1000, 3));  // three statements, twelve lookups at most: scans
+  CHECK_FALSE(x.maps_ready());
+  CHECK(db->stats().built_beside == 0);
+  // Twenty, each of which alone scans could answer: built beside first,
+  // so no put builds them under the write lock, and none scans.
+  const uint64_t scans = x.scanned();
+  REQUIRE(puts(2000, 20));
+  CHECK(db->stats().built_beside == 1);
+  CHECK(x.maps_ready());
+  CHECK(x.scanned() == scans);
+  CHECK(count(*db, "v") == 123);
 }
 
 TEST_CASE("a vector index's maps built in pieces: the lock let go between them, a rollback meanwhile no restart") {
@@ -1871,7 +1965,15 @@ TEST_CASE("a vector index's maps built in pieces: the lock let go between them, 
     auto r = db->batch({{"put w {n: 1}", {}}, {"set w {n: \"not a number\"} where id = 1", {}}});
     CHECK_FALSE(r.is_ok());
   };
-  REQUIRE(db->query("put v {n: -1, e: [5, 1]}").is_ok());  // shares node 5
+  // A put of 20 documents (more lookups than scans may make: the maps first).
+  std::vector<Value> docs;
+  for (int64_t k = 0; k < 20; k++) {
+    Value d = Value::object();
+    d.set("n", Value::integer(k ? 20000 + k : -1));
+    d.set("e", Value::vector({k ? (float)(20000 + k) : 5.0f, 1}));  // the first shares node 5
+    docs.push_back(std::move(d));
+  }
+  REQUIRE(db->query("put v $1", {Value::list(std::move(docs))}).is_ok());
   CHECK(calls == 2);
   CHECK(db->stats().built_beside == 1);
   CHECK(count(*db, "w") == 0);
