@@ -99,20 +99,29 @@ Status Engine::ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSh
   if constexpr (!port::kThreads) return Status::ok();
   constexpr uint32_t kPiece = 4096;  // nodes a hold of the shared lock: about 1 ms
   for (;;) {
+    // An index whose maps another thread builds (a write would restart
+    // it), or whose scans left cannot be reserved for this statement's
+    // lookups (reserved otherwise: from then on the index never builds
+    // them inside a write).
     HnswIndex* idx = nullptr;
     if (p.collection)
       for (auto& [fid, x] : p.collection->vindex)
-        if (x->scans_spent(lookups)) {
+        if (maps_building_.load() == x.get() || !x->reserve(lookups)) {
           idx = x.get();
           break;
         }
     if (!idx) return Status::ok();
     if (claim_build(lk)) {
       BuildHeld held{building_};
+      struct Named {  // (a pointer only: a definition may drop the index)
+        std::atomic<const HnswIndex*>& at;
+        ~Named() { at.store(nullptr); }
+      } named{maps_building_};
+      maps_building_.store(idx);
       HnswIndex::MapBuild b;
       const uint64_t at = catalog_version_.load(std::memory_order_relaxed);
       // A definition between two pieces may have dropped the index.
-      bool built = true;
+      bool built = !idx->maps_ready();
       while (built && !idx->build_maps_piece(&b, kPiece)) {
         lk.unlock();
         if (beside_hook) beside_hook();

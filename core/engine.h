@@ -484,6 +484,7 @@ class Engine {
 
   FairSharedMutex mu_;  // reads shared, writes exclusive
   std::atomic<bool> building_{false};  // a thread builds maps or an index beside the lock (ready_maps, build_beside)
+  std::atomic<const HnswIndex*> maps_building_{nullptr};  // the vector index whose maps it builds (writes wait)
   // Takes building_ for this thread (true; BuildHeld lets it go), or waits a
   // moment for the thread that has it, with lk let go (false).
   bool claim_build(std::shared_lock<FairSharedMutex>& lk);

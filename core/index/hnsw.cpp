@@ -330,12 +330,26 @@ void HnswIndex::build_doc_map() {
   if (maps_built_.load(std::memory_order_acquire)) return;
   MapBuild b;
   build_maps_piece(&b, UINT32_MAX);
+  whole_builds_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool HnswIndex::reserve(uint64_t scans) {
+  reserving_.store(true, std::memory_order_relaxed);
+  if (maps_ready()) return true;
+  if (scans > kScanRounds) return false;  // (also keeps the product below from overflowing)
+  const uint64_t cost = scans * scan_cost(), bound = scan_bound();
+  uint64_t at = scanned_.load(std::memory_order_relaxed);
+  do {
+    if (at + cost > bound) return false;
+  } while (!scanned_.compare_exchange_weak(at, at + cost, std::memory_order_relaxed));
+  return true;
 }
 
 void HnswIndex::ready_to_find(uint64_t scans) {
-  if (maps_ready()) return;
-  if (scans_spent(scans)) return build_doc_map();
-  scanned_.fetch_add(scans * nodes(), std::memory_order_relaxed);
+  if (maps_ready() || reserving_.load(std::memory_order_relaxed)) return;
+  const uint64_t cost = scans * scan_cost();
+  if (scanned_.load(std::memory_order_relaxed) + cost > scan_bound()) return build_doc_map();
+  scanned_.fetch_add(cost, std::memory_order_relaxed);
 }
 
 int64_t HnswIndex::find_doc(int64_t doc) const {
@@ -343,22 +357,26 @@ int64_t HnswIndex::find_doc(int64_t doc) const {
     const uint32_t* n = doc_node_.find(doc);
     return n ? (int64_t)*n : -1;
   }
-  // Eight nodes a step, their comparisons or-ed with no branch between
-  // them (the compiler makes that one vector compare).
+  // As build_maps_piece has it where an image lists a document twice: a
+  // node sharing it last, else the last node holding it first.
+  int64_t shared = -1;
+  for (const auto& [node, other] : more_docs_)
+    if (other == doc) shared = node;
+  if (shared >= 0) return shared;
+  // Eight nodes a step from the end, their comparisons or-ed with no
+  // branch between them (the compiler makes that one vector compare).
   const int64_t* d = node_doc_.data();
   const size_t n = node_doc_.size(), whole = n & ~size_t{7};
   auto holds = [&](size_t i) { return d[i] == doc && refs_[i] != 0; };  // a tombstone keeps its last document
-  for (size_t i = 0; i < whole; i += 8) {
+  for (size_t i = n; i > whole; i--)
+    if (holds(i - 1)) return (int64_t)(i - 1);
+  for (size_t i = whole; i > 0; i -= 8) {
     bool any = false;
-    for (size_t k = 0; k < 8; k++) any |= d[i + k] == doc;
+    for (size_t k = 1; k <= 8; k++) any |= d[i - k] == doc;
     if (any)
-      for (size_t k = 0; k < 8; k++)
-        if (holds(i + k)) return (int64_t)(i + k);
+      for (size_t k = 1; k <= 8; k++)
+        if (holds(i - k)) return (int64_t)(i - k);
   }
-  for (size_t i = whole; i < n; i++)
-    if (holds(i)) return (int64_t)i;
-  for (const auto& [node, other] : more_docs_)
-    if (other == doc) return node;
   return -1;
 }
 
@@ -372,17 +390,18 @@ int64_t HnswIndex::find_twin(uint32_t fp, const char* bytes) const {
     });
     return twin;
   }
+  // From the end, as the map (built in node order) gives them.
   const uint32_t* f = fp_.data();
   const size_t n = fp_.size(), whole = n & ~size_t{15};
-  for (size_t i = 0; i < whole; i += 16) {
+  for (size_t i = n; i > whole; i--)
+    if (same((uint32_t)(i - 1))) return (int64_t)(i - 1);
+  for (size_t i = whole; i > 0; i -= 16) {
     bool any = false;
-    for (size_t k = 0; k < 16; k++) any |= f[i + k] == fp;
+    for (size_t k = 1; k <= 16; k++) any |= f[i - k] == fp;
     if (any)
-      for (size_t k = 0; k < 16; k++)
-        if (same((uint32_t)(i + k))) return (int64_t)(i + k);
+      for (size_t k = 1; k <= 16; k++)
+        if (same((uint32_t)(i - k))) return (int64_t)(i - k);
   }
-  for (size_t i = whole; i < n; i++)
-    if (same((uint32_t)i)) return (int64_t)i;
   return -1;
 }
 

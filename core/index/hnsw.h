@@ -81,19 +81,29 @@ class HnswIndex {
   // The document -> node and fingerprint -> nodes maps that put, remove and
   // node_of use are built on first need after a load (about 250 ms at a
   // million nodes). Until then each of those finds what it needs by a scan
-  // of the per-node arrays instead (a few bytes a node, with no branch per
-  // node: about 40 us at 100,000 nodes), as long as the scans since the
-  // load have visited at most kScanRounds times the nodes; past that the
-  // maps are built (scans_spent()). So a few writes after an open (a
-  // browser tab's, or the tail of the log an open replays) never pay for
-  // the maps, and many pay for them once.
+  // instead: of the per-node arrays (12 bytes a node, compared with no
+  // branch per node: about 40 us at 100,000 nodes) and of the documents
+  // sharing a node (more_docs_, far slower an entry: counted 32 nodes
+  // each), as long as the scans since the load cost at most kScanRounds
+  // times what a node and a shared document cost, about a build's worth.
+  // So a few writes after an open (a browser tab's, a short tail of the log
+  // an open replays) never pay for the maps, and many pay for them once.
   //
-  // A caller that would not hold a lock for the build builds them in
-  // pieces: build_maps_piece(&b, n) under the engine's shared lock enters n
-  // more nodes into b's maps, and once every node is in makes them the
-  // index's (true; also when they are built already). A change to the index
-  // between two pieces starts b over.
-  static constexpr uint64_t kScanRounds = 64;
+  // Who decides when they are built: by default put, remove and node_of
+  // themselves count their scans and build the maps whole when the next
+  // would go past the bound (an open's replay, WASM). A caller with other
+  // threads to think of reserves its statement's lookups first instead
+  // (reserve(): false when they do not fit, and it should build the maps
+  // beside its lock); from its first reserve() on, put, remove and node_of
+  // neither count nor build, so no write under an exclusive lock ever
+  // builds them, however writes race for the scans left.
+  //
+  // Such a caller builds them in pieces: build_maps_piece(&b, n) under the
+  // engine's shared lock enters n more nodes into b's maps, and once every
+  // node is in makes them the index's (true; also when they are built
+  // already). A change to the index between two pieces starts b over, so
+  // while one runs the caller's writers should wait for it rather than scan.
+  static constexpr uint64_t kScanRounds = 64, kSharedCost = 32;
   struct MapBuild {
     SteadyMap<int64_t, uint32_t> doc_node;
     SteadyMap<uint32_t, uint32_t> fp_nodes;
@@ -102,16 +112,13 @@ class HnswIndex {
   };
   bool build_maps_piece(MapBuild* b, uint32_t nodes);
   bool maps_ready() const { return maps_built_.load(std::memory_order_acquire); }
-  // Whether `scans` more scans would go past what scans may visit: the
-  // maps are then built first (by put, remove and node_of themselves, or
-  // beside the lock by a caller that knows how many its write makes).
-  bool scans_spent(uint64_t scans = 1) const {
-    if (maps_ready()) return false;
-    const uint64_t n = nodes();
-    return scans > kScanRounds || scanned_.load(std::memory_order_relaxed) + scans * n > kScanRounds * n;
-  }
-  // Nodes visited by scans since the load (for tests and stats).
+  // Reserves `scans` scans (true: the caller may make them, or the maps
+  // are built); false when they would go past the bound.
+  bool reserve(uint64_t scans);
+  // What scans have cost since the load, in nodes (for tests).
   uint64_t scanned() const { return scanned_.load(std::memory_order_relaxed); }
+  // Whole builds of the maps made by put, remove and node_of (for tests).
+  uint64_t whole_builds() const { return whole_builds_.load(std::memory_order_relaxed); }
   // The node holding document `doc`'s vector, or -1.
   int64_t node_of(int64_t doc) {
     ready_to_find(1);
@@ -259,8 +266,11 @@ class HnswIndex {
   uint32_t fingerprint(const char* stored_bytes) const;
   void build_doc_map();
   // Before `scans` lookups by document or vector: the maps built, unless
-  // scans may answer them (and are then counted).
+  // scans may answer them (counted then), or a caller reserves scans.
   void ready_to_find(uint64_t scans);
+  // What one scan costs, and what they may cost in all, in nodes.
+  uint64_t scan_cost() const { return nodes() + kSharedCost * more_docs_.size(); }
+  uint64_t scan_bound() const { return kScanRounds * (nodes() + more_docs_.size()); }
   // The node holding doc, or -1; a node holding exactly `bytes` (whose
   // fingerprint is fp), or -1. Through the maps once built, else by a scan.
   int64_t find_doc(int64_t doc) const;
@@ -347,7 +357,9 @@ class HnswIndex {
   // under maps_mu_; writers change them under the write lock.
   bool copy_ = false;  // a pinned_copy(): no fingerprints, so no fingerprint map
   std::atomic<bool> maps_built_{false};
-  std::atomic<uint64_t> scanned_{0};  // nodes scans visited since the load, while the maps are unbuilt
+  std::atomic<uint64_t> scanned_{0};  // what scans cost (or were reserved) since the load, in nodes
+  std::atomic<bool> reserving_{false};  // a caller reserves the scans (reserve())
+  std::atomic<uint64_t> whole_builds_{0};
   mutable std::mutex maps_mu_;
   uint64_t changes_ = 0;  // puts, removes, loads: a map build in pieces begun before one starts over
   SteadyMap<int64_t, uint32_t> doc_node_;  // grows a few buckets a put (steady_map.h)
