@@ -100,17 +100,23 @@ Status Engine::ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSh
   constexpr uint32_t kPiece = 4096;  // nodes a hold of the shared lock: about 1 ms
   for (;;) {
     // An index whose maps another thread builds (a write would restart
-    // it), or whose scans left cannot be reserved for this statement's
-    // lookups (reserved otherwise: from then on the index never builds
-    // them inside a write).
+    // it), or whose scans left cannot take this statement's lookups: they
+    // are reserved in every index of the collection or in none (from the
+    // first reservation on, an index builds its maps inside a write only
+    // as a guard, HnswIndex::kOverrun).
     HnswIndex* idx = nullptr;
-    if (p.collection)
-      for (auto& [fid, x] : p.collection->vindex)
-        if (maps_building_.load() == x.get() || !x->reserve(lookups)) {
-          idx = x.get();
-          break;
-        }
+    if (p.collection) {
+      auto& vindex = p.collection->vindex;
+      for (auto& [fid, x] : vindex)
+        if (maps_building_.load() == x.get()) idx = x.get();
+      for (auto it = vindex.begin(); !idx && it != vindex.end(); ++it) {
+        if (it->second->reserve(lookups)) continue;
+        idx = it->second.get();
+        for (auto back = vindex.begin(); back != it; ++back) back->second->unreserve(lookups);  // all or none
+      }
+    }
     if (!idx) return Status::ok();
+    if (maps_building_.load() == idx && maps_wait_hook) maps_wait_hook();
     if (claim_build(lk)) {
       BuildHeld held{building_};
       struct Named {  // (a pointer only: a definition may drop the index)

@@ -228,15 +228,27 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     // What its statements would build under the write lock, built beside
     // the readers and the writers first (an unknown name is reported
     // below).
-    // A vector index's lookups counted over the whole batch: scans may
-    // answer a few statements' each, not a thousand.
-    uint64_t lookups = 0;
+    // A vector index's lookups counted over the whole batch, a collection
+    // at a time (scans may answer a few statements' each, not a thousand),
+    // and reserved by the collection's first statement.
+    std::vector<std::pair<std::string_view, uint64_t>> lookups;
+    auto of = [&](std::string_view coll) -> uint64_t& {
+      for (auto& [name, n] : lookups)
+        if (name == coll) return n;
+      return lookups.emplace_back(coll, 0).second;
+    };
     for (const PreparedItem& it : items)
-      if (needs_maps(it.p->st)) lookups = std::min(UINT64_MAX - lookups, vector_lookups(it.p->st, it.params())) + lookups;
+      if (needs_maps(it.p->st)) {
+        uint64_t& n = of(it.p->st.collection);
+        n += std::min(UINT64_MAX - n, vector_lookups(it.p->st, it.params()));
+      }
     std::shared_lock lk(mu_);
     for (size_t i = 0; i < items.size(); i++) {
       if (i > 0 && items[i].p == items[i - 1].p) continue;  // a run of one statement
-      if (bound(*items[i].p).is_ok()) KF_TRY(ready_indexes(*items[i].p, items[i].params(), lookups, lk));
+      if (!bound(*items[i].p).is_ok()) continue;
+      uint64_t& n = of(items[i].p->st.collection);
+      KF_TRY(ready_indexes(*items[i].p, items[i].params(), n, lk));
+      if (needs_maps(items[i].p->st)) n = 0;  // reserved
     }
   }
   {

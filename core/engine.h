@@ -282,14 +282,14 @@ class Engine {
   Status prepare_write(const ParsedStatement& st, const std::vector<Value>& params, PreparedDocs* docs);
   // Under the shared lock `lk`, for a statement p (bound) that needs_maps
   // and makes `lookups` lookups by document or vector in each vector index
-  // of its collection: the maps of those indexes (document -> node,
-  // fingerprint -> nodes), which an index loaded from an image builds on
-  // first need, built in pieces with the lock let go between them (and p
-  // bound again after), unless scans may answer that many lookups
-  // (HnswIndex::scans_spent). So no reader waits for a whole build under
-  // the write lock, nor a writer for one under the shared lock. One thread
-  // builds at a time; another that needs maps waits for it with no lock
-  // held.
+  // of its collection: those lookups reserved (HnswIndex::reserve: scans
+  // answer them while the index's maps are unbuilt), or where they do not
+  // fit, the maps (document -> node, fingerprint -> nodes) built first, in
+  // pieces with the lock let go between them (and p bound again after). So
+  // no reader waits for a whole build under the write lock, nor a writer
+  // for one under the shared lock. One thread builds at a time; another
+  // that needs maps, or writes into an index whose maps are being built,
+  // waits for it with no lock held.
   Status ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSharedMutex>& lk);
   // A write (put and remove look documents up), or a near with a filter (an
   // exact search over the filter's candidates looks their nodes up).
@@ -357,8 +357,10 @@ class Engine {
   // indexes pinned reads' lookups filled from their copies, since the open.
   std::function<void()> pinned_hook, lookup_hook;
   // Tests: called when a pinned lookup found the lock held by a writer
-  // (before it waits), and by a group of writes under the write lock.
-  std::function<void()> live_wait_hook, landing_hook;
+  // (before it waits), by a group of writes under the write lock, and
+  // when a statement waits for another thread's build of a vector index's
+  // maps (under the shared lock, before it lets it go).
+  std::function<void()> live_wait_hook, landing_hook, maps_wait_hook;
   std::atomic<uint64_t> pinned_fills{0};
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);

@@ -345,11 +345,20 @@ bool HnswIndex::reserve(uint64_t scans) {
   return true;
 }
 
+void HnswIndex::unreserve(uint64_t scans) {
+  if (maps_ready()) return;
+  scanned_.fetch_sub(scans * scan_cost(), std::memory_order_relaxed);
+}
+
 void HnswIndex::ready_to_find(uint64_t scans) {
-  if (maps_ready() || reserving_.load(std::memory_order_relaxed)) return;
-  const uint64_t cost = scans * scan_cost();
-  if (scanned_.load(std::memory_order_relaxed) + cost > scan_bound()) return build_doc_map();
-  scanned_.fetch_add(cost, std::memory_order_relaxed);
+  if (maps_ready()) return;
+  // Counted as they go; where a caller reserves, apart from its
+  // reservations and only as a guard, kOverrun bounds' worth.
+  const bool reserved = reserving_.load(std::memory_order_relaxed);
+  std::atomic<uint64_t>& count = reserved ? overrun_ : scanned_;
+  const uint64_t cost = scans * scan_cost(), bound = (reserved ? kOverrun : 1) * scan_bound();
+  if (count.load(std::memory_order_relaxed) + cost > bound) return build_doc_map();
+  count.fetch_add(cost, std::memory_order_relaxed);
 }
 
 int64_t HnswIndex::find_doc(int64_t doc) const {
@@ -1085,6 +1094,7 @@ bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const Ex
   doc_count_ = docs;
   maps_built_ = false;
   scanned_ = 0;
+  overrun_ = 0;
   changes_++;
   doc_node_.clear();
   fp_nodes_.clear();
@@ -1192,11 +1202,14 @@ void HnswIndex::rebuild_graph(int threads) {
     upper_off_.push_back((uint32_t)upper_.size());
     if (level > 0) upper_.resize(upper_.size() + (size_t)level * (1 + p_.m), 0);
   }
-  maps_built_ = false;
-  scanned_ = 0;
+  // The same nodes hold the same documents: the maps stay, the
+  // fingerprints entered again (a damaged table's blocks now read as zeros).
   changes_++;
-  doc_node_.clear();
-  fp_nodes_.clear();
+  if (maps_ready() && !copy_) {
+    fp_nodes_.clear();
+    fp_nodes_.reserve(n);
+    for (uint32_t node = 0; node < n; node++) fp_nodes_.insert_multi(fp_[node], node);
+  }
   link_pending(threads);
 }
 

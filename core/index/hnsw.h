@@ -94,16 +94,18 @@ class HnswIndex {
   // would go past the bound (an open's replay, WASM). A caller with other
   // threads to think of reserves its statement's lookups first instead
   // (reserve(): false when they do not fit, and it should build the maps
-  // beside its lock); from its first reserve() on, put, remove and node_of
-  // neither count nor build, so no write under an exclusive lock ever
-  // builds them, however writes race for the scans left.
+  // beside its lock; unreserve() gives back what it will not use); from
+  // its first reserve() on, put, remove and node_of build them only past
+  // kOverrun times the bound, a guard against a caller's miscount, so no
+  // write under an exclusive lock builds them, however writes race for
+  // the scans left.
   //
   // Such a caller builds them in pieces: build_maps_piece(&b, n) under the
   // engine's shared lock enters n more nodes into b's maps, and once every
   // node is in makes them the index's (true; also when they are built
   // already). A change to the index between two pieces starts b over, so
   // while one runs the caller's writers should wait for it rather than scan.
-  static constexpr uint64_t kScanRounds = 64, kSharedCost = 32;
+  static constexpr uint64_t kScanRounds = 64, kSharedCost = 32, kOverrun = 4;
   struct MapBuild {
     SteadyMap<int64_t, uint32_t> doc_node;
     SteadyMap<uint32_t, uint32_t> fp_nodes;
@@ -115,8 +117,11 @@ class HnswIndex {
   // Reserves `scans` scans (true: the caller may make them, or the maps
   // are built); false when they would go past the bound.
   bool reserve(uint64_t scans);
-  // What scans have cost since the load, in nodes (for tests).
+  void unreserve(uint64_t scans);  // after a reserve(scans) that returned true, with no write between
+  // What scans have cost since the load, in nodes, and what one costs now
+  // (for tests).
   uint64_t scanned() const { return scanned_.load(std::memory_order_relaxed); }
+  uint64_t scan_cost() const { return nodes() + kSharedCost * more_docs_.size(); }
   // Whole builds of the maps made by put, remove and node_of (for tests).
   uint64_t whole_builds() const { return whole_builds_.load(std::memory_order_relaxed); }
   // The node holding document `doc`'s vector, or -1.
@@ -268,8 +273,7 @@ class HnswIndex {
   // Before `scans` lookups by document or vector: the maps built, unless
   // scans may answer them (counted then), or a caller reserves scans.
   void ready_to_find(uint64_t scans);
-  // What one scan costs, and what they may cost in all, in nodes.
-  uint64_t scan_cost() const { return nodes() + kSharedCost * more_docs_.size(); }
+  // What scans may cost in all, in nodes.
   uint64_t scan_bound() const { return kScanRounds * (nodes() + more_docs_.size()); }
   // The node holding doc, or -1; a node holding exactly `bytes` (whose
   // fingerprint is fp), or -1. Through the maps once built, else by a scan.
@@ -359,6 +363,7 @@ class HnswIndex {
   std::atomic<bool> maps_built_{false};
   std::atomic<uint64_t> scanned_{0};  // what scans cost (or were reserved) since the load, in nodes
   std::atomic<bool> reserving_{false};  // a caller reserves the scans (reserve())
+  std::atomic<uint64_t> overrun_{0};    // what scans cost since then, counted apart as a guard
   std::atomic<uint64_t> whole_builds_{0};
   mutable std::mutex maps_mu_;
   uint64_t changes_ = 0;  // puts, removes, loads: a map build in pieces begun before one starts over

@@ -269,8 +269,12 @@ Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, uint
       (st.kind == StmtKind::Get &&
        (st.where || !st.order.empty() || !st.group.empty() || !st.match_field.empty() || st.lookup)) ||
       ((st.kind == StmtKind::Set || st.kind == StmtKind::Del) && st.where && !names_ids(st.where.get()));
+  const Collection* mapped = nullptr;  // its lookups reserved once (again only in another collection)
   for (int tries = 0;; tries++) {
-    if (needs_maps(st)) KF_TRY(ready_maps(p, lookups, lk));
+    if (needs_maps(st) && (tries == 0 || p.collection != mapped)) {
+      KF_TRY(ready_maps(p, lookups, lk));
+      mapped = p.collection;
+    }
     Collection* c = p.collection;
     // Definitions racing it round after round: built where planned.
     if (!c || tries >= kBuildTries || (!checks_unique && !plans)) return Status::ok();

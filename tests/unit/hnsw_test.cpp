@@ -316,7 +316,8 @@ TEST_CASE("after a load, put, remove and node_of answer by scans as the maps wou
   CHECK(fit > 0);
   CHECK(fit < HnswIndex::kScanRounds);
   // A caller that reserves: as many fit, reserved at once from any thread;
-  // put, remove and node_of then never build, however many they make.
+  // put, remove and node_of then build only as a guard against a caller
+  // that reserved too few: past kOverrun times the bound.
   HnswIndex reserving(dim, false, params);
   load(reserving);
   CHECK_FALSE(reserving.reserve(HnswIndex::kScanRounds + 1));
@@ -329,18 +330,33 @@ TEST_CASE("after a load, put, remove and node_of answer by scans as the maps wou
   for (auto& t : threads) t.join();
   CHECK(granted == fit);
   CHECK_FALSE(reserving.reserve(1));
-  for (int64_t d = 0; d <= 1020; d++) CHECK(reserving.node_of(d) == plain.node_of(d));
+  for (int64_t d : {8, 1008, 5, 1005, 1, 1001, 7, 1007, 6, 1006, 12, 1012, 10, 1010, 50, 2000, 9999})
+    CHECK(reserving.node_of(d) == plain.node_of(d));
   float v9[4] = {9, 1, 2, 3};
   reserving.put(3000, v9);
   CHECK(reserving.node_of(3000) == plain.node_of(9));
   CHECK_FALSE(reserving.maps_ready());
   CHECK(reserving.whole_builds() == 0);
-  // The caller builds them (in pieces, beside its lock); then every
-  // reservation is granted.
-  HnswIndex::MapBuild rb;
-  REQUIRE(reserving.build_maps_piece(&rb, UINT32_MAX));
-  CHECK(reserving.reserve(UINT64_MAX));
+  uint64_t more = 20;  // the lookups above
+  while (!reserving.maps_ready()) {
+    CHECK(reserving.node_of(-1) == -1);
+    more++;
+  }
+  CHECK(more > (HnswIndex::kOverrun - 1) * fit);
+  CHECK(more <= HnswIndex::kOverrun * fit + 1);
+  CHECK(reserving.whole_builds() == 1);
+  CHECK(reserving.reserve(UINT64_MAX));  // built: every reservation granted
   CHECK(reserving.node_of(3000) == plain.node_of(9));
+  // A graph rebuilt (damaged) keeps them: the same nodes, the same vectors.
+  reserving.rebuild_graph(1);
+  CHECK(reserving.maps_ready());
+  CHECK(reserving.node_of(3000) == plain.node_of(9));
+  float v11[4] = {11, 1, 2, 3};
+  const size_t nodes = reserving.nodes();
+  reserving.put(3001, v11);
+  CHECK(reserving.node_of(3001) == plain.node_of(11));
+  CHECK(reserving.nodes() == nodes);
+  CHECK(reserving.whole_builds() == 1);
 }
 
 TEST_CASE("f16: vectors with the same halves share a node, others do not") {

@@ -1958,10 +1958,10 @@ TEST_CASE("a vector index's lookups by scans: a failed batch leaves nothing, a t
   REQUIRE(nearest.is_ok());
   CHECK(to_json(Value::list(nearest->rows)) == "[{\"id\":1000,\"_distance\":4000.0}]");
   // A transaction of 8 vectors replaced, read inside it (its writes run
-  // and are rolled back: about 56 lookups, where its statements count 32,
-  // and the failed batch's 8 and these leave room for none of the rest of
-  // the 64 scans that 1,000 nodes allow), then committed: the scans
-  // reserved, none built under the write lock.
+  // and are rolled back: about 56 lookups, where its statements reserve
+  // 32, which with the failed batch's 8 leaves room for 24 of the 64 scans
+  // that 1,000 nodes allow), then committed (its 32 do not fit: the maps
+  // built beside the lock first): none built under the write lock.
   REQUIRE(db->query("begin").is_ok());
   for (int64_t id = 1; id <= 8; id++)
     REQUIRE(db->query("set v {e: $1} where id = $2", {Value::vector({(float)(10000 + id), 1}), Value::integer(id)}).is_ok());
@@ -1970,11 +1970,79 @@ TEST_CASE("a vector index's lookups by scans: a failed batch leaves nothing, a t
   CHECK(to_json(Value::list(inside->rows)) == "[{\"id\":3,\"e\":[10003,1]}]");
   REQUIRE(db->query("commit").is_ok());
   CHECK(x.whole_builds() == 0);
-  auto after = db->query("get v select id where id <= 20 near e [10003, 1] exact limit 2");  // (builds them, beside)
+  CHECK(db->stats().built_beside == 1);
+  auto after = db->query("get v select id where id <= 20 near e [10003, 1] exact limit 2");
   REQUIRE(after.is_ok());
   CHECK(to_json(Value::list(after->rows)) == "[{\"id\":3,\"_distance\":0.0},{\"id\":2,\"_distance\":1.0}]");
   CHECK(x.nodes() == 1008);
   CHECK(x.whole_builds() == 0);
+}
+
+TEST_CASE("a vector index's maps built in pieces: a write into the collection waits for the build, which goes on") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  put_vectors(*db, 10000);
+  db.reset();
+  db = open_db(*mem);
+  Engine& eng = DatabaseTesting::engine(*db);
+  // 10,000 nodes: three pieces of 4,096, the lock let go twice. At the
+  // first pause a writer of one document comes: it waits for the build
+  // (a write between two pieces would start it over: more pauses).
+  std::mutex m;
+  std::condition_variable cv;
+  bool waiting = false;
+  int calls = 0;
+  std::thread writer;
+  eng.maps_wait_hook = [&] {
+    std::lock_guard g(m);
+    waiting = true;
+    cv.notify_all();
+  };
+  eng.beside_hook = [&] {
+    if (++calls != 1) return;
+    writer = std::thread([&] { CHECK(db->query("put v {n: -1, e: [-1, 1]}").is_ok()); });
+    std::unique_lock g(m);
+    cv.wait_for(g, std::chrono::seconds(60), [&] { return waiting; });  // only a broken engine waits this long
+  };
+  REQUIRE(db->query("get v select id where n > 0 near e [5, 1] exact limit 1").is_ok());  // builds them
+  writer.join();
+  CHECK(waiting);
+  CHECK(calls == 2);
+  CHECK(db->stats().built_beside == 1);
+  CHECK(count(*db, "v") == 10001);
+  eng.beside_hook = nullptr;
+  eng.maps_wait_hook = nullptr;
+}
+
+TEST_CASE("a collection with two vector indexes: one's lookups reserved only when both fit") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  // a: 1,000 nodes; b: the 1,000 documents on 10 (scans of b cost far
+  // more than its maps: a put builds them).
+  REQUIRE(db->query("create collection w (a vector<2> @hnsw(l2), b vector<2> @hnsw(l2))").is_ok());
+  std::vector<Value> docs;
+  for (int64_t k = 1; k <= 1000; k++) {
+    Value d = Value::object();
+    d.set("a", Value::vector({(float)k, 1}));
+    d.set("b", Value::vector({(float)(k % 10), 1}));
+    docs.push_back(std::move(d));
+  }
+  REQUIRE(db->query("put w $1", {Value::list(std::move(docs))}).is_ok());
+  REQUIRE(db->checkpoint().is_ok());
+  db.reset();
+  db = open_db(*mem);
+  Collection& c = *DatabaseTesting::engine(*db).find("w");
+  REQUIRE(c.vindex.size() == 2);
+  HnswIndex& a = *c.vindex.begin()->second;
+  HnswIndex& b = *std::next(c.vindex.begin())->second;
+  REQUIRE(a.nodes() == 1000);
+  REQUIRE(b.nodes() == 10);
+  const uint64_t cost = a.scan_cost();
+  REQUIRE(db->query("put w {a: [5000, 1], b: [3, 1]}").is_ok());
+  CHECK(b.maps_ready());
+  CHECK_FALSE(a.maps_ready());
+  CHECK(a.scanned() == 4 * cost);  // reserved once, not again after b's build
+  CHECK(db->stats().built_beside == 1);
 }
 
 TEST_CASE("a vector index's maps built in pieces: the lock let go between them, a rollback meanwhile no restart") {
