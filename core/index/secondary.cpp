@@ -53,7 +53,7 @@ bool SecondaryIndex::erase_hashed(const std::string& hk, int64_t id) {
   if (!ids || !ids->erase(id)) return false;
   id_bytes_ -= was - ids->heap_bytes();
   size_--;
-  if (ids->empty()) hash_.erase(hk);
+  if (ids->empty()) hash_.erase(hk);  // (inline again: no array goes with it)
   return true;
 }
 
@@ -64,7 +64,7 @@ void SecondaryIndex::remove_any(int64_t id) {
     return;
   }
   std::string found;
-  hash_.for_each([&](const std::string& k, const IdList& ids) {
+  hash_.for_each([&](std::string_view k, const IdList& ids) {
     if (!ids.contains(id)) return true;
     found = k;
     return false;

@@ -68,6 +68,11 @@ class IdList {
 class SecondaryIndex {
  public:
   explicit SecondaryIndex(IndexKind kind) : kind_(kind) {}
+  // With no id list past its one inline id, the entries go with the map's
+  // chunks, not one by one.
+  ~SecondaryIndex() { hash_.clear(id_bytes_ == 0); }
+  SecondaryIndex(const SecondaryIndex&) = delete;
+  SecondaryIndex& operator=(const SecondaryIndex&) = delete;
   IndexKind kind() const { return kind_; }
 
   // A document's entry: its key as put (a document has one entry at most;
@@ -110,8 +115,7 @@ class SecondaryIndex {
   size_t size() const {
     return kind_ == IndexKind::Sorted ? sorted_.size() + pending_.size() + pending_ints_.size() : size_;
   }
-  // The map's, id lists' and blocks' own memory (keys past a string's
-  // inline room left out).
+  // The map's (its entries hold the keys), id lists' and blocks' memory.
   size_t memory_bytes() const {
     return hash_.memory_bytes() + sorted_.memory_bytes() + id_bytes_;
   }
@@ -144,7 +148,7 @@ class SecondaryIndex {
 
   IndexKind kind_;
   // Hash maps that grow a few buckets a write (steady_map.h).
-  SteadyMap<std::string, IdList> hash_;  // hash, unique
+  SteadyMap<std::string, IdList> hash_;  // hash, unique: keys held in their entries
   KeyBlocks sorted_;                                   // sorted
   size_t size_ = 0;      // hash: ids in hash_ (sorted_ counts its own)
   size_t id_bytes_ = 0;  // hash: the IdLists' arrays
@@ -158,7 +162,7 @@ class SecondaryIndex {
 template <typename F>
 void SecondaryIndex::groups(F&& f) const {
   if (kind_ != IndexKind::Sorted) {
-    hash_.for_each([&](const std::string&, const IdList& ids) { return f(ids.front(), ids.size()); });
+    hash_.for_each([&](std::string_view, const IdList& ids) { return f(ids.front(), ids.size()); });
     return;
   }
   // A group's end: stepped to within its first block, searched for past it.

@@ -1,6 +1,8 @@
 // SlotPool: the room of a SteadyMap's entries (steady_map.h).
 #include "steady_map.h"
 
+#include <algorithm>
+
 namespace kitfox {
 
 void* SlotPool::take() {
@@ -10,7 +12,10 @@ void* SlotPool::take() {
     return f;
   }
   if (used_ == cap_) {  // the pool's state changed only once the chunk is there
-    const size_t cap = std::min<size_t>(cap_ ? cap_ * 2 : 16, 4096);
+    // Up to 4,096 slots a chunk, and 256 KiB (large slots: a map's one
+    // 4 KiB entry does not take a chunk of 16 MiB).
+    const size_t most = std::clamp<size_t>((256 << 10) / size_, 1, 4096);
+    const size_t cap = std::min<size_t>(cap_ ? cap_ * 2 : 16, most);
     std::unique_ptr<std::max_align_t[]> chunk(
         new std::max_align_t[(cap * size_ + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)]);
     chunks_.push_back(std::move(chunk));

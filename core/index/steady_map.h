@@ -13,10 +13,18 @@
 // chunks the map owns (up to 4,096 entries each), not one allocation each:
 // an erased entry's room goes to the next insert, and the chunks go at
 // clear(), at once (a million entries freed one by one took ~150 ms).
+//
+// A map whose keys are text (K = std::string) holds each key's bytes in its
+// entry, after the value: entries of one size class (16 bytes apart up to
+// 256, then powers of two) share chunks, and a lookup compares the key it
+// already loaded with the entry. A std::string key was a second allocation
+// an entry (to make, to free, and to load on every lookup). Such a map
+// gives its keys as std::string_view.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <algorithm>
 #include <memory>
@@ -78,13 +86,17 @@ class SteadyMap {
   SteadyMap& operator=(const SteadyMap&) = delete;
   ~SteadyMap() { clear(); }
 
+  // The keys as the map holds them and gives them (for_each).
+  static constexpr bool kText = std::is_same_v<K, std::string>;
+  using KeyRef = std::conditional_t<kText, std::string_view, const K&>;
+
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   // Whether a move into a bigger table is under way (tests watch it).
   bool growing() const { return old_.buckets != nullptr; }
   size_t bucket_count() const { return cur_.mask + (cur_.buckets ? 1 : 0); }
   size_t memory_bytes() const {
-    return pool_.bytes() + (bucket_count() + (old_.buckets ? old_.mask + 1 : 0)) * sizeof(Node*);
+    return pools_.bytes() + (bucket_count() + (old_.buckets ? old_.mask + 1 : 0)) * sizeof(Node*);
   }
 
   template <typename Q>
@@ -105,7 +117,7 @@ class SteadyMap {
     uint64_t h = hash(k);
     if (Node* n = locate(k, h)) return n->value;
     if (size_ >= bucket_count()) grow();
-    Node* n = make_node(h, K(k), V());
+    Node* n = make_node(h, k, V());
     link(cur_, n);
     size_++;
     return n->value;
@@ -124,7 +136,7 @@ class SteadyMap {
   void insert_multi(const Q& k, V v) {
     step();
     if (size_ >= bucket_count()) grow();
-    link(cur_, make_node(hash(k), K(k), std::move(v)));
+    link(cur_, make_node(hash(k), k, std::move(v)));
     size_++;
   }
   template <typename Q, typename F>
@@ -133,7 +145,7 @@ class SteadyMap {
     for (const Table* t : {&cur_, &old_}) {
       if (!t->buckets) continue;
       for (const Node* n = t->buckets[index(*t, h)]; n; n = n->next)
-        if (n->hash == h && n->key == k && !f(n->value)) return;
+        if (n->hash == h && same(n, k) && !f(n->value)) return;
     }
   }
   template <typename Q, typename P>
@@ -143,7 +155,7 @@ class SteadyMap {
     for (Table* t : {&cur_, &old_}) {
       if (!t->buckets) continue;
       for (Node** p = &t->buckets[index(*t, h)]; *p; p = &(*p)->next) {
-        if ((*p)->hash != h || !((*p)->key == k) || !match((*p)->value)) continue;
+        if ((*p)->hash != h || !same(*p, k) || !match((*p)->value)) continue;
         Node* n = *p;
         *p = n->next;
         drop_node(n);
@@ -163,20 +175,25 @@ class SteadyMap {
     rebuild(b);
   }
 
-  void clear() {
+  // `values_own_nothing`: the caller knows no value's destructor would do
+  // anything (nor any key's), so the entries go with their chunks, with no
+  // visit each (a million visits in bucket order: a cache miss each).
+  void clear(bool values_own_nothing = false) {
     for (Table* t : {&cur_, &old_}) {
       if (!t->buckets) continue;
-      if constexpr (!std::is_trivially_destructible_v<K> || !std::is_trivially_destructible_v<V>)
+      const bool visit = (!std::is_trivially_destructible_v<KeyField> || !std::is_trivially_destructible_v<V> ||
+                          pools_.big) && !(values_own_nothing && !pools_.big);
+      if (visit)
         for (size_t i = 0; i <= t->mask; i++)
           for (Node* n = t->buckets[i]; n;) {
             Node* next = n->next;
-            n->~Node();
+            drop_node(n, false);
             n = next;
           }
       std::free(t->buckets);
       *t = Table{};
     }
-    pool_.clear();
+    pools_.clear();
     size_ = 0;
     moved_ = 0;
   }
@@ -187,7 +204,7 @@ class SteadyMap {
     std::swap(old_, o.old_);
     std::swap(size_, o.size_);
     std::swap(moved_, o.moved_);
-    pool_.swap(o.pool_);
+    pools_.swap(o.pools_);
   }
 
   // f(key, value) for each entry, in no order, until f returns false.
@@ -197,23 +214,119 @@ class SteadyMap {
       if (!t->buckets) continue;
       for (size_t i = 0; i <= t->mask; i++)
         for (const Node* n = t->buckets[i]; n; n = n->next)
-          if (!f(n->key, n->value)) return;
+          if (!f(n->key(), n->value)) return;
     }
   }
 
  private:
+  // An entry: for text keys the key's length here and its bytes right
+  // after the entry; others hold the key itself.
+  struct TextLen {
+    size_t n;
+  };
+  using KeyField = std::conditional_t<kText, TextLen, K>;
   struct Node {
     Node* next;
     uint64_t hash;
-    K key;
     V value;
+    KeyField k;
+    KeyRef key() const {
+      if constexpr (kText) return {reinterpret_cast<const char*>(this) + sizeof(Node), k.n};
+      else return k;
+    }
   };
-  Node* make_node(uint64_t h, K&& k, V&& v) {
-    return new (pool_.take()) Node{nullptr, h, std::move(k), std::move(v)};
+  template <typename Q>
+  static bool same(const Node* n, const Q& q) {
+    if constexpr (kText) return n->key() == std::string_view(q);
+    else return n->k == q;
   }
-  void drop_node(Node* n) {
+  static size_t node_bytes(size_t key_bytes) { return sizeof(Node) + key_bytes; }
+
+  // Room for entries: one pool; for text keys a pool a size class (16
+  // bytes apart to 256, then powers of two to 4 KiB), made on first use,
+  // and larger entries each an allocation of its own (`big` of them).
+  struct FixedPools {
+    SlotPool pool{sizeof(Node)};
+    static constexpr size_t big = 0;
+    void* take(size_t) { return pool.take(); }
+    void give(void* p, size_t) { pool.give(p); }
+    void clear() { pool.clear(); }
+    void swap(FixedPools& o) noexcept { pool.swap(o.pool); }
+    size_t bytes() const { return pool.bytes(); }
+  };
+  struct TextPools {
+    static constexpr size_t kSmall = 16, kLarge = 4, kMaxSmall = 256, kMax = kMaxSmall << kLarge;
+    static constexpr size_t class_of(size_t bytes) {
+      if (bytes <= kMaxSmall) return (bytes + 15) / 16 - 1;
+      size_t c = kSmall, cap = kMaxSmall * 2;
+      while (cap < bytes) cap *= 2, c++;
+      return c;
+    }
+    static constexpr size_t class_bytes(size_t c) { return c < kSmall ? (c + 1) * 16 : kMaxSmall << (c - kSmall + 1); }
+    // Every size up to kMax in the smallest class that holds it.
+    static constexpr bool classes_fit() {
+      for (size_t b = 1; b <= kMax; b++) {
+        const size_t c = class_of(b);
+        if (c >= kSmall + kLarge || class_bytes(c) < b || (c > 0 && class_bytes(c - 1) >= b)) return false;
+      }
+      return true;
+    }
+    std::unique_ptr<SlotPool> pools[kSmall + kLarge];
+    size_t big = 0, big_bytes = 0;
+    void* take(size_t bytes) {
+      if (bytes > kMax) {
+        big++;
+        big_bytes += bytes;
+        return ::operator new(bytes, std::align_val_t(alignof(Node)));
+      }
+      auto& p = pools[class_of(bytes)];
+      if (!p) p = std::make_unique<SlotPool>(class_bytes(class_of(bytes)));
+      return p->take();
+    }
+    void give(void* n, size_t bytes) {
+      if (bytes > kMax) {
+        big--;
+        big_bytes -= bytes;
+        ::operator delete(n, std::align_val_t(alignof(Node)));
+        return;
+      }
+      pools[class_of(bytes)]->give(n);
+    }
+    void clear() {
+      for (auto& p : pools) p.reset();
+      big = big_bytes = 0;
+    }
+    void swap(TextPools& o) noexcept {
+      for (size_t i = 0; i < kSmall + kLarge; i++) pools[i].swap(o.pools[i]);
+      std::swap(big, o.big);
+      std::swap(big_bytes, o.big_bytes);
+    }
+    size_t bytes() const {
+      size_t b = big_bytes;
+      for (auto& p : pools)
+        if (p) b += p->bytes();
+      return b;
+    }
+  };
+
+  template <typename Q>
+  Node* make_node(uint64_t h, const Q& q, V&& v) {
+    if constexpr (kText) {
+      const std::string_view k(q);
+      const size_t bytes = node_bytes(k.size());
+      void* at = pools_.take(bytes);
+      std::memcpy(static_cast<char*>(at) + sizeof(Node), k.data(), k.size());
+      return new (at) Node{nullptr, h, std::move(v), TextLen{k.size()}};
+    } else {
+      return new (pools_.take(sizeof(Node))) Node{nullptr, h, std::move(v), K(q)};
+    }
+  }
+  // `give`: its room back to the pool (not when all of it goes at once).
+  void drop_node(Node* n, bool give = true) {
+    size_t bytes = sizeof(Node);
+    if constexpr (kText) bytes = node_bytes(n->k.n);
     n->~Node();
-    pool_.give(n);
+    if (give || bytes > TextPools::kMax) pools_.give(n, bytes);
   }
 
   struct Table {
@@ -234,7 +347,7 @@ class SteadyMap {
     for (const Table* t : {&cur_, &old_}) {
       if (!t->buckets) continue;
       for (Node* n = t->buckets[index(*t, h)]; n; n = n->next)
-        if (n->hash == h && n->key == k) return n;
+        if (n->hash == h && same(n, k)) return n;
     }
     return nullptr;
   }
@@ -311,7 +424,8 @@ class SteadyMap {
   Table cur_, old_;
   size_t size_ = 0;
   size_t moved_ = 0;  // buckets of old_ already emptied
-  SlotPool pool_{sizeof(Node)};  // the entries' room (a Node holds a pointer: room for a SlotPool's Free too)
+  static_assert(TextPools::classes_fit());
+  std::conditional_t<kText, TextPools, FixedPools> pools_;  // the entries' room (a Node holds a pointer: room for a SlotPool's Free too)
   static_assert(alignof(Node) <= alignof(std::max_align_t) && sizeof(Node) >= sizeof(void*));
 };
 

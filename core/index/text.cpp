@@ -300,10 +300,10 @@ bool TextIndex::remove(int64_t doc, const std::vector<std::string>& tokens) {
 void TextIndex::purge(int64_t doc, bool count) {
   std::vector<std::string> held;
   uint32_t len = 0;
-  terms_.for_each([&](const std::string& t, const Term& term) {
+  terms_.for_each([&](std::string_view t, const Term& term) {
     if (const Posting* p = term.postings.find(doc)) {
       len = p->len;
-      held.push_back(t);
+      held.emplace_back(t);
     }
     return true;
   });
@@ -422,7 +422,7 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
 
 size_t TextIndex::memory_bytes() const {
   size_t n = 0;
-  terms_.for_each([&](const std::string& t, const Term& term) {
+  terms_.for_each([&](std::string_view t, const Term& term) {
     n += t.size() + 48 + term.postings.memory_bytes();
     return true;
   });

@@ -25,8 +25,8 @@ void check_same(const SteadyMap<K, V>& m, const std::unordered_map<K, V>& ref) {
     CHECK(*got == v);
   }
   size_t seen = 0;
-  m.for_each([&](const K& k, const V& v) {
-    auto it = ref.find(k);
+  m.for_each([&](const auto& k, const V& v) {
+    auto it = ref.find(K(k));
     REQUIRE(it != ref.end());
     CHECK(it->second == v);
     seen++;
@@ -194,6 +194,45 @@ TEST_CASE("SteadyMap keeps its entries in chunks: an erased entry's room is used
   o["y"].push_back(2);
   CHECK(*o.find("y") == std::vector<int64_t>{2});
   CHECK(*m.find("x") == std::vector<int64_t>{1});
+}
+
+TEST_CASE("SteadyMap with text keys of every size class: each key's bytes in its entry, big ones apart") {
+  SteadyMap<std::string, int64_t> m;
+  std::unordered_map<std::string, int64_t> ref;
+  // Every length across the classes' edges (entries 16 bytes apart to
+  // 256, then powers of two to 4 KiB) and past them, bytes of every value.
+  std::vector<size_t> lengths;
+  for (size_t len = 0; len <= 4200; len++) lengths.push_back(len);
+  lengths.push_back(70000);
+  int64_t n = 0;
+  for (size_t len : lengths)
+    for (int copy = 0; copy < (len < 300 ? 8 : 2); copy++) {
+      std::string k(len, '\0');
+      for (size_t i = 0; i < len; i++) k[i] = (char)((i * 31 + copy * 7 + len) & 0xff);
+      if (len) k[0] = (char)copy;
+      m[k] = n;
+      ref[k] = n++;
+    }
+  check_same(m, ref);
+  // Erase every other, put them back with other values: the same answers.
+  int64_t i = 0;
+  for (auto& [k, v] : ref)
+    if (i++ % 2) CHECK(m.erase(k));
+  for (auto& [k, v] : ref) m[k] = v * 2;
+  for (auto& [k, v] : ref) v *= 2;
+  check_same(m, ref);
+  m.for_each([&](std::string_view k, int64_t v) {
+    CHECK(ref.at(std::string(k)) == v);
+    return true;
+  });
+  SteadyMap<std::string, int64_t> o;
+  o.swap(m);  // the big entries go with the others
+  check_same(o, ref);
+  CHECK(m.size() == 0);
+  o.clear(true);  // big entries let go all the same (the sanitizer build finds one left)
+  CHECK(o.size() == 0);
+  o[std::string(6000, 'x')] = 1;  // and destroyed with one (the same)
+  CHECK(o.memory_bytes() >= 6000);
 }
 
 TEST_CASE("SteadyMap with text keys and vector values cleared and destroyed while it grows: every entry let go") {
