@@ -1072,6 +1072,8 @@ bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const Ex
   uint64_t n = r.u64();
   uint64_t docs = r.u64();
   if (!r.ok() || n > (1ull << 32) - 2 || table.size() != n * vbytes_) return false;
+  // Read in place as floats or halves: a writer aligns it (a file that does not is damaged).
+  if (reinterpret_cast<uintptr_t>(table.data()) % (f16_ ? alignof(uint16_t) : alignof(float)) != 0) return false;
   if (!get_array(r, &node_doc_, n) || !get_array(r, &refs_, n)) return false;
   uint64_t nm = r.u64();
   more_docs_.clear();

@@ -10,9 +10,10 @@
 // is gone long before the new one fills. Lookups look in both tables while
 // the move runs. Const operations change nothing, so readers may share one
 // under a shared lock while writers hold it exclusively. Its entries live in
-// chunks the map owns (up to 4,096 entries each), not one allocation each:
-// an erased entry's room goes to the next insert, and the chunks go at
-// clear(), at once (a million entries freed one by one took ~150 ms).
+// chunks the map owns (up to 4,096 entries or 256 KiB each), not one
+// allocation each: an erased entry's room goes to the next insert, and the
+// chunks go at clear(), at once (a million entries freed one by one took
+// ~150 ms).
 //
 // A map whose keys are text (K = std::string) holds each key's bytes in its
 // entry, after the value: entries of one size class (16 bytes apart up to

@@ -2045,6 +2045,31 @@ TEST_CASE("a collection with two vector indexes: one's lookups reserved only whe
   CHECK(db->stats().built_beside == 1);
 }
 
+TEST_CASE("a definition past what its record may hold is refused before it is logged: nothing written") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  REQUIRE(db->query("create collection j (meta json)").is_ok());
+  REQUIRE(db->query("put j {meta: {k: 1}}").is_ok());
+  const uint64_t bytes = db->stats().file_bytes;
+  std::string deep = "meta";
+  for (int i = 0; i < 65; i++) deep += ".k";
+  auto r = db->query("create index on j (" + deep + ") @hash");
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == Code::Limit);
+  // 1,366 fields with three secondary indexes each: 4,098 indexes.
+  std::string many = "create collection big (";
+  for (int i = 0; i < 1366; i++) many += (i ? ", f" : "f") + std::to_string(i) + " int @hash @unique @sorted";
+  auto m = db->query(many + ")");
+  REQUIRE_FALSE(m.is_ok());
+  CHECK(m.status().code() == Code::Limit);
+  CHECK(m.status().message().find("more than 4096 secondary indexes") != std::string::npos);
+  CHECK(db->stats().file_bytes == bytes);
+  db.reset();
+  db = open_db(*mem);
+  CHECK(count(*db, "j") == 1);
+  CHECK_FALSE(db->query("get big count").is_ok());
+}
+
 TEST_CASE("a vector index's maps built in pieces: the lock let go between them, a rollback meanwhile no restart") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);

@@ -7,6 +7,19 @@
 
 namespace kitfox {
 
+namespace {
+// What a definition record may hold (decode_def refuses more), checked
+// before it is logged: a statement past it changes nothing.
+Status within_limits(const CollectionDef& d, int64_t pos) {
+  if (d.secondary.size() > kMaxFields)
+    return Status(Code::Limit, "'" + d.name + "' would have more than " + std::to_string(kMaxFields) + " secondary indexes", pos);
+  for (const SecondaryDef& s : d.secondary)
+    if (s.subpath.size() > (size_t)kMaxDepth)
+      return Status(Code::Limit, "an index's json path goes at most " + std::to_string(kMaxDepth) + " keys deep", pos);
+  return Status::ok();
+}
+}  // namespace
+
 Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch) {
   Collection* c = nullptr;
   if (st.kind != StmtKind::CreateCollection) {
@@ -33,6 +46,7 @@ Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch) {
           d.secondary.push_back(SecondaryDef{d.fields.back().id, {}, k});
         }
       }
+      KF_TRY(within_limits(d, st.collection_pos));
       batch->define(d, 1);
       break;
     }
@@ -54,6 +68,7 @@ Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch) {
             return Status(Code::Type, std::string("@") + secondary_name(k) + " does not index " + type_name(fd.type) + " fields", fd.pos);
         d.fields.push_back(Field{d.next_field_id++, fd.name, fd.type, fd.required, fd.index});
         for (IndexKind k : fd.secondary) d.secondary.push_back(SecondaryDef{d.fields.back().id, {}, k});
+        KF_TRY(within_limits(d, fd.pos));
       } else {
         auto it = std::find_if(d.fields.begin(), d.fields.end(), [&](const Field& f) { return f.name == st.field; });
         if (it == d.fields.end()) return not_found_field(st.field, d, st.field_pos);
@@ -81,6 +96,8 @@ Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch) {
       std::vector<std::string> sub(st.index_path.begin() + 1, st.index_path.end());
       if (!sub.empty() && f->type.kind != TypeKind::Json)
         return Status(Code::Type, "field '" + f->name + "' is " + type_name(f->type) + "; only json fields have keys", st.field_pos);
+      if (sub.size() > (size_t)kMaxDepth)
+        return Status(Code::Limit, "an index's json path goes at most " + std::to_string(kMaxDepth) + " keys deep", st.field_pos);
       bool secondary = st.index.kind == IndexKind::Hash || st.index.kind == IndexKind::Unique || st.index.kind == IndexKind::Sorted;
       if (st.kind == StmtKind::DropIndex) {
         size_t before = d.secondary.size();
@@ -126,6 +143,7 @@ Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch) {
           KF_TRY(dup);
         }
         d.secondary.push_back(std::move(sd));
+        KF_TRY(within_limits(d, st.index_pos));
       } else if (!sub.empty()) {
         return Status(Code::Syntax, "@text and @hnsw index whole fields, not json paths", st.index_pos);
       } else if (st.index.kind == IndexKind::Text) {
