@@ -240,6 +240,26 @@ class ImageBodies {
 
 Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
                                  const Collection* vs) {
+  // A record's length is 32 bits: a collection whose id index or vector
+  // index would not fit one is not written. The checkpoint stops, the file
+  // stays as it is and every write stays in the log (a format that splits
+  // a table over records would lift this: 4 GiB, a million vectors of
+  // 1,024 floats).
+  auto fits = [&](uint64_t bytes, const std::string& what) -> Status {
+    constexpr uint64_t kRoom = 64 << 10;  // the record's head beside them (checksums, counts)
+    if (bytes + kRoom <= max_record_bytes) return Status::ok();
+    return Status(Code::Limit, "checkpoint stopped: " + what + " of '" + ic.name + "' takes " + std::to_string(bytes) +
+                                   " bytes, more than one record of the file holds (" +
+                                   std::to_string(max_record_bytes - kRoom) +
+                                   "); the file is unchanged and its writes stay in the log");
+  };
+  KF_TRY(fits((uint64_t)ids.size() * sizeof(IdEntry), "the id index"));
+  for (const VectorPin& vp : ic.vectors) {
+    const std::string field = "the vector index of field '" + vp.name + "'";
+    KF_TRY(fits(vp.pin.base_bytes + vp.pin.rest.size(), field + " (its table)"));
+    KF_TRY(fits(vp.pin.links0.size(), field + " (its graph's lists)"));
+    KF_TRY(fits(vp.pin.meta.size() + vp.pin.graph.size(), field + " (its graph)"));
+  }
   std::string& out = img->bytes;
   ImageBodies bodies(ic.name, vs);
   for (const VectorPin& vp : ic.vectors) bodies.add_index(vp.field, vp.pin);
@@ -323,6 +343,8 @@ Status Engine::begin_image(NewImage* img, bool carry) {
     for (auto& [fid, index] : c->vindex) {
       VectorPin& vp = ic.vectors.emplace_back();
       vp.field = fid;
+      const Field* f = c->def.field_by_id(fid);
+      vp.name = f ? f->name : "#" + std::to_string(fid);
       vp.index = index.get();
       index->pin(&vp.pin);
     }

@@ -26,6 +26,7 @@
 #include "catalog.h"
 #include "codec.h"
 #include "db.h"
+#include "engine_limits.h"
 #include "port.h"
 #include "index/hnsw.h"
 #include "index/secondary.h"
@@ -362,6 +363,8 @@ class Engine {
   // maps (under the shared lock, before it lets it go).
   std::function<void()> live_wait_hook, landing_hook, maps_wait_hook;
   std::atomic<uint64_t> pinned_fills{0};
+  // The most one record of an image may hold (tests lower it).
+  uint64_t max_record_bytes = kMaxRecordBytes;
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.
@@ -420,6 +423,7 @@ class Engine {
   // A vector index as a checkpoint pinned it.
   struct VectorPin {
     uint32_t field;
+    std::string name;  // the field's
     const HnswIndex* index;  // only compared at the switch: after the pin it may be gone
     HnswIndex::Pin pin;
   };

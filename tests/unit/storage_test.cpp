@@ -2070,6 +2070,40 @@ TEST_CASE("a definition past what its record may hold is refused before it is lo
   CHECK_FALSE(db->query("get big count").is_ok());
 }
 
+TEST_CASE("a checkpoint whose vector table would pass what one record holds stops: the file and its writes stay") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  // 1,000 vectors of 32 floats: a table of 128,000 bytes, past a record of
+  // 100 KiB (a 4 GiB table in a real file: a million vectors of 1,024).
+  DatabaseTesting::engine(*db).max_record_bytes = (64 << 10) + (100 << 10);
+  REQUIRE(db->query("create collection v (n int, e vector<32> @hnsw(l2))").is_ok());
+  std::vector<Value> docs;
+  for (int64_t k = 1; k <= 1000; k++) {
+    Value d = Value::object();
+    d.set("n", Value::integer(k));
+    std::vector<float> e(32, 0.0f);
+    e[k % 32] = (float)k;
+    d.set("e", Value::vector(std::move(e)));
+    docs.push_back(std::move(d));
+  }
+  REQUIRE(db->query("put v $1", {Value::list(std::move(docs))}).is_ok());
+  const uint64_t bytes = db->stats().file_bytes;
+  Status cs = db->checkpoint();
+  REQUIRE_FALSE(cs.is_ok());
+  CHECK(cs.code() == Code::Limit);
+  CHECK(cs.message().find("the vector index of field 'e' (its table) of 'v' takes 128000 bytes") != std::string::npos);
+  CHECK(db->stats().file_bytes == bytes);
+  // The database goes on, and opens again with every write (from the log).
+  REQUIRE(db->query("put v {n: 1001, e: $1}", {Value::vector(std::vector<float>(32, 1.0f))}).is_ok());
+  db.reset();
+  db = open_db(*mem);
+  CHECK(count(*db, "v") == 1001);
+  auto r = db->query("get v select n where n = 1001");
+  REQUIRE(r.is_ok());
+  CHECK(r->rows.size() == 1);
+  CHECK(db->checkpoint().is_ok());  // a record of the usual size holds it
+}
+
 TEST_CASE("a vector index's maps built in pieces: the lock let go between them, a rollback meanwhile no restart") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
