@@ -308,6 +308,8 @@ Status Parser::field_decl(FieldDecl* out) {
     IndexSpec spec;
     KF_TRY(index_spec(&spec));
     if (spec.kind == IndexKind::Hash || spec.kind == IndexKind::Unique || spec.kind == IndexKind::Sorted) {
+      if (std::find(out->secondary.begin(), out->secondary.end(), spec.kind) != out->secondary.end())
+        return Status(Code::Syntax, "'" + out->name + "' is given @" + secondary_name(spec.kind) + " twice", at);
       out->secondary.push_back(spec.kind);
       continue;
     }
