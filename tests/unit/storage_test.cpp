@@ -1794,6 +1794,34 @@ struct DatabaseTesting {
 }  // namespace kitfox
 
 namespace {
+// A flag one thread raises and another waits for: a minute at most (only a
+// broken engine waits that long).
+class Signal {
+ public:
+  void raise() {
+    std::lock_guard g(m_);
+    up_ = true;
+    cv_.notify_all();
+  }
+  void lower() {
+    std::lock_guard g(m_);
+    up_ = false;
+  }
+  void wait() {
+    std::unique_lock g(m_);
+    cv_.wait_for(g, std::chrono::seconds(60), [&] { return up_; });
+  }
+  bool up() {
+    std::lock_guard g(m_);
+    return up_;
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool up_ = false;
+};
+
 // Collection v of documents {n: k, e: [k, 1]}, k = 1..n (ids the same), checkpointed.
 void put_vectors(Database& db, int64_t n) {
   REQUIRE(db.query("create collection v (n int, e vector<2> @hnsw(l2))").is_ok());
@@ -1806,6 +1834,17 @@ void put_vectors(Database& db, int64_t n) {
   }
   REQUIRE(db.query("put v $1", {Value::list(std::move(docs))}).is_ok());
   REQUIRE(db.checkpoint().is_ok());
+}
+// A database of put_vectors(n), closed and opened again: its vector index
+// as an open loads it (no document maps).
+std::unique_ptr<Database> reopened_vectors(FileSystem& fs, int64_t n) {
+  auto db = open_db(fs);
+  put_vectors(*db, n);
+  db.reset();
+  return open_db(fs);
+}
+HnswIndex& vector_index(Database& db, const char* coll) {
+  return *DatabaseTesting::engine(db).find(coll)->vindex.begin()->second;
 }
 }  // namespace
 
@@ -1837,7 +1876,7 @@ TEST_CASE("after a reopen, a vector index's document maps are built beside the l
   // A write into the other collection, whose 200 documents share 50
   // nodes: scans would cost more than the maps (each walks the 150
   // documents sharing a node), so the first builds them, once.
-  HnswIndex& bx = *DatabaseTesting::engine(*db).find("b")->vindex.begin()->second;
+  HnswIndex& bx = vector_index(*db, "b");
   REQUIRE(db->query("set b {e: [7, 1, 2]} where id = 3").is_ok());  // node of 7 shared now
   REQUIRE(db->query("del b where id = 57").is_ok());
   REQUIRE(db->query("put b {n: 201, e: [99, 1, 2]}").is_ok());
@@ -1899,7 +1938,7 @@ TEST_CASE("a reopen replays a tail of writes into a vector collection by scans, 
   const std::string before = answers(*db);
   db.reset();
   db = open_db(*mem);
-  HnswIndex& x = *DatabaseTesting::engine(*db).find("v")->vindex.begin()->second;
+  HnswIndex& x = vector_index(*db, "v");
   CHECK_FALSE(x.maps_ready());
   CHECK(x.scanned() > 0);
   CHECK(x.nodes() == 1002);  // 2001 shares node 10's; 20's new vector a node
@@ -1916,11 +1955,8 @@ TEST_CASE("a reopen replays a tail of writes into a vector collection by scans, 
 
 TEST_CASE("a batch's vector lookups counted together: many small puts build the maps beside the lock first, a few scan") {
   auto mem = make_memory_file_system();
-  auto db = open_db(*mem);
-  put_vectors(*db, 100);
-  db.reset();
-  db = open_db(*mem);
-  HnswIndex& x = *DatabaseTesting::engine(*db).find("v")->vindex.begin()->second;
+  auto db = reopened_vectors(*mem, 100);
+  HnswIndex& x = vector_index(*db, "v");
   auto puts = [&](int64_t from, int64_t n) {
     std::vector<BatchItem> items;
     for (int64_t k = from; k < from + n; k++)
@@ -1942,11 +1978,8 @@ TEST_CASE("a batch's vector lookups counted together: many small puts build the 
 
 TEST_CASE("a vector index's lookups by scans: a failed batch leaves nothing, a transaction's reads never build under the lock") {
   auto mem = make_memory_file_system();
-  auto db = open_db(*mem);
-  put_vectors(*db, 1000);
-  db.reset();
-  db = open_db(*mem);
-  HnswIndex& x = *DatabaseTesting::engine(*db).find("v")->vindex.begin()->second;
+  auto db = reopened_vectors(*mem, 1000);
+  HnswIndex& x = vector_index(*db, "v");
   // A batch that fails after a put of a new vector: rolled back by scans,
   // the node it made dropped.
   auto failed = db->batch({{"put v {n: 5000, e: [5000, 1]}", {}}, {"set v {n: \"text\"} where id = 1", {}}});
@@ -1980,33 +2013,23 @@ TEST_CASE("a vector index's lookups by scans: a failed batch leaves nothing, a t
 
 TEST_CASE("a vector index's maps built in pieces: a write into the collection waits for the build, which goes on") {
   auto mem = make_memory_file_system();
-  auto db = open_db(*mem);
-  put_vectors(*db, 10000);
-  db.reset();
-  db = open_db(*mem);
+  auto db = reopened_vectors(*mem, 10000);
   Engine& eng = DatabaseTesting::engine(*db);
   // 10,000 nodes: three pieces of 4,096, the lock let go twice. At the
   // first pause a writer of one document comes: it waits for the build
   // (a write between two pieces would start it over: more pauses).
-  std::mutex m;
-  std::condition_variable cv;
-  bool waiting = false;
+  Signal waiting;
   int calls = 0;
   std::thread writer;
-  eng.maps_wait_hook = [&] {
-    std::lock_guard g(m);
-    waiting = true;
-    cv.notify_all();
-  };
+  eng.maps_wait_hook = [&] { waiting.raise(); };
   eng.beside_hook = [&] {
     if (++calls != 1) return;
     writer = std::thread([&] { CHECK(db->query("put v {n: -1, e: [-1, 1]}").is_ok()); });
-    std::unique_lock g(m);
-    cv.wait_for(g, std::chrono::seconds(60), [&] { return waiting; });  // only a broken engine waits this long
+    waiting.wait();
   };
   REQUIRE(db->query("get v select id where n > 0 near e [5, 1] exact limit 1").is_ok());  // builds them
   writer.join();
-  CHECK(waiting);
+  CHECK(waiting.up());
   CHECK(calls == 2);
   CHECK(db->stats().built_beside == 1);
   CHECK(count(*db, "v") == 10001);
@@ -2638,39 +2661,30 @@ TEST_CASE("a pinned read's lookup through a @hash index waits out a writer, or g
   const char* read = "get parent select v where v >= 0 lookup child on k = c select v";
   // At its 100th key the read lets a writer (into another collection) take
   // the write lock, which holds it until the read has found it held.
-  std::mutex m;
-  std::condition_variable cv;
-  bool held = false, tried = false;
+  Signal held, tried;
   int keys = 0;
   std::thread writer;
-  const auto patience = std::chrono::seconds(60);  // only a broken engine waits this long
   eng.landing_hook = [&] {
-    std::unique_lock g(m);
-    held = true;
-    cv.notify_all();
-    cv.wait_for(g, patience, [&] { return tried; });
+    held.raise();
+    tried.wait();
   };
-  eng.live_wait_hook = [&] {
-    std::lock_guard g(m);
-    tried = true;
-    cv.notify_all();
-  };
+  eng.live_wait_hook = [&] { tried.raise(); };
   eng.lookup_hook = [&] {
     if (++keys != 100) return;
     writer = std::thread([&] { CHECK(db->query("put other {n: 1}").is_ok()); });
-    std::unique_lock g(m);
-    cv.wait_for(g, patience, [&] { return held; });
+    held.wait();
   };
   for (unsigned waits : {1u, 0u}) {
     eng.live_waits = waits;
-    held = tried = false;
+    held.lower();
+    tried.lower();
     keys = 0;
     const uint64_t fills = eng.pinned_fills;
     auto r = db->query(read);
     writer.join();
     REQUIRE(r.is_ok());
-    CHECK(held);
-    CHECK(tried);
+    CHECK(held.up());
+    CHECK(tried.up());
     REQUIRE(r->rows.size() == 500);
     CHECK(unmatched(*r) == 0);
     if (waits == 1) {  // waited once, then went on with the live index
