@@ -174,7 +174,9 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());
     KF_TRY(bound(p));
-    KF_TRY(ready_indexes(p, params, vector_lookups(st, params), lk));
+    // (Counted only where a vector index will look them up: not on every write.)
+    const bool vectors = p.collection && !p.collection->vindex.empty();
+    KF_TRY(ready_indexes(p, params, vectors ? vector_lookups(st, params) : 0, lk));
     w.catalog_at = catalog_version_.load(std::memory_order_relaxed);
     KF_TRY(prepare_write(st, params, &w.docs));
     // Under the lock: it reads the collection.
