@@ -97,7 +97,6 @@ Status Engine::ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSh
   // Without threads no one else waits for the lock: the maps are built
   // whole where first needed.
   if constexpr (!port::kThreads) return Status::ok();
-  constexpr uint32_t kPiece = 4096;  // nodes a hold of the shared lock: about 1 ms
   for (;;) {
     // An index whose maps another thread builds (a write would restart
     // it), or whose scans left cannot take this statement's lookups: they
@@ -116,28 +115,33 @@ Status Engine::ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSh
       }
     }
     if (!idx) return Status::ok();
-    if (maps_building_.load() == idx && maps_wait_hook) maps_wait_hook();
-    if (claim_build(lk)) {
-      BuildHeld held{building_};
-      struct Named {  // (a pointer only: a definition may drop the index)
-        std::atomic<const HnswIndex*>& at;
-        ~Named() { at.store(nullptr); }
-      } named{maps_building_};
-      maps_building_.store(idx);
-      HnswIndex::MapBuild b;
-      const uint64_t at = catalog_version_.load(std::memory_order_relaxed);
-      // A definition between two pieces may have dropped the index.
-      bool built = !idx->maps_ready();
-      while (built && !idx->build_maps_piece(&b, kPiece)) {
-        lk.unlock();
-        if (beside_hook) beside_hook();
-        lk.lock();
-        built = catalog_version_.load(std::memory_order_relaxed) == at;
-      }
-      if (built) built_beside_.fetch_add(1, std::memory_order_relaxed);
-    }
+    build_maps_beside(idx, lk);
     KF_TRY(bound(p));
   }
+}
+
+void Engine::build_maps_beside(HnswIndex* idx, std::shared_lock<FairSharedMutex>& lk) {
+  if constexpr (!port::kThreads) return;  // (never asked: built whole where needed)
+  constexpr uint32_t kPiece = 4096;  // nodes a hold of the shared lock: about 1 ms
+  if (maps_building_.load() == idx && maps_wait_hook) maps_wait_hook();
+  if (!claim_build(lk)) return;
+  BuildHeld held{building_};
+  struct Named {  // (a pointer only: a definition may drop the index)
+    std::atomic<const HnswIndex*>& at;
+    ~Named() { at.store(nullptr); }
+  } named{maps_building_};
+  maps_building_.store(idx);
+  HnswIndex::MapBuild b;
+  const uint64_t at = catalog_version_.load(std::memory_order_relaxed);
+  // A definition between two pieces may have dropped the index.
+  bool built = !idx->maps_ready();
+  while (built && !idx->build_maps_piece(&b, kPiece)) {
+    lk.unlock();
+    if (beside_hook) beside_hook();
+    lk.lock();
+    built = catalog_version_.load(std::memory_order_relaxed) == at;
+  }
+  if (built) built_beside_.fetch_add(1, std::memory_order_relaxed);
 }
 
 namespace {
@@ -230,7 +234,11 @@ Result<std::unique_ptr<SecondaryIndex>> filled_secondary(const Collection& c, si
 
 // A definition may have dropped it, another thread built it.
 bool Engine::unbuilt(Collection& c, const IndexNeed& n) {
-  if (n.text) {
+  if (n.kind == IndexNeed::VectorMaps) {
+    auto it = c.vindex.find(n.which);
+    return it != c.vindex.end() && !it->second->maps_ready();
+  }
+  if (n.kind == IndexNeed::Text) {
     const Field* f = c.def.field_by_id(n.which);
     std::lock_guard g(c.text_mu);
     return f && f->index.kind == IndexKind::Text && !c.tindex.count(n.which);
@@ -241,9 +249,9 @@ bool Engine::unbuilt(Collection& c, const IndexNeed& n) {
 
 bool Engine::any_unbuilt(Collection& c) {
   for (uint32_t i = 0; i < c.def.secondary.size(); i++)
-    if (unbuilt(c, {c.def.id, false, i})) return true;
+    if (unbuilt(c, {c.def.id, IndexNeed::Secondary, i})) return true;
   for (const Field& f : c.def.fields)
-    if (f.index.kind == IndexKind::Text && unbuilt(c, {c.def.id, true, f.id})) return true;
+    if (f.index.kind == IndexKind::Text && unbuilt(c, {c.def.id, IndexNeed::Text, f.id})) return true;
   return false;
 }
 
@@ -269,12 +277,18 @@ Engine::DeferBuilds::DeferBuilds(std::vector<IndexNeed>* needs) : prev_(t_deferr
 Engine::DeferBuilds::~DeferBuilds() { t_deferred = prev_; }
 std::vector<Engine::IndexNeed>* Engine::DeferBuilds::current() { return t_deferred; }
 
+bool Engine::defer_maps(const Collection& c, uint32_t fid) {
+  if (!port::kThreads || !t_deferred) return false;
+  t_deferred->push_back({c.def.id, IndexNeed::VectorMaps, fid});
+  return true;
+}
+
 Result<SecondaryIndex*> Engine::secondary(Collection& c, size_t i) {
   std::lock_guard g(c.sec_mu);
   if (c.sindex.size() < c.def.secondary.size()) c.sindex.resize(c.def.secondary.size());
   if (c.sindex[i]) return c.sindex[i].get();
   if (t_deferred) {
-    t_deferred->push_back({c.def.id, false, (uint32_t)i});
+    t_deferred->push_back({c.def.id, IndexNeed::Secondary, (uint32_t)i});
     return Status(Code::Invalid, "the index on " + c.def.name + " is built first");
   }
   KF_ASSIGN(c.sindex[i], filled_secondary(c, i, [&](uint64_t loc) { return arena_.body(loc); }));
@@ -290,7 +304,7 @@ Result<TextIndex*> Engine::text_index(Collection& c, const Field& f) {
   auto it = c.tindex.find(f.id);
   if (it != c.tindex.end()) return it->second.get();
   if (t_deferred) {
-    t_deferred->push_back({c.def.id, true, f.id});
+    t_deferred->push_back({c.def.id, IndexNeed::Text, f.id});
     return Status(Code::Invalid, "the text index on " + c.def.name + "." + f.name + " is built first");
   }
   TextFill fill(f);
@@ -308,8 +322,12 @@ Status Engine::build_beside(const IndexNeed& need, std::shared_lock<FairSharedMu
   auto cit = by_id_.find(need.coll);
   if (cit == by_id_.end() || !unbuilt(*cit->second, need)) return Status::ok();
   Collection* c = cit->second;
+  if (need.kind == IndexNeed::VectorMaps) {
+    build_maps_beside(c->vindex.at(need.which).get(), lk);
+    return Status::ok();
+  }
   std::unique_ptr<Fill> f;
-  if (need.text) f = std::make_unique<TextFill>(*c->def.field_by_id(need.which));
+  if (need.kind == IndexNeed::Text) f = std::make_unique<TextFill>(*c->def.field_by_id(need.which));
   else f = std::make_unique<SecondaryFill>(c->def.secondary[need.which], need.which);
   // Where a pin cannot read every document (references into a dropped
   // index's or a lost table) or there is no other thread, built whole here.

@@ -239,4 +239,21 @@ Status decode_field(std::string_view body, uint32_t field_id, Value* out, const 
   return Status::ok();
 }
 
+int64_t vector_ref(std::string_view body, uint32_t field_id) {
+  Reader r(body);
+  uint64_t n = r.varint();
+  for (uint64_t i = 0; i < n && r.ok(); i++) {
+    uint32_t fid = (uint32_t)r.varint();
+    if (fid != field_id) {
+      skip_value(r);
+      continue;
+    }
+    if (r.done() || (uint8_t)*r.pos() != kVecRef) return -1;
+    r.u8();
+    uint64_t node = r.varint();
+    return r.ok() && node <= UINT32_MAX ? (int64_t)node : -1;
+  }
+  return -1;
+}
+
 }  // namespace kitfox

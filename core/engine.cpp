@@ -141,9 +141,9 @@ Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* o
     for (int tries = 0;; tries++) {
       std::shared_lock lk(mu_);
       KF_TRY(bound(p));
-      if (needs_maps(st)) KF_TRY(ready_maps(p, UINT64_MAX, lk));
-      // An index its plan would build, built beside the lock first, then
-      // planned again (after kBuildTries, built where planned).
+      // An index its plan would build (or vector maps its run would need),
+      // built beside the lock first, then planned again (after
+      // kBuildTries, built where planned, or for maps, scanned).
       std::vector<IndexNeed> needs;
       Status r;
       {

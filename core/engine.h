@@ -292,8 +292,14 @@ class Engine {
   // that needs maps, or writes into an index whose maps are being built,
   // waits for it with no lock held.
   Status ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSharedMutex>& lk);
-  // A write (put and remove look documents up), or a near with a filter (an
-  // exact search over the filter's candidates looks their nodes up).
+  // The build of ready_maps and of a read's deferred need: idx's maps, in
+  // pieces under the shared lock `lk` (held again on return, maybe before
+  // they are built, when another thread builds: the caller asks again).
+  void build_maps_beside(HnswIndex* idx, std::shared_lock<FairSharedMutex>& lk);
+  // A write (put and remove look documents up), or a near with a filter in
+  // a batch, whose reads run under the write lock (an exact search over the
+  // filter's candidates may look up the nodes of those written since the
+  // last image; a read alone asks for the maps as it runs, defer_maps).
   static bool needs_maps(const ParsedStatement& st) {
     return st.is_write() || (st.where && !st.near_field.empty());
   }
@@ -312,16 +318,19 @@ class Engine {
   // vector_lookups of the statement, or of the whole batch it is part of.
   Status ready_indexes(Prepared& p, const std::vector<Value>& params, uint64_t lookups,
                        std::shared_lock<FairSharedMutex>& lk);
-  // A text or secondary index that a statement needs and that is not built.
+  // A text or secondary index that a statement needs and that is not
+  // built, or a vector index's maps that a read needs and that are not.
   struct IndexNeed {
+    enum Kind : uint8_t { Secondary, Text, VectorMaps };
     uint32_t coll;   // collection id
-    bool text;
-    uint32_t which;  // the text index's field id, or the secondary index's place in def.secondary
+    Kind kind;
+    uint32_t which;  // the secondary index's place in def.secondary, or the text or vector index's field id
   };
   // While one lives on a thread, secondary() and text_index() build no index
   // they find unbuilt: they note it in *needs and fail, and execute_read
   // returns once planned; the caller builds them (build_beside) and plans
-  // again.
+  // again. A read that would look up more documents in a vector index than
+  // scans may answer asks for its maps the same way (defer_maps).
   class DeferBuilds {
    public:
     explicit DeferBuilds(std::vector<IndexNeed>* needs);
@@ -340,6 +349,12 @@ class Engine {
   // lock, where it is put in place. One thread builds beside the lock at a
   // time (maps or an index); another waits for it with no lock held.
   Status build_beside(const IndexNeed& need, std::shared_lock<FairSharedMutex>& lk);
+  // Under the shared lock, from a read that would look up documents in the
+  // vector index of c's field `fid` past what scans may answer (its maps
+  // unbuilt): true when the caller builds beside the lock (a DeferBuilds
+  // lives on the thread), the need noted; the read then fails and runs
+  // again once they are built. False: the read scans.
+  static bool defer_maps(const Collection& c, uint32_t fid);
   static constexpr int kBuildTries = 8;  // plans in a row that each found an index to build
   // build_beside for each need. `tries`: the caller's count of plans in a
   // row that needed a build; one that waited for another thread's is not

@@ -129,6 +129,9 @@ class HnswIndex {
     ready_to_find(1);
     return find_doc(doc);
   }
+  // The same, counting nothing and building nothing: for a reader under a
+  // shared lock, which reserved its scans first (or finds the maps built).
+  int64_t find_node(int64_t doc) const { return find_doc(doc); }
   // After a checkpoint: the table and the level-0 lists now live at `table`
   // and `links0` (same contents, in memory).
   void rebase(const char* table, const char* links0);

@@ -281,8 +281,8 @@ Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, uint
     std::vector<IndexNeed> needs;
     if (checks_unique)
       for (uint32_t i = 0; i < c->def.secondary.size(); i++)
-        if (c->def.secondary[i].kind == IndexKind::Unique && unbuilt(*c, {c->def.id, false, i}))
-          needs.push_back({c->def.id, false, i});
+        if (c->def.secondary[i].kind == IndexKind::Unique && unbuilt(*c, {c->def.id, IndexNeed::Secondary, i}))
+          needs.push_back({c->def.id, IndexNeed::Secondary, i});
     // Its lookups' collections too: a @hash index a lookup goes through.
     auto unbuilt_below = [&] {
       for (const Lookup* l = st.lookup.get(); l; l = l->child ? l->child->lookup.get() : nullptr)

@@ -1868,11 +1868,13 @@ TEST_CASE("after a reopen, a vector index's document maps are built beside the l
   REQUIRE(db->query("get a where id = 3").is_ok());
   REQUIRE(db->query("get a select n near e [3, 1, 2] limit 4").is_ok());
   CHECK(built() == 0);
-  // An exact near over the candidates of a filter looks their nodes up.
+  // Nor does an exact near over the candidates of a filter: image
+  // documents name their nodes (vector_ref).
   auto near = db->query("get a select n where id in [3, 53, 54] near e [3, 1, 2] exact limit 2");
   REQUIRE(near.is_ok());
   CHECK(to_json(Value::list(near->rows)) == "[{\"id\":3,\"n\":3,\"_distance\":0.0},{\"id\":53,\"n\":53,\"_distance\":0.0}]");
-  CHECK(built() == 1);
+  CHECK(built() == 0);
+  CHECK(vector_index(*db, "a").scanned() == 0);
   // A write into the other collection, whose 200 documents share 50
   // nodes: scans would cost more than the maps (each walks the 150
   // documents sharing a node), so the first builds them, once.
@@ -1880,7 +1882,7 @@ TEST_CASE("after a reopen, a vector index's document maps are built beside the l
   REQUIRE(db->query("set b {e: [7, 1, 2]} where id = 3").is_ok());  // node of 7 shared now
   REQUIRE(db->query("del b where id = 57").is_ok());
   REQUIRE(db->query("put b {n: 201, e: [99, 1, 2]}").is_ok());
-  CHECK(built() == 2);
+  CHECK(built() == 1);
   CHECK(bx.maps_ready());
   CHECK(bx.scanned() == 0);
   CHECK(bx.whole_builds() == 0);
@@ -1892,11 +1894,13 @@ TEST_CASE("after a reopen, a vector index's document maps are built beside the l
     many.push_back(std::move(d));
   }
   REQUIRE(db->query("put b $1", {Value::list(std::move(many))}).is_ok());
-  CHECK(built() == 2);
+  CHECK(built() == 1);
   REQUIRE(db->query("del b where id in $1", {Value::list({Value::integer(202), Value::integer(221)})}).is_ok());
-  // A batch into a (built already): no other build.
+  // A batch into a, whose nodes are shared as b's: its maps built, once
+  // for the batch's two statements.
   REQUIRE(db->batch({{"put a {n: 202, e: [1, 1, 2]}", {}}, {"del a where id = 1", {}}}).is_ok());
   CHECK(built() == 2);
+  CHECK(vector_index(*db, "a").maps_ready());
   auto same = db->query("get b select id where n >= 0 near e [7, 1, 2] exact limit 10");
   REQUIRE(same.is_ok());
   // Documents 7, 107, 157 and 3 on the vector [7, 1, 2] (57 deleted).
@@ -1913,6 +1917,63 @@ TEST_CASE("after a reopen, a vector index's document maps are built beside the l
   CHECK(to_json(Value::list(again->rows)) == to_json(Value::list(same->rows)));
   CHECK(count(*db, "b") == 218);
   CHECK(count(*db, "a") == 200);
+}
+
+TEST_CASE("an exact near over a filter's candidates after a reopen: image documents by their references, others by scans, past those the maps built beside") {
+  auto mem = make_memory_file_system();
+  auto db = reopened_vectors(*mem, 1000);
+  HnswIndex& x = vector_index(*db, "v");
+  auto built = [&] { return db->stats().built_beside; };
+  auto ids = [](std::initializer_list<int64_t> l) {
+    std::vector<Value> v;
+    for (int64_t i : l) v.push_back(Value::integer(i));
+    return Value::list(std::move(v));
+  };
+  const std::string q = "get v select id where id in $1 near e [3, 1] exact limit 3";
+  // 100 candidates of the image: each names its node, nothing looked up
+  // (by id, 100 lookups would be more than scans may answer).
+  std::vector<Value> hundred;
+  for (int64_t i = 1; i <= 100; i++) hundred.push_back(Value::integer(i));
+  auto r = db->query(q, {Value::list(std::move(hundred))});
+  REQUIRE(r.is_ok());
+  CHECK(to_json(Value::list(r->rows)) == "[{\"id\":3,\"_distance\":0.0},{\"id\":2,\"_distance\":1.0},{\"id\":4,\"_distance\":1.0}]");
+  CHECK(x.scanned() == 0);
+  CHECK(built() == 0);
+  // Fourteen documents written since (each put reserves four scans):
+  // vectors [3.5, 1] .. [16.5, 1], ids 1001-1014.
+  for (int64_t k = 0; k < 14; k++)
+    REQUIRE(db->query("put v {n: $1, e: $2}", {Value::integer(2000 + k), Value::vector({3.5f + (float)k, 1})}).is_ok());
+  REQUIRE_FALSE(x.maps_ready());
+  // Two of them among the candidates: found by two scans.
+  const uint64_t before = x.scanned(), cost = x.scan_cost();
+  r = db->query(q, {ids({1, 1001, 1002, 5})});
+  REQUIRE(r.is_ok());
+  CHECK(to_json(Value::list(r->rows)) == "[{\"id\":1001,\"_distance\":0.5},{\"id\":1002,\"_distance\":1.5},{\"id\":1,\"_distance\":2.0}]");
+  CHECK(x.scanned() == before + 2 * cost);
+  CHECK_FALSE(x.maps_ready());
+  CHECK(built() == 0);
+  // Seven more than the scans left may answer: the maps built beside the
+  // lock, the read run again.
+  r = db->query(q, {ids({1008, 1009, 1010, 1011, 1012, 1013, 1014, 2})});
+  REQUIRE(r.is_ok());
+  CHECK(to_json(Value::list(r->rows)) == "[{\"id\":2,\"_distance\":1.0},{\"id\":1008,\"_distance\":7.5},{\"id\":1009,\"_distance\":8.5}]");
+  CHECK(x.maps_ready());
+  CHECK(built() == 1);
+  CHECK(x.whole_builds() == 0);
+}
+
+TEST_CASE("an exact near over a filter's candidates takes no reference into an index since dropped") {
+  auto mem = make_memory_file_system();
+  auto db = reopened_vectors(*mem, 100);
+  // The image's references number the old index's nodes (document k on
+  // node k - 1); the new one, built without document 1, numbers them
+  // afresh until the next checkpoint.
+  REQUIRE(db->query("del v where id = 1").is_ok());
+  REQUIRE(db->query("drop index on v (e)").is_ok());
+  REQUIRE(db->query("create index on v (e) @hnsw(l2)").is_ok());
+  auto r = db->query("get v select id where id in [2, 3, 50] near e [2, 1] exact limit 3");
+  REQUIRE(r.is_ok());
+  CHECK(to_json(Value::list(r->rows)) == "[{\"id\":2,\"_distance\":0.0},{\"id\":3,\"_distance\":1.0},{\"id\":50,\"_distance\":48.0}]");
 }
 
 TEST_CASE("a reopen replays a tail of writes into a vector collection by scans, with no maps, and answers as before") {
@@ -1945,8 +2006,8 @@ TEST_CASE("a reopen replays a tail of writes into a vector collection by scans, 
   CHECK(x.documents() == 1001);
   CHECK(count(*db, "v") == 1001);
   CHECK(db->stats().built_beside == 0);
-  // The approximate search needs no maps; the exact one over a filter's
-  // candidates builds them (beside the lock) and agrees.
+  // Neither search needs the maps (an exact one over a filter that no
+  // index narrows walks the nodes), and both agree.
   auto r = db->query("get v select id near e [2000, 1] limit 1");
   REQUIRE(r.is_ok());
   CHECK(to_json(Value::list(r->rows)) == "[{\"id\":1001,\"_distance\":0.0}]");
@@ -2027,12 +2088,20 @@ TEST_CASE("a vector index's maps built in pieces: a write into the collection wa
     writer = std::thread([&] { CHECK(db->query("put v {n: -1, e: [-1, 1]}").is_ok()); });
     waiting.wait();
   };
-  REQUIRE(db->query("get v select id where n > 0 near e [5, 1] exact limit 1").is_ok());  // builds them
+  // A put of 20 documents: 80 lookups, more than scans may answer.
+  std::vector<Value> docs;
+  for (int64_t k = 0; k < 20; k++) {
+    Value d = Value::object();
+    d.set("n", Value::integer(-2 - k));
+    d.set("e", Value::vector({(float)(-2 - k), 1}));
+    docs.push_back(std::move(d));
+  }
+  REQUIRE(db->query("put v $1", {Value::list(std::move(docs))}).is_ok());  // builds them
   writer.join();
   CHECK(waiting.up());
   CHECK(calls == 2);
   CHECK(db->stats().built_beside == 1);
-  CHECK(count(*db, "v") == 10001);
+  CHECK(count(*db, "v") == 10021);
   eng.beside_hook = nullptr;
   eng.maps_wait_hook = nullptr;
 }

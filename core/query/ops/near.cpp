@@ -103,14 +103,39 @@ Status near_hits(ExecContext& x, NearQuery& nq, std::vector<DocHit>* out) {
     }
     return inner;
   };
-  thread_local std::vector<int64_t> on_node;
+  thread_local std::vector<int64_t> on_node, looked_up;
   auto exact_filtered = [&]() -> Status {
     heap.clear();
-    if (index && nq.narrowed)  // the vectors are in the index: no document is decoded
-      return each_passing([&](int64_t id, std::string_view) {
-        int64_t node = index->node_of(id);
+    if (index && nq.narrowed) {
+      // The vectors are in the index: no document is decoded. A document
+      // of the last image names its node (a reference, where the field's
+      // index numbers its nodes as the image did: none retired or lost
+      // since); one written since is looked up by id, after the others.
+      const uint32_t fid = nq.field->id;
+      const bool refs = !c.retired.count(fid) && !c.lost_tables.count(fid);
+      looked_up.clear();
+      KF_TRY(each_passing([&](int64_t id, std::string_view b) {
+        const int64_t node = refs ? vector_ref(b, fid) : -1;
+        if (node >= 0 && node < (int64_t)index->nodes())
+          keep_best(heap, need, {index->distance_to(nq.q.data(), (uint32_t)node), id});
+        else
+          looked_up.push_back(id);
+      }));
+      if (looked_up.empty()) return Status::ok();
+      // By the index's maps, or while they are unbuilt, by scans: counted
+      // as they go without threads (built whole where due); natively
+      // reserved first, and a read under the shared lock builds nothing:
+      // past what scans may answer, it asks for the maps to be built beside
+      // the lock and runs again (or, where it cannot, scans).
+      if (port::kThreads && !index->maps_ready() && !index->reserve(looked_up.size()) &&
+          Engine::defer_maps(c, fid))
+        return Status(Code::Invalid, "the vector maps of " + c.def.name + "." + nq.field->name + " are built first");
+      for (int64_t id : looked_up) {
+        const int64_t node = port::kThreads ? index->find_node(id) : index->node_of(id);
         if (node >= 0) keep_best(heap, need, {index->distance_to(nq.q.data(), (uint32_t)node), id});
-      });
+      }
+      return Status::ok();
+    }
     if (index) {
       // Every node and its documents, those the filter passes kept: the
       // same (distance, id) pairs as by document, with no document -> node
