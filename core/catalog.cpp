@@ -120,11 +120,11 @@ Status Engine::ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSh
   }
 }
 
-void Engine::build_maps_beside(HnswIndex* idx, std::shared_lock<FairSharedMutex>& lk) {
-  if constexpr (!port::kThreads) return;  // (never asked: built whole where needed)
+bool Engine::build_maps_beside(HnswIndex* idx, std::shared_lock<FairSharedMutex>& lk) {
+  if constexpr (!port::kThreads) return true;  // (never asked: built whole where needed)
   constexpr uint32_t kPiece = 4096;  // nodes a hold of the shared lock: about 1 ms
   if (maps_building_.load() == idx && maps_wait_hook) maps_wait_hook();
-  if (!claim_build(lk)) return;
+  if (!claim_build(lk)) return false;
   BuildHeld held{building_};
   struct Named {  // (a pointer only: a definition may drop the index)
     std::atomic<const HnswIndex*>& at;
@@ -142,6 +142,7 @@ void Engine::build_maps_beside(HnswIndex* idx, std::shared_lock<FairSharedMutex>
     built = catalog_version_.load(std::memory_order_relaxed) == at;
   }
   if (built) built_beside_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 namespace {
@@ -323,7 +324,13 @@ Status Engine::build_beside(const IndexNeed& need, std::shared_lock<FairSharedMu
   if (cit == by_id_.end() || !unbuilt(*cit->second, need)) return Status::ok();
   Collection* c = cit->second;
   if (need.kind == IndexNeed::VectorMaps) {
-    build_maps_beside(c->vindex.at(need.which).get(), lk);
+    // While another thread builds (these maps or an index), waited for
+    // here, not by running the read again each time.
+    while (!build_maps_beside(c->vindex.at(need.which).get(), lk)) {
+      cit = by_id_.find(need.coll);
+      if (cit == by_id_.end() || !unbuilt(*cit->second, need)) break;
+      c = cit->second;
+    }
     return Status::ok();
   }
   std::unique_ptr<Fill> f;

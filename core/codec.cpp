@@ -248,12 +248,12 @@ int64_t vector_ref(std::string_view body, uint32_t field_id) {
       skip_value(r);
       continue;
     }
-    if (r.done() || (uint8_t)*r.pos() != kVecRef) return -1;
+    if (r.done() || (uint8_t)*r.pos() != kVecRef) return kNoVectorRef;
     r.u8();
     uint64_t node = r.varint();
-    return r.ok() && node <= UINT32_MAX ? (int64_t)node : -1;
+    return r.ok() && node <= UINT32_MAX ? (int64_t)node : kNoVectorRef;
   }
-  return -1;
+  return r.ok() ? kNoVectorField : kNoVectorRef;
 }
 
 }  // namespace kitfox

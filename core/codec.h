@@ -178,8 +178,9 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
 Status decode_field(std::string_view body, uint32_t field_id, Value* out, const VectorSource* vs = nullptr);
 // The node a document's field names by reference (tag 12, as an image
 // writes an indexed vector: a node of the table its field's index had
-// then), or -1 when the field holds its vector itself, is absent, or the
-// body is damaged.
+// then); kNoVectorRef when the field holds its vector itself (or the body
+// is damaged), kNoVectorField when the document lacks the field.
+constexpr int64_t kNoVectorRef = -1, kNoVectorField = -2;
 int64_t vector_ref(std::string_view body, uint32_t field_id);
 
 }  // namespace kitfox

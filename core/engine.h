@@ -293,9 +293,10 @@ class Engine {
   // waits for it with no lock held.
   Status ready_maps(Prepared& p, uint64_t lookups, std::shared_lock<FairSharedMutex>& lk);
   // The build of ready_maps and of a read's deferred need: idx's maps, in
-  // pieces under the shared lock `lk` (held again on return, maybe before
-  // they are built, when another thread builds: the caller asks again).
-  void build_maps_beside(HnswIndex* idx, std::shared_lock<FairSharedMutex>& lk);
+  // pieces under the shared lock `lk` (held again on return). False when
+  // another thread builds (maps or an index): it waited a little with no
+  // lock held, idx may be gone, and the caller asks again.
+  bool build_maps_beside(HnswIndex* idx, std::shared_lock<FairSharedMutex>& lk);
   // A write (put and remove look documents up), or a near with a filter in
   // a batch, whose reads run under the write lock (an exact search over the
   // filter's candidates may look up the nodes of those written since the

@@ -1943,10 +1943,12 @@ TEST_CASE("an exact near over a filter's candidates after a reopen: image docume
   // vectors [3.5, 1] .. [16.5, 1], ids 1001-1014.
   for (int64_t k = 0; k < 14; k++)
     REQUIRE(db->query("put v {n: $1, e: $2}", {Value::integer(2000 + k), Value::vector({3.5f + (float)k, 1})}).is_ok());
+  // And one without a vector (id 1015): it has no node to look up.
+  REQUIRE(db->query("put v {n: 3000}").is_ok());
   REQUIRE_FALSE(x.maps_ready());
   // Two of them among the candidates: found by two scans.
   const uint64_t before = x.scanned(), cost = x.scan_cost();
-  r = db->query(q, {ids({1, 1001, 1002, 5})});
+  r = db->query(q, {ids({1, 1001, 1002, 5, 1015})});
   REQUIRE(r.is_ok());
   CHECK(to_json(Value::list(r->rows)) == "[{\"id\":1001,\"_distance\":0.5},{\"id\":1002,\"_distance\":1.5},{\"id\":1,\"_distance\":2.0}]");
   CHECK(x.scanned() == before + 2 * cost);

@@ -115,23 +115,24 @@ Status near_hits(ExecContext& x, NearQuery& nq, std::vector<DocHit>* out) {
       const bool refs = !c.retired.count(fid) && !c.lost_tables.count(fid);
       looked_up.clear();
       KF_TRY(each_passing([&](int64_t id, std::string_view b) {
-        const int64_t node = refs ? vector_ref(b, fid) : -1;
+        const int64_t node = refs ? vector_ref(b, fid) : kNoVectorRef;
         if (node >= 0 && node < (int64_t)index->nodes())
           keep_best(heap, need, {index->distance_to(nq.q.data(), (uint32_t)node), id});
-        else
+        else if (node != kNoVectorField)  // (a document without the field has no node)
           looked_up.push_back(id);
       }));
       if (looked_up.empty()) return Status::ok();
-      // By the index's maps, or while they are unbuilt, by scans: counted
-      // as they go without threads (built whole where due); natively
-      // reserved first, and a read under the shared lock builds nothing:
-      // past what scans may answer, it asks for the maps to be built beside
-      // the lock and runs again (or, where it cannot, scans).
-      if (port::kThreads && !index->maps_ready() && !index->reserve(looked_up.size()) &&
-          Engine::defer_maps(c, fid))
+      // By the index's maps, or while they are unbuilt, by scans. Natively
+      // reserved first: past what scans may answer, the read asks for the
+      // maps to be built beside the lock and runs again; where it cannot
+      // (a build that failed, definitions racing it), node_of counts them
+      // and builds the maps past its guard, as without threads it counts
+      // them as they go and builds the maps whole where due.
+      bool reserved = port::kThreads && (index->maps_ready() || index->reserve(looked_up.size()));
+      if (port::kThreads && !reserved && Engine::defer_maps(c, fid))
         return Status(Code::Invalid, "the vector maps of " + c.def.name + "." + nq.field->name + " are built first");
       for (int64_t id : looked_up) {
-        const int64_t node = port::kThreads ? index->find_node(id) : index->node_of(id);
+        const int64_t node = reserved ? index->find_node(id) : index->node_of(id);
         if (node >= 0) keep_best(heap, need, {index->distance_to(nq.q.data(), (uint32_t)node), id});
       }
       return Status::ok();
