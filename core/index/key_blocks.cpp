@@ -5,51 +5,86 @@
 
 namespace kitfox {
 
+static_assert(sizeof(KeyBlocks::Entry) == 24);
+static_assert(std::is_trivially_copyable_v<KeyBlocks::Entry>);
+
+KeyBlocks::Entry KeyBlocks::make(Value&& key, int64_t id) {
+  Entry e;
+  e.id = id;
+  e.kind = key.kind();
+  switch (e.kind) {
+    case Kind::Null: e.i = 0; break;
+    case Kind::Bool: e.i = key.as_bool(); break;
+    case Kind::Int: case Kind::Timestamp: e.i = key.as_int(); break;
+    case Kind::Float: e.f = key.as_float(); break;
+    default:
+      e.boxed = new Value(std::move(key));
+      boxed_bytes_ += sizeof(Value);
+  }
+  return e;
+}
+
+void KeyBlocks::drop(const Entry& e) {
+  if (!boxes(e.kind)) return;
+  delete e.boxed;
+  boxed_bytes_ -= sizeof(Value);
+}
+
 void KeyBlocks::clear() {
-  for (Block* b : blocks_) delete b;
+  for (Block* b : blocks_) {
+    if (boxed_bytes_)
+      for (size_t i = 0; i < b->n; i++) drop(b->e[i]);
+    delete b;
+  }
   blocks_.clear();
   blocks_.shrink_to_fit();
   size_ = 0;
 }
 
 void KeyBlocks::insert(Value key, int64_t id) {
+  const Entry in = make(std::move(key), id);
   if (blocks_.empty()) {  // no block is ever left empty: first_not reads each one's last entry
     Block* b = new Block;
-    b->e[0] = {std::move(key), id};
+    b->e[0] = in;
     b->n = 1;
     blocks_.push_back(b);
     size_++;
     return;
   }
-  Pos p = first_not([&](const Entry& e) { return less(e.key, e.id, key, id); });
+  Pos p = first_not([&](const Entry& e) { return less(e, in); });
   if (p == end()) p = {blocks_.size() - 1, blocks_.back()->n};  // after the last entry
   Block* b = blocks_[p.b];
   if (b->n == kMax) {
     // Split: the upper half moves to a new block after it.
     Block* r = new Block;
     const size_t half = kMax / 2;
-    std::move(b->e + half, b->e + kMax, r->e);
+    std::copy(b->e + half, b->e + kMax, r->e);
     r->n = kMax - half;
     b->n = half;
     blocks_.insert(blocks_.begin() + (ptrdiff_t)p.b + 1, r);
     if (p.i > half) b = r, p.i -= half;
   }
-  std::move_backward(b->e + p.i, b->e + b->n, b->e + b->n + 1);
-  b->e[p.i].key = std::move(key);
-  b->e[p.i].id = id;
+  std::copy_backward(b->e + p.i, b->e + b->n, b->e + b->n + 1);
+  b->e[p.i] = in;
   b->n++;
   size_++;
 }
 
 bool KeyBlocks::erase(const Value& key, int64_t id) {
-  const Pos p = first_not([&](const Entry& e) { return less(e.key, e.id, key, id); });
+  const Pos p = first_not([&](const Entry& e) { return less(e, key, id); });
   if (p == end()) return false;
+  const Entry& e = at(p);
+  if (e.id != id || compare_key(e, key) != 0) return false;
+  erase_at(p);
+  return true;
+}
+
+void KeyBlocks::erase_at(Pos p) {
   const size_t bi = p.b, i = p.i;
   Block* b = blocks_[bi];
-  if (b->e[i].id != id || compare(b->e[i].key, key) != 0) return false;
-  std::move(b->e + i + 1, b->e + b->n, b->e + i);
+  drop(b->e[i]);
+  std::copy(b->e + i + 1, b->e + b->n, b->e + i);
   b->n--;
-  b->e[b->n].key = Value();  // what it held freed now
   size_--;
   if (b->n == 0) {
     delete b;
@@ -58,29 +93,30 @@ bool KeyBlocks::erase(const Value& key, int64_t id) {
     if (bi + 1 < blocks_.size() && b->n + blocks_[bi + 1]->n <= kMax) join(bi);
     else if (bi > 0 && b->n + blocks_[bi - 1]->n <= kMax) join(bi - 1);
   }
-  return true;
 }
 
 bool KeyBlocks::erase_id(int64_t id) {
-  for (const Block* b : blocks_)
+  for (size_t bi = 0; bi < blocks_.size(); bi++) {
+    const Block* b = blocks_[bi];
     for (size_t i = 0; i < b->n; i++)
       if (b->e[i].id == id) {
-        const Value key = b->e[i].key;
-        return erase(key, id);
+        erase_at({bi, i});
+        return true;
       }
+  }
   return false;
 }
 
 void KeyBlocks::join(size_t bi) {
   Block* a = blocks_[bi];
   Block* b = blocks_[bi + 1];
-  std::move(b->e, b->e + b->n, a->e + a->n);
+  std::copy(b->e, b->e + b->n, a->e + a->n);
   a->n += b->n;
   delete b;
   blocks_.erase(blocks_.begin() + (ptrdiff_t)bi + 1);
 }
 
-void KeyBlocks::load(std::vector<Entry> entries, std::vector<std::pair<int64_t, int64_t>> ints) {
+void KeyBlocks::load(std::vector<Loose> entries, std::vector<std::pair<int64_t, int64_t>> ints) {
   clear();
   const size_t n = entries.size() + ints.size();
   // Blocks filled to 3/4, so the inserts that follow split few of them.
@@ -90,24 +126,29 @@ void KeyBlocks::load(std::vector<Entry> entries, std::vector<std::pair<int64_t, 
     for (size_t at = 0; at < n; at += kFill) {
       Block* b = new Block;
       b->n = std::min(kFill, n - at);
-      for (size_t i = 0; i < b->n; i++) put(b->e[i], at + i);
+      for (size_t i = 0; i < b->n; i++) b->e[i] = put(at + i);
       blocks_.push_back(b);
     }
   };
   if (entries.empty()) {
     // Int keys alone (the most common): sorted as pairs of words.
     std::sort(ints.begin(), ints.end());
-    fill([&](Entry& e, size_t i) {
-      e.key.assign_scalar(Kind::Int, ints[i].first);
+    fill([&](size_t i) {
+      Entry e;
       e.id = ints[i].second;
+      e.i = ints[i].first;
+      e.kind = Kind::Int;
+      return e;
     });
   } else {
     entries.reserve(n);
     for (auto [k, id] : ints) entries.push_back({Value::integer(k), id});
     ints = {};
-    std::sort(entries.begin(), entries.end(),
-              [](const Entry& a, const Entry& b) { return less(a.key, a.id, b.key, b.id); });
-    fill([&](Entry& e, size_t i) { e = std::move(entries[i]); });
+    std::sort(entries.begin(), entries.end(), [](const Loose& a, const Loose& b) {
+      int c = compare(a.key, b.key);
+      return c ? c < 0 : a.id < b.id;
+    });
+    fill([&](size_t i) { return make(std::move(entries[i].key), entries[i].id); });
   }
   size_ = n;
 }
@@ -115,7 +156,7 @@ void KeyBlocks::load(std::vector<Entry> entries, std::vector<std::pair<int64_t, 
 KeyBlocks::Pos KeyBlocks::lower_key(const Value& k, bool after) const {
   // Past an entry: its key is below k (or, with `after`, not above it).
   return first_not([&](const Entry& e) {
-    int c = compare(e.key, k);
+    int c = compare_key(e, k);
     return after ? c <= 0 : c < 0;
   });
 }

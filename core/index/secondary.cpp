@@ -129,8 +129,9 @@ void SecondaryIndex::equal(const Value& v, std::vector<int64_t>* out) const {
   Value k = normalize(v);
   for (Pos p = sorted_.lower_key(k), end = sorted_.end(); p != end; sorted_.next(p)) {
     const KeyBlocks::Entry& e = sorted_.at(p);
-    if (compare(e.key, k) != 0) break;
-    if (e.key.kind() == k.kind() || (e.key.is_number() && k.is_number())) out->push_back(e.id);
+    if (KeyBlocks::compare_key(e, k) != 0) break;
+    const bool number = e.kind == Kind::Int || e.kind == Kind::Float;
+    if (e.kind == k.kind() || (number && k.is_number())) out->push_back(e.id);
   }
 }
 

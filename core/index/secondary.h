@@ -156,7 +156,7 @@ class SecondaryIndex {
   // A sorted index's build, begin_load() to end_load(): int keys as pairs
   // of words (16 bytes an entry, not 64), other keys as entries.
   std::vector<std::pair<int64_t, int64_t>> pending_ints_;
-  std::vector<KeyBlocks::Entry> pending_;
+  std::vector<KeyBlocks::Loose> pending_;
 };
 
 template <typename F>
@@ -171,8 +171,11 @@ void SecondaryIndex::groups(F&& f) const {
     const KeyBlocks::Entry& first = sorted_.at(p);
     Pos q = p;
     sorted_.next(q);
-    while (q != end && q.b == p.b && compare(sorted_.at(q).key, first.key) == 0) sorted_.next(q);
-    if (q != end && q.b != p.b && compare(sorted_.at(q).key, first.key) == 0) q = sorted_.lower_key(first.key, true);
+    while (q != end && q.b == p.b && KeyBlocks::same_key(sorted_.at(q), first)) sorted_.next(q);
+    if (q != end && q.b != p.b && KeyBlocks::same_key(sorted_.at(q), first)) {
+      Value k;
+      q = sorted_.lower_key(KeyBlocks::key(first, &k), true);
+    }
     if (!f(first.id, sorted_.between(p, q))) return;
     p = q;
   }
@@ -181,9 +184,10 @@ void SecondaryIndex::groups(F&& f) const {
 template <typename F>
 void SecondaryIndex::ordered(bool desc, F&& f) const {
   if (!desc) {
+    Value k;
     for (Pos p = sorted_.begin(), end = sorted_.end(); p != end; sorted_.next(p)) {
       const KeyBlocks::Entry& e = sorted_.at(p);
-      if (!f(e.key, e.id)) return;
+      if (!f(KeyBlocks::key(e, &k), e.id)) return;
     }
     return;
   }
@@ -195,10 +199,11 @@ void SecondaryIndex::ordered_range(bool desc, const Value* lo, bool lo_incl, con
                                    bool nulls) const {
   const Pos start = nulls ? sorted_.begin() : range_start(lo, lo_incl), end = range_end(hi, hi_incl);
   if (!(start < end)) return;  // an empty range: lo above hi
+  Value k;
   if (!desc) {
     for (Pos p = start; p != end; sorted_.next(p)) {
       const KeyBlocks::Entry& e = sorted_.at(p);
-      if (!f(e.key, e.id)) return;
+      if (!f(KeyBlocks::key(e, &k), e.id)) return;
     }
     return;
   }
@@ -210,11 +215,11 @@ void SecondaryIndex::ordered_range(bool desc, const Value* lo, bool lo_incl, con
   while (it != start) {
     Pos last = it;
     sorted_.prev(last);
-    Pos first = sorted_.lower_key(sorted_.at(last).key);
+    Pos first = sorted_.lower_key(KeyBlocks::key(sorted_.at(last), &k));
     if (first < start) first = start;
     for (Pos g = first; g != it; sorted_.next(g)) {
       const KeyBlocks::Entry& e = sorted_.at(g);
-      if (!f(e.key, e.id)) return;
+      if (!f(KeyBlocks::key(e, &k), e.id)) return;
     }
     it = first;
   }

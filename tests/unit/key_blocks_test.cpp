@@ -47,7 +47,7 @@ Value random_key(std::mt19937_64& rng) {
 
 Entries all(const KeyBlocks& kb) {
   Entries out;
-  for (auto p = kb.begin(); p != kb.end(); kb.next(p)) out.push_back({kb.at(p).key, kb.at(p).id});
+  for (auto p = kb.begin(); p != kb.end(); kb.next(p)) out.push_back({kb.key_at(p), kb.at(p).id});
   return out;
 }
 
@@ -104,12 +104,44 @@ TEST_CASE("KeyBlocks: inserts and erases through splits and joins keep the order
   // Empty and nulls-only loads.
   kb.load({});
   CHECK(kb.begin() == kb.end());
-  std::vector<KeyBlocks::Entry> nulls;
+  std::vector<KeyBlocks::Loose> nulls;
   for (int64_t id = 300; id > 0; id--) nulls.push_back({Value(), id});
   kb.load(std::move(nulls));
   CHECK(kb.size() == 300);
   CHECK(kb.lower_key(Value(), true) == kb.end());
   CHECK(kb.at(kb.begin()).id == 1);
+}
+
+TEST_CASE("KeyBlocks: a key held in a word takes no more than its entry; others are boxed, counted and freed") {
+  KeyBlocks kb;
+  std::vector<std::pair<int64_t, int64_t>> ints;
+  for (int64_t i = 0; i < 96000; i++) ints.push_back({i % 1000, i});
+  kb.load({}, std::move(ints));
+  // 24 bytes an entry in blocks filled to 3/4 (and a pointer a block).
+  const size_t loaded = kb.memory_bytes();
+  CHECK(loaded <= 96000 * 24 * 4 / 3 + 1000 * 16);
+  CHECK(loaded >= 96000 * 24);
+  // Keys of every kind held in a word: no more memory but the blocks'.
+  KeyBlocks words;
+  for (int64_t i = 0; i < 100; i++) {
+    words.insert(Value(), i);
+    words.insert(Value::boolean(i % 2), i);
+    words.insert(Value::real(0.5 + (double)i), i);
+    words.insert(Value::timestamp(i), i);
+  }
+  const size_t worded = words.memory_bytes();
+  // Text keys boxed: counted while held, not once erased.
+  for (int64_t i = 0; i < 100; i++) words.insert(Value::text("a key longer than a string holds inline " + std::to_string(i)), i);
+  CHECK(words.memory_bytes() >= worded + 100 * sizeof(Value));
+  for (int64_t i = 0; i < 100; i++)
+    CHECK(words.erase(Value::text("a key longer than a string holds inline " + std::to_string(i)), i));
+  CHECK(words.size() == 400);
+  CHECK(words.memory_bytes() <= worded);
+  // A key's kind and value come back as put.
+  std::string seen;
+  for (auto p = words.begin(); p != words.end(); words.next(p))
+    if (words.at(p).id == 3) seen += to_json(words.key_at(p)) + " ";
+  CHECK(seen == "null true 3.5 \"1970-01-01T00:00:00.003Z\" ");
 }
 
 TEST_CASE("an empty @sorted index answers nothing; a load over entries already there is a plain put") {
@@ -140,7 +172,7 @@ TEST_CASE("an empty @sorted index answers nothing; a load over entries already t
 TEST_CASE("KeyBlocks: a load sorts its entries; inserts after it split the blocks it filled") {
   std::mt19937_64 rng(11);
   Model model;
-  std::vector<KeyBlocks::Entry> entries;
+  std::vector<KeyBlocks::Loose> entries;
   for (int64_t id = 1; id <= 5000; id++) {
     Value k = SecondaryIndex::normalize(random_key(rng));
     model.insert({k, id});
@@ -153,7 +185,7 @@ TEST_CASE("KeyBlocks: a load sorts its entries; inserts after it split the block
   for (bool others : {false, true}) {
     Model m2;
     std::vector<std::pair<int64_t, int64_t>> ints;
-    std::vector<KeyBlocks::Entry> rest;
+    std::vector<KeyBlocks::Loose> rest;
     for (int64_t id = 1; id <= 3000; id++) {
       Value k = others ? SecondaryIndex::normalize(random_key(rng)) : Value::integer((int64_t)(rng() % 100) - 50);
       m2.insert({k, id});
