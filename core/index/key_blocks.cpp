@@ -36,22 +36,20 @@ void KeyBlocks::clear() {
       for (size_t i = 0; i < b->n; i++) drop(b->e[i]);
     delete b;
   }
-  blocks_.clear();
-  blocks_.shrink_to_fit();
+  std::vector<Block*>().swap(blocks_);  // (shrink_to_fit does nothing without exceptions)
   size_ = 0;
 }
 
 void KeyBlocks::insert(Value key, int64_t id) {
-  const Entry in = make(std::move(key), id);
   if (blocks_.empty()) {  // no block is ever left empty: first_not reads each one's last entry
     Block* b = new Block;
-    b->e[0] = in;
+    b->e[0] = make(std::move(key), id);
     b->n = 1;
     blocks_.push_back(b);
     size_++;
     return;
   }
-  Pos p = first_not([&](const Entry& e) { return less(e, in); });
+  Pos p = first_not([&](const Entry& e) { return less(e, key, id); });
   if (p == end()) p = {blocks_.size() - 1, blocks_.back()->n};  // after the last entry
   Block* b = blocks_[p.b];
   if (b->n == kMax) {
@@ -65,7 +63,7 @@ void KeyBlocks::insert(Value key, int64_t id) {
     if (p.i > half) b = r, p.i -= half;
   }
   std::copy_backward(b->e + p.i, b->e + b->n, b->e + b->n + 1);
-  b->e[p.i] = in;
+  b->e[p.i] = make(std::move(key), id);  // (the key moved in last: it was searched for)
   b->n++;
   size_++;
 }

@@ -10,7 +10,8 @@
 //
 // An entry is 24 bytes: its id, its key's kind, and the key itself where it
 // is a word (null, bool, int, float, timestamp: most keys), else a pointer
-// to the key (text, bytes, a list or an object), which the blocks own.
+// to the key (text, bytes, a list, an object or a vector), which the
+// blocks own.
 //
 // Positions (Pos) name an entry by block and index; end() is one past the
 // last. Any insert or erase invalidates them. Const operations change

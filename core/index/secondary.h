@@ -97,7 +97,8 @@ class SecondaryIndex {
   // The document holding key v other than `except`, or -1 (for @unique).
   int64_t holder(const Value& v, int64_t except) const;
   // Sorted only: visits (key, id) in key order (ascending or descending;
-  // equal keys always by ascending id) until f returns false.
+  // equal keys always by ascending id) until f returns false. The key is
+  // valid during the call only (a key held in a word is made for it).
   template <typename F>
   void ordered(bool desc, F&& f) const;
   // The same over the keys in a range (lo and hi may be null: unbounded;
@@ -154,7 +155,7 @@ class SecondaryIndex {
   size_t id_bytes_ = 0;  // hash: the IdLists' arrays
   bool loading_ = false;
   // A sorted index's build, begin_load() to end_load(): int keys as pairs
-  // of words (16 bytes an entry, not 64), other keys as entries.
+  // of words (16 bytes an entry, not 64), other keys as loose entries.
   std::vector<std::pair<int64_t, int64_t>> pending_ints_;
   std::vector<KeyBlocks::Loose> pending_;
 };
