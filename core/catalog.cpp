@@ -351,8 +351,7 @@ Status Engine::build_beside(const IndexNeed& need, std::shared_lock<FairSharedMu
     auto it = by_id_.find(need.coll);
     if (it != by_id_.end() && it->second == c) {
       c->noting = false;
-      c->changed.clear();
-      c->changed.shrink_to_fit();
+      std::vector<int64_t>().swap(c->changed);  // (shrink_to_fit does nothing without exceptions)
     }
   };
   // The pin the index was last filled from, and its memory: each document

@@ -232,10 +232,10 @@ const std::vector<std::pair<std::string_view, uint32_t>>& counted(const std::vec
   // text left it far larger than this one needs (a thread keeps it).
   if (cap < want || ++gen == 0 || (cap > (1u << 16) && cap > want * 64)) {
     cap = want;
-    table.assign(cap, Slot{});
-    table.shrink_to_fit();
+    // (Swapped: shrink_to_fit does nothing without exceptions.)
+    std::vector<Slot>(cap, Slot{}).swap(table);
     gen = 1;
-    if (runs.capacity() > cap) runs.shrink_to_fit();
+    if (runs.capacity() > cap) std::vector<std::pair<std::string_view, uint32_t>>().swap(runs);
   }
   const size_t mask = cap - 1;
   for (const std::string& t : tokens) {

@@ -2307,6 +2307,7 @@ TEST_CASE("after a reopen, text and secondary indexes are built beside the lock,
   CHECK(calls == 2);
   CHECK(k7 == expect("k7"));  // the hook's puts among them
   CHECK(built() == 1);
+  CHECK(eng.find("t")->changed.capacity() == 0);  // the ids it noted let go
   eng.beside_hook = nullptr;
   // A count the index answers reads no document: an entry left behind by a
   // write (the old key of a moved or deleted document) would show there.
