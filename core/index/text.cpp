@@ -122,8 +122,25 @@ Postings::Pos Postings::position(int64_t doc) const {
 }
 
 void Postings::set(int64_t doc, uint32_t tf, uint32_t len) {
+  if (blocks_.empty()) {
+    if (n_ == 0) {  // the first: held inline
+      one_ = {doc, tf, len};
+      n_ = 1;
+      return;
+    }
+    if (one_.doc == doc) {
+      one_.tf = tf;
+      one_.len = len;
+      return;
+    }
+    Block first{{}, one_.doc};  // a second: both into a block
+    first.p.reserve(4);
+    first.p.push_back(one_);
+    blocks_.reserve(1);
+    blocks_.push_back(std::move(first));
+  }
   n_++;
-  if (blocks_.empty() || (doc > blocks_.back().last && blocks_.back().p.size() == kBlock)) {
+  if (doc > blocks_.back().last && blocks_.back().p.size() == kBlock) {
     blocks_.push_back({{{doc, tf, len}}, doc});
     return;
   }
@@ -159,7 +176,11 @@ void Postings::set(int64_t doc, uint32_t tf, uint32_t len) {
 }
 
 bool Postings::erase(int64_t doc) {
-  if (blocks_.empty()) return false;
+  if (blocks_.empty()) {
+    if (n_ != 1 || one_.doc != doc) return false;
+    n_ = 0;
+    return true;
+  }
   const Pos pos = position(doc);
   const size_t b = pos.block;
   std::vector<Posting>& blk = blocks_[b].p;
@@ -169,11 +190,15 @@ bool Postings::erase(int64_t doc) {
   n_--;
   if (blk.empty()) blocks_.erase(blocks_.begin() + (std::ptrdiff_t)b);
   else blocks_[b].last = blk.back().doc;
+  if (n_ == 1) {  // inline again: the arrays let go
+    one_ = blocks_[0].p[0];
+    std::vector<Block>().swap(blocks_);
+  }
   return true;
 }
 
 const Posting* Postings::find(int64_t doc) const {
-  if (blocks_.empty()) return nullptr;
+  if (blocks_.empty()) return n_ == 1 && one_.doc == doc ? &one_ : nullptr;
   const Pos pos = position(doc);
   const std::vector<Posting>& blk = blocks_[pos.block].p;
   return pos.at < blk.size() && blk[pos.at].doc == doc ? &blk[pos.at] : nullptr;
@@ -187,7 +212,11 @@ size_t Postings::memory_bytes() const {
 
 void Postings::Cursor::enter(size_t b) {
   const auto& blocks = ps_->blocks_;
-  if (b < blocks.size()) {
+  if (blocks.empty() && b == 0 && ps_->n_ == 1) {  // the one posting held inline
+    b_ = 0;
+    p_ = &ps_->one_;
+    end_ = p_ + 1;
+  } else if (b < blocks.size()) {
     b_ = b;
     p_ = blocks[b].p.data();
     end_ = p_ + blocks[b].p.size();
@@ -199,6 +228,10 @@ void Postings::Cursor::enter(size_t b) {
 void Postings::Cursor::seek(int64_t d) {
   if (done() || p_->doc >= d) return;
   const auto& blocks = ps_->blocks_;
+  if (blocks.empty()) {  // the one posting held inline is below d
+    p_ = end_;
+    return;
+  }
   if (blocks[b_].last < d) {
     auto it = std::lower_bound(blocks.begin() + (std::ptrdiff_t)b_ + 1, blocks.end(), d, block_below<Block>);
     if (it == blocks.end()) {

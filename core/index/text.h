@@ -37,7 +37,8 @@ struct Posting {
 // A term's postings in document order, in blocks of at most kBlock: a
 // document put or removed in the middle moves at most one block's postings,
 // and growing copies one block, never the whole list (a common term's
-// postings are 16 MiB at a million documents).
+// postings are 16 MiB at a million documents). A term of one document
+// (most of a corpus's terms) holds its posting inline: no allocation.
 class Postings {
  public:
   static constexpr size_t kBlock = 256;
@@ -91,8 +92,9 @@ class Postings {
     std::vector<Posting> p;  // never empty
     int64_t last;            // p.back().doc
   };
-  std::vector<Block> blocks_;
+  std::vector<Block> blocks_;  // empty while n_ <= 1
   size_t n_ = 0;
+  Posting one_{};  // the posting when n_ == 1
 };
 
 class TextIndex {

@@ -247,6 +247,20 @@ TEST_CASE("postings in blocks: the same as a sorted map through puts, changes an
   for (auto it = ref.begin(); it != ref.end(); it = ref.erase(it))
     if (!ps.erase(it->first)) wrong++;
   check();  // empty again
+  // A few documents at a time (one is held inline, two or more in a
+  // block): every step checked, and one or none takes no memory.
+  for (int op = 0; op < 3000; op++) {
+    const int64_t d = (int64_t)(next() % 4) * 7;
+    if (next() % 2) {
+      const uint32_t tf = (uint32_t)(next() % 9 + 1);
+      ps.set(d, tf, tf + 100);
+      ref[d] = tf;
+    } else {
+      if (ps.erase(d) != (ref.erase(d) > 0)) wrong++;
+    }
+    check();
+    if (ref.size() <= 1 && ps.memory_bytes() != 0) wrong++;
+  }
   CHECK(wrong == 0);
 }
 
