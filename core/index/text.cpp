@@ -190,10 +190,6 @@ bool Postings::erase(int64_t doc) {
   n_--;
   if (blk.empty()) blocks_.erase(blocks_.begin() + (std::ptrdiff_t)b);
   else blocks_[b].last = blk.back().doc;
-  if (n_ == 1) {  // inline again: the arrays let go
-    one_ = blocks_[0].p[0];
-    std::vector<Block>().swap(blocks_);
-  }
   return true;
 }
 
@@ -454,9 +450,9 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
 }
 
 size_t TextIndex::memory_bytes() const {
-  size_t n = 0;
-  terms_.for_each([&](std::string_view t, const Term& term) {
-    n += t.size() + 48 + term.postings.memory_bytes();
+  size_t n = terms_.memory_bytes();  // the entries (each term's key and Term) and buckets
+  terms_.for_each([&](std::string_view, const Term& term) {
+    n += term.postings.memory_bytes();
     return true;
   });
   return n;

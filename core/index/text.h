@@ -42,6 +42,20 @@ struct Posting {
 class Postings {
  public:
   static constexpr size_t kBlock = 256;
+  Postings() = default;
+  // A cursor or a found posting may point at one_: a term's postings stay
+  // in their map entry, which never moves (moved in once, empty). A move
+  // leaves the source empty; no copies.
+  Postings(Postings&& o) noexcept : blocks_(std::move(o.blocks_)), n_(o.n_), one_(o.one_) { o.reset(); }
+  Postings& operator=(Postings&& o) noexcept {
+    if (this != &o) {
+      blocks_ = std::move(o.blocks_);
+      n_ = o.n_;
+      one_ = o.one_;
+      o.reset();
+    }
+    return *this;
+  }
 
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
@@ -88,13 +102,19 @@ class Postings {
     size_t block, at;
   };
   Pos position(int64_t doc) const;
+  void reset() {
+    blocks_.clear();
+    n_ = 0;
+  }
   struct Block {
     std::vector<Posting> p;  // never empty
     int64_t last;            // p.back().doc
   };
-  std::vector<Block> blocks_;  // empty while n_ <= 1
+  // Empty until a second document comes (and again once none is left):
+  // then the one posting is `one_`.
+  std::vector<Block> blocks_;
   size_t n_ = 0;
-  Posting one_{};  // the posting when n_ == 1
+  Posting one_{};
 };
 
 class TextIndex {

@@ -247,8 +247,20 @@ TEST_CASE("postings in blocks: the same as a sorted map through puts, changes an
   for (auto it = ref.begin(); it != ref.end(); it = ref.erase(it))
     if (!ps.erase(it->first)) wrong++;
   check();  // empty again
-  // A few documents at a time (one is held inline, two or more in a
-  // block): every step checked, and one or none takes no memory.
+  // A few documents at a time (the first held inline, more in a block):
+  // every step checked, a find and a seek of each document and those
+  // around them too.
+  auto near_small = [&] {
+    for (int64_t d = -1; d <= 22; d++) {
+      const Posting* p = ps.find(d);
+      auto f = ref.find(d);
+      if ((p != nullptr) != (f != ref.end()) || (p && p->tf != f->second)) wrong++;
+      auto c = ps.cursor();
+      c.seek(d);
+      auto want = ref.lower_bound(d);
+      if (want == ref.end() ? !c.done() : (c.done() || c.doc() != want->first)) wrong++;
+    }
+  };
   for (int op = 0; op < 3000; op++) {
     const int64_t d = (int64_t)(next() % 4) * 7;
     if (next() % 2) {
@@ -259,8 +271,17 @@ TEST_CASE("postings in blocks: the same as a sorted map through puts, changes an
       if (ps.erase(d) != (ref.erase(d) > 0)) wrong++;
     }
     check();
-    if (ref.size() <= 1 && ps.memory_bytes() != 0) wrong++;
+    near_small();
   }
+  // A term of one document takes no memory but its own.
+  Postings one;
+  one.set(5, 1, 10);
+  one.set(5, 2, 11);
+  CHECK(one.memory_bytes() == 0);
+  CHECK(one.size() == 1);
+  CHECK(one.find(5)->tf == 2);
+  CHECK(one.erase(5));
+  CHECK(one.empty());
   CHECK(wrong == 0);
 }
 
