@@ -80,7 +80,10 @@ bool IdList::insert(int64_t id) {
     n_ = 1;
     return true;
   }
-  if (contains(id)) return false;  // held once
+  // Ids mostly come in order (a build walks them so, and new documents'
+  // ids grow): one past the last is appended with no search.
+  const bool last = id > end()[-1];
+  if (!last && contains(id)) return false;  // held once
   if (n_ == (cap_ ? cap_ : 1)) {
     const uint32_t cap = std::max<uint32_t>(4, n_ * 2);
     int64_t* a = new int64_t[cap];
@@ -90,7 +93,7 @@ bool IdList::insert(int64_t id) {
     cap_ = cap;
   }
   int64_t* a = cap_ ? p_ : &one_;
-  int64_t* at = std::lower_bound(a, a + n_, id);
+  int64_t* at = last ? a + n_ : std::lower_bound(a, a + n_, id);
   std::copy_backward(at, a + n_, a + n_ + 1);
   *at = id;
   n_++;
