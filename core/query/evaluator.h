@@ -60,13 +60,9 @@ class Evaluator {
   Status eval(const Expr& e, const Value& doc, Value* out) const {
     switch (e.kind) {
       case ExprKind::Path: {
-        const Value* v = &doc;
-        for (const std::string& k : e.path) {
-          if (v->kind() != Kind::Object) { v = nullptr; break; }
-          v = v->get(k);
-          if (!v) break;
-        }
-        *out = v ? *v : Value();
+        const Value* v;
+        KF_TRY(operand(e, doc, out, &v));
+        *out = *v;
         return Status::ok();
       }
       case ExprKind::Not: {
@@ -89,18 +85,20 @@ class Evaluator {
         return Status::ok();
       }
       case ExprKind::Compare: {
-        Value a, b;
-        KF_TRY(eval(*e.kids[0], doc, &a));
-        KF_TRY(eval(*e.kids[1], doc, &b));
-        return compare_op(e, a, b, out);
+        Value ta, tb;
+        const Value *a, *b;
+        KF_TRY(operand(*e.kids[0], doc, &ta, &a));
+        KF_TRY(operand(*e.kids[1], doc, &tb, &b));
+        return compare_op(e, *a, *b, out);
       }
       case ExprKind::In:
       case ExprKind::Has: {
-        Value a, b;
-        KF_TRY(eval(*e.kids[0], doc, &a));
-        KF_TRY(eval(*e.kids[1], doc, &b));
-        const Value& list = e.kind == ExprKind::In ? b : a;
-        const Value& item = e.kind == ExprKind::In ? a : b;
+        Value ta, tb;
+        const Value *a, *b;
+        KF_TRY(operand(*e.kids[0], doc, &ta, &a));
+        KF_TRY(operand(*e.kids[1], doc, &tb, &b));
+        const Value& list = e.kind == ExprKind::In ? *b : *a;
+        const Value& item = e.kind == ExprKind::In ? *a : *b;
         if (list.is_null() || item.is_null()) { *out = Value(); return Status::ok(); }
         if (list.kind() != Kind::List)
           return Status(Code::Type, std::string(e.kind == ExprKind::In ? "'in' needs a list on its right" : "'has' needs a list on its left") +
@@ -112,9 +110,10 @@ class Evaluator {
         return Status::ok();
       }
       case ExprKind::IsNull: {
-        Value a;
-        KF_TRY(eval(*e.kids[0], doc, &a));
-        *out = Value::boolean(a.is_null() != e.negate);
+        Value ta;
+        const Value* a;
+        KF_TRY(operand(*e.kids[0], doc, &ta, &a));
+        *out = Value::boolean(a->is_null() != e.negate);
         return Status::ok();
       }
       case ExprKind::Call: return call(e, doc, out);
@@ -127,14 +126,51 @@ class Evaluator {
   static bool truthy(const Value& v) { return v.kind() == Kind::Bool ? v.as_bool() : !v.is_null(); }
 
  private:
+  // An operand where it lies (a path into the document, a literal, a
+  // parameter: no copy, so a compare of text with text copies no string),
+  // else evaluated into *tmp.
+  Status operand(const Expr& e, const Value& doc, Value* tmp, const Value** out) const {
+    static const Value kNull;
+    if (e.kind == ExprKind::Path) {
+      const Value* v = &doc;
+      for (const std::string& k : e.path) {
+        if (v->kind() != Kind::Object) { v = nullptr; break; }
+        v = v->get(k);
+        if (!v) break;
+      }
+      *out = v ? v : &kNull;
+      return Status::ok();
+    }
+    if (const Value* r = ref(e)) {
+      *out = r;
+      return Status::ok();
+    }
+    KF_TRY(eval(e, doc, tmp));
+    *out = tmp;
+    return Status::ok();
+  }
+  // a and b as a compare sees them: a timestamp's other side (text or an
+  // int) read as a timestamp, into *a2 / *b2 (false: text that is none).
+  // Else they stay where they are.
+  static bool aligned(const Value& a, const Value& b, Value* a2, Value* b2, const Value** pa, const Value** pb) {
+    *pa = &a;
+    *pb = &b;
+    if (a.kind() != Kind::Timestamp && b.kind() != Kind::Timestamp) return true;
+    if (!align(a, b, a2, b2)) return false;
+    *pa = a2;
+    *pb = b2;
+    return true;
+  }
   // Vector functions, in double precision: cosine(a, b) similarity, l2(a, b)
   // Euclidean distance, dot(a, b), norm(v). Null in, null out.
   Status call(const Expr& e, const Value& doc, Value* out) const {
     const std::string& fn = e.path[0];
     std::vector<double> v[2];
     for (size_t i = 0; i < e.kids.size(); i++) {
-      Value a;
-      KF_TRY(eval(*e.kids[i], doc, &a));
+      Value ta;
+      const Value* pa;
+      KF_TRY(operand(*e.kids[i], doc, &ta, &pa));
+      const Value& a = *pa;
       if (a.is_null()) { *out = Value(); return Status::ok(); }
       if (a.kind() == Kind::Vector) {
         v[i].assign(a.vec().begin(), a.vec().end());
@@ -189,8 +225,9 @@ class Evaluator {
   }
   static bool equal_loose(const Value& a, const Value& b) {
     Value a2, b2;
-    if (!align(a, b, &a2, &b2)) return false;
-    return comparable(a2, b2) && equal(a2, b2);
+    const Value *pa, *pb;
+    if (!aligned(a, b, &a2, &b2, &pa, &pb)) return false;
+    return comparable(*pa, *pb) && equal(*pa, *pb);
   }
   static bool contains_ci(const std::string& hay, const std::string& needle) {
     if (needle.empty()) return true;
@@ -208,12 +245,13 @@ class Evaluator {
       return Status::ok();
     }
     Value a2, b2;
-    if (!align(a, b, &a2, &b2) || !comparable(a2, b2)) {
+    const Value *pa, *pb;
+    if (!aligned(a, b, &a2, &b2, &pa, &pb) || !comparable(*pa, *pb)) {
       // Different kinds are never equal; ordering them is meaningless.
       *out = e.op == CmpOp::Ne ? Value::boolean(true) : e.op == CmpOp::Eq ? Value::boolean(false) : Value();
       return Status::ok();
     }
-    int c = compare(a2, b2);
+    int c = compare(*pa, *pb);
     bool r = false;
     switch (e.op) {
       case CmpOp::Eq: r = c == 0; break;
