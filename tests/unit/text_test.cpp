@@ -223,15 +223,19 @@ TEST_CASE("postings in blocks: the same as a sorted map through puts, changes an
     ref[d * 10] = (uint32_t)d;
   }
   check();
-  for (int op = 0; op < 40000; op++) {
-    const int64_t d = (int64_t)(next() % 50000);
-    if (next() % 3) {
+  // Document d put into both (a random tf) or taken out of both.
+  auto step = [&](int64_t d, bool put) {
+    if (put) {
       const uint32_t tf = (uint32_t)(next() % 9 + 1);
       ps.set(d, tf, tf + 100);
       ref[d] = tf;
-    } else {
-      if (ps.erase(d) != (ref.erase(d) > 0)) wrong++;
+    } else if (ps.erase(d) != (ref.erase(d) > 0)) {
+      wrong++;
     }
+  };
+  for (int op = 0; op < 40000; op++) {
+    const int64_t d = (int64_t)(next() % 50000);
+    step(d, next() % 3 != 0);
     if (op % 5000 == 0) check();
   }
   check();
@@ -263,13 +267,7 @@ TEST_CASE("postings in blocks: the same as a sorted map through puts, changes an
   };
   for (int op = 0; op < 3000; op++) {
     const int64_t d = (int64_t)(next() % 4) * 7;
-    if (next() % 2) {
-      const uint32_t tf = (uint32_t)(next() % 9 + 1);
-      ps.set(d, tf, tf + 100);
-      ref[d] = tf;
-    } else {
-      if (ps.erase(d) != (ref.erase(d) > 0)) wrong++;
-    }
+    step(d, next() % 2 != 0);
     check();
     near_small();
   }
