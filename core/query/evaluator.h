@@ -125,7 +125,6 @@ class Evaluator {
 
   static bool truthy(const Value& v) { return v.kind() == Kind::Bool ? v.as_bool() : !v.is_null(); }
 
- private:
   // An operand where it lies (a path into the document, a literal, a
   // parameter: no copy, so a compare of text with text copies no string),
   // else evaluated into *tmp.
@@ -149,6 +148,8 @@ class Evaluator {
     *out = tmp;
     return Status::ok();
   }
+
+ private:
   // a and b as a compare sees them: a timestamp's other side (text or an
   // int) read as a timestamp, into *a2 / *b2 (false: text that is none).
   // Else they stay where they are.

@@ -84,7 +84,14 @@ class Grouping {
       KF_TRY(column(k.path, k.expr, k.label, k.pos, &col));
       order_cols_.push_back(col);
     }
-    if (st_.group.empty()) groups_[{}].resize(aggs_.size());  // a whole-result aggregate has one row, even over nothing
+    if (st_.group.empty()) {  // a whole-result aggregate has one row, even over nothing
+      whole_ = &groups_[{}];
+      whole_->resize(aggs_.size());
+    }
+    for (const Expr* e : aggs_) {
+      const std::string& f = e->path[0];
+      fns_.push_back(f == "sum" ? Fn::Sum : f == "avg" ? Fn::Avg : f == "min" ? Fn::Min : f == "max" ? Fn::Max : Fn::Count);
+    }
     return Status::ok();
   }
 
@@ -121,33 +128,40 @@ class Grouping {
   const Status& error() const { return inner_; }
 
   bool add(const Value& doc) {
-    key.clear();
-    for (const SelectItem& g : st_.group) {
-      const Value* v = &doc;
-      for (const std::string& p : g.path) {
-        v = v->kind() == Kind::Object ? v->get(p) : nullptr;
-        if (!v) break;
+    std::vector<Acc>* group = whole_;
+    if (!group) {
+      key.clear();
+      for (const SelectItem& g : st_.group) {
+        const Value* v = &doc;
+        for (const std::string& p : g.path) {
+          v = v->kind() == Kind::Object ? v->get(p) : nullptr;
+          if (!v) break;
+        }
+        key.push_back(v ? *v : Value());
       }
-      key.push_back(v ? *v : Value());
+      group = &groups_[key];
+      if (group->empty()) group->resize(aggs_.size());
     }
-    auto& accs = groups_[key];
-    if (accs.empty()) accs.resize(aggs_.size());
+    std::vector<Acc>& accs = *group;
     for (size_t i = 0; i < aggs_.size(); i++) {
       const Expr& e = *aggs_[i];
-      const std::string& fn = e.path[0];
+      const Fn fn = fns_[i];
       Acc& a = accs[i];
       if (e.kids.empty()) {  // count(*)
         a.count++;
         continue;
       }
-      Value v;
-      inner_ = ev_.eval(*e.kids[0], doc, &v);
+      // The value in place (a field of the document: no copy), copied
+      // only where it becomes a min or a max.
+      const Value* pv;
+      inner_ = ev_.operand(*e.kids[0], doc, &tmp_, &pv);
       if (!inner_.is_ok()) return false;
+      const Value& v = *pv;
       if (v.is_null()) continue;
       a.count++;
-      if (fn == "sum" || fn == "avg") {
+      if (fn == Fn::Sum || fn == Fn::Avg) {
         if (!v.is_number()) {
-          inner_ = Status(Code::Type, fn + "() needs numbers, got " + kind_name(v.kind()), e.pos);
+          inner_ = Status(Code::Type, e.path[0] + "() needs numbers, got " + kind_name(v.kind()), e.pos);
           return false;
         }
         if (v.kind() == Kind::Float && !a.is_float) {
@@ -160,7 +174,7 @@ class Grouping {
           int64_t sum;
           if (!__builtin_add_overflow(a.isum, v.as_int(), &sum)) {
             a.isum = sum;
-          } else if (fn == "avg") {  // an average continues in floating point
+          } else if (fn == Fn::Avg) {  // an average continues in floating point
             a.is_float = true;
             a.fsum = (double)a.isum + (double)v.as_int();
           } else {
@@ -168,8 +182,8 @@ class Grouping {
             return false;
           }
         }
-      } else if (fn == "min" || fn == "max") {
-        if (!a.any || (fn == "min" ? compare(v, a.best) < 0 : compare(v, a.best) > 0)) a.best = v;
+      } else if (fn == Fn::Min || fn == Fn::Max) {
+        if (!a.any || (fn == Fn::Min ? compare(v, a.best) < 0 : compare(v, a.best) > 0)) a.best = v;
       }
       a.any = true;
     }
@@ -231,6 +245,10 @@ class Grouping {
   std::vector<Column> cols_, order_cols_;
   std::map<std::vector<Value>, std::vector<Acc>, GroupLess> groups_;
   std::vector<Value> key;  // add(): the group of the row
+  enum class Fn : uint8_t { Count, Sum, Avg, Min, Max };
+  std::vector<Fn> fns_;               // each aggregate's function (add() compares no names)
+  std::vector<Acc>* whole_ = nullptr;  // with no group: the one group (map entries stay put)
+  Value tmp_;                          // add(): an aggregate's argument that is no field
   Status inner_;
 };
 
