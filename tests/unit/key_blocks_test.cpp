@@ -370,9 +370,11 @@ TEST_CASE("IdList: one id inline, more in an array, back inline at one; always a
   std::set<int64_t> model;
   for (int round = 0; round < 4000; round++) {
     int64_t id = (int64_t)(rng() % 64);
-    if (rng() % 3 && !model.count(id)) {
-      l.insert(id);
-      model.insert(id);
+    if (rng() % 3) {  // in order, past the last, or one held already (refused, nothing grows)
+      const size_t heap = l.heap_bytes();
+      const bool fresh = model.insert(id).second;
+      CHECK(l.insert(id) == fresh);
+      if (!fresh) CHECK(l.heap_bytes() == heap);
     } else {
       CHECK(l.erase(id) == (model.erase(id) > 0));
     }
@@ -380,6 +382,13 @@ TEST_CASE("IdList: one id inline, more in an array, back inline at one; always a
     CHECK(std::vector<int64_t>(l.begin(), l.end()) == std::vector<int64_t>(model.begin(), model.end()));
     if (model.size() <= 1) CHECK(l.heap_bytes() == 0);
   }
+  // Ids in order, each past the last (as a build gives them), and the last again.
+  for (int64_t id = 100; id < 1100; id++) {
+    CHECK(l.insert(id));
+    model.insert(id);
+    CHECK_FALSE(l.insert(id));
+  }
+  CHECK(std::vector<int64_t>(l.begin(), l.end()) == std::vector<int64_t>(model.begin(), model.end()));
   IdList moved(std::move(l));
   CHECK(std::vector<int64_t>(moved.begin(), moved.end()) == std::vector<int64_t>(model.begin(), model.end()));
   CHECK(l.size() == 0);
