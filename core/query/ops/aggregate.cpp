@@ -42,6 +42,8 @@ class Grouping {
  public:
   Grouping(const ParsedStatement& st, const Evaluator& ev, int64_t offset, int64_t limit)
       : st_(st), ev_(ev), offset_(offset), limit_(limit) {}
+  Grouping(const Grouping&) = delete;  // (whole_ and by_encoding_ point into groups_)
+  Grouping& operator=(const Grouping&) = delete;
 
   Status resolve(const CollectionDef& def) {
     for (const SelectItem& g : st_.group) group_labels_.push_back(join(g.path));
@@ -90,6 +92,7 @@ class Grouping {
     }
     for (const Expr* e : aggs_) {
       const std::string& f = e->path[0];
+      // (The parser makes aggregates of these five names only.)
       fns_.push_back(f == "sum" ? Fn::Sum : f == "avg" ? Fn::Avg : f == "min" ? Fn::Min : f == "max" ? Fn::Max : Fn::Count);
     }
     return Status::ok();
@@ -130,17 +133,30 @@ class Grouping {
   bool add(const Value& doc) {
     std::vector<Acc>* group = whole_;
     if (!group) {
-      key.clear();
+      // The group by its key's encoding first (a hash lookup, no copy of
+      // the key); a key met for the first time by the ordered map, which
+      // also merges keys that compare equal but encode apart (3 and 3.0).
+      static const Value kNull;
+      keys_.clear();
+      encoded_.clear();
       for (const SelectItem& g : st_.group) {
         const Value* v = &doc;
         for (const std::string& p : g.path) {
           v = v->kind() == Kind::Object ? v->get(p) : nullptr;
           if (!v) break;
         }
-        key.push_back(v ? *v : Value());
+        keys_.push_back(v ? v : &kNull);
+        encode_item(encoded_, *keys_.back(), false);
       }
-      group = &groups_[key];
-      if (group->empty()) group->resize(aggs_.size());
+      if (std::vector<Acc>** known = by_encoding_.find(std::string_view(encoded_))) {
+        group = *known;
+      } else {
+        key.clear();
+        for (const Value* v : keys_) key.push_back(*v);
+        group = &groups_[key];  // (a map's entries stay where they are)
+        if (group->empty()) group->resize(aggs_.size());
+        by_encoding_[std::string_view(encoded_)] = group;
+      }
     }
     std::vector<Acc>& accs = *group;
     for (size_t i = 0; i < aggs_.size(); i++) {
@@ -200,12 +216,12 @@ class Grouping {
     for (auto& [k, accs] : groups_) {
       Row r{&k, {}};
       for (size_t i = 0; i < aggs_.size(); i++) {
-        const std::string& fn = aggs_[i]->path[0];
+        const Fn fn = fns_[i];
         const Acc& a = accs[i];
-        if (fn == "count") r.aggs.push_back(Value::integer(a.count));
+        if (fn == Fn::Count) r.aggs.push_back(Value::integer(a.count));
         else if (!a.any) r.aggs.push_back(Value());
-        else if (fn == "sum") r.aggs.push_back(a.is_float ? Value::real(a.fsum) : Value::integer(a.isum));
-        else if (fn == "avg") r.aggs.push_back(Value::real((a.is_float ? a.fsum : (double)a.isum) / (double)a.count));
+        else if (fn == Fn::Sum) r.aggs.push_back(a.is_float ? Value::real(a.fsum) : Value::integer(a.isum));
+        else if (fn == Fn::Avg) r.aggs.push_back(Value::real((a.is_float ? a.fsum : (double)a.isum) / (double)a.count));
         else r.aggs.push_back(a.best);
       }
       rows.push_back(std::move(r));
@@ -245,6 +261,9 @@ class Grouping {
   std::vector<Column> cols_, order_cols_;
   std::map<std::vector<Value>, std::vector<Acc>, GroupLess> groups_;
   std::vector<Value> key;  // add(): the group of the row
+  std::vector<const Value*> keys_;                            // add(): its values, in place
+  std::string encoded_;                                       // add(): their encoding
+  SteadyMap<std::string, std::vector<Acc>*> by_encoding_;  // groups_'s entries by encoding
   enum class Fn : uint8_t { Count, Sum, Avg, Min, Max };
   std::vector<Fn> fns_;               // each aggregate's function (add() compares no names)
   std::vector<Acc>* whole_ = nullptr;  // with no group: the one group (map entries stay put)
