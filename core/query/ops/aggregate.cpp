@@ -3,7 +3,10 @@
 // counting group from a secondary index's keys alone.
 #include "ops.h"
 
-#include <map>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <span>
 
 #include "../binder.h"
 
@@ -33,6 +36,58 @@ struct GroupLess {
     return false;
   }
 };
+
+// A group key's bytes: the same for values that compare equal (an integral
+// float as the int it equals, so also -0.0 as 0; every NaN one; a vector's
+// -0.0 as 0), different for any others.
+void group_bytes(std::string& out, const Value& v) {
+  auto word = [&](char tag, uint64_t w) {
+    out.push_back(tag);
+    out.append(reinterpret_cast<const char*>(&w), 8);
+  };
+  switch (v.kind()) {
+    case Kind::Null: out.push_back('n'); return;
+    case Kind::Bool: out.push_back(v.as_bool() ? 't' : 'f'); return;
+    case Kind::Int: word('i', (uint64_t)v.as_int()); return;
+    case Kind::Float: {
+      double d = v.as_float();
+      if (d == std::floor(d) && std::fabs(d) < 9.2e18) return word('i', (uint64_t)(int64_t)d);
+      if (std::isnan(d)) d = std::numeric_limits<double>::quiet_NaN();
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      return word('d', bits);
+    }
+    case Kind::Timestamp: word('s', (uint64_t)v.as_int()); return;
+    case Kind::Text:
+    case Kind::Bytes:
+      out.push_back(v.kind() == Kind::Text ? 'x' : 'b');
+      put_varint(out, v.as_string().size());
+      out += v.as_string();
+      return;
+    case Kind::List:
+      out.push_back('l');
+      put_varint(out, v.items().size());
+      for (const Value& x : v.items()) group_bytes(out, x);
+      return;
+    case Kind::Object:
+      out.push_back('o');
+      put_varint(out, v.items().size());
+      for (size_t i = 0; i < v.items().size(); i++) {
+        put_varint(out, v.keys()[i].size());
+        out += v.keys()[i];
+        group_bytes(out, v.items()[i]);
+      }
+      return;
+    case Kind::Vector:
+      out.push_back('v');
+      put_varint(out, v.vec().size());
+      for (float f : v.vec()) {
+        if (f == 0) f = 0;
+        out.append(reinterpret_cast<const char*>(&f), 4);
+      }
+      return;
+  }
+}
 
 }  // namespace
 
@@ -86,15 +141,12 @@ class Grouping {
       KF_TRY(column(k.path, k.expr, k.label, k.pos, &col));
       order_cols_.push_back(col);
     }
-    if (st_.group.empty()) {  // a whole-result aggregate has one row, even over nothing
-      whole_ = &groups_[{}];
-      whole_->resize(aggs_.size());
-    }
     for (const Expr* e : aggs_) {
       const std::string& f = e->path[0];
       // (The parser makes aggregates of these five names only.)
       fns_.push_back(f == "sum" ? Fn::Sum : f == "avg" ? Fn::Avg : f == "min" ? Fn::Min : f == "max" ? Fn::Max : Fn::Count);
     }
+    if (st_.group.empty()) whole_ = &group_of({});  // a whole-result aggregate has one row, even over nothing
     return Status::ok();
   }
 
@@ -117,13 +169,13 @@ class Grouping {
   }
   // A group of n documents holding the non-null key `key` (counting groups only).
   void add_counted(Value key, uint64_t n) {
-    std::vector<Acc>& accs = groups_[{std::move(key)}];
-    accs.resize(aggs_.size());
-    for (Acc& a : accs) a.count += (int64_t)n;
+    const Value* k = &key;
+    for (Acc& a : group_of({&k, 1})) a.count += (int64_t)n;
   }
   void add_nulls(uint64_t n) {
-    std::vector<Acc>& accs = groups_[{Value()}];
-    accs.resize(aggs_.size());
+    const Value null;
+    const Value* k = &null;
+    std::vector<Acc>& accs = group_of({&k, 1});
     for (size_t i = 0; i < aggs_.size(); i++)
       if (aggs_[i]->kids.empty()) accs[i].count += (int64_t)n;  // count(key) skips nulls
   }
@@ -132,13 +184,9 @@ class Grouping {
 
   bool add(const Value& doc) {
     std::vector<Acc>* group = whole_;
-    if (!group) {
-      // The group by its key's encoding first (a hash lookup, no copy of
-      // the key); a key met for the first time by the ordered map, which
-      // also merges keys that compare equal but encode apart (3 and 3.0).
+    if (!group) {  // the key's values in place; copied for a group met first
       static const Value kNull;
       keys_.clear();
-      encoded_.clear();
       for (const SelectItem& g : st_.group) {
         const Value* v = &doc;
         for (const std::string& p : g.path) {
@@ -146,17 +194,8 @@ class Grouping {
           if (!v) break;
         }
         keys_.push_back(v ? v : &kNull);
-        encode_item(encoded_, *keys_.back(), false);
       }
-      if (std::vector<Acc>** known = by_encoding_.find(std::string_view(encoded_))) {
-        group = *known;
-      } else {
-        key.clear();
-        for (const Value* v : keys_) key.push_back(*v);
-        group = &groups_[key];  // (a map's entries stay where they are)
-        if (group->empty()) group->resize(aggs_.size());
-        by_encoding_[std::string_view(encoded_)] = group;
-      }
+      group = &group_of(keys_);
     }
     std::vector<Acc>& accs = *group;
     for (size_t i = 0; i < aggs_.size(); i++) {
@@ -212,9 +251,21 @@ class Grouping {
       const std::vector<Value>* key;
       std::vector<Value> aggs;
     };
+    // By key: the order of the groups without an order, and of ties with
+    // one. Without one, only as many as the page shows are sorted and made.
+    std::vector<const Group*> by_key;
+    by_key.reserve(groups_.size());
+    for (const Group& g : groups_) by_key.push_back(&g);
+    auto key_less = [](const Group* a, const Group* b) { return GroupLess()(a->key, b->key); };
+    const size_t page = limit_ < 0 ? by_key.size() : std::min(by_key.size(), (size_t)(offset_ + limit_));
+    const size_t made = order_cols_.empty() ? page : by_key.size();
+    if (made < by_key.size()) std::partial_sort(by_key.begin(), by_key.begin() + (ptrdiff_t)made, by_key.end(), key_less);
+    else std::sort(by_key.begin(), by_key.end(), key_less);
     std::vector<Row> rows;
-    for (auto& [k, accs] : groups_) {
-      Row r{&k, {}};
+    rows.reserve(made);
+    for (size_t g = 0; g < made; g++) {
+      const std::vector<Acc>& accs = by_key[g]->accs;
+      Row r{&by_key[g]->key, {}};
       for (size_t i = 0; i < aggs_.size(); i++) {
         const Fn fn = fns_[i];
         const Acc& a = accs[i];
@@ -238,8 +289,7 @@ class Grouping {
         return false;  // ties keep group-key order
       });
     }
-    size_t end = limit_ < 0 ? rows.size() : std::min(rows.size(), (size_t)(offset_ + limit_));
-    for (size_t i = (size_t)offset_; i < end; i++) {
+    for (size_t i = (size_t)offset_; i < page; i++) {
       Value o = Value::object();
       for (const Column& col : cols_) o.append(col.label, value_of(rows[i], col));
       out->push_back(std::move(o));
@@ -259,11 +309,27 @@ class Grouping {
   std::vector<const Expr*> aggs_;  // the aggregates computed: those selected, then those only ordered by
   std::vector<std::string> agg_labels_;
   std::vector<Column> cols_, order_cols_;
-  std::map<std::vector<Value>, std::vector<Acc>, GroupLess> groups_;
-  std::vector<Value> key;  // add(): the group of the row
-  std::vector<const Value*> keys_;                            // add(): its values, in place
-  std::string encoded_;                                       // add(): their encoding
-  SteadyMap<std::string, std::vector<Acc>*> by_encoding_;  // groups_'s entries by encoding
+  // The groups (a deque: each stays where it is made), found by their
+  // key's bytes (group_bytes) with no copy of the key; sorted by key once,
+  // when written.
+  struct Group {
+    std::vector<Value> key;
+    std::vector<Acc> accs;
+  };
+  std::deque<Group> groups_;
+  SteadyMap<std::string, Group*> by_key_;
+  std::string key_bytes_;
+  std::vector<Acc>& group_of(std::span<const Value* const> key) {
+    key_bytes_.clear();
+    for (const Value* v : key) group_bytes(key_bytes_, *v);
+    if (Group** known = by_key_.find(std::string_view(key_bytes_))) return (*known)->accs;
+    Group& g = groups_.emplace_back();
+    for (const Value* v : key) g.key.push_back(*v);
+    g.accs.resize(aggs_.size());
+    by_key_[std::string_view(key_bytes_)] = &g;
+    return g.accs;
+  }
+  std::vector<const Value*> keys_;  // add(): the row's key, in place
   enum class Fn : uint8_t { Count, Sum, Avg, Min, Max };
   std::vector<Fn> fns_;               // each aggregate's function (add() compares no names)
   std::vector<Acc>* whole_ = nullptr;  // with no group: the one group (map entries stay put)
