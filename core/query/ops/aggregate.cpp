@@ -4,7 +4,6 @@
 #include "ops.h"
 
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <span>
 
@@ -179,7 +178,7 @@ class Grouping {
     for (size_t i = 0; i < aggs_.size(); i++)
       if (aggs_[i]->kids.empty()) accs[i].count += (int64_t)n;  // count(key) skips nulls
   }
-  size_t groups() const { return groups_.size(); }
+  size_t groups() const { return groups_; }
   const Status& error() const { return inner_; }
 
   bool add(const Value& doc) {
@@ -247,54 +246,44 @@ class Grouping {
 
   // The rows of the groups, ordered and paged.
   void write(std::vector<Value>* out) const {
-    struct Row {
-      const std::vector<Value>* key;
-      std::vector<Value> aggs;
+    // A column's value for a group: its key's, or its aggregate's (made in
+    // *tmp, or the min or max it holds).
+    auto value_of = [&](const Group& g, const Column& col, Value* tmp) -> const Value& {
+      if (col.group >= 0) return g.key[col.group];
+      const Acc& a = g.accs[col.agg];
+      const Fn fn = fns_[col.agg];
+      if (fn == Fn::Count) tmp->assign_scalar(Kind::Int, a.count);
+      else if (!a.any) *tmp = Value();
+      else if (fn == Fn::Sum) *tmp = a.is_float ? Value::real(a.fsum) : Value::integer(a.isum);
+      else if (fn == Fn::Avg) *tmp = Value::real((a.is_float ? a.fsum : (double)a.isum) / (double)a.count);
+      else return a.best;
+      return *tmp;
     };
-    // By key: the order of the groups without an order, and of ties with
-    // one. Without one, only as many as the page shows are sorted and made.
-    std::vector<const Group*> by_key;
-    by_key.reserve(groups_.size());
-    for (const Group& g : groups_) by_key.push_back(&g);
-    auto key_less = [](const Group* a, const Group* b) { return GroupLess()(a->key, b->key); };
-    const size_t page = limit_ < 0 ? by_key.size() : std::min(by_key.size(), (size_t)(offset_ + limit_));
-    const size_t made = order_cols_.empty() ? page : by_key.size();
-    if (made < by_key.size()) std::partial_sort(by_key.begin(), by_key.begin() + (ptrdiff_t)made, by_key.end(), key_less);
-    else std::sort(by_key.begin(), by_key.end(), key_less);
-    std::vector<Row> rows;
-    rows.reserve(made);
-    for (size_t g = 0; g < made; g++) {
-      const std::vector<Acc>& accs = by_key[g]->accs;
-      Row r{&by_key[g]->key, {}};
-      for (size_t i = 0; i < aggs_.size(); i++) {
-        const Fn fn = fns_[i];
-        const Acc& a = accs[i];
-        if (fn == Fn::Count) r.aggs.push_back(Value::integer(a.count));
-        else if (!a.any) r.aggs.push_back(Value());
-        else if (fn == Fn::Sum) r.aggs.push_back(a.is_float ? Value::real(a.fsum) : Value::integer(a.isum));
-        else if (fn == Fn::Avg) r.aggs.push_back(Value::real((a.is_float ? a.fsum : (double)a.isum) / (double)a.count));
-        else r.aggs.push_back(a.best);
+    // By the order's columns, ties (and every group without an order) by
+    // key: one total order, so only as many groups as the page shows are
+    // sorted (a partial sort), and no row is made for the others.
+    std::vector<const Group*> groups;
+    groups.reserve(groups_);
+    for (size_t i = 0; i < groups_; i++) groups.push_back(&chunks_[i / kChunk][i % kChunk]);
+    auto before = [&](const Group* a, const Group* b) {
+      Value ta, tb;
+      for (size_t i = 0; i < order_cols_.size(); i++) {
+        int c = compare(value_of(*a, order_cols_[i], &ta), value_of(*b, order_cols_[i], &tb));
+        if (c) return st_.order[i].desc ? c > 0 : c < 0;
       }
-      rows.push_back(std::move(r));
-    }
-    auto value_of = [&](const Row& r, const Column& col) -> const Value& {
-      return col.group >= 0 ? (*r.key)[col.group] : r.aggs[col.agg];
+      return GroupLess()(a->key, b->key);
     };
-    if (!order_cols_.empty()) {
-      std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-        for (size_t i = 0; i < order_cols_.size(); i++) {
-          int c2 = compare(value_of(a, order_cols_[i]), value_of(b, order_cols_[i]));
-          if (c2) return st_.order[i].desc ? c2 > 0 : c2 < 0;
-        }
-        return false;  // ties keep group-key order
-      });
-    }
+    const size_t page = limit_ < 0 ? groups.size() : std::min(groups.size(), (size_t)(offset_ + limit_));
+    if (page < groups.size()) std::partial_sort(groups.begin(), groups.begin() + (ptrdiff_t)page, groups.end(), before);
+    else std::sort(groups.begin(), groups.end(), before);
+    Value tmp;
     for (size_t i = (size_t)offset_; i < page; i++) {
       Value o = Value::object();
-      for (const Column& col : cols_) o.append(col.label, value_of(rows[i], col));
+      for (const Column& col : cols_) o.append(col.label, value_of(*groups[i], col, &tmp));
       out->push_back(std::move(o));
     }
   }
+
 
  private:
   struct Column {
@@ -309,21 +298,24 @@ class Grouping {
   std::vector<const Expr*> aggs_;  // the aggregates computed: those selected, then those only ordered by
   std::vector<std::string> agg_labels_;
   std::vector<Column> cols_, order_cols_;
-  // The groups (a deque: each stays where it is made), found by their
-  // key's bytes (group_bytes) with no copy of the key; sorted by key once,
-  // when written.
+  // The groups, in chunks of kChunk (each stays where it is made), found
+  // by their key's bytes (group_bytes) with no copy of the key; sorted by
+  // key once, when written.
   struct Group {
     std::vector<Value> key;
     std::vector<Acc> accs;
   };
-  std::deque<Group> groups_;
+  static constexpr size_t kChunk = 256;
+  std::vector<std::unique_ptr<Group[]>> chunks_;
+  size_t groups_ = 0;
   SteadyMap<std::string, Group*> by_key_;
   std::string key_bytes_;
   std::vector<Acc>& group_of(std::span<const Value* const> key) {
     key_bytes_.clear();
     for (const Value* v : key) group_bytes(key_bytes_, *v);
     if (Group** known = by_key_.find(std::string_view(key_bytes_))) return (*known)->accs;
-    Group& g = groups_.emplace_back();
+    if (groups_ % kChunk == 0) chunks_.push_back(std::make_unique<Group[]>(kChunk));
+    Group& g = chunks_.back()[groups_++ % kChunk];
     for (const Value* v : key) g.key.push_back(*v);
     g.accs.resize(aggs_.size());
     by_key_[std::string_view(key_bytes_)] = &g;
