@@ -10,7 +10,7 @@ namespace kitfox {
 Value SecondaryIndex::normalize(const Value& v) {
   if (v.kind() == Kind::Float) {
     double d = v.as_float();
-    if (d == std::floor(d) && std::fabs(d) < 9.2e18) return Value::integer((int64_t)d);
+    if (d == std::floor(d) && d >= -0x1p63 && d < 0x1p63) return Value::integer((int64_t)d);  // (as compare has it)
   }
   return v;
 }

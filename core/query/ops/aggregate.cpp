@@ -50,7 +50,7 @@ void group_bytes(std::string& out, const Value& v) {
     case Kind::Int: word('i', (uint64_t)v.as_int()); return;
     case Kind::Float: {
       double d = v.as_float();
-      if (d == std::floor(d) && std::fabs(d) < 9.2e18) return word('i', (uint64_t)(int64_t)d);
+      if (d == std::floor(d) && d >= -0x1p63 && d < 0x1p63) return word('i', (uint64_t)(int64_t)d);
       if (std::isnan(d)) d = std::numeric_limits<double>::quiet_NaN();
       uint64_t bits;
       std::memcpy(&bits, &d, 8);
@@ -96,7 +96,7 @@ class Grouping {
  public:
   Grouping(const ParsedStatement& st, const Evaluator& ev, int64_t offset, int64_t limit)
       : st_(st), ev_(ev), offset_(offset), limit_(limit) {}
-  Grouping(const Grouping&) = delete;  // (whole_ and by_encoding_ point into groups_)
+  Grouping(const Grouping&) = delete;  // (whole_ and by_key_ point into chunks_)
   Grouping& operator=(const Grouping&) = delete;
 
   Status resolve(const CollectionDef& def) {
@@ -273,11 +273,12 @@ class Grouping {
       }
       return GroupLess()(a->key, b->key);
     };
-    const size_t page = limit_ < 0 ? groups.size() : std::min(groups.size(), (size_t)(offset_ + limit_));
+    const size_t n = groups.size(), skip = std::min(n, (size_t)offset_);
+    const size_t page = limit_ < 0 ? n : skip + std::min(n - skip, (size_t)limit_);  // (no sum to overflow)
     if (page < groups.size()) std::partial_sort(groups.begin(), groups.begin() + (ptrdiff_t)page, groups.end(), before);
     else std::sort(groups.begin(), groups.end(), before);
     Value tmp;
-    for (size_t i = (size_t)offset_; i < page; i++) {
+    for (size_t i = skip; i < page; i++) {
       Value o = Value::object();
       for (const Column& col : cols_) o.append(col.label, value_of(*groups[i], col, &tmp));
       out->push_back(std::move(o));
@@ -299,8 +300,8 @@ class Grouping {
   std::vector<std::string> agg_labels_;
   std::vector<Column> cols_, order_cols_;
   // The groups, in chunks of kChunk (each stays where it is made), found
-  // by their key's bytes (group_bytes) with no copy of the key; sorted by
-  // key once, when written.
+  // by their key's bytes (group_bytes) with no copy of the key; sorted once,
+  // when written (write()).
   struct Group {
     std::vector<Value> key;
     std::vector<Acc> accs;
@@ -324,7 +325,7 @@ class Grouping {
   std::vector<const Value*> keys_;  // add(): the row's key, in place
   enum class Fn : uint8_t { Count, Sum, Avg, Min, Max };
   std::vector<Fn> fns_;               // each aggregate's function (add() compares no names)
-  std::vector<Acc>* whole_ = nullptr;  // with no group: the one group (map entries stay put)
+  std::vector<Acc>* whole_ = nullptr;  // with no group: the one group (groups stay put)
   Value tmp_;                          // add(): an aggregate's argument that is no field
   Status inner_;
 };
