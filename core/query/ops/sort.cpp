@@ -1,6 +1,7 @@
-// sort: holds every row, then sends them ordered by the order keys (ties by
-// id: rows arrive in id order and the sort is stable); top-k when only the
-// first few are wanted (then the id is the last key).
+// sort: holds every row (undecoded, with its keys), then sends them ordered
+// by the order keys (ties as they came: rows arrive in id order and the
+// sort is stable); top-k when a limit says how many are wanted: a heap of
+// that many, ties by id.
 #include "ops.h"
 
 namespace kitfox {
@@ -10,57 +11,82 @@ namespace {
 class Sort : public Stage {
  public:
   Sort(ExecContext& x, int node, const std::vector<OrderKey>& keys, int64_t want)
-      : Stage(x, node), keys_(keys), want_(want) {}
+      : Stage(x, node), keys_(keys), want_(want), part_(x.c), at_(keys.size()), made_(keys.size()) {
+    for (const OrderKey& k : keys_) {
+      if (k.expr) part_.need(*k.expr);
+      else part_.need(k.path);
+    }
+    part_.shape();
+  }
 
   Status finish() override {
     KF_TRY(x_.err);
-    auto less = [&](const Item& a, const Item& b) {
-      for (size_t i = 0; i < keys_.size(); i++) {
-        int c = compare(a.keys[i], b.keys[i]);
-        if (c) return keys_[i].desc ? c > 0 : c < 0;
-      }
-      return false;
-    };
-    size_t want = want_ < 0 ? items_.size() : std::min<size_t>(items_.size(), (size_t)want_);
-    if (want < items_.size() / 4) {
-      auto less_id = [&](const Item& a, const Item& b) {
-        if (less(a, b)) return true;
-        if (less(b, a)) return false;
-        return a.row.id < b.row.id;
-      };
-      std::partial_sort(items_.begin(), items_.begin() + (ptrdiff_t)want, items_.end(), less_id);
+    if (want_ >= 0) {
+      std::sort_heap(items_.begin(), items_.end(), [&](const Item& a, const Item& b) { return before(a, b); });
     } else {
-      std::stable_sort(items_.begin(), items_.end(), less);
+      std::stable_sort(items_.begin(), items_.end(), [&](const Item& a, const Item& b) {
+        return order(a.keys.data(), b.keys.data()) < 0;
+      });
     }
-    for (size_t i = 0; i < want; i++)
-      if (!emit(items_[i].row)) break;
+    for (Item& it : items_)
+      if (!emit(it.row)) break;
     KF_TRY(x_.err);
     return Stage::finish();
   }
 
  protected:
+  // A row's keys read from the fields they name alone (decoded for them,
+  // or from the document where it came decoded), in place; a row is kept
+  // undecoded (its body) and its keys copied only when it is held: with a
+  // limit, only while it is among the first `want` (a heap, the last of
+  // them at its top), so a top-k over a million documents decodes no
+  // document and holds `want` rows.
   bool push(Row& r) override {
-    Status s = x_.decode(r);
-    if (!s.is_ok()) return x_.fail(std::move(s));
-    Item it;
-    for (const OrderKey& k : keys_) {
+    static const Value kNull;
+    Status s;
+    const Value* doc = &r.doc;
+    if (!r.decoded) {
+      s = part_.load(r.id, r.body);
+      if (!s.is_ok()) return x_.fail(std::move(s));
+      doc = &part_.doc();
+    }
+    for (size_t i = 0; i < keys_.size(); i++) {
+      const OrderKey& k = keys_[i];
       if (k.expr) {
-        Value kv;
-        s = x_.ev.eval(*k.expr, r.doc, &kv);
+        s = x_.ev.eval(*k.expr, *doc, &made_[i]);
         if (!s.is_ok()) return x_.fail(std::move(s));
-        it.keys.push_back(std::move(kv));
+        at_[i] = &made_[i];
         continue;
       }
-      const Value* v = &r.doc;
+      const Value* v = doc;
       for (const std::string& p : k.path) {
         v = v->kind() == Kind::Object ? v->get(p) : nullptr;
         if (!v) break;
       }
-      it.keys.push_back(v ? *v : Value());
+      at_[i] = v ? v : &kNull;
     }
-    if (!x_.budget.take(r.doc, &s)) return x_.fail(std::move(s));
+    const bool top = want_ >= 0;
+    if (top && items_.size() >= (size_t)want_) {
+      // Not before the last of the first `want`: not among them.
+      if (want_ == 0 || !before_last(r.id)) return true;
+      std::pop_heap(items_.begin(), items_.end(), [&](const Item& a, const Item& b) { return before(a, b); });
+      items_.pop_back();
+    }
+    Item it;
+    it.keys.reserve(keys_.size());
+    for (size_t i = 0; i < keys_.size(); i++) it.keys.push_back(*at_[i]);
+    // What is held, charged as it grows (a row replacing another among the
+    // first `want` is not; the rows sent on are charged by whoever keeps
+    // them): its keys, and its document where it came decoded.
+    if (items_.size() == held_) {
+      for (const Value& k : it.keys)
+        if (!x_.budget.take(k, &s)) return x_.fail(std::move(s));
+      if (r.decoded && !x_.budget.take(r.doc, &s)) return x_.fail(std::move(s));
+      held_++;
+    }
     it.row = std::move(r);
     items_.push_back(std::move(it));
+    if (top) std::push_heap(items_.begin(), items_.end(), [&](const Item& a, const Item& b) { return before(a, b); });
     return true;
   }
 
@@ -69,9 +95,35 @@ class Sort : public Stage {
     std::vector<Value> keys;
     Row row;
   };
+  // <0, 0, >0: a's keys before, level with, after b's, by the order.
+  int order(const Value* a, const Value* b) const {
+    for (size_t i = 0; i < keys_.size(); i++) {
+      int c = compare(a[i], b[i]);
+      if (c) return keys_[i].desc ? -c : c;
+    }
+    return 0;
+  }
+  // With a limit, ties go by id (rows need not come in id order).
+  bool before(const Item& a, const Item& b) const {
+    int c = order(a.keys.data(), b.keys.data());
+    return c ? c < 0 : a.row.id < b.row.id;
+  }
+  // Whether the row whose keys are at_ comes before the last held.
+  bool before_last(int64_t id) const {
+    const Item& last = items_.front();
+    for (size_t i = 0; i < keys_.size(); i++) {
+      int c = compare(*at_[i], last.keys[i]);
+      if (c) return keys_[i].desc ? c > 0 : c < 0;
+    }
+    return id < last.row.id;
+  }
   const std::vector<OrderKey>& keys_;
   int64_t want_;
+  PartialDoc part_;
+  std::vector<const Value*> at_;  // push(): the row's keys, in place
+  std::vector<Value> made_;       // push(): those made by an expression
   std::vector<Item> items_;
+  size_t held_ = 0;  // the most items held at once
 };
 
 }  // namespace
