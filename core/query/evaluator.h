@@ -341,8 +341,8 @@ class RowBudget {
  public:
   explicit RowBudget(uint64_t max) : max_(max), left_(max) {}
   // False, with *err set, once what is kept passes the budget.
-  bool take(const Value& v, Status* err) {
-    uint64_t n = bytes(v);
+  bool take(const Value& v, Status* err) { return take_bytes(bytes(v), err); }
+  bool take_bytes(uint64_t n, Status* err) {
     if (n > left_) {
       *err = Status(Code::Limit, "the rows of this query take more than " + std::to_string(max_ >> 20) +
                                      " MiB (max_result_bytes): add a limit or select fewer fields");
@@ -352,7 +352,6 @@ class RowBudget {
     return true;
   }
 
- private:
   // Scalars inside a list or object are counted in place (no call each):
   // a row's estimate costs about 1% of a point read.
   static uint64_t bytes(const Value& v) {
@@ -375,6 +374,8 @@ class RowBudget {
       default: return sizeof(Value);
     }
   }
+
+ private:
   uint64_t max_, left_;
 };
 

@@ -438,9 +438,43 @@ TEST_CASE("the rows of one query are bounded by max_result_bytes: scans, sorts, 
   CHECK(db->query("get t order n desc limit 100").is_ok());
   auto top = db->query("get t select n order s desc, n desc limit 10");
   REQUIRE(top.is_ok());
-  CHECK(top->rows.size() == 10);
-  CHECK(top->rows[0].get("n")->as_int() == 1999);
+  REQUIRE(top->rows.size() == 10);
+  for (int64_t i = 0; i < 10; i++) CHECK(top->rows[i].get("n")->as_int() == 1999 - i);
   CHECK(count(*db) == 2000);
+}
+
+TEST_CASE("a top-k by any key and offset is the slice of the whole sort") {
+  auto fs = make_memory_file_system();
+  auto db = open_db(*fs);
+  REQUIRE(db->query("create collection s (k int, t text, v vector<2>)").is_ok());
+  Value list = Value::list();
+  for (int i = 0; i < 60; i++) {  // repeating keys, some missing
+    Value d = Value::object();
+    if (i % 11) d.append("k", Value::integer((i * 7) % 5));
+    d.append("t", Value::text(std::string(1 + i % 4, (char)('a' + i % 3))));
+    d.append("v", Value::vector({(float)(i % 6), 1}));
+    list.push(std::move(d));
+  }
+  REQUIRE(db->query("put s $1", {list}).is_ok());
+  auto ids = [&](const std::string& q) {
+    auto r = db->query(q);
+    REQUIRE_MESSAGE(r.is_ok(), q);
+    std::vector<int64_t> out;
+    for (const Value& row : r->rows) out.push_back(row.get("id")->as_int());
+    return out;
+  };
+  for (const char* order : {"k", "k desc", "t, k desc", "norm(v) desc, t", "k, t desc"}) {
+    const std::vector<int64_t> all = ids(std::string("get s select id order ") + order);
+    REQUIRE(all.size() == 60);
+    for (int limit : {0, 1, 4, 13, 59, 60, 100})
+      for (int offset : {0, 3, 50, 70}) {
+        const std::string q = std::string("get s select id order ") + order + " limit " + std::to_string(limit) +
+                              " offset " + std::to_string(offset);
+        CAPTURE(q);
+        const size_t from = std::min<size_t>(60, offset), to = std::min<size_t>(60, offset + limit);
+        CHECK(ids(q) == std::vector<int64_t>(all.begin() + (ptrdiff_t)from, all.begin() + (ptrdiff_t)to));
+      }
+  }
 }
 
 TEST_CASE("a bad header is refused with a clear error") {

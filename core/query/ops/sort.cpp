@@ -43,6 +43,7 @@ class Sort : public Stage {
   // document and holds `want` rows.
   bool push(Row& r) override {
     static const Value kNull;
+    if (want_ == 0) return false;  // nothing wanted: the source stops
     Status s;
     const Value* doc = &r.doc;
     if (!r.decoded) {
@@ -68,21 +69,25 @@ class Sort : public Stage {
     const bool top = want_ >= 0;
     if (top && items_.size() >= (size_t)want_) {
       // Not before the last of the first `want`: not among them.
-      if (want_ == 0 || !before_last(r.id)) return true;
+      if (!before_last(r.id)) return true;
       std::pop_heap(items_.begin(), items_.end(), [&](const Item& a, const Item& b) { return before(a, b); });
+      held_ -= items_.back().bytes;
       items_.pop_back();
     }
     Item it;
     it.keys.reserve(keys_.size());
-    for (size_t i = 0; i < keys_.size(); i++) it.keys.push_back(*at_[i]);
-    // What is held, charged as it grows (a row replacing another among the
-    // first `want` is not; the rows sent on are charged by whoever keeps
-    // them): its keys, and its document where it came decoded.
-    if (items_.size() == held_) {
-      for (const Value& k : it.keys)
-        if (!x_.budget.take(k, &s)) return x_.fail(std::move(s));
-      if (r.decoded && !x_.budget.take(r.doc, &s)) return x_.fail(std::move(s));
-      held_++;
+    it.bytes = sizeof(Item) + (r.decoded ? RowBudget::bytes(r.doc) : 0);
+    for (size_t i = 0; i < keys_.size(); i++) {
+      it.keys.push_back(*at_[i]);
+      it.bytes += RowBudget::bytes(it.keys.back());
+    }
+    // What is held (each row, its keys, its document where it came
+    // decoded), charged as the most held at once grows; the rows sent on
+    // are charged by whoever keeps them.
+    held_ += it.bytes;
+    if (held_ > peak_) {
+      if (!x_.budget.take_bytes(held_ - peak_, &s)) return x_.fail(std::move(s));
+      peak_ = held_;
     }
     it.row = std::move(r);
     items_.push_back(std::move(it));
@@ -94,6 +99,7 @@ class Sort : public Stage {
   struct Item {
     std::vector<Value> keys;
     Row row;
+    uint64_t bytes = 0;  // what holding it costs
   };
   // <0, 0, >0: a's keys before, level with, after b's, by the order.
   int order(const Value* a, const Value* b) const {
@@ -103,7 +109,8 @@ class Sort : public Stage {
     }
     return 0;
   }
-  // With a limit, ties go by id (rows need not come in id order).
+  // With a limit, ties go by id (as they come: every source gives rows in
+  // id order, which the stable sort of all of them keeps).
   bool before(const Item& a, const Item& b) const {
     int c = order(a.keys.data(), b.keys.data());
     return c ? c < 0 : a.row.id < b.row.id;
@@ -123,7 +130,7 @@ class Sort : public Stage {
   std::vector<const Value*> at_;  // push(): the row's keys, in place
   std::vector<Value> made_;       // push(): those made by an expression
   std::vector<Item> items_;
-  size_t held_ = 0;  // the most items held at once
+  uint64_t held_ = 0, peak_ = 0;  // the bytes held, the most held at once (charged)
 };
 
 }  // namespace
