@@ -145,7 +145,10 @@ class Grouping {
       // (The parser makes aggregates of these five names only.)
       fns_.push_back(f == "sum" ? Fn::Sum : f == "avg" ? Fn::Avg : f == "min" ? Fn::Min : f == "max" ? Fn::Max : Fn::Count);
     }
-    if (st_.group.empty()) whole_ = &group_of({});  // a whole-result aggregate has one row, even over nothing
+    if (st_.group.empty()) {  // a whole-result aggregate has one row, even over nothing (no chunk made)
+      whole_group_.accs.resize(aggs_.size());
+      whole_ = &whole_group_.accs;
+    }
     return Status::ok();
   }
 
@@ -178,7 +181,7 @@ class Grouping {
     for (size_t i = 0; i < aggs_.size(); i++)
       if (aggs_[i]->kids.empty()) accs[i].count += (int64_t)n;  // count(key) skips nulls
   }
-  size_t groups() const { return groups_; }
+  size_t groups() const { return groups_ + (whole_ != nullptr); }
   const Status& error() const { return inner_; }
 
   bool add(const Value& doc) {
@@ -263,7 +266,8 @@ class Grouping {
     // key: one total order, so only as many groups as the page shows are
     // sorted (a partial sort), and no row is made for the others.
     std::vector<const Group*> groups;
-    groups.reserve(groups_);
+    groups.reserve(groups_ + 1);
+    if (whole_) groups.push_back(&whole_group_);
     for (size_t i = 0; i < groups_; i++) groups.push_back(&chunks_[i / kChunk][i % kChunk]);
     auto before = [&](const Group* a, const Group* b) {
       Value ta, tb;
@@ -325,7 +329,8 @@ class Grouping {
   std::vector<const Value*> keys_;  // add(): the row's key, in place
   enum class Fn : uint8_t { Count, Sum, Avg, Min, Max };
   std::vector<Fn> fns_;               // each aggregate's function (add() compares no names)
-  std::vector<Acc>* whole_ = nullptr;  // with no group: the one group (groups stay put)
+  Group whole_group_;                  // with no group: the one group
+  std::vector<Acc>* whole_ = nullptr;  // its accumulators then
   Value tmp_;                          // add(): an aggregate's argument that is no field
   Status inner_;
 };
