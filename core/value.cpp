@@ -31,6 +31,16 @@ const char* kind_name(Kind k) {
 static_assert(sizeof(void*) != 8 || sizeof(Value) == 56);
 
 const std::string Value::kEmptyString;
+
+const Value& Value::at_path(const std::vector<std::string>& path) const {
+  static const Value null;
+  const Value* v = this;
+  for (const std::string& k : path) {
+    v = v->kind() == Kind::Object ? v->get(k) : nullptr;
+    if (!v) return null;
+  }
+  return *v;
+}
 const std::vector<Value> Value::kNoItems;
 const std::vector<std::string> Value::kNoKeys;
 const std::vector<float> Value::kNoFloats;

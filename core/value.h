@@ -106,6 +106,9 @@ class Value {
   // Object access (a value that is not a list or an object becomes an
   // object first). set() replaces an existing key or appends.
   const Value* get(std::string_view key) const;
+  // The value at a path of keys (an empty path: this one); a null (one
+  // shared) where the path leads past an object or to a missing key.
+  const Value& at_path(const std::vector<std::string>& path) const;
   Value* get_mut(std::string_view key);
   void set(std::string_view key, Value v);
   bool erase(std::string_view key);

@@ -129,15 +129,8 @@ class Evaluator {
   // parameter: no copy, so a compare of text with text copies no string),
   // else evaluated into *tmp.
   Status operand(const Expr& e, const Value& doc, Value* tmp, const Value** out) const {
-    static const Value kNull;
     if (e.kind == ExprKind::Path) {
-      const Value* v = &doc;
-      for (const std::string& k : e.path) {
-        if (v->kind() != Kind::Object) { v = nullptr; break; }
-        v = v->get(k);
-        if (!v) break;
-      }
-      *out = v ? v : &kNull;
+      *out = &doc.at_path(e.path);
       return Status::ok();
     }
     if (const Value* r = ref(e)) {

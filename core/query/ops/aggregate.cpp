@@ -187,16 +187,8 @@ class Grouping {
   bool add(const Value& doc) {
     std::vector<Acc>* group = whole_;
     if (!group) {  // the key's values in place; copied for a group met first
-      static const Value kNull;
       keys_.clear();
-      for (const SelectItem& g : st_.group) {
-        const Value* v = &doc;
-        for (const std::string& p : g.path) {
-          v = v->kind() == Kind::Object ? v->get(p) : nullptr;
-          if (!v) break;
-        }
-        keys_.push_back(v ? v : &kNull);
-      }
+      for (const SelectItem& g : st_.group) keys_.push_back(&doc.at_path(g.path));
       group = &group_of(keys_);
     }
     std::vector<Acc>& accs = *group;

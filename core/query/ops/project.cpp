@@ -20,12 +20,7 @@ Value project_row(const ParsedStatement& st, Value doc, const Evaluator& ev, Sta
       continue;
     }
     if (s.path.size() == 1 && s.path[0] == "id") continue;
-    const Value* v = &doc;
-    for (const std::string& k : s.path) {
-      v = v->kind() == Kind::Object ? v->get(k) : nullptr;
-      if (!v) break;
-    }
-    r.append(join(s.path), v ? *v : Value());
+    r.append(join(s.path), doc.at_path(s.path));
   }
   return r;
 }

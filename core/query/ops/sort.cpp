@@ -42,7 +42,6 @@ class Sort : public Stage {
   // them at its top), so a top-k over a million documents decodes no
   // document and holds `want` rows.
   bool push(Row& r) override {
-    static const Value kNull;
     if (want_ == 0) return false;  // nothing wanted: the source stops
     Status s;
     const Value* doc = &r.doc;
@@ -59,12 +58,7 @@ class Sort : public Stage {
         at_[i] = &made_[i];
         continue;
       }
-      const Value* v = doc;
-      for (const std::string& p : k.path) {
-        v = v->kind() == Kind::Object ? v->get(p) : nullptr;
-        if (!v) break;
-      }
-      at_[i] = v ? v : &kNull;
+      at_[i] = &doc->at_path(k.path);
     }
     const bool top = want_ >= 0;
     if (top && items_.size() >= (size_t)want_) {
