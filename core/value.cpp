@@ -2,8 +2,10 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <utility>
 
 #include "float_text.h"
@@ -168,6 +170,56 @@ int compare(const Value& a, const Value& b) {
 }
 
 bool equal(const Value& a, const Value& b) { return compare(a, b) == 0; }
+
+void key_bytes(std::string& out, const Value& v) {
+  auto word = [&](char tag, uint64_t w) {
+    out.push_back(tag);
+    out.append(reinterpret_cast<const char*>(&w), 8);
+  };
+  auto count = [&](uint64_t n) { out.append(reinterpret_cast<const char*>(&n), 8); };
+  switch (v.kind()) {
+    case Kind::Null: out.push_back('n'); return;
+    case Kind::Bool: out.push_back(v.as_bool() ? 't' : 'f'); return;
+    case Kind::Int: word('i', (uint64_t)v.as_int()); return;
+    case Kind::Float: {
+      double d = v.as_float();
+      if (d == std::floor(d) && d >= -0x1p63 && d < 0x1p63) return word('i', (uint64_t)(int64_t)d);
+      if (std::isnan(d)) d = std::numeric_limits<double>::quiet_NaN();
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      return word('d', bits);
+    }
+    case Kind::Timestamp: word('s', (uint64_t)v.as_int()); return;
+    case Kind::Text:
+    case Kind::Bytes:
+      out.push_back(v.kind() == Kind::Text ? 'x' : 'b');
+      count(v.as_string().size());
+      out += v.as_string();
+      return;
+    case Kind::List:
+      out.push_back('l');
+      count(v.items().size());
+      for (const Value& x : v.items()) key_bytes(out, x);
+      return;
+    case Kind::Object:
+      out.push_back('o');
+      count(v.items().size());
+      for (size_t i = 0; i < v.items().size(); i++) {
+        count(v.keys()[i].size());
+        out += v.keys()[i];
+        key_bytes(out, v.items()[i]);
+      }
+      return;
+    case Kind::Vector:
+      out.push_back('v');
+      count(v.vec().size());
+      for (float f : v.vec()) {
+        if (f == 0) f = 0;
+        out.append(reinterpret_cast<const char*>(&f), 4);
+      }
+      return;
+  }
+}
 
 // Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar.
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {

@@ -258,6 +258,11 @@ class Value {
 // numerically.
 int compare(const Value& a, const Value& b);
 bool equal(const Value& a, const Value& b);
+// Bytes that are the same for values compare() finds equal (an integral
+// float as the int it equals, so also -0.0 as 0; every NaN one; a vector's
+// -0.0 as 0), and different for any others: a key by which a hash map
+// holds what compares equal together (a @hash index, a query's groups).
+void key_bytes(std::string& out, const Value& v);
 
 // A timestamp (ms since epoch, UTC) as ISO-8601 "YYYY-MM-DDTHH:MM:SS.sssZ",
 // and back. parse accepts a date, date+time, fractional seconds, Z or +hh:mm.

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../codec.h"
 
 namespace kitfox {
 
@@ -18,8 +17,7 @@ Value SecondaryIndex::normalize(const Value& v) {
 const std::string& SecondaryIndex::hash_key(const Value& v) {
   thread_local std::string k;
   k.clear();
-  if (v.kind() == Kind::Float) encode_value(k, normalize(v), false);
-  else encode_value(k, v, false);  // no copy of the key made
+  key_bytes(k, v);  // (no copy of the key made; nested numbers as compare has them)
   return k;
 }
 

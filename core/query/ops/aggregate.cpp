@@ -3,8 +3,6 @@
 // counting group from a secondary index's keys alone.
 #include "ops.h"
 
-#include <cmath>
-#include <limits>
 #include <span>
 
 #include "../binder.h"
@@ -35,58 +33,6 @@ struct GroupLess {
     return false;
   }
 };
-
-// A group key's bytes: the same for values that compare equal (an integral
-// float as the int it equals, so also -0.0 as 0; every NaN one; a vector's
-// -0.0 as 0), different for any others.
-void group_bytes(std::string& out, const Value& v) {
-  auto word = [&](char tag, uint64_t w) {
-    out.push_back(tag);
-    out.append(reinterpret_cast<const char*>(&w), 8);
-  };
-  switch (v.kind()) {
-    case Kind::Null: out.push_back('n'); return;
-    case Kind::Bool: out.push_back(v.as_bool() ? 't' : 'f'); return;
-    case Kind::Int: word('i', (uint64_t)v.as_int()); return;
-    case Kind::Float: {
-      double d = v.as_float();
-      if (d == std::floor(d) && d >= -0x1p63 && d < 0x1p63) return word('i', (uint64_t)(int64_t)d);
-      if (std::isnan(d)) d = std::numeric_limits<double>::quiet_NaN();
-      uint64_t bits;
-      std::memcpy(&bits, &d, 8);
-      return word('d', bits);
-    }
-    case Kind::Timestamp: word('s', (uint64_t)v.as_int()); return;
-    case Kind::Text:
-    case Kind::Bytes:
-      out.push_back(v.kind() == Kind::Text ? 'x' : 'b');
-      put_varint(out, v.as_string().size());
-      out += v.as_string();
-      return;
-    case Kind::List:
-      out.push_back('l');
-      put_varint(out, v.items().size());
-      for (const Value& x : v.items()) group_bytes(out, x);
-      return;
-    case Kind::Object:
-      out.push_back('o');
-      put_varint(out, v.items().size());
-      for (size_t i = 0; i < v.items().size(); i++) {
-        put_varint(out, v.keys()[i].size());
-        out += v.keys()[i];
-        group_bytes(out, v.items()[i]);
-      }
-      return;
-    case Kind::Vector:
-      out.push_back('v');
-      put_varint(out, v.vec().size());
-      for (float f : v.vec()) {
-        if (f == 0) f = 0;
-        out.append(reinterpret_cast<const char*>(&f), 4);
-      }
-      return;
-  }
-}
 
 }  // namespace
 
@@ -296,7 +242,7 @@ class Grouping {
   std::vector<std::string> agg_labels_;
   std::vector<Column> cols_, order_cols_;
   // The groups, in chunks of kChunk (each stays where it is made), found
-  // by their key's bytes (group_bytes) with no copy of the key; sorted once,
+  // by their key's bytes (key_bytes) with no copy of the key; sorted once,
   // when written (write()).
   struct Group {
     std::vector<Value> key;
@@ -309,7 +255,7 @@ class Grouping {
   std::string key_bytes_;
   std::vector<Acc>& group_of(std::span<const Value* const> key) {
     key_bytes_.clear();
-    for (const Value* v : key) group_bytes(key_bytes_, *v);
+    for (const Value* v : key) key_bytes(key_bytes_, *v);
     if (Group** known = by_key_.find(std::string_view(key_bytes_))) return (*known)->accs;
     if (groups_ % kChunk == 0) chunks_.push_back(std::make_unique<Group[]>(kChunk));
     Group& g = chunks_.back()[groups_++ % kChunk];
