@@ -68,9 +68,18 @@ Result<Statement> Database::prepare(std::string_view text) {
   return s;
 }
 
+Result<std::vector<Value>> Params::copy() const {
+  std::vector<Value> v = *values_;
+  if (!encoded_.empty() && at_ < v.size()) {
+    Reader r(encoded_);
+    KF_TRY(decode_value(r, &v[at_]));
+    if (!r.done()) return Status(Code::Invalid, "malformed parameters");
+  }
+  return v;
+}
+
 // The rows of *out are cleared on an error, whichever step it came from.
-Status Database::run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params,
-                     QueryResult* out) {
+Status Database::run(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out) {
   Status s = dispatch(p, params, out);
   if (!s.is_ok()) out->rows.clear();
   return s;
@@ -78,8 +87,7 @@ Status Database::run(const std::shared_ptr<Prepared>& p, const std::vector<Value
 
 // Begin, commit and rollback; a statement inside this thread's transaction;
 // any other straight to the engine.
-Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params,
-                          QueryResult* out) {
+Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out) {
   const StmtKind kind = p->st.kind;
   auto me = std::this_thread::get_id();
   Transactions& t = *txns_;
@@ -132,7 +140,8 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<
     return Status(Code::Invalid, "only put, insert, set, del and reads can be part of a transaction", p->st.pos);
   if (!is_read) {
     KF_TRY(engine_->bind_now(*p));  // an unknown name is reported now, not at commit
-    queue.push_back({p, params, nullptr});  // kept: the caller's go when it returns
+    KF_ASSIGN(auto kept, params.copy());
+    queue.push_back({p, std::move(kept), std::nullopt});  // kept: the caller's go when it returns
     Value row = Value::object();
     row.append("queued", Value::integer((int64_t)queue.size()));
     out->rows.clear();
@@ -146,7 +155,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const std::vector<
   // A read sees the transaction's writes: they run before it, then are undone.
   std::vector<Engine::PreparedItem> items = queue;
   g.unlock();
-  items.push_back({p, {}, &params});
+  items.push_back({p, {}, params});
   KF_ASSIGN(auto results, engine_->run_batch(items, true));
   *out = std::move(results.back());
   return Status::ok();
@@ -159,6 +168,10 @@ Result<QueryResult> Statement::query(const std::vector<Value>& params) const {
 }
 
 Status Statement::query(const std::vector<Value>& params, QueryResult* out) const {
+  return query(Params(params), out);
+}
+
+Status Statement::query(const Params& params, QueryResult* out) const {
   if (!p_) {
     out->rows.clear();
     return Status(Code::Invalid, "an empty statement (not prepared)");
@@ -170,6 +183,11 @@ const std::string& Statement::text() const {
   return p_ ? p_->text : none;
 }
 bool Statement::is_write() const { return p_ && p_->st.is_write(); }
+int64_t Statement::documents_param() const {
+  if (!p_ || (p_->st.kind != StmtKind::Put && p_->st.kind != StmtKind::Insert)) return 0;
+  const Expr* b = p_->st.body.get();
+  return b && b->kind == ExprKind::Param ? b->param : 0;
+}
 
 Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
   return engine_->batch(items, durable_at);

@@ -99,6 +99,35 @@ class Engine;
 class Database;
 struct Prepared;
 
+// The parameters of one run of a statement ($1 is the first): the caller's
+// values, by reference (they outlive the run). A host whose parameters
+// arrive in the codec's value encoding (the WASM binding) may leave the
+// documents of a put there: parameter `encoded_at` (0-based) is then given
+// as `encoded` (its entry in `values` is null) and the put types the
+// documents from those bytes, as it types a body of literals, with no Value
+// built for them. Only the parameter Statement::documents_param() names may
+// be left so: nothing but the put reads it.
+class Params {
+ public:
+  Params(const std::vector<Value>& values) : values_(&values) {}  // implicit, as the vector was taken before
+  Params(const std::vector<Value>& values, size_t encoded_at, std::string_view encoded)
+      : values_(&values), at_(encoded_at), encoded_(encoded) {}
+  size_t size() const { return values_->size(); }
+  const Value& operator[](size_t i) const { return (*values_)[i]; }
+  // Parameter $n's bytes where it was left encoded; else empty.
+  std::string_view encoded(int64_t n) const {
+    return n >= 1 && (size_t)(n - 1) == at_ ? encoded_ : std::string_view();
+  }
+  // The values, the one left encoded decoded: a copy that owns everything
+  // (what a transaction keeps until its commit).
+  Result<std::vector<Value>> copy() const;
+
+ private:
+  const std::vector<Value>* values_;
+  size_t at_ = SIZE_MAX;
+  std::string_view encoded_;
+};
+
 // A statement parsed and bound once (Database::prepare), run many times with
 // new parameters. Bound again by itself when a collection it reads or writes
 // is altered, dropped or given an index; a statement whose collection or
@@ -114,6 +143,11 @@ class Statement {
   // id keeps the last call's row, its keys and its texts' storage, so a loop
   // of such reads into one QueryResult allocates nothing.
   Status query(const std::vector<Value>& params, QueryResult* out) const;
+  // The same with parameters one of which may be left encoded (Params).
+  Status query(const Params& params, QueryResult* out) const;
+  // For a put or insert whose body is a parameter (`put t $1`), its number:
+  // the one parameter that may be given encoded; else 0.
+  int64_t documents_param() const;
   const std::string& text() const;
   bool is_write() const;
   explicit operator bool() const { return p_ != nullptr; }
@@ -205,8 +239,8 @@ class Database {
   friend class Statement;
   friend struct DatabaseTesting;  // the unit tests' way to the engine
   Database();
-  Status run(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, QueryResult* out);
-  Status dispatch(const std::shared_ptr<Prepared>& p, const std::vector<Value>& params, QueryResult* out);
+  Status run(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out);
+  Status dispatch(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out);
   std::unique_ptr<Engine> engine_;
   // Open transactions (between begin and commit), per thread.
   struct Transactions;

@@ -76,7 +76,7 @@ bool Engine::reads_long(const Prepared& p) const {
   return (ran >> 1) != catalog_version_.load(std::memory_order_relaxed) || (ran & 1);
 }
 
-bool Engine::may_run_long(std::string_view text, const std::vector<Value>& params) {
+bool Engine::may_run_long(std::string_view text, const Params& params) {
   constexpr size_t kLongText = 64 << 10;
   // While a long write runs, a short statement would wait for its lock.
   if (long_write_running()) return true;
@@ -93,7 +93,7 @@ bool Engine::may_run_long(std::string_view text, const std::vector<Value>& param
 // written by id whose values give none (a text, 1.5, a list holding one:
 // the plan scans, a set or del under the write lock) or over 1,000 ids (as
 // many documents as a long put's).
-bool Engine::statement_long(const Prepared& p, const std::vector<Value>& params) const {
+bool Engine::statement_long(const Prepared& p, const Params& params) const {
   if (writes_long(p.st)) return true;
   const StmtKind k = p.st.kind;
   if ((k != StmtKind::Get && k != StmtKind::Set && k != StmtKind::Del) || !names_ids(p.st.where.get())) return false;
@@ -120,7 +120,7 @@ Status Engine::bind_now(Prepared& p) {
   return bound(p);
 }
 
-Status Engine::run(Prepared& p, const std::vector<Value>& params, QueryResult* out,
+Status Engine::run(Prepared& p, const Params& params, QueryResult* out,
                    uint64_t* durable_at) {
   if (durable_at) *durable_at = 0;
   const ParsedStatement& st = p.st;
@@ -199,12 +199,12 @@ Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& ite
   std::vector<PreparedItem> prepared(items.size());
   for (size_t i = 0; i < items.size(); i++) {
     if (i > 0 && items[i].text == items[i - 1].text) {  // a run of one statement: prepared once
-      prepared[i] = {prepared[i - 1].p, {}, &items[i].params};
+      prepared[i] = {prepared[i - 1].p, {}, Params(items[i].params)};
       continue;
     }
     auto p = prepare(items[i].text, true);
     if (!p.is_ok()) return in_statement(i, p.status());
-    prepared[i] = {std::move(p.value()), {}, &items[i].params};
+    prepared[i] = {std::move(p.value()), {}, Params(items[i].params)};
   }
   return run_batch(prepared, false, durable_at);
 }

@@ -18,6 +18,7 @@
 #include <set>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -180,9 +181,9 @@ struct PreparedDocs {
 // A write waiting in the engine's queue to land (sync.cpp): the first in
 // the queue lands those behind it too.
 struct QueuedWrite {
-  QueuedWrite(Prepared& p, const std::vector<Value>& params) : p(p), params(params) {}
+  QueuedWrite(Prepared& p, const Params& params) : p(p), params(params) {}
   Prepared& p;
-  const std::vector<Value>& params;
+  const Params params;
   bool deferred = false;     // returns once landed; its caller waits for the flush (when_durable)
   bool long_write = false;   // may hold the write lock long: landed by its own thread (Engine::land)
   uint64_t catalog_at = 0;   // the catalog version docs were made at
@@ -208,18 +209,18 @@ class Engine {
   // Runs a prepared statement (binding it first if the catalog changed).
   // The result goes to *out, written over where it can be (a point read's row);
   // after an error what it holds is unspecified.
-  Status run(Prepared& p, const std::vector<Value>& params, QueryResult* out,
+  Status run(Prepared& p, const Params& params, QueryResult* out,
              uint64_t* durable_at = nullptr);
   Status bind_now(Prepared& p);  // binds it now (an error if a name is unknown)
-  bool may_run_long(std::string_view text, const std::vector<Value>& params);  // see Database::may_run_long
+  bool may_run_long(std::string_view text, const Params& params);  // see Database::may_run_long
   bool long_write_running() const;          // see Database::long_write_running
   // A statement of a batch and its parameters: the caller's, which outlive
   // the batch (`given`), or a copy it keeps (a transaction's queue).
   struct PreparedItem {
     std::shared_ptr<Prepared> p;
     std::vector<Value> kept;
-    const std::vector<Value>* given = nullptr;
-    const std::vector<Value>& params() const { return given ? *given : kept; }
+    std::optional<Params> given;
+    Params params() const { return given ? *given : Params(kept); }
   };
   // Runs statements as one atomic write; `dry_run`: then undoes them all
   // (what a transaction's read sees: the transaction's writes before it).
@@ -246,7 +247,7 @@ class Engine {
   // Reads c (the collection p names, looked up by the caller; null if none
   // exists). The rows go to *out: a point read writes over the row it holds,
   // any other read replaces them.
-  Status execute_read(const Prepared& p, Collection* c, const std::vector<Value>& params, QueryResult* out,
+  Status execute_read(const Prepared& p, Collection* c, const Params& params, QueryResult* out,
                       std::shared_lock<FairSharedMutex>* lock = nullptr);
   // `limited`: the statement has a limit (its scan may end early).
   bool pinnable(const Collection& c, const class Plan& plan, const struct LookupPlan* lookup, const Field* exact_near,
@@ -276,11 +277,11 @@ class Engine {
   // nothing) and its answer into *out; nothing lands: the caller commits
   // the batch. Under the write lock. `docs`: a put's documents,
   // made by prepare_write beside the readers.
-  Status execute_write(const ParsedStatement& st, const std::vector<Value>& params, PreparedDocs* docs,
+  Status execute_write(const ParsedStatement& st, const Params& params, PreparedDocs* docs,
                        WriteBatch* batch, QueryResult* out);
   // A put's or insert's documents, typed and encoded (under the shared
   // lock; landed at the catalog version they were made at, or made again).
-  Status prepare_write(const ParsedStatement& st, const std::vector<Value>& params, PreparedDocs* docs);
+  Status prepare_write(const ParsedStatement& st, const Params& params, PreparedDocs* docs);
   // Under the shared lock `lk`, for a statement p (bound) that needs_maps
   // and makes `lookups` lookups by document or vector in each vector index
   // of its collection: those lookups reserved (HnswIndex::reserve: scans
@@ -309,7 +310,7 @@ class Engine {
   // del's ids, four for each (the document's node, the vector's twin, the
   // old node taken out, a transaction's undo); UINT64_MAX when it cannot
   // say (a where clause not by id, a read).
-  static uint64_t vector_lookups(const ParsedStatement& st, const std::vector<Value>& params);
+  static uint64_t vector_lookups(const ParsedStatement& st, const Params& params);
   // For a statement p (bound) of a write or a batch, under the shared lock:
   // what it would otherwise build under the write lock, built beside it
   // first: its collection's vector maps (ready_maps), its @unique indexes (a
@@ -317,7 +318,7 @@ class Engine {
   // text or secondary indexes is unbuilt, those its plan would use (a read,
   // or a set or del not by id, planned here without running). `lookups`:
   // vector_lookups of the statement, or of the whole batch it is part of.
-  Status ready_indexes(Prepared& p, const std::vector<Value>& params, uint64_t lookups,
+  Status ready_indexes(Prepared& p, const Params& params, uint64_t lookups,
                        std::shared_lock<FairSharedMutex>& lk);
   // A text or secondary index that a statement needs and that is not
   // built, or a vector index's maps that a read needs and that are not.
@@ -549,7 +550,7 @@ class Engine {
   // A set or del not by id, a definition, or a statement written by id
   // whose parameters give no integer id (its plan scans) or over 1,000 ids
   // (may_run_long, the long writes).
-  bool statement_long(const Prepared& p, const std::vector<Value>& params) const;
+  bool statement_long(const Prepared& p, const Params& params) const;
   struct LongWrites {
     std::atomic<int>& n;
     const bool counted;

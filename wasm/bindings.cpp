@@ -89,21 +89,35 @@ uint32_t input(uint32_t n) {
 enum Flags { kParamsJson = 1, kRowsJson = 2 };
 
 // The parameters in `raw`: a binary-encoded list value, or JSON text.
-Status read_params(std::string_view raw, int flags, std::vector<Value>* params) {
+// Parameter $`documents` (0: none; see Statement::documents_param), a
+// put's documents, is left in its encoding: *encoded is set to its bytes.
+Status read_params(std::string_view raw, int flags, std::vector<Value>* params, int64_t documents = 0,
+                   std::string_view* encoded = nullptr) {
   params->clear();
   if (raw.empty()) return Status::ok();
-  Value list;
   if (flags & kParamsJson) {
     auto r = parse_json(raw);
     if (!r) return r.status();
-    list = std::move(r.value());
-  } else {
-    Reader rd(raw);
-    Status st = decode_value(rd, &list);
-    if (!st || !rd.done()) return Status(Code::Invalid, "malformed parameters");
+    if (r.value().kind() != Kind::List) return Status(Code::Invalid, "parameters must be a list");
+    *params = std::move(r.value().mutable_items());
+    return Status::ok();
   }
-  if (list.kind() != Kind::List) return Status(Code::Invalid, "parameters must be a list");
-  *params = std::move(list.mutable_items());
+  Reader rd(raw);
+  if (rd.u8() != kList) return Status(Code::Invalid, "parameters must be a list");
+  uint64_t n = rd.varint();
+  if (!rd.ok() || n > rd.left()) return Status(Code::Invalid, "malformed parameters");
+  params->resize(n);
+  for (uint64_t i = 0; i < n; i++) {
+    if ((int64_t)i + 1 == documents && encoded) {
+      const char* at = rd.pos();
+      skip_value(rd, 1);  // an item of the list, as the list's decode counts it
+      if (!rd.ok()) return Status(Code::Invalid, "malformed parameters");
+      *encoded = std::string_view(at, rd.pos() - at);
+    } else if (!decode_value(rd, &(*params)[i], 1).is_ok()) {
+      return Status(Code::Invalid, "malformed parameters");
+    }
+  }
+  if (!rd.done()) return Status(Code::Invalid, "malformed parameters");
   return Status::ok();
 }
 
@@ -162,10 +176,15 @@ int run(int h, int st, uint32_t params_len, int flags) {
   if (st <= 0 || (size_t)st > s->stmts.size() || !s->stmts[st - 1])
     return fail(Status(Code::Invalid, "the statement was finalized"));
   if (params_len > g_in.size()) return fail(Status(Code::Invalid, "input past the buffer"));
+  const Statement& stmt = *s->stmts[st - 1];
+  // A put's documents are typed from their encoding, not built as values.
+  const int64_t docs = stmt.documents_param();
   std::vector<Value> params;
-  Status ps = read_params(std::string_view(g_in.data(), params_len), flags, &params);
+  std::string_view encoded;
+  Status ps = read_params(std::string_view(g_in.data(), params_len), flags, &params, docs, &encoded);
   if (!ps) return fail(ps);
-  return output_rows(s->stmts[st - 1]->query(params, &g_rows), flags);
+  if (encoded.empty()) return output_rows(stmt.query(params, &g_rows), flags);
+  return output_rows(stmt.query(Params(params, (size_t)docs - 1, encoded), &g_rows), flags);
 }
 
 void finalize(int h, int st) {

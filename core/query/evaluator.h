@@ -16,7 +16,8 @@ namespace kitfox {
 
 class Evaluator {
  public:
-  Evaluator(const std::vector<Value>& params) : params_(params) {}
+  Evaluator(const Params& params) : params_(params) {}
+  const Params& params() const { return params_; }
 
   // A literal or a given parameter, in place (no copy); else null.
   const Value* ref(const Expr& e) const {
@@ -260,7 +261,7 @@ class Evaluator {
     return Status::ok();
   }
 
-  const std::vector<Value>& params_;
+  Params params_;
 };
 
 // A document decoded only as far as some expressions read it: the id and

@@ -107,7 +107,7 @@ bool Engine::live_equal(const Collection& snap, size_t i, const Value& key, std:
   return true;
 }
 
-Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vector<Value>& params, QueryResult* out,
+Status Engine::execute_read(const Prepared& prep, Collection* c, const Params& params, QueryResult* out,
                             std::shared_lock<FairSharedMutex>* lock) {
   const ParsedStatement& st = prep.st;
   Evaluator ev(params);
@@ -223,7 +223,7 @@ Status Engine::execute_read(const Prepared& prep, Collection* c, const std::vect
   return Status::ok();
 }
 
-Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>& params,
+Status Engine::prepare_write(const ParsedStatement& st, const Params& params,
                              PreparedDocs* docs) {
   if (st.kind != StmtKind::Put && st.kind != StmtKind::Insert) return Status::ok();
   Collection* c = find(st.collection);
@@ -234,7 +234,7 @@ Status Engine::prepare_write(const ParsedStatement& st, const std::vector<Value>
   return Status::ok();
 }
 
-uint64_t Engine::vector_lookups(const ParsedStatement& st, const std::vector<Value>& params) {
+uint64_t Engine::vector_lookups(const ParsedStatement& st, const Params& params) {
   constexpr uint64_t kEach = 4, kUnknown = UINT64_MAX;
   switch (st.kind) {
     case StmtKind::Put:
@@ -256,7 +256,7 @@ uint64_t Engine::vector_lookups(const ParsedStatement& st, const std::vector<Val
   }
 }
 
-Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, uint64_t lookups,
+Status Engine::ready_indexes(Prepared& p, const Params& params, uint64_t lookups,
                              std::shared_lock<FairSharedMutex>& lk) {
   if constexpr (!port::kThreads) return Status::ok();
   const ParsedStatement& st = p.st;
@@ -305,7 +305,7 @@ Status Engine::ready_indexes(Prepared& p, const std::vector<Value>& params, uint
   }
 }
 
-Status Engine::execute_write(const ParsedStatement& st, const std::vector<Value>& params,
+Status Engine::execute_write(const ParsedStatement& st, const Params& params,
                              PreparedDocs* docs, WriteBatch* batch, QueryResult* out) {
   Evaluator ev(params);
   out->rows.clear();

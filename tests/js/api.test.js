@@ -318,6 +318,30 @@ describe('methods', () => {
     db.close();
   });
 
+
+  test('a put of documents given as a parameter: typed from their encoding, kept whole by a transaction', async () => {
+    // The binding leaves a put's `$1` in its encoding (no values built);
+    // a transaction must keep its own copy, as the next call writes over
+    // the module's input.
+    const db = await fresh();
+    const put = db.prepare('put t $1');
+    db.query('begin');
+    assert.deepEqual(put.query([[{ name: 'a', n: 1, v: new Float32Array([1, 2, 3]), tags: ['x'] }, { n: 2, j: { k: [1] } }]]), [{ queued: 1 }]);
+    assert.deepEqual(db.query('insert t $1', [{ name: 'c', n: 3, ts: new Date(5), b: new Uint8Array([7]) }]), [{ queued: 2 }]);
+    assert.deepEqual(put.query([[{ n: 4, f: 2 }]]), [{ queued: 3 }]);
+    assert.deepEqual(db.query('get t select n').map((r) => r.n), [1, 2, 3, 4]);
+    assert.deepEqual(db.query('commit'), [{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }]);
+    const rows = db.query('get t');
+    assert.deepEqual(rows[0], { id: 1, name: 'a', n: 1, v: new Float32Array([1, 2, 3]), tags: ['x'] });
+    assert.deepEqual(rows[1], { id: 2, n: 2, j: { k: [1] } });
+    assert.deepEqual(rows[2], { id: 3, name: 'c', n: 3, ts: new Date(5), b: new Uint8Array([7]) });
+    assert.deepEqual(rows[3], { id: 4, n: 4, f: 2 });
+    // Errors name the document by its number, and nothing lands.
+    assert.throws(() => put.query([[{ n: 5 }, { n: 'six' }]]), { code: 'type', message: /document 2/ });
+    assert.throws(() => put.query([7]), { code: 'type', message: /expected a document/ });
+    assert.equal(count(db), 4);
+    db.close();
+  });
   test('near keeps prepared statements: many shapes of call, each answered right', async () => {
     const db = await Kitfox.open(':memory:');
     db.query('create collection docs (k int, embed vector<2>)');

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include "codec.h"
 #include "db.h"
 
 using namespace kitfox;
@@ -448,4 +449,52 @@ TEST_CASE("a timestamp parameter against fields that are no timestamp: an index 
   // The cases above are not all empty: the filter does match.
   CHECK(rows(db->query("get plain where s = $1 count", {jan})) == "{\"count\":2}\n");
   CHECK(rows(db->query("get plain where j.k = $1 count", {jan})) == "{\"count\":2}\n");
+}
+
+TEST_CASE("a put's documents left in their encoding (Params): as given as values, kept whole by a transaction") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (name text, n int, v vector<2>)");
+  auto put = db->prepare("put t $2");
+  REQUIRE(put.is_ok());
+  CHECK(put->documents_param() == 2);
+  CHECK(db->prepare("put t {n: $1}")->documents_param() == 0);
+  CHECK(db->prepare("insert t $1")->documents_param() == 1);
+  CHECK(db->prepare("get t where n = $1")->documents_param() == 0);
+  auto obj = [](std::vector<std::pair<const char*, Value>> kv) {
+    Value o = Value::object();
+    for (auto& [k, v] : kv) o.append(k, std::move(v));
+    return o;
+  };
+  auto docs = [&](int64_t n) {
+    return Value::list({obj({{"name", Value::text("a")}, {"n", Value::integer(n)}}),
+                        obj({{"n", Value::integer(n + 1)}, {"v", Value::vector({1.0f, 2.0f})}})});
+  };
+  auto run = [&](const Value& d, QueryResult* out) {
+    std::string enc;
+    encode_value(enc, d, false);
+    std::vector<Value> p = {Value::integer(99), Value()};  // $2's place is null: the bytes stand for it
+    return put->query(Params(p, 1, enc), out);
+  };
+  QueryResult out;
+  REQUIRE(run(docs(1), &out).is_ok());
+  CHECK(out.rows.size() == 2);
+  CHECK(rows(db->query("get t")) ==
+        "{\"id\":1,\"name\":\"a\",\"n\":1}\n{\"id\":2,\"n\":2,\"v\":[1,2]}\n");
+  // The same errors as values get: the document by its number; nothing written.
+  Status bad = run(Value::list({obj({{"n", Value::integer(5)}}), obj({{"n", Value::text("x")}})}), &out);
+  CHECK(bad.to_string() == put->query({Value::integer(99), Value::list({obj({{"n", Value::integer(5)}}),
+                                                                          obj({{"n", Value::text("x")}})})})
+                               .status()
+                               .to_string());
+  CHECK(bad.message().find("document 2") != std::string::npos);
+  CHECK(rows(db->query("get t count")) == "{\"count\":2}\n");
+  // A transaction keeps a copy: the bytes the caller gave are gone by commit.
+  ok(*db, "begin");
+  REQUIRE(run(docs(10), &out).is_ok());
+  CHECK(rows(Result<QueryResult>(out)) == "{\"queued\":1}\n");
+  REQUIRE(run(docs(20), &out).is_ok());
+  CHECK(rows(db->query("get t where n >= 10 select n")) == "{\"id\":3,\"n\":10}\n{\"id\":4,\"n\":11}\n{\"id\":5,\"n\":20}\n{\"id\":6,\"n\":21}\n");
+  ok(*db, "commit");
+  CHECK(rows(db->query("get t where n >= 10 select n")) == "{\"id\":3,\"n\":10}\n{\"id\":4,\"n\":11}\n{\"id\":5,\"n\":20}\n{\"id\":6,\"n\":21}\n");
 }

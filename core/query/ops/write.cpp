@@ -406,6 +406,11 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
   (void)eng;
   const Expr& body = *st.body;
   if (!body.encoded.empty()) return type_encoded_documents(c, body.encoded, body.parts.get(), body.pos, false, out);
+  // Documents a host left in their encoding (Params): typed from it.
+  if (body.kind == ExprKind::Param) {
+    std::string_view given = ev.params().encoded(body.param);
+    if (!given.empty()) return type_encoded_documents(c, given, body.parts.get(), body.pos, true, out);
+  }
   // Literals and parameters (`put t {name: $1, n: $2}`, `put t $1`):
   // encoded as the parser encodes literals, then typed the same way.
   thread_local std::string enc;
