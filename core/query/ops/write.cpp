@@ -171,14 +171,20 @@ Status type_literal_document(const Collection& c, Reader& r, KeyPositions keys, 
   size_t present = 0;
   bool id_seen = false;
   uint64_t n = r.varint();
+  size_t next = 0;  // the field after the last one given: documents mostly give them in order
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     std::string_view k = r.str();
     int64_t kpos = i < keys.n ? keys.at[i] : d->pos;
     uint8_t vt = r.left() ? (uint8_t)*r.pos() : (uint8_t)kNull;
     // A key given twice (only a parameter's object can): the first counts,
     // null or not, as a document's first key of a name does when read.
-    const Field* f = k == "id" ? nullptr : def.field(k);
-    if (k != "id" && !f) return not_found_field(std::string(k), def, kpos);
+    const bool is_id = k.size() == 2 && k[0] == 'i' && k[1] == 'd';
+    const Field* f = nullptr;
+    if (!is_id) {
+      f = next < def.fields.size() && def.fields[next].name == k ? &def.fields[next] : def.field(k);
+      if (!f) return not_found_field(std::string(k), def, kpos);
+      next = f - def.fields.data() + 1;
+    }
     std::pair<uint32_t, uint32_t>* sp = f ? &span[f - def.fields.data()] : nullptr;
     if (f ? sp->first || sp->second : id_seen) {
       skip_value(r);
@@ -192,7 +198,7 @@ Status type_literal_document(const Collection& c, Reader& r, KeyPositions keys, 
       if (sp) sp->first = 1;  // seen: {1, 0} is absent, but counted as given
       continue;
     }
-    if (k == "id") {
+    if (is_id) {
       if (vt != kInt) return Status(Code::Type, std::string("'id' must be an int, got ") + kind_name(tag_kind(vt)), kpos);
       r.u8();
       d->has_id = true;
