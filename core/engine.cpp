@@ -183,8 +183,10 @@ Status Engine::run(Prepared& p, const Params& params, QueryResult* out,
     w.long_write = statement_long(p, params) || puts_long(w.docs);
   }
   LongWrites counted(long_writes_, w.long_write);
-  KF_ASSIGN(*out, land(w));
-  w.docs.landed_rows(&out->rows);  // a put's {id} rows, made here beside the readers
+  KF_ASSIGN(QueryResult landed, land(w));
+  // A put's {id} rows, made here beside the readers, over the rows *out held.
+  if (w.docs.landed) w.docs.landed_rows(&out->rows);
+  else *out = std::move(landed);
   if (w.deferred && opts_.sync == SyncMode::Always) *durable_at = w.seq;
   return Status::ok();
 }

@@ -160,6 +160,8 @@ struct PreparedDocs {
   // that readers do not wait for a row's allocations.
   bool landed = false;
   std::string_view body(const Doc& d) const { return std::string_view(bodies).substr(d.at, d.len); }
+  // Once landed: *rows becomes their {id} rows, written over the rows it
+  // held; else it is left as it is.
   void landed_rows(std::vector<Value>* rows) const;
   // Empty again: its storage kept for the next documents while *budget
   // (bytes) holds it, let go past that.

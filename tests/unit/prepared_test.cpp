@@ -498,3 +498,45 @@ TEST_CASE("a put's documents left in their encoding (Params): as given as values
   ok(*db, "commit");
   CHECK(rows(db->query("get t where n >= 10 select n")) == "{\"id\":3,\"n\":10}\n{\"id\":4,\"n\":11}\n{\"id\":5,\"n\":20}\n{\"id\":6,\"n\":21}\n");
 }
+
+TEST_CASE("a put's {id} rows written over the rows a reused result held") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (name text, n int)");
+  auto put = db->prepare("put t $1");
+  auto get = db->prepare("get t where n >= $1");
+  REQUIRE(put.is_ok());
+  REQUIRE(get.is_ok());
+  auto docs = [](std::vector<int64_t> ns) {
+    std::vector<Value> l;
+    for (int64_t n : ns) {
+      Value o = Value::object();
+      o.append("name", Value::text("a name past the short-string size"));
+      o.append("n", Value::integer(n));
+      l.push_back(std::move(o));
+    }
+    return std::vector<Value>{Value::list(std::move(l))};
+  };
+  auto text = [](const QueryResult& r) {
+    std::string s;
+    for (const Value& v : r.rows) s += to_json(v) + "\n";
+    return s;
+  };
+  QueryResult out;
+  REQUIRE(put->query(docs({1, 2, 3}), &out).is_ok());
+  CHECK(text(out) == "{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n");
+  REQUIRE(put->query(docs({4}), &out).is_ok());
+  CHECK(text(out) == "{\"id\":4}\n");
+  REQUIRE(get->query({Value::integer(3)}, &out).is_ok());
+  CHECK(text(out) == "{\"id\":3,\"name\":\"a name past the short-string size\",\"n\":3}\n"
+                     "{\"id\":4,\"name\":\"a name past the short-string size\",\"n\":4}\n");
+  REQUIRE(put->query(docs({5, 6, 7}), &out).is_ok());
+  CHECK(text(out) == "{\"id\":5}\n{\"id\":6}\n{\"id\":7}\n");
+  CHECK(!put->query({Value::list({Value::integer(1)})}, &out).is_ok());
+  CHECK(out.rows.empty());
+  // Through the text too, and a set's row after a put's.
+  REQUIRE(db->query("put t {n: 8}", {}, &out).is_ok());
+  CHECK(text(out) == "{\"id\":8}\n");
+  REQUIRE(db->query("set t {n: 9} where id = 8", {}, &out).is_ok());
+  CHECK(text(out) == "{\"updated\":1}\n");
+}

@@ -437,8 +437,14 @@ Status prepare_documents(Engine& eng, Collection& c, const ParsedStatement& st, 
 
 void PreparedDocs::landed_rows(std::vector<Value>* rows) const {
   if (!landed) return;
-  rows->reserve(rows->size() + docs.size());
-  for (const Doc& d : docs) rows->push_back(row1("id", Value::integer(d.id)));
+  // Written over the rows *rows held (a host's result reused call after
+  // call: the last put's {id} rows take no allocation again).
+  rows->resize(docs.size());
+  for (size_t i = 0; i < docs.size(); i++) {
+    Value& row = (*rows)[i];
+    row.member(0, "id") = Value::integer(docs[i].id);
+    row.keep_members(1);
+  }
 }
 
 Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, PreparedDocs& docs, WriteBatch* batch) {
