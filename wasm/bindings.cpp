@@ -139,7 +139,10 @@ int output_rows(const Status& st, int flags) {
     for (const Value& row : rows) encode_value(g_out, row, false);
   }
   int n = (int)rows.size();
-  if (n > 1) std::vector<Value>().swap(g_rows.rows);
+  // The rows are kept for the next call to write over (a point read's row,
+  // a put's {id} rows: no allocation again), unless they hold much: about
+  // what they encode to.
+  if (n > 1 && (n > 4096 || g_out.size() > (64u << 10))) std::vector<Value>().swap(g_rows.rows);
   return n;
 }
 
