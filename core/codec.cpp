@@ -168,16 +168,16 @@ void encode_document(const CollectionDef& def, const Value& fields, std::string&
   }
 }
 
-void skip_value(Reader& r, int depth) {
+void skip_value(Reader& r, int depth, bool refs) {
   if (depth > kMaxDepth) return r.fail();
   uint8_t tag = r.u8();
   switch (tag) {
-    case kVecRef: r.varint(); return;
+    case kVecRef: if (!refs) return r.fail(); r.varint(); return;
     case kInt: case kTimestamp: r.varint(); return;
     case kFloat: r.u64(); return;
     case kText: case kBytes: r.str(); return;
-    case kList: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) skip_value(r, depth + 1); return; }
-    case kObject: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) { r.str(); skip_value(r, depth + 1); } return; }
+    case kList: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) skip_value(r, depth + 1, refs); return; }
+    case kObject: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) { r.str(); skip_value(r, depth + 1, refs); } return; }
     case kVecF32: case kVecF16: {
       uint64_t n = r.varint(), item = tag == kVecF32 ? 4 : 2;
       if (n > r.left() / item) return r.fail();

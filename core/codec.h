@@ -161,8 +161,9 @@ Status decode_value(Reader& r, Value* out, int depth = 0);
   }
 }
 // Steps over one value; a damaged one (nested too deeply, a length beyond
-// the document) fails the reader.
-void skip_value(Reader& r, int depth = 0);
+// the document) fails the reader, as does a vector reference (tag 12, which
+// only a stored document's field holds) unless `refs`.
+void skip_value(Reader& r, int depth = 0, bool refs = true);
 void encode_vector_ref(std::string& out, uint64_t node);
 
 // `fields` holds the document's typed values by field name (no id); the body

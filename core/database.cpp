@@ -72,8 +72,7 @@ Result<std::vector<Value>> Params::copy() const {
   std::vector<Value> v = *values_;
   if (!encoded_.empty() && at_ < v.size()) {
     Reader r(encoded_);
-    KF_TRY(decode_value(r, &v[at_]));
-    if (!r.done()) return Status(Code::Invalid, "malformed parameters");
+    if (!decode_value(r, &v[at_]).is_ok() || !r.done()) return Status(Code::Invalid, "malformed parameters");
   }
   return v;
 }
@@ -175,6 +174,15 @@ Status Statement::query(const Params& params, QueryResult* out) const {
   if (!p_) {
     out->rows.clear();
     return Status(Code::Invalid, "an empty statement (not prepared)");
+  }
+  const int64_t left = params.encoded_param();
+  if (left && left != documents_param()) {  // what only a put's body may be: decoded for the rest
+    auto values = params.copy();
+    if (!values.is_ok()) {
+      out->rows.clear();
+      return values.status();
+    }
+    return db_->run(p_, Params(values.value()), out);
   }
   return db_->run(p_, params, out);
 }

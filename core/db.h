@@ -110,6 +110,8 @@ struct Prepared;
 class Params {
  public:
   Params(const std::vector<Value>& values) : values_(&values) {}  // implicit, as the vector was taken before
+  Params(std::vector<Value>&&) = delete;  // a view: of values that outlive it
+  Params(std::vector<Value>&&, size_t, std::string_view) = delete;
   Params(const std::vector<Value>& values, size_t encoded_at, std::string_view encoded)
       : values_(&values), at_(encoded_at), encoded_(encoded) {}
   size_t size() const { return values_->size(); }
@@ -118,6 +120,8 @@ class Params {
   std::string_view encoded(int64_t n) const {
     return n >= 1 && (size_t)(n - 1) == at_ ? encoded_ : std::string_view();
   }
+  // The number of the parameter left encoded ($n); 0 when none is.
+  int64_t encoded_param() const { return encoded_.empty() ? 0 : (int64_t)at_ + 1; }
   // The values, the one left encoded decoded: a copy that owns everything
   // (what a transaction keeps until its commit).
   Result<std::vector<Value>> copy() const;

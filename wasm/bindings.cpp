@@ -110,7 +110,7 @@ Status read_params(std::string_view raw, int flags, std::vector<Value>* params, 
   for (uint64_t i = 0; i < n; i++) {
     if ((int64_t)i + 1 == documents && encoded) {
       const char* at = rd.pos();
-      skip_value(rd, 1);  // an item of the list, as the list's decode counts it
+      skip_value(rd, 1, false);  // an item of the list, as the list's decode counts it; no tag 12
       if (!rd.ok()) return Status(Code::Invalid, "malformed parameters");
       *encoded = std::string_view(at, rd.pos() - at);
     } else if (!decode_value(rd, &(*params)[i], 1).is_ok()) {
@@ -140,8 +140,8 @@ int output_rows(const Status& st, int flags) {
   }
   int n = (int)rows.size();
   // The rows are kept for the next call to write over (a point read's row,
-  // a put's {id} rows: no allocation again), unless they hold much: about
-  // what they encode to.
+  // a put's {id} rows: no allocation again), unless they are many or hold
+  // much (their memory is a few times what they encode to).
   if (n > 1 && (n > 4096 || g_out.size() > (64u << 10))) std::vector<Value>().swap(g_rows.rows);
   return n;
 }

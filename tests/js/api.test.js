@@ -319,29 +319,49 @@ describe('methods', () => {
   });
 
 
-  test('a put of documents given as a parameter: typed from their encoding, kept whole by a transaction', async () => {
-    // The binding leaves a put's `$1` in its encoding (no values built);
-    // a transaction must keep its own copy, as the next call writes over
-    // the module's input.
+  test('a put of documents given as a parameter: typed from their encoding; a transaction keeps a copy', async () => {
+    // The binding leaves a put's `$1` in its encoding (no values built).
     const db = await fresh();
     const put = db.prepare('put t $1');
-    db.query('begin');
-    assert.deepEqual(put.query([[{ name: 'a', n: 1, v: new Float32Array([1, 2, 3]), tags: ['x'] }, { n: 2, j: { k: [1] } }]]), [{ queued: 1 }]);
-    assert.deepEqual(db.query('insert t $1', [{ name: 'c', n: 3, ts: new Date(5), b: new Uint8Array([7]) }]), [{ queued: 2 }]);
-    assert.deepEqual(put.query([[{ n: 4, f: 2 }]]), [{ queued: 3 }]);
-    assert.deepEqual(db.query('get t select n').map((r) => r.n), [1, 2, 3, 4]);
-    assert.deepEqual(db.query('commit'), [{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }]);
+    assert.deepEqual(put.query([[{ name: 'a', n: 1, v: new Float32Array([1, 2, 3]), tags: ['x'] }, { n: 2, j: { k: [1] } }]]), [{ id: 1 }, { id: 2 }]);
+    assert.deepEqual(db.query('insert t $1', [{ name: 'c', n: 3, ts: new Date(5), b: new Uint8Array([7]), id: 9 }]), [{ id: 9 }]);
+    assert.deepEqual(put.query([[{ n: 4, f: 2, v: [0.5, 1, 2], name: null }]]), [{ id: 10 }]);
     const rows = db.query('get t');
     assert.deepEqual(rows[0], { id: 1, name: 'a', n: 1, v: new Float32Array([1, 2, 3]), tags: ['x'] });
     assert.deepEqual(rows[1], { id: 2, n: 2, j: { k: [1] } });
-    assert.deepEqual(rows[2], { id: 3, name: 'c', n: 3, ts: new Date(5), b: new Uint8Array([7]) });
-    assert.deepEqual(rows[3], { id: 4, n: 4, f: 2 });
+    assert.deepEqual(rows[2], { id: 9, name: 'c', n: 3, ts: new Date(5), b: new Uint8Array([7]) });
+    assert.deepEqual(rows[3], { id: 10, n: 4, f: 2, v: new Float32Array([0.5, 1, 2]) });
     // Errors name the document by its number, and nothing lands.
     assert.throws(() => put.query([[{ n: 5 }, { n: 'six' }]]), { code: 'type', message: /document 2/ });
     assert.throws(() => put.query([7]), { code: 'type', message: /expected a document/ });
+    assert.throws(() => put.query([[{ nope: 1 }]]), { code: 'not_found', message: /nope/ });
     assert.equal(count(db), 4);
+    // Inside a transaction the put is queued with a copy of its documents:
+    // the next call writes over the module's input.
+    db.query('begin');
+    assert.deepEqual(put.query([[{ n: 11 }, { n: 12 }]]), [{ queued: 1 }]);
+    assert.deepEqual(put.query([[{ n: 13 }]]), [{ queued: 2 }]);
+    assert.deepEqual(db.query('get t where n > 10 select n').map((r) => r.n), [11, 12, 13]);
+    assert.deepEqual(db.query('commit'), [{ id: 11 }, { id: 12 }, { id: 13 }]);
+    assert.deepEqual(db.query('get t where n > 10 select n').map((r) => r.n), [11, 12, 13]);
     db.close();
   });
+
+  test("a put's documents holding a vector reference (tag 12, a stored document's own) are malformed", async () => {
+    const db = await fresh();
+    const put = db.prepare('put t $1');
+    const core = db._core;
+    // The params as the wrapper would send them, but for the tag JS never
+    // writes: [[{n: <vector reference to node 0>}]].
+    const bytes = Uint8Array.from([8, 1, 8, 1, 9, 1, 1, 110, 12, 0]);
+    const ptr = core.kfInput(bytes.length) >>> 0;
+    core.HEAPU8.set(bytes, ptr);
+    assert.equal(core.kfRun(db._h, put._st, bytes.length, 0), -1);
+    assert.match(core.kfLastError().message, /malformed parameters/);
+    assert.equal(count(db), 0);
+    db.close();
+  });
+
   test('near keeps prepared statements: many shapes of call, each answered right', async () => {
     const db = await Kitfox.open(':memory:');
     db.query('create collection docs (k int, embed vector<2>)');

@@ -497,6 +497,18 @@ TEST_CASE("a put's documents left in their encoding (Params): as given as values
   CHECK(rows(db->query("get t where n >= 10 select n")) == "{\"id\":3,\"n\":10}\n{\"id\":4,\"n\":11}\n{\"id\":5,\"n\":20}\n{\"id\":6,\"n\":21}\n");
   ok(*db, "commit");
   CHECK(rows(db->query("get t where n >= 10 select n")) == "{\"id\":3,\"n\":10}\n{\"id\":4,\"n\":11}\n{\"id\":5,\"n\":20}\n{\"id\":6,\"n\":21}\n");
+  // Bytes given for a parameter no put's body is are decoded for it.
+  auto set = db->prepare("put t {n: $1}");
+  REQUIRE(set.is_ok());
+  std::string five;
+  encode_value(five, Value::integer(5), false);
+  std::vector<Value> one = {Value()};
+  REQUIRE(set->query(Params(one, 0, five), &out).is_ok());
+  CHECK(rows(db->query("get t where n = 5 select n")) == "{\"id\":7,\"n\":5}\n");
+  // Damaged bytes: refused as malformed, nothing written.
+  std::string cut = five.substr(0, 1);
+  CHECK(set->query(Params(one, 0, cut), &out).to_string() == "invalid error: malformed parameters");
+  CHECK(rows(db->query("get t count")) == "{\"count\":7}\n");
 }
 
 TEST_CASE("a put's {id} rows written over the rows a reused result held") {
@@ -532,11 +544,21 @@ TEST_CASE("a put's {id} rows written over the rows a reused result held") {
                      "{\"id\":4,\"name\":\"a name past the short-string size\",\"n\":4}\n");
   REQUIRE(put->query(docs({5, 6, 7}), &out).is_ok());
   CHECK(text(out) == "{\"id\":5}\n{\"id\":6}\n{\"id\":7}\n");
+  REQUIRE(db->query("get t count", {}, &out).is_ok());  // a row whose key is not id
+  REQUIRE(put->query(docs({10}), &out).is_ok());
+  CHECK(text(out) == "{\"id\":8}\n");
+  // A put refused as it lands (a unique key held) leaves no rows.
+  ok(*db, "create index on t (n) @unique");
+  REQUIRE(get->query({Value::integer(0)}, &out).is_ok());
+  CHECK(out.rows.size() == 8);
+  CHECK(!put->query(docs({11, 1}), &out).is_ok());
+  CHECK(out.rows.empty());
+  CHECK(rows(db->query("get t count")) == "{\"count\":8}\n");
   CHECK(!put->query({Value::list({Value::integer(1)})}, &out).is_ok());
   CHECK(out.rows.empty());
   // Through the text too, and a set's row after a put's.
-  REQUIRE(db->query("put t {n: 8}", {}, &out).is_ok());
-  CHECK(text(out) == "{\"id\":8}\n");
-  REQUIRE(db->query("set t {n: 9} where id = 8", {}, &out).is_ok());
+  REQUIRE(db->query("put t {n: 12}", {}, &out).is_ok());
+  CHECK(text(out) == "{\"id\":9}\n");
+  REQUIRE(db->query("set t {n: 13} where id = 9", {}, &out).is_ok());
   CHECK(text(out) == "{\"updated\":1}\n");
 }

@@ -2914,3 +2914,36 @@ TEST_CASE("a long read runs pinned: it answers as of its start while batches lan
   CHECK(batches == 500);
   CHECK(count(*db, "acct") == 20000 + 2 * batches);
 }
+
+TEST_CASE("a put's documents left encoded (Params) count as many vector lookups as when given as values") {
+  auto mem = make_memory_file_system();
+  auto r = Database::open(*mem, "enc.kfdb", {});
+  REQUIRE(r.is_ok());
+  auto db = std::move(r.value());
+  REQUIRE(db->query("create collection v (e vector<2> @hnsw(l2))").is_ok());
+  std::vector<Value> docs;
+  for (int i = 0; i < 7; i++) {
+    Value o = Value::object();
+    o.append("e", Value::vector({(float)i, 1.0f}));
+    docs.push_back(std::move(o));
+  }
+  std::vector<Value> values = {Value::list(docs)};
+  std::string enc;
+  encode_value(enc, values[0], false);
+  std::vector<Value> placeholder = {Value()};
+  Engine& e = DatabaseTesting::engine(*db);
+  auto p = e.prepare("put v $1", false);
+  REQUIRE(p.is_ok());
+  const uint64_t given = Engine::vector_lookups((*p)->st, Params(values));
+  CHECK(given == 7 * 4);
+  CHECK(Engine::vector_lookups((*p)->st, Params(placeholder, 0, enc)) == given);
+  // And the documents land with their vectors in the index.
+  auto put = db->prepare("put v $1");
+  REQUIRE(put.is_ok());
+  QueryResult out;
+  REQUIRE(put->query(Params(placeholder, 0, enc), &out).is_ok());
+  CHECK(out.rows.size() == 7);
+  auto near = db->query("get v select id near e [6, 1] limit 2");
+  REQUIRE(near.is_ok());
+  CHECK(to_json(Value::list(near->rows)) == "[{\"id\":7,\"_distance\":0.0},{\"id\":6,\"_distance\":1.0}]");
+}
