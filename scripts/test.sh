@@ -82,7 +82,7 @@ stage_asan() {
 }
 
 # The libFuzzer harnesses (tests/fuzz/: statements, JSON, the value codec,
-# database files from arbitrary bytes), built with clang and the sanitizers
+# import, the server, a put's encoded documents, database files from arbitrary bytes), built with clang and the sanitizers
 # in build-asan/ beside the asan stage's tests, each run for a fixed number of seeded inputs
 # (scripts/fuzz.sh NAME SECONDS runs one for long).
 stage_fuzz() {

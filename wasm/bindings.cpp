@@ -102,23 +102,7 @@ Status read_params(std::string_view raw, int flags, std::vector<Value>* params, 
     *params = std::move(r.value().mutable_items());
     return Status::ok();
   }
-  Reader rd(raw);
-  if (rd.u8() != kList) return Status(Code::Invalid, "parameters must be a list");
-  uint64_t n = rd.varint();
-  if (!rd.ok() || n > rd.left()) return Status(Code::Invalid, "malformed parameters");
-  params->resize(n);
-  for (uint64_t i = 0; i < n; i++) {
-    if ((int64_t)i + 1 == documents && encoded) {
-      const char* at = rd.pos();
-      skip_value(rd, 1, false);  // an item of the list, as the list's decode counts it; no tag 12
-      if (!rd.ok()) return Status(Code::Invalid, "malformed parameters");
-      *encoded = std::string_view(at, rd.pos() - at);
-    } else if (!decode_value(rd, &(*params)[i], 1).is_ok()) {
-      return Status(Code::Invalid, "malformed parameters");
-    }
-  }
-  if (!rd.done()) return Status(Code::Invalid, "malformed parameters");
-  return Status::ok();
+  return decode_params(raw, documents, params, encoded);
 }
 
 // Leaves the rows in the output buffer; returns their count or -1.

@@ -1,4 +1,4 @@
-// Writes the seed inputs of the fuzzers into DIR/{open,codec,json,import}/: real
+// Writes the seed inputs of the fuzzers into DIR/{open,codec,json,import,http,put}/: real
 // database files (an image alone, an image and a tail, after a compaction),
 // encoded values, JSON texts and import input. The statement seeds are the statements of
 // tests/queries/*.test (scripts/fuzz.sh extracts them).
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  for (const char* sub : {"", "/open", "/codec", "/json", "/import", "/http"}) mkdir((dir + sub).c_str(), 0755);
+  for (const char* sub : {"", "/open", "/codec", "/json", "/import", "/http", "/put"}) mkdir((dir + sub).c_str(), 0755);
 
   auto fs = make_memory_file_system();
   {
@@ -89,6 +89,31 @@ int main(int argc, char** argv) {
   write(dir + "/http/prepare", std::string("\x03") + "{\"query\": \"get t where nope = 1\"}");
   write(dir + "/http/docs_u", std::string("\x04") + "[{\"k\": 9, \"ref\": 2}]");
   write(dir + "/http/token", std::string("\xa0") + "{\"query\": \"collections\"}");
+  // A put's parameter lists (tests/fuzz/fuzz_put.cpp): [documents].
+  const char* puts[] = {
+      ("[[{\"b\": true, \"n\": 1, \"x\": 2, \"s\": \"t\", \"j\": {\"k\": [1]}, \"l\": [1, 2], \"v\": [1, 2], "
+       "\"h\": [0.5, 3], \"u\": \"a\", \"e\": [0, 1], \"id\": 4}, {\"n\": null, \"s\": \"\u00e9\"}]]"),
+      "[{\"u\": \"a\", \"x\": 1.5, \"at\": \"2024-01-02T03:04:05Z\", \"raw\": \"AAE=\"}]",
+      "[[{\"u\": \"a\"}, {\"u\": \"a\"}], 5]",
+      "[[{\"n\": \"x\"}, {\"e\": [1, 2, 3]}, {\"nope\": 1}, 7]]",
+  };
+  i = 0;
+  for (const char* j : puts) {
+    auto v = parse_json(j);
+    if (!v.is_ok()) fuzz::fail(std::string("seed JSON: ") + j);
+    std::string enc;
+    encode_value(enc, *v, false);
+    write(dir + "/put/" + std::to_string(i++) + ".bin", enc);
+  }
+  {
+    std::string enc;  // a vector given as f32 bytes and one as f16, a timestamp
+    Value doc = Value::object();
+    doc.append("v", Value::vector({1, 2}));
+    doc.append("h", Value::vector({1, 2}));
+    doc.append("at", Value::timestamp(1700000000000));
+    encode_value(enc, Value::list({Value::list({std::move(doc)})}), false);
+    write(dir + "/put/typed.bin", enc);
+  }
   std::string vec;
   encode_value(vec, Value::vector({1, 2, 3}), false);
   write(dir + "/codec/vector.bin", vec);
