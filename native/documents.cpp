@@ -14,6 +14,7 @@
 #endif
 
 #include "cli_text.h"
+#include "codec.h"
 #include "engine_limits.h"
 
 namespace kitfox {
@@ -394,6 +395,133 @@ bool DocumentReader::to_value(od::value v, Value* out, int depth) const {
       bool null;
       if (v.is_null().get(null) || !null) return false;
       *out = Value();
+      return true;
+    }
+    default: return false;
+  }
+}
+
+namespace {
+
+// A count written before what it counts, once known: one byte is kept for
+// it (most are under 128), the items moved up where it needs more.
+void put_count(std::string* out, size_t at, uint64_t n) {
+  if (n < 0x80) {
+    (*out)[at] = static_cast<char>(n);
+    return;
+  }
+  std::string v;
+  put_varint(v, n);
+  out->replace(at, 1, v);
+}
+
+}  // namespace
+
+bool DocumentReader::encode(od::document_reference& d, std::string* out) const {
+  od::object obj;
+  if (d.get_object().get(obj)) return false;
+  return encode_object(obj, out, 1, !vectors_.empty());
+}
+
+// As to_object and to_value, writing the encoding of the Value they make.
+bool DocumentReader::encode_object(od::object& obj, std::string* out, int depth, bool vectors) const {
+  put_u8(*out, kObject);
+  const size_t count_at = out->size();
+  out->push_back(0);
+  // The keys so far, for one given twice (compared as Value::set finds one).
+  thread_local std::vector<std::string_view> keys;
+  const size_t first = keys.size();
+  struct Drop {  // this object's keys leave the list however it ends
+    std::vector<std::string_view>& k;
+    size_t n;
+    ~Drop() { k.resize(n); }
+  } drop{keys, first};
+  uint64_t n = 0;
+  for (auto f : obj) {
+    od::field field;
+    if (std::move(f).get(field)) return false;
+    std::string_view key;
+    if (field.unescaped_key(false).get(key)) return false;
+    for (size_t i = first; i < keys.size(); i++)
+      if (keys[i] == key) return false;
+    keys.push_back(key);
+    put_str(*out, key);
+    const VectorField* vf = vectors ? vector_field(key) : nullptr;
+    od::json_type t;
+    if (vf && !field.value().type().get(t) && t == od::json_type::array) {
+      std::string_view raw;
+      if (field.value().raw_json().get(raw)) return false;
+      thread_local std::vector<float> f32;
+      f32.clear();
+      f32.reserve(vf->dim);
+      if (!parse_number_array(raw, &f32)) return false;
+      encode_vector(*out, f32.data(), f32.size(), false);
+    } else if (!encode_value(field.value(), out, depth)) {
+      return false;
+    }
+    n++;
+  }
+  put_count(out, count_at, n);
+  return true;
+}
+
+bool DocumentReader::encode_value(od::value v, std::string* out, int depth) const {
+  if (depth > kMaxDepth) return false;
+  od::json_type t;
+  if (v.type().get(t)) return false;
+  switch (t) {
+    case od::json_type::object: {
+      od::object obj;
+      return !v.get_object().get(obj) && encode_object(obj, out, depth + 1, false);
+    }
+    case od::json_type::array: {
+      od::array arr;
+      if (v.get_array().get(arr)) return false;
+      put_u8(*out, kList);
+      const size_t count_at = out->size();
+      out->push_back(0);
+      uint64_t n = 0;
+      for (auto e : arr) {
+        od::value ev;
+        if (std::move(e).get(ev)) return false;
+        if (!encode_value(ev, out, depth + 1)) return false;
+        n++;
+      }
+      put_count(out, count_at, n);
+      return true;
+    }
+    case od::json_type::number: {
+      od::number num;
+      if (v.get_number().get(num)) return false;
+      if (num.is_int64()) {
+        put_u8(*out, kInt);
+        put_varint(*out, zigzag(num.get_int64()));
+      } else if (num.is_double()) {
+        const double d = num.get_double();
+        put_u8(*out, kFloat);
+        out->append(reinterpret_cast<const char*>(&d), 8);
+      } else {
+        return false;  // beyond int64: the plain reader names the error
+      }
+      return true;
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      if (v.get_string().get(s)) return false;
+      put_u8(*out, kText);
+      put_str(*out, s);
+      return true;
+    }
+    case od::json_type::boolean: {
+      bool b;
+      if (v.get_bool().get(b)) return false;
+      put_u8(*out, b ? kTrue : kFalse);
+      return true;
+    }
+    case od::json_type::null: {
+      bool null;
+      if (v.is_null().get(null) || !null) return false;
+      put_u8(*out, kNull);
       return true;
     }
     default: return false;

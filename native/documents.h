@@ -1,9 +1,11 @@
 // Documents from JSON text, read with simdjson's On-Demand API straight
-// into Values, the way parse_json reads them, but for one thing: an array of
-// numbers for a top-level `vector<N>` field of the collection goes straight
-// into a Value::vector, without a Value per number (the engine checks its
-// dimension and values as for any put). Used by `kitfox import`
-// (importer.cpp) and by `POST /docs` of `kitfox serve` (http_api.cpp).
+// into Values, the way parse_json reads them, or straight into the value
+// encoding of those Values (encode: no Value built, what a put takes as a
+// parameter left encoded), but for one thing: an array of numbers for a
+// top-level `vector<N>` field of the collection goes straight into f32,
+// without a Value per number (the engine checks its dimension and values
+// as for any put). Used by `kitfox import` (importer.cpp, encoded) and by
+// `POST /docs` of `kitfox serve` (http_api.cpp).
 //
 // Every reader here is a fast path: it answers false for whatever it does
 // not take as it is (malformed text, a big integer, a non-object, two
@@ -32,6 +34,14 @@ class DocumentReader {
   bool document(simdjson::ondemand::document_reference& d, Value* out) const;
   bool document(simdjson::ondemand::value v, Value* out) const;
 
+  // One document appended to *out in the value encoding (core/codec.h) of
+  // the Value document() makes, with no Value built: the form a put's
+  // documents take as a parameter left encoded (kitfox::Params). False as
+  // document() is, and for an object that gives a key twice (document()
+  // takes the last value at the first place): the caller reads it another
+  // way then; *out may hold part of it.
+  bool encode(simdjson::ondemand::document_reference& d, std::string* out) const;
+
   // A whole JSON array of documents, or NDJSON (a document a line, blank
   // lines skipped); false as above, for any document.
   bool read_array(const simdjson::padded_string& text, std::vector<Value>* out) const;
@@ -46,6 +56,8 @@ class DocumentReader {
   const VectorField* vector_field(std::string_view key) const;
   bool to_object(simdjson::ondemand::object& obj, Value* out, int depth, bool vectors) const;
   bool to_value(simdjson::ondemand::value v, Value* out, int depth) const;
+  bool encode_object(simdjson::ondemand::object& obj, std::string* out, int depth, bool vectors) const;
+  bool encode_value(simdjson::ondemand::value v, std::string* out, int depth) const;
 
   std::vector<VectorField> vectors_;
 };

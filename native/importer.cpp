@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli_text.h"
+#include "codec.h"
 #include "documents.h"
 #include "engine_limits.h"
 #include "simdjson.h"
@@ -74,9 +75,21 @@ class Buffer {
 // ---------------------------------------------------------------------------
 // Batches, written in order by a thread of their own (or at once).
 
+// A batch's documents in the value encoding, one after another after room
+// for the list's head: the parameter of the put, left encoded (Params).
 struct Batch {
-  std::vector<Value> docs;
+  static constexpr size_t kHead = 11;  // the list's tag and its count's varint, at most
+  std::string enc = std::string(kHead, '\0');
+  uint64_t n = 0;
   uint64_t first_line = 0, last_line = 0;
+  // The documents as one encoded list: its head written just before them.
+  std::string_view list() {
+    std::string head;
+    put_u8(head, kList);
+    put_varint(head, n);
+    memcpy(&enc[kHead - head.size()], head.data(), head.size());
+    return std::string_view(enc).substr(kHead - head.size());
+  }
 };
 
 class BatchWriter {
@@ -87,7 +100,10 @@ class BatchWriter {
     uint64_t batch = 0;  // its number, from 1
   };
 
-  BatchWriter(Database& db, std::string statement, bool thread) : db_(db), statement_(std::move(statement)) {
+  BatchWriter(Database& db, const std::string& statement, bool thread) {
+    auto p = db.prepare(statement);
+    if (p.is_ok()) put_ = std::move(p.value());
+    else unprepared_ = p.status();  // the first batch fails with it
     if (thread) thread_ = std::thread([this] { run(); });
   }
   ~BatchWriter() {
@@ -156,21 +172,22 @@ class BatchWriter {
   }
 
   void write(Batch b, uint64_t no) {
-    const uint64_t n = b.docs.size();
-    std::vector<Value> params;
-    params.push_back(Value::list(std::move(b.docs)));
-    auto r = db_.query(statement_, params);
-    if (r.is_ok()) {
+    const uint64_t n = b.n;
+    Status s = unprepared_;
+    if (s.is_ok()) s = put_.query(Params(placeholder_, 0, b.list()), &out_);
+    if (s.is_ok()) {
       written_ += n;
       return;
     }
     std::lock_guard g(mu_);
-    failure_ = {r.status(), written_ + 1, written_ + n, b.first_line, b.last_line, no};
+    failure_ = {s, written_ + 1, written_ + n, b.first_line, b.last_line, no};
     failed_ = true;
   }
 
-  Database& db_;
-  const std::string statement_;
+  Statement put_;  // `put C $1`, $1 the batch's documents left encoded
+  Status unprepared_;
+  const std::vector<Value> placeholder_{Value()};  // $1's place: its bytes stand for it
+  QueryResult out_;  // the {id} rows, written over batch after batch
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -340,7 +357,7 @@ struct Importer::Impl {
     od::document_stream docs;
     if (parser_.iterate_many(buf_.at(from), len, batch_capacity(len), false).get(docs)) return;
     bool pending = false;  // a document read, taken once what follows it is checked
-    Value doc;
+    std::string& doc = doc_;  // the document read, encoded
     uint64_t doc_line = 0;
     uint64_t gap = from;       // where the white space before the next document starts
     uint64_t gap_lines = *line;  // newlines before `gap`
@@ -354,13 +371,14 @@ struct Importer::Impl {
         break;
       }
       if (pending) {
-        add(std::move(doc), doc_line);
+        add(doc, doc_line);
         pending = false;
         *at = gap + 1;  // past its '\n'
         *line = doc_line;
       }
       od::document_reference d;
-      if ((*it).get(d) || !reader_.document(d, &doc)) {
+      doc.clear();
+      if ((*it).get(d) || !reader_.encode(d, &doc)) {
         complete = false;
         break;
       }
@@ -373,7 +391,7 @@ struct Importer::Impl {
     }
     uint64_t nl = 0;
     if (complete && docs.truncated_bytes() == 0 && blank(gap, to, &nl)) {
-      if (pending) add(std::move(doc), doc_line);
+      if (pending) add(doc, doc_line);
       *at = to;
       *line = gap_lines + nl;
     }
@@ -407,7 +425,7 @@ struct Importer::Impl {
                 kind_name(v->kind()));
       return;
     }
-    add(std::move(*v), line);
+    add_value(*v, line);
   }
 
   // True when [a, b) is JSON white space; *newlines counts its '\n's.
@@ -562,7 +580,7 @@ struct Importer::Impl {
     if (parser_.iterate_many(buf_.at(from), len, batch_capacity(len), true).get(docs)) return 0;
     const size_t n = elements_.size();
     size_t j = 0, taken = 0;
-    Value doc;
+    std::string& doc = doc_;  // the document read, encoded
     bool complete = true;
     for (auto it = docs.begin(); it != docs.end(); ++it) {
       // The document must start where the element does: then the one before
@@ -572,18 +590,19 @@ struct Importer::Impl {
         break;
       }
       if (j > taken) {
-        add(std::move(doc), elements_[taken].line);
+        add(doc, elements_[taken].line);
         taken++;
       }
       od::document_reference d;
-      if ((*it).get(d) || !reader_.document(d, &doc)) {
+      doc.clear();
+      if ((*it).get(d) || !reader_.encode(d, &doc)) {
         complete = false;
         break;
       }
       j++;
     }
     if (complete && j == n && j > taken && docs.truncated_bytes() == 0) {
-      add(std::move(doc), elements_[taken].line);
+      add(doc, elements_[taken].line);
       taken++;
     }
     return taken;
@@ -602,7 +621,7 @@ struct Importer::Impl {
       fail_input(el.start, what + "expected a JSON object, found " + kind_name(v->kind()), el.line);
       return;
     }
-    add(std::move(*v), el.line);
+    add_value(*v, el.line);
   }
 
   // parse_json names the byte offset inside the element: make it an offset in DATA.
@@ -626,11 +645,20 @@ struct Importer::Impl {
 
   // ------------------------------------------------------------------ batches and errors
 
-  void add(Value doc, uint64_t line) {
-    if (batch_.docs.empty()) batch_.first_line = line;
+  // A document read by the plain reader: encoded as the fast one encodes.
+  void add_value(const Value& doc, uint64_t line) {
+    doc_.clear();
+    encode_item(doc_, doc, false);
+    add(doc_, line);
+  }
+
+  // An encoded document.
+  void add(std::string_view doc, uint64_t line) {
+    if (batch_.n == 0) batch_.first_line = line;
     batch_.last_line = line;
-    batch_.docs.push_back(std::move(doc));
-    if (batch_.docs.size() >= opts_.batch) flush_batch();
+    batch_.enc.append(doc);
+    batch_.n++;
+    if (batch_.n >= opts_.batch) flush_batch();
     if (++since_progress_check_ >= 4096) {
       since_progress_check_ = 0;
       maybe_progress();
@@ -638,10 +666,10 @@ struct Importer::Impl {
   }
 
   void flush_batch() {
-    if (batch_.docs.empty()) return;
+    if (batch_.n == 0) return;
     Batch b = std::move(batch_);
     batch_ = Batch();
-    batch_.docs.reserve(static_cast<size_t>(std::min<uint64_t>(opts_.batch, 1 << 16)));
+    batch_.enc.reserve(std::min<size_t>(b.enc.size(), size_t{64} << 20));  // room for one like it
     if (!writer_.submit(std::move(b))) writer_ok();
   }
 
@@ -671,7 +699,7 @@ struct Importer::Impl {
   // stops exactly at the bad document whatever the batch size.
   void fail_data(const std::string& msg) {
     if (!ok_) return;
-    const bool flushed = !batch_.docs.empty();
+    const bool flushed = batch_.n != 0;
     flush_batch();
     writer_.drain();
     // The error is shown unless an earlier batch failed (the import stopped there).
@@ -761,6 +789,7 @@ struct Importer::Impl {
   uint64_t counted_at_ = 0, counted_ = 0;  // newlines before counted_at_
 
   Batch batch_;
+  std::string doc_;  // one document, encoded, on its way into the batch
   uint64_t slow_ = 0;
 };
 

@@ -246,6 +246,41 @@ TEST_CASE("import: clean NDJSON and arrays are read by the fast reader alone") {
   same_as_plain(array_of(docs, " ,  "));
 }
 
+TEST_CASE("import: documents encoded straight from JSON: wide objects, long lists, keys given twice, deep nesting") {
+  // The fast reader writes each document's value encoding with no Value
+  // built (DocumentReader::encode): its counts past one byte, nulls inside
+  // lists and objects, and a key given twice (which it leaves to the plain
+  // reader: parse_json keeps the last value at the first place).
+  std::string wide = R"({"meta": {)", list = R"({"tags": [)", deep = R"({"meta": )";
+  for (int i = 0; i < 300; i++) wide += (i ? ", " : "") + std::string("\"k") + std::to_string(i) + "\": " + std::to_string(i);
+  wide += "}}";
+  for (int i = 0; i < 200; i++) list += (i ? ", " : "") + std::string("\"t") + std::to_string(i) + "\"";
+  list += "]}";
+  for (int i = 0; i < 62; i++) deep += "[";
+  deep += "1";
+  for (int i = 0; i < 62; i++) deep += "]";
+  deep += "}";
+  const std::vector<std::string> docs = {
+      wide, list, deep,
+      R"({"meta": [null, {"a": null}, [null]], "name": null, "n": 3})",
+      R"({"meta": {"k": {"x": 1}, "k2": [{}, [], {"y": [1.5, -2, "z"]}]}})",
+  };
+  all_fast(lines_of(docs));
+  all_fast(array_of(docs));
+  same_as_plain(lines_of(docs), 2, {1 << 20}, {1 << 20});
+  same_as_plain(array_of(docs), 2, {1 << 20}, {1 << 20});
+  // A key given twice: the same documents as the plain reader's.
+  const std::vector<std::string> twice = {
+      R"({"n": 1, "name": "a", "n": 2})",
+      R"({"meta": {"a": 1, "b": 2, "a": 3}, "n": 4})",
+      R"({"name": "b", "n": 5})",
+  };
+  const Outcome got = same_as_plain(lines_of(twice), 2, {1, 64, 1 << 20}, {1, 1 << 20});
+  CHECK(got.documents ==
+        "{\"id\":1,\"name\":\"a\",\"n\":2}\n{\"id\":2,\"n\":4,\"meta\":{\"a\":3,\"b\":2}}\n{\"id\":3,\"name\":\"b\",\"n\":5}\n");
+  same_as_plain(array_of(twice), 2, {1, 64, 1 << 20}, {1, 1 << 20});
+}
+
 TEST_CASE("import: what the fast reader leaves to the plain one comes out the same" * doctest::test_suite("heavy")) {
   const std::vector<std::string> cases = {
       // Numbers parse_json refuses, or reads as it does.
