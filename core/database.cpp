@@ -40,6 +40,11 @@ Status Database::query(std::string_view text, const std::vector<Value>& params, 
 
 Result<QueryResult> Database::query_outside_transaction(std::string_view text, const std::vector<Value>& params,
                                                        uint64_t* durable_at) {
+  return query_outside_transaction(text, Params(params), durable_at);
+}
+
+Result<QueryResult> Database::query_outside_transaction(std::string_view text, const Params& params,
+                                                       uint64_t* durable_at) {
   if (durable_at) *durable_at = 0;
   KF_ASSIGN(auto p, engine_->prepare(text, true));
   const StmtKind kind = p->st.kind;
@@ -154,7 +159,12 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& para
   // A read sees the transaction's writes: they run before it, then are undone.
   std::vector<Engine::PreparedItem> items = queue;
   g.unlock();
-  items.push_back({p, {}, params});
+  if (params.encoded_param()) {  // a batch's items hold values only
+    KF_ASSIGN(auto kept, params.copy());
+    items.push_back({p, std::move(kept), std::nullopt});
+  } else {
+    items.push_back({p, {}, params});
+  }
   KF_ASSIGN(auto results, engine_->run_batch(items, true));
   *out = std::move(results.back());
   return Status::ok();
@@ -175,15 +185,6 @@ Status Statement::query(const Params& params, QueryResult* out) const {
     out->rows.clear();
     return Status(Code::Invalid, "an empty statement (not prepared)");
   }
-  const int64_t left = params.encoded_param();
-  if (left && left != documents_param()) {  // what only a put's body may be: decoded for the rest
-    auto values = params.copy();
-    if (!values.is_ok()) {
-      out->rows.clear();
-      return values.status();
-    }
-    return db_->run(p_, Params(values.value()), out);
-  }
   return db_->run(p_, params, out);
 }
 const std::string& Statement::text() const {
@@ -191,11 +192,7 @@ const std::string& Statement::text() const {
   return p_ ? p_->text : none;
 }
 bool Statement::is_write() const { return p_ && p_->st.is_write(); }
-int64_t Statement::documents_param() const {
-  if (!p_ || (p_->st.kind != StmtKind::Put && p_->st.kind != StmtKind::Insert)) return 0;
-  const Expr* b = p_->st.body.get();
-  return b && b->kind == ExprKind::Param ? b->param : 0;
-}
+int64_t Statement::documents_param() const { return p_ ? kitfox::documents_param(p_->st) : 0; }
 
 Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
   return engine_->batch(items, durable_at);

@@ -105,8 +105,8 @@ struct Prepared;
 // documents of a put there: parameter `encoded_at` (0-based) is then given
 // as `encoded` (its entry in `values` is null) and the put types the
 // documents from those bytes, as it types a body of literals, with no Value
-// built for them. Only the parameter Statement::documents_param() names may
-// be left so: nothing but the put reads it.
+// built for them. That is the parameter Statement::documents_param() names,
+// which nothing but the put reads; another one left encoded is decoded first.
 class Params {
  public:
   Params(const std::vector<Value>& values) : values_(&values) {}  // implicit, as the vector was taken before
@@ -189,6 +189,9 @@ class Database {
   // *durable_at to the point when_durable() waits for before the write may
   // be acknowledged; 0 when there is nothing to wait for.
   Result<QueryResult> query_outside_transaction(std::string_view text, const std::vector<Value>& params = {},
+                                                uint64_t* durable_at = nullptr);
+  // The same with parameters one of which may be left encoded (Params).
+  Result<QueryResult> query_outside_transaction(std::string_view text, const Params& params,
                                                 uint64_t* durable_at = nullptr);
   // Parses and binds a statement once; see Statement.
   Result<Statement> prepare(std::string_view text);

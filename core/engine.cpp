@@ -120,10 +120,21 @@ Status Engine::bind_now(Prepared& p) {
   return bound(p);
 }
 
+int64_t documents_param(const ParsedStatement& st) {
+  if (st.kind != StmtKind::Put && st.kind != StmtKind::Insert) return 0;
+  const Expr* b = st.body.get();
+  return b && b->kind == ExprKind::Param ? b->param : 0;
+}
+
 Status Engine::run(Prepared& p, const Params& params, QueryResult* out,
                    uint64_t* durable_at) {
   if (durable_at) *durable_at = 0;
   const ParsedStatement& st = p.st;
+  const int64_t left = params.encoded_param();
+  if (left && left != documents_param(st)) {  // only a put's documents are read in their encoding
+    KF_ASSIGN(auto values, params.copy());
+    return run(p, Params(values), out, durable_at);
+  }
   if (closed_) return Status(Code::Invalid, "the database is closed");
   switch (st.kind) {
     case StmtKind::Checkpoint:

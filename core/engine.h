@@ -180,6 +180,10 @@ struct PreparedDocs {
   }
 };
 
+// For a put or insert whose body is a parameter (`put t $1`), its number:
+// the parameter whose documents may be given left encoded (Params); else 0.
+int64_t documents_param(const ParsedStatement& st);
+
 // A write waiting in the engine's queue to land (sync.cpp): the first in
 // the queue lands those behind it too.
 struct QueuedWrite {
@@ -217,7 +221,8 @@ class Engine {
   bool may_run_long(std::string_view text, const Params& params);  // see Database::may_run_long
   bool long_write_running() const;          // see Database::long_write_running
   // A statement of a batch and its parameters: the caller's, which outlive
-  // the batch (`given`), or a copy it keeps (a transaction's queue).
+  // the batch (`given`), or a copy it keeps (a transaction's queue). None
+  // is left encoded: a batch's statements read values.
   struct PreparedItem {
     std::shared_ptr<Prepared> p;
     std::vector<Value> kept;

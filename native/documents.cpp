@@ -296,110 +296,12 @@ DocumentReader::DocumentReader(Database& db, std::string_view collection) {
   }
 }
 
-bool DocumentReader::document(od::document_reference& d, Value* out) const {
-  od::object obj;
-  if (d.get_object().get(obj)) return false;
-  return to_object(obj, out, 1, !vectors_.empty());
-}
-
-bool DocumentReader::document(od::value v, Value* out) const {
-  od::object obj;
-  if (v.get_object().get(obj)) return false;
-  return to_object(obj, out, 1, !vectors_.empty());
-}
-
 const DocumentReader::VectorField* DocumentReader::vector_field(std::string_view key) const {
   for (const VectorField& f : vectors_)
     if (f.name == key) return &f;
   return nullptr;
 }
 
-
-// An object's fields at `depth`; with `vectors` (the document's own
-// fields), an array for a vector field goes straight into f32 (the engine
-// checks its dimension and values).
-bool DocumentReader::to_object(od::object& obj, Value* out, int depth, bool vectors) const {
-  Value o = Value::object();
-  for (auto f : obj) {
-    od::field field;
-    if (std::move(f).get(field)) return false;
-    std::string_view key;
-    if (field.unescaped_key(false).get(key)) return false;
-    Value x;
-    const VectorField* vf = vectors ? vector_field(key) : nullptr;
-    od::json_type t;
-    if (vf && !field.value().type().get(t) && t == od::json_type::array) {
-      std::string_view raw;
-      if (field.value().raw_json().get(raw)) return false;
-      std::vector<float> f32;
-      f32.reserve(vf->dim);
-      if (!parse_number_array(raw, &f32)) return false;
-      x = Value::vector(std::move(f32));
-    } else if (!to_value(field.value(), &x, depth)) {
-      return false;
-    }
-    o.set(key, std::move(x));
-  }
-  *out = std::move(o);
-  return true;
-}
-
-bool DocumentReader::to_value(od::value v, Value* out, int depth) const {
-  if (depth > kMaxDepth) return false;
-  od::json_type t;
-  if (v.type().get(t)) return false;
-  switch (t) {
-    case od::json_type::object: {
-      od::object obj;
-      return !v.get_object().get(obj) && to_object(obj, out, depth + 1, false);
-    }
-    case od::json_type::array: {
-      od::array arr;
-      if (v.get_array().get(arr)) return false;
-      Value l = Value::list();
-      for (auto e : arr) {
-        od::value ev;
-        if (std::move(e).get(ev)) return false;
-        Value x;
-        if (!to_value(ev, &x, depth + 1)) return false;
-        l.push(std::move(x));
-      }
-      *out = std::move(l);
-      return true;
-    }
-    case od::json_type::number: {
-      od::number n;
-      if (v.get_number().get(n)) return false;
-      if (n.is_int64()) {
-        *out = Value::integer(n.get_int64());
-      } else if (n.is_double()) {
-        *out = Value::real(n.get_double());
-      } else {
-        return false;  // beyond int64: the plain reader names the error
-      }
-      return true;
-    }
-    case od::json_type::string: {
-      std::string_view s;
-      if (v.get_string().get(s)) return false;
-      *out = Value::text(std::string(s));
-      return true;
-    }
-    case od::json_type::boolean: {
-      bool b;
-      if (v.get_bool().get(b)) return false;
-      *out = Value::boolean(b);
-      return true;
-    }
-    case od::json_type::null: {
-      bool null;
-      if (v.is_null().get(null) || !null) return false;
-      *out = Value();
-      return true;
-    }
-    default: return false;
-  }
-}
 
 namespace {
 
@@ -528,7 +430,15 @@ bool DocumentReader::encode_value(od::value v, std::string* out, int depth) cons
   }
 }
 
-bool DocumentReader::read_array(const simdjson::padded_string& text, std::vector<Value>* out) const {
+std::string_view EncodedDocs::list() {
+  std::string head;
+  put_u8(head, kList);
+  put_varint(head, n_);
+  memcpy(&enc_[kHead - head.size()], head.data(), head.size());
+  return std::string_view(enc_).substr(kHead - head.size());
+}
+
+bool DocumentReader::read_array(const simdjson::padded_string& text, EncodedDocs* out) const {
   od::parser parser;
   od::document doc;
   if (parser.iterate(text).get(doc)) return false;
@@ -537,15 +447,15 @@ bool DocumentReader::read_array(const simdjson::padded_string& text, std::vector
   out->clear();
   for (auto e : arr) {
     od::value v;
-    if (std::move(e).get(v)) return false;
-    Value d;
-    if (!document(v, &d)) return false;
-    out->push_back(std::move(d));
+    od::object obj;
+    if (std::move(e).get(v) || v.get_object().get(obj) || !encode_object(obj, &out->bytes(), 1, !vectors_.empty()))
+      return false;
+    out->added();
   }
   return doc.at_end();
 }
 
-bool DocumentReader::read_lines(const simdjson::padded_string& text, std::vector<Value>* out) const {
+bool DocumentReader::read_lines(const simdjson::padded_string& text, EncodedDocs* out) const {
   od::parser parser;
   out->clear();
   const char* const base = text.data();
@@ -561,10 +471,10 @@ bool DocumentReader::read_lines(const simdjson::padded_string& text, std::vector
       // read that far, and stops at the line's end.
       od::document doc;
       if (parser.iterate(base + a, b - a, size + simdjson::SIMDJSON_PADDING - a).get(doc)) return false;
-      Value d;
       od::object obj;
-      if (doc.get_object().get(obj) || !to_object(obj, &d, 1, !vectors_.empty()) || !doc.at_end()) return false;
-      out->push_back(std::move(d));
+      if (doc.get_object().get(obj) || !encode_object(obj, &out->bytes(), 1, !vectors_.empty()) || !doc.at_end())
+        return false;
+      out->added();
     }
     pos = end + 1;
   }

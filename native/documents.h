@@ -1,11 +1,10 @@
 // Documents from JSON text, read with simdjson's On-Demand API straight
-// into Values, the way parse_json reads them, or straight into the value
-// encoding of those Values (encode: no Value built, what a put takes as a
-// parameter left encoded), but for one thing: an array of numbers for a
-// top-level `vector<N>` field of the collection goes straight into f32,
-// without a Value per number (the engine checks its dimension and values
-// as for any put). Used by `kitfox import` (importer.cpp, encoded) and by
-// `POST /docs` of `kitfox serve` (http_api.cpp).
+// into the value encoding of the Values parse_json makes of them (no Value
+// built: what a put takes as a parameter left encoded), but for one thing:
+// an array of numbers for a top-level `vector<N>` field of the collection
+// goes straight into f32, without a value per number (the engine checks
+// its dimension and values as for any put). Used by `kitfox import`
+// (importer.cpp) and by `POST /docs` of `kitfox serve` (http_api.cpp).
 //
 // Every reader here is a fast path: it answers false for whatever it does
 // not take as it is (malformed text, a big integer, a non-object, two
@@ -22,6 +21,31 @@
 
 namespace kitfox {
 
+// Documents in the value encoding one after another, after room for the
+// head of the list they make: the parameter of a put left encoded
+// (`put C $1`, kitfox::Params).
+class EncodedDocs {
+ public:
+  // Where a document's encoding is appended; added() counts it.
+  std::string& bytes() { return enc_; }
+  void added() { n_++; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  size_t byte_size() const { return enc_.size() - kHead; }
+  void clear() {
+    enc_.resize(kHead);
+    n_ = 0;
+  }
+  void reserve(size_t bytes) { enc_.reserve(kHead + bytes); }
+  // The documents as one encoded list (its head written just before them).
+  std::string_view list();
+
+ private:
+  static constexpr size_t kHead = 11;  // the list's tag and its count's varint, at most
+  std::string enc_ = std::string(kHead, '\0');
+  size_t n_ = 0;
+};
+
 class DocumentReader {
  public:
   DocumentReader() = default;
@@ -29,23 +53,18 @@ class DocumentReader {
   // when there is no such collection.
   DocumentReader(Database& db, std::string_view collection);
 
-  // One document (an object) as parse_json would make it; false when it is
-  // not an object, is malformed, or holds what only parse_json takes.
-  bool document(simdjson::ondemand::document_reference& d, Value* out) const;
-  bool document(simdjson::ondemand::value v, Value* out) const;
-
-  // One document appended to *out in the value encoding (core/codec.h) of
-  // the Value document() makes, with no Value built: the form a put's
-  // documents take as a parameter left encoded (kitfox::Params). False as
-  // document() is, and for an object that gives a key twice (document()
-  // takes the last value at the first place): the caller reads it another
-  // way then; *out may hold part of it.
+  // One document (an object) appended to *out in the value encoding
+  // (core/codec.h) of the Value parse_json would make of it, with no Value
+  // built. False when it is not an object, is malformed, holds what only
+  // parse_json takes, or gives a key twice (parse_json keeps the last
+  // value at the first place): the caller reads it another way then; *out
+  // may hold part of it.
   bool encode(simdjson::ondemand::document_reference& d, std::string* out) const;
 
   // A whole JSON array of documents, or NDJSON (a document a line, blank
-  // lines skipped); false as above, for any document.
-  bool read_array(const simdjson::padded_string& text, std::vector<Value>* out) const;
-  bool read_lines(const simdjson::padded_string& text, std::vector<Value>* out) const;
+  // lines skipped), into *out; false as above, for any document.
+  bool read_array(const simdjson::padded_string& text, EncodedDocs* out) const;
+  bool read_lines(const simdjson::padded_string& text, EncodedDocs* out) const;
 
  private:
   // A top-level field of type vector<N>.
@@ -54,8 +73,6 @@ class DocumentReader {
     uint32_t dim = 0;
   };
   const VectorField* vector_field(std::string_view key) const;
-  bool to_object(simdjson::ondemand::object& obj, Value* out, int depth, bool vectors) const;
-  bool to_value(simdjson::ondemand::value v, Value* out, int depth) const;
   bool encode_object(simdjson::ondemand::object& obj, std::string* out, int depth, bool vectors) const;
   bool encode_value(simdjson::ondemand::value v, std::string* out, int depth) const;
 

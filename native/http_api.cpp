@@ -3,6 +3,7 @@
 // append_json.
 #include "http_api.h"
 
+#include "codec.h"
 #include "documents.h"
 
 #include <utility>
@@ -330,49 +331,56 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
                       bool on_loop) {
   if (!is_identifier(collection))
     return error(404, "not_found", "no collection '" + std::string(collection) + "' (not a collection name)");
-  std::vector<Value> documents;
+  EncodedDocs documents;  // the put's parameter, left encoded (Params)
   size_t start = 0;
   while (start < body.size() && (body[start] == ' ' || body[start] == '\t' || body[start] == '\r' || body[start] == '\n'))
     start++;
   const bool array = !is_ndjson(content_type) || (start < body.size() && body[start] == '[');
-  // The fast reader first (vectors straight into f32); what it does not
-  // take as it is, parse_json reads again, and names the error.
+  // The fast reader first (documents straight into their encoding, vectors
+  // into f32); what it does not take as it is, parse_json reads again, and
+  // names the error.
   const simdjson::padded_string padded(body);
   const DocumentReader reader(db_, collection);
   const bool read = array ? reader.read_array(padded, &documents) : reader.read_lines(padded, &documents);
-  if (!read && array) {
-    // One JSON array of documents.
-    auto v = parse_json(body);
-    if (!v.is_ok()) return from_status(v.status());
-    if (v->kind() != Kind::List)
-      return error(400, "invalid", "the body must be a JSON array of documents (or NDJSON, with Content-Type: application/x-ndjson)");
-    documents = std::move(v->mutable_items());
-  } else if (!read) {
-    // NDJSON: a document a line; blank lines are skipped.
-    documents.clear();
-    size_t line = 0;
-    for (size_t pos = 0; pos < body.size();) {
-      size_t end = body.find('\n', pos);
-      if (end == std::string_view::npos) end = body.size();
-      std::string_view text = body.substr(pos, end - pos);
-      line++;
-      bool blank = true;
-      for (char c : text) blank &= c == ' ' || c == '\t' || c == '\r';
-      if (!blank) {
-        auto v = parse_json(text);
-        if (!v.is_ok()) {
-          const Status& s = v.status();
-          return error(400, code_name(s.code()), "line " + std::to_string(line) + ": " + s.message());
+  if (!read) {
+    std::vector<Value> values;
+    if (array) {
+      // One JSON array of documents.
+      auto v = parse_json(body);
+      if (!v.is_ok()) return from_status(v.status());
+      if (v->kind() != Kind::List)
+        return error(400, "invalid", "the body must be a JSON array of documents (or NDJSON, with Content-Type: application/x-ndjson)");
+      values = std::move(v->mutable_items());
+    } else {
+      // NDJSON: a document a line; blank lines are skipped.
+      size_t line = 0;
+      for (size_t pos = 0; pos < body.size();) {
+        size_t end = body.find('\n', pos);
+        if (end == std::string_view::npos) end = body.size();
+        std::string_view text = body.substr(pos, end - pos);
+        line++;
+        bool blank = true;
+        for (char c : text) blank &= c == ' ' || c == '\t' || c == '\r';
+        if (!blank) {
+          auto v = parse_json(text);
+          if (!v.is_ok()) {
+            const Status& s = v.status();
+            return error(400, code_name(s.code()), "line " + std::to_string(line) + ": " + s.message());
+          }
+          values.push_back(std::move(*v));
         }
-        documents.push_back(std::move(*v));
+        pos = end + 1;
       }
-      pos = end + 1;
+    }
+    documents.clear();
+    for (size_t i = 0; i < values.size(); i++) {
+      if (values[i].kind() != Kind::Object)
+        return error(400, "invalid", "document " + std::to_string(i + 1) + " is " + kind_name(values[i].kind()) +
+                                         ", not an object");
+      encode_item(documents.bytes(), values[i], false);
+      documents.added();
     }
   }
-  for (size_t i = 0; i < documents.size(); i++)
-    if (documents[i].kind() != Kind::Object)
-      return error(400, "invalid", "document " + std::to_string(i + 1) + " is " + kind_name(documents[i].kind()) +
-                                       ", not an object");
   if (on_loop && documents.size() > kLongPut) return deferred();  // read again there: at most 64 KiB
   count_ran(on_loop);
   if (documents.empty()) {
@@ -380,11 +388,10 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
     out.body = "{\"ids\":[]}";
     return out;
   }
-  std::vector<Value> params;
-  params.push_back(Value::list(std::move(documents)));
+  static const std::vector<Value> placeholder = {Value()};  // $1's place: its bytes stand for it
   const std::string text = "put " + std::string(collection) + " $1";
   uint64_t durable_at = 0;
-  auto r = db_.query_outside_transaction(text, params, &durable_at);
+  auto r = db_.query_outside_transaction(text, Params(placeholder, 0, documents.list()), &durable_at);
   if (!r.is_ok()) {
     const Status& s = r.status();
     // Not found at the name in the statement: the collection of the path.

@@ -75,21 +75,9 @@ class Buffer {
 // ---------------------------------------------------------------------------
 // Batches, written in order by a thread of their own (or at once).
 
-// A batch's documents in the value encoding, one after another after room
-// for the list's head: the parameter of the put, left encoded (Params).
 struct Batch {
-  static constexpr size_t kHead = 11;  // the list's tag and its count's varint, at most
-  std::string enc = std::string(kHead, '\0');
-  uint64_t n = 0;
+  EncodedDocs docs;  // the put's parameter, left encoded (Params)
   uint64_t first_line = 0, last_line = 0;
-  // The documents as one encoded list: its head written just before them.
-  std::string_view list() {
-    std::string head;
-    put_u8(head, kList);
-    put_varint(head, n);
-    memcpy(&enc[kHead - head.size()], head.data(), head.size());
-    return std::string_view(enc).substr(kHead - head.size());
-  }
 };
 
 class BatchWriter {
@@ -172,9 +160,9 @@ class BatchWriter {
   }
 
   void write(Batch b, uint64_t no) {
-    const uint64_t n = b.n;
+    const uint64_t n = b.docs.size();
     Status s = unprepared_;
-    if (s.is_ok()) s = put_.query(Params(placeholder_, 0, b.list()), &out_);
+    if (s.is_ok()) s = put_.query(Params(placeholder_, 0, b.docs.list()), &out_);
     if (s.is_ok()) {
       written_ += n;
       return;
@@ -654,11 +642,11 @@ struct Importer::Impl {
 
   // An encoded document.
   void add(std::string_view doc, uint64_t line) {
-    if (batch_.n == 0) batch_.first_line = line;
+    if (batch_.docs.empty()) batch_.first_line = line;
     batch_.last_line = line;
-    batch_.enc.append(doc);
-    batch_.n++;
-    if (batch_.n >= opts_.batch) flush_batch();
+    batch_.docs.bytes().append(doc);
+    batch_.docs.added();
+    if (batch_.docs.size() >= opts_.batch) flush_batch();
     if (++since_progress_check_ >= 4096) {
       since_progress_check_ = 0;
       maybe_progress();
@@ -666,10 +654,10 @@ struct Importer::Impl {
   }
 
   void flush_batch() {
-    if (batch_.n == 0) return;
+    if (batch_.docs.empty()) return;
     Batch b = std::move(batch_);
     batch_ = Batch();
-    batch_.enc.reserve(std::min<size_t>(b.enc.size(), size_t{64} << 20));  // room for one like it
+    batch_.docs.reserve(std::min<size_t>(b.docs.byte_size(), size_t{64} << 20));  // room for one like it
     if (!writer_.submit(std::move(b))) writer_ok();
   }
 
@@ -699,7 +687,7 @@ struct Importer::Impl {
   // stops exactly at the bad document whatever the batch size.
   void fail_data(const std::string& msg) {
     if (!ok_) return;
-    const bool flushed = batch_.n != 0;
+    const bool flushed = !batch_.docs.empty();
     flush_batch();
     writer_.drain();
     // The error is shown unless an earlier batch failed (the import stopped there).

@@ -505,6 +505,14 @@ TEST_CASE("a put's documents left in their encoding (Params): as given as values
   std::vector<Value> one = {Value()};
   REQUIRE(set->query(Params(one, 0, five), &out).is_ok());
   CHECK(rows(db->query("get t where n = 5 select n")) == "{\"id\":7,\"n\":5}\n");
+  // So is one given to a read inside a transaction (run beside its queued writes).
+  auto get = db->prepare("get t where n = $1 select n");
+  REQUIRE(get.is_ok());
+  ok(*db, "begin");
+  REQUIRE(db->query("put t {n: 5}").is_ok());
+  REQUIRE(get->query(Params(one, 0, five), &out).is_ok());
+  CHECK(rows(Result<QueryResult>(out)) == "{\"id\":7,\"n\":5}\n{\"id\":8,\"n\":5}\n");
+  ok(*db, "rollback");
   // Damaged bytes: refused as malformed, nothing written.
   std::string cut = five.substr(0, 1);
   CHECK(set->query(Params(one, 0, cut), &out).to_string() == "invalid error: malformed parameters");
