@@ -328,6 +328,12 @@ TEST_CASE("a put's parameters of every type: typed from their encoding as litera
   CHECK(rows(db->query("get t select raw where id = 8")) == "{\"id\":8,\"raw\":\"dA==\"}\n");
   CHECK(error(6, Value::integer(5)) == "ok");
   CHECK(rows(db->query("get t select at where id = 8")) == "{\"id\":8,\"at\":\"1970-01-01T00:00:00.005Z\"}\n");
+  // A timestamp given as one is held to a JavaScript Date's range too.
+  CHECK(error(6, Value::timestamp(100000000000000000)) ==
+        "type error at 52: timestamp 100000000000000000 ms for 'at' is out of range (at most 8.64e15 ms either side "
+        "of 1970, as a JavaScript Date)");
+  CHECK(error(6, Value::timestamp(-8640000000000000)) == "ok");
+  CHECK(rows(db->query("get t select at where id = 8")) == "{\"id\":8,\"at\":\"-271821-04-20T00:00:00.000Z\"}\n");
 }
 
 TEST_CASE("a put's null parameters: a field not stored, an id assigned, a list's null document refused") {

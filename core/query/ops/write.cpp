@@ -69,12 +69,21 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
   switch (t.kind) {
     case TypeKind::Bool:
     case TypeKind::Int:
-    case TypeKind::Timestamp:
     case TypeKind::Bytes:  // stored as given, when given as the field's kind
       if (tag_kind(tag) != field_kind(t.kind)) break;
       skip_value(r);
       out.append(at, r.pos() - at);
       return Status::ok();
+    case TypeKind::Timestamp: {  // the same, within a JavaScript Date's range (else its error below)
+      if (tag != kTimestamp) break;
+      Reader v = r;
+      v.u8();
+      const int64_t ms = unzigzag(v.varint());
+      if (!v.ok() || ms > kMaxTimestampMs || ms < -kMaxTimestampMs) break;
+      r = v;
+      out.append(at, r.pos() - at);
+      return Status::ok();
+    }
     case TypeKind::Text: {
       if (tag != kText) break;
       r.u8();
