@@ -1023,35 +1023,40 @@ int cmd_import(int argc, char** argv) {
   io.batch = o.batch;
   io.total_bytes = total;
   io.progress = isatty(STDERR_FILENO);
-  Importer imp(*db, collection, source, io);
-  std::vector<char> buf(1 << 20);
   bool ok = true;
-  for (;;) {
-    ssize_t n = read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      imp.stop();
-      print_error("reading " + source + ": " + strerror(errno));
-      ok = false;
-      break;
+  double secs = 0;
+  uint64_t imported = 0;
+  {  // the importer (its prepared put) goes before the database closes
+    Importer imp(*db, collection, source, io);
+    std::vector<char> buf(1 << 20);
+    for (;;) {
+      ssize_t n = read(fd, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        imp.stop();
+        print_error("reading " + source + ": " + strerror(errno));
+        ok = false;
+        break;
+      }
+      if (n == 0) break;
+      if (!imp.feed(std::string_view(buf.data(), static_cast<size_t>(n)))) {
+        ok = false;
+        break;
+      }
     }
-    if (n == 0) break;
-    if (!imp.feed(std::string_view(buf.data(), static_cast<size_t>(n)))) {
-      ok = false;
-      break;
-    }
+    if (ok) ok = imp.finish();
+    secs = imp.seconds();
+    imported = imp.imported();
   }
-  if (ok) ok = imp.finish();
   if (fd != STDIN_FILENO) close(fd);
 
-  const double secs = imp.seconds();
-  const double rate = secs > 0 ? static_cast<double>(imp.imported()) / secs : 0;
+  const double rate = secs > 0 ? static_cast<double>(imported) / secs : 0;
   if (ok) {
     fprintf(stderr, "imported %llu documents into %s in %.2f s (%.0f rows/s)\n",
-            static_cast<unsigned long long>(imp.imported()), collection.c_str(), secs, rate);
+            static_cast<unsigned long long>(imported), collection.c_str(), secs, rate);
   } else {
     fprintf(stderr, "kitfox: imported %llu documents into %s before the error\n",
-            static_cast<unsigned long long>(imp.imported()), collection.c_str());
+            static_cast<unsigned long long>(imported), collection.c_str());
   }
   // The checkpoint the engine's close makes when the tail is worth it (1 MiB,
   // or a quarter of the image: Engine::checkpoint_worthwhile), which the

@@ -448,7 +448,8 @@ bool DocumentReader::read_array(const simdjson::padded_string& text, EncodedDocs
   for (auto e : arr) {
     od::value v;
     od::object obj;
-    if (std::move(e).get(v) || v.get_object().get(obj) || !encode_object(obj, &out->bytes(), 1, !vectors_.empty()))
+    // A document of the array one level down, as parse_json of the whole text counts it.
+    if (std::move(e).get(v) || v.get_object().get(obj) || !encode_object(obj, &out->bytes(), 2, !vectors_.empty()))
       return false;
     out->added();
   }

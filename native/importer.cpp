@@ -88,10 +88,7 @@ class BatchWriter {
     uint64_t batch = 0;  // its number, from 1
   };
 
-  BatchWriter(Database& db, const std::string& statement, bool thread) {
-    auto p = db.prepare(statement);
-    if (p.is_ok()) put_ = std::move(p.value());
-    else unprepared_ = p.status();  // the first batch fails with it
+  BatchWriter(Database& db, std::string statement, bool thread) : db_(db), statement_(std::move(statement)) {
     if (thread) thread_ = std::thread([this] { run(); });
   }
   ~BatchWriter() {
@@ -161,7 +158,12 @@ class BatchWriter {
 
   void write(Batch b, uint64_t no) {
     const uint64_t n = b.docs.size();
-    Status s = unprepared_;
+    Status s;
+    if (!put_) {  // prepared at the first batch (the collection may come after the importer)
+      auto p = db_.prepare(statement_);
+      if (p.is_ok()) put_ = std::move(p.value());
+      else s = p.status();
+    }
     if (s.is_ok()) s = put_.query(Params(placeholder_, 0, b.docs.list()), &out_);
     if (s.is_ok()) {
       written_ += n;
@@ -172,8 +174,9 @@ class BatchWriter {
     failed_ = true;
   }
 
+  Database& db_;
+  const std::string statement_;
   Statement put_;  // `put C $1`, $1 the batch's documents left encoded
-  Status unprepared_;
   const std::vector<Value> placeholder_{Value()};  // $1's place: its bytes stand for it
   QueryResult out_;  // the {id} rows, written over batch after batch
   std::thread thread_;

@@ -161,6 +161,22 @@ TEST_CASE("http api: /docs reads vectors straight, with the values and errors of
   ApiResponse dim = post(api, "/docs/a", R"j([{"v": [1, 2]}])j");
   CHECK(dim.status == 400);
   CHECK(post(api, "/query", R"j({"query": "get a count"})j").body == R"j({"rows":[{"count":3}]})j");
+  // Nesting as parse_json counts it: in an array body a document is one
+  // level down, so its fields' values may nest one level less than a
+  // document's of an NDJSON line. The same answers whether or not a key
+  // given twice sends the body to parse_json.
+  REQUIRE(post(api, "/query", R"j({"query": "create collection c (j json, k int)"})j").status == 200);
+  auto nested = [](int levels) {
+    return std::string(static_cast<size_t>(levels), '[') + "1" + std::string(static_cast<size_t>(levels), ']');
+  };
+  for (int levels : {62, 63, 64}) {
+    for (const char* twice : {"", "\"k\": 1, \"k\": 2, "}) {
+      const std::string doc = std::string("{") + twice + "\"j\": " + nested(levels) + "}";
+      INFO("levels " << levels << (*twice ? ", a key given twice" : ""));
+      CHECK(post(api, "/docs/c", "[" + doc + "]").status == (levels <= 62 ? 200 : 400));
+      CHECK(post(api, "/docs/c", doc + "\n", "application/x-ndjson").status == (levels <= 63 ? 200 : 400));
+    }
+  }
   db->close();
 }
 
