@@ -146,6 +146,49 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
       encode_vector(out, floats.data(), t.dim, t.f16);
       return Status::ok();
     }
+    case TypeKind::List: {  // of scalars each already of its element's kind: stored as given
+      if (tag != kList) break;
+      Reader v = r;
+      v.u8();
+      const uint64_t n = v.varint();
+      bool ok = n <= v.left();
+      for (uint64_t i = 0; i < n && ok; i++) {
+        const uint8_t et = v.left() ? (uint8_t)*v.pos() : (uint8_t)kNull;
+        switch (t.elem) {
+          case TypeKind::Bool: ok = et == kTrue || et == kFalse; break;
+          case TypeKind::Int: ok = et == kInt; break;
+          case TypeKind::Text: ok = et == kText; break;
+          case TypeKind::Bytes: ok = et == kBytes; break;
+          case TypeKind::Float: {
+            ok = et == kFloat;
+            if (!ok) break;
+            Reader x = v;
+            x.u8();
+            const uint64_t bits = x.u64();
+            double d;
+            memcpy(&d, &bits, 8);
+            ok = std::isfinite(d);
+            break;
+          }
+          case TypeKind::Timestamp: {
+            ok = et == kTimestamp;
+            if (!ok) break;
+            Reader x = v;
+            x.u8();
+            const int64_t ms = unzigzag(x.varint());
+            ok = ms <= kMaxTimestampMs && ms >= -kMaxTimestampMs;
+            break;
+          }
+          default: ok = false;  // json: converted below
+        }
+        if (ok) skip_value(v, 1, false);
+        ok = ok && v.ok();
+      }
+      if (!ok) break;
+      r = v;
+      out.append(at, r.pos() - at);
+      return Status::ok();
+    }
     default:
       break;
   }
