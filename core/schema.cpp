@@ -65,10 +65,19 @@ static Status mismatch(const Value& in, const std::string& expected, const std::
   return Status(Code::Type, "expected " + expected + " for '" + what + "', got " + kind_name(in.kind()));
 }
 
-// json fields hold plain JSON: timestamps become ISO text, vectors number lists.
+static Status not_utf8(const std::string& what) {
+  return Status(Code::Type, "'" + what + "' is not valid UTF-8 text");
+}
+
+// json fields hold plain JSON: timestamps become ISO text, vectors number
+// lists; texts and keys are UTF-8.
 static Status to_json_value(const Value& in, const std::string& what, int depth, Value* out) {
   if (depth > kMaxDepth) return Status(Code::Limit, "value of '" + what + "' nested deeper than " + std::to_string(kMaxDepth) + " levels");
   switch (in.kind()) {
+    case Kind::Text:
+      if (!valid_utf8(in.as_string())) return not_utf8(what);
+      *out = in;
+      return Status::ok();
     case Kind::Timestamp: *out = Value::text(format_timestamp(in.as_int())); return Status::ok();
     case Kind::Bytes: return mismatch(in, "json", what);
     case Kind::Vector: {
@@ -93,6 +102,7 @@ static Status to_json_value(const Value& in, const std::string& what, int depth,
     case Kind::Object: {
       *out = Value::object();
       for (size_t i = 0; i < in.items().size(); i++) {
+        if (!valid_utf8(in.keys()[i])) return not_utf8(what);
         Value c;
         KF_TRY(to_json_value(in.items()[i], what, depth + 1, &c));
         out->append(in.keys()[i], std::move(c));
@@ -121,6 +131,7 @@ static Status coerce_scalar(const Value& in, TypeKind k, const std::string& what
       return Status::ok();
     case TypeKind::Text:
       if (in.kind() != Kind::Text) return mismatch(in, "text", what);
+      if (!valid_utf8(in.as_string())) return not_utf8(what);
       *out = in;
       return Status::ok();
     case TypeKind::Bytes:

@@ -641,3 +641,32 @@ TEST_CASE("a list field's value given as a parameter: stored as coerce makes it,
         CHECK(stored->items()[i].kind() == want.items()[i].kind());
     }
 }
+
+TEST_CASE("text that is not UTF-8 is refused wherever a value holds it: a field, a list, a json value or key, a set") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (body text @text, tags [text], j json, lj [json])");
+  ok(*db, "put t {body: \"hello\", tags: [\"a\"], j: {\"k\": \"v\"}}");
+  const Value bad = Value::text(std::string("ab\xe2\x82", 4));
+  Value bad_key = Value::object();
+  bad_key.append(std::string("\xff", 1), Value::integer(1));
+  Value nested = Value::object();
+  nested.append("k", Value::list({Value::integer(1), bad}));
+  auto status = [&](const char* q, Value v) {
+    auto r = db->query(q, {std::move(v)});
+    return r.is_ok() ? std::string("ok") : r.status().to_string();
+  };
+  CHECK(status("put t {body: $1}", bad) == "type error at 7: 'body' is not valid UTF-8 text");
+  CHECK(status("put t {tags: $1}", Value::list({Value::text("x"), bad})) ==
+        "type error at 7: 'tags[1]' is not valid UTF-8 text");
+  CHECK(status("put t {j: $1}", nested) == "type error at 7: 'j' is not valid UTF-8 text");
+  CHECK(status("put t {j: $1}", bad_key) == "type error at 7: 'j' is not valid UTF-8 text");
+  CHECK(status("put t {lj: $1}", Value::list({bad})) == "type error at 7: 'lj[0]' is not valid UTF-8 text");
+  CHECK(status("set t {body: $1} where id = 1", bad) == "type error at 7: 'body' is not valid UTF-8 text");
+  CHECK(status("set t {tags: $1} where id = 1", Value::list({bad})) == "type error at 7: 'tags[0]' is not valid UTF-8 text");
+  CHECK(status("set t {j.k: $1} where id = 1", bad) == "type error at 7: 'j.k' is not valid UTF-8 text");
+  // Nothing changed.
+  CHECK(rows(db->query("get t")) == "{\"id\":1,\"body\":\"hello\",\"tags\":[\"a\"],\"j\":{\"k\":\"v\"}}\n");
+  // The same text, valid, goes in.
+  CHECK(status("set t {tags: $1} where id = 1", Value::list({Value::text("é")})) == "ok");
+}

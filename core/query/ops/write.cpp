@@ -157,7 +157,14 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
         switch (t.elem) {
           case TypeKind::Bool: ok = et == kTrue || et == kFalse; break;
           case TypeKind::Int: ok = et == kInt; break;
-          case TypeKind::Text: ok = et == kText; break;
+          case TypeKind::Text: {  // valid UTF-8 (else its error below)
+            ok = et == kText;
+            if (!ok) break;
+            Reader x = v;
+            x.u8();
+            ok = valid_utf8(x.str()) && x.ok();
+            break;
+          }
           case TypeKind::Bytes: ok = et == kBytes; break;
           case TypeKind::Float: {
             ok = et == kFloat;
@@ -198,8 +205,6 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
                   kpos);
   Status st = coerce(v, t, f.name, &typed);
   if (!st.is_ok()) return Status(st.code(), st.message(), kpos);
-  if (typed.kind() == Kind::Text && !valid_utf8(typed.as_string()))
-    return Status(Code::Type, "'" + f.name + "' is not valid UTF-8 text", kpos);
   if (typed.kind() == Kind::Vector) KF_TRY(check_indexed(c, f, typed.vec().data(), dpos));
   encode_value(out, typed, t.kind == TypeKind::Vector && t.f16);
   return Status::ok();
