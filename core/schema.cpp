@@ -65,6 +65,11 @@ static Status mismatch(const Value& in, const std::string& expected, const std::
   return Status(Code::Type, "expected " + expected + " for '" + what + "', got " + kind_name(in.kind()));
 }
 
+static Status out_of_range(int64_t ms, const std::string& what) {
+  return Status(Code::Type, "timestamp " + std::to_string(ms) + " ms for '" + what +
+                                "' is out of range (at most 8.64e15 ms either side of 1970, as a JavaScript Date)");
+}
+
 static Status not_utf8(const std::string& what) {
   return Status(Code::Type, "'" + what + "' is not valid UTF-8 text");
 }
@@ -78,11 +83,17 @@ static Status to_json_value(const Value& in, const std::string& what, int depth,
       if (!valid_utf8(in.as_string())) return not_utf8(what);
       *out = in;
       return Status::ok();
-    case Kind::Timestamp: *out = Value::text(format_timestamp(in.as_int())); return Status::ok();
+    case Kind::Timestamp:
+      if (in.as_int() > kMaxTimestampMs || in.as_int() < -kMaxTimestampMs) return out_of_range(in.as_int(), what);
+      *out = Value::text(format_timestamp(in.as_int()));
+      return Status::ok();
     case Kind::Bytes: return mismatch(in, "json", what);
     case Kind::Vector: {
       *out = Value::list();
-      for (float f : in.vec()) out->push(Value::real(f));
+      for (float f : in.vec()) {
+        if (!std::isfinite(f)) return Status(Code::Type, "'" + what + "' must be a finite number");
+        out->push(Value::real(f));
+      }
       return Status::ok();
     }
     case Kind::Float:
@@ -154,9 +165,7 @@ static Status coerce_scalar(const Value& in, TypeKind k, const std::string& what
       } else {
         return mismatch(in, "timestamp", what);
       }
-      if (ms > kMaxTimestampMs || ms < -kMaxTimestampMs)
-        return Status(Code::Type, "timestamp " + std::to_string(ms) + " ms for '" + what +
-                                      "' is out of range (at most 8.64e15 ms either side of 1970, as a JavaScript Date)");
+      if (ms > kMaxTimestampMs || ms < -kMaxTimestampMs) return out_of_range(ms, what);
       *out = Value::timestamp(ms);
       return Status::ok();
     }

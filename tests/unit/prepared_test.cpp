@@ -578,6 +578,22 @@ TEST_CASE("a put's {id} rows written over the rows a reused result held") {
   CHECK(text(out) == "{\"updated\":1}\n");
 }
 
+TEST_CASE("a vector's int beyond 2^53 goes to float through double, as put and set both convert it") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (v vector<2>)");
+  // 2^60 + 2^36 + 1: to double it is 2^60 + 2^36 (a tie to even), which to
+  // float is 2^60; straight to float it would be 2^60 + 2^37.
+  ok(*db, "put t {v: [1152921573326323713, 1]}");
+  ok(*db, "put t {v: [0, 1]}");
+  ok(*db, "set t {v: [1152921573326323713, 1]} where id = 2");
+  auto r = db->query("get t");
+  REQUIRE(r.is_ok());
+  REQUIRE(r->rows.size() == 2);
+  CHECK(to_json(*r->rows[0].get("v")) == to_json(*r->rows[1].get("v")));
+  CHECK(r->rows[0].get("v")->vec()[0] == 1152921504606846976.0f);
+}
+
 TEST_CASE("a list field's value given as a parameter: stored as coerce makes it, or refused with its error") {
   // Lists of scalars already of the element's kind are stored as given
   // (type_field's fast path); the rest go through coerce. Either way the
@@ -665,6 +681,14 @@ TEST_CASE("text that is not UTF-8 is refused wherever a value holds it: a field,
   CHECK(status("set t {body: $1} where id = 1", bad) == "type error at 7: 'body' is not valid UTF-8 text");
   CHECK(status("set t {tags: $1} where id = 1", Value::list({bad})) == "type error at 7: 'tags[0]' is not valid UTF-8 text");
   CHECK(status("set t {j.k: $1} where id = 1", bad) == "type error at 7: 'j.k' is not valid UTF-8 text");
+  // A json value is held to the same as a field: finite numbers, timestamps in range.
+  CHECK(status("put t {j: $1}", Value::vector({1.0f, std::nanf("")})) == "type error at 7: 'j' must be a finite number");
+  CHECK(status("put t {lj: $1}", Value::list({Value::timestamp(100000000000000000)})) ==
+        "type error at 7: timestamp 100000000000000000 ms for 'lj[0]' is out of range (at most 8.64e15 ms either "
+        "side of 1970, as a JavaScript Date)");
+  CHECK(status("set t {j.k: $1} where id = 1", Value::timestamp(-8640000000000001)) ==
+        "type error at 7: timestamp -8640000000000001 ms for 'j.k' is out of range (at most 8.64e15 ms either side "
+        "of 1970, as a JavaScript Date)");
   // Nothing changed.
   CHECK(rows(db->query("get t")) == "{\"id\":1,\"body\":\"hello\",\"tags\":[\"a\"],\"j\":{\"k\":\"v\"}}\n");
   // The same text, valid, goes in.

@@ -127,7 +127,7 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
         uint8_t et = v.u8();
         float x;
         if (et == kInt) {
-          x = (float)unzigzag(v.varint());
+          x = (float)(double)unzigzag(v.varint());  // through double, as coerce converts it
         } else if (et == kFloat) {
           uint64_t bits = v.u64();
           double d;
