@@ -384,3 +384,44 @@ TEST_CASE("import: documents cut across chunks and regions, and bigger than a re
     all_fast(*in);
   }
 }
+
+TEST_CASE("import: the collection may be made after the importer, before its first batch is written") {
+  auto fs = make_memory_file_system();
+  OpenOptions oo;
+  oo.sync = SyncMode::Off;
+  auto opened = Database::open(*fs, "late.kfdb", oo);
+  REQUIRE(opened.is_ok());
+  auto& db = *opened;
+  for (bool thread : {false, true}) {
+    ImportOptions o;
+    o.writer_thread = thread;
+    o.progress = false;
+    std::string said;
+    o.report = importcheck::collect;
+    o.report_ctx = &said;
+    const std::string name = thread ? "late_b" : "late_a";
+    {
+      Importer imp(*db, name, "input", o);
+      REQUIRE(db->query("create collection " + name + " (n int)").is_ok());
+      CHECK(imp.feed("{\"n\": 1}\n{\"n\": 2}\n"));
+      CHECK(imp.finish());
+      CHECK(imp.imported() == 2);
+    }
+    INFO(said);
+    CHECK(db->query("get " + name + " count")->rows[0].get("count")->as_int() == 2);
+  }
+  // And one that never comes: the batch fails with the statement's error.
+  ImportOptions o;
+  o.progress = false;
+  std::string said;
+  o.report = importcheck::collect;
+  o.report_ctx = &said;
+  {
+    Importer imp(*db, "nowhere", "input", o);
+    imp.feed("{\"n\": 1}\n");
+    CHECK_FALSE(imp.finish());
+  }
+  INFO(said);
+  CHECK(said.find("collection 'nowhere' does not exist") != std::string::npos);
+  db->close();
+}
