@@ -301,6 +301,8 @@ struct Importer::Impl {
     if (ok_ && scan_ == Scan::Failed) fail_input(error_at_, error_, error_line_);
   }
 
+  bool starts_with_bom(uint64_t from, size_t len) const { return len >= 3 && memcmp(buf_.at(from), kBom, 3) == 0; }
+
   // Skips a byte order mark and blank lines; an array starts with '['.
   bool detect(bool final) {
     const uint64_t end = buf_.end();
@@ -345,6 +347,9 @@ struct Importer::Impl {
   // newlines before it) past what it took.
   void fast_lines(uint64_t from, uint64_t to, uint64_t* at, uint64_t* line) {
     const size_t len = static_cast<size_t>(to - from);
+    // simdjson steps over a byte order mark that starts its buffer; only the
+    // input's first bytes may be one (detect), so the plain reader names it.
+    if (starts_with_bom(from, len)) return;
     od::document_stream docs;
     if (parser_.iterate_many(buf_.at(from), len, batch_capacity(len), false).get(docs)) return;
     bool pending = false;  // a document read, taken once what follows it is checked
@@ -567,6 +572,7 @@ struct Importer::Impl {
   size_t fast_elements() {
     const uint64_t from = elements_.front().start;
     const size_t len = static_cast<size_t>(elements_.back().end - from);
+    if (starts_with_bom(from, len)) return 0;  // as in fast_lines
     od::document_stream docs;
     if (parser_.iterate_many(buf_.at(from), len, batch_capacity(len), true).get(docs)) return 0;
     const size_t n = elements_.size();

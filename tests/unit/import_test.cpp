@@ -385,6 +385,19 @@ TEST_CASE("import: documents cut across chunks and regions, and bigger than a re
   }
 }
 
+TEST_CASE("import: a byte order mark anywhere but the input's first bytes is the plain reader's error") {
+  // simdjson steps over one that starts its buffer (a region or an array's
+  // elements); the fast reader leaves such a region to the plain one.
+  const Outcome lines = same_as_plain("\t\t\t\xEF\xBB\xBF \n {}}}\t\\\": #}", 1, {1, 10, 1 << 20}, {1, 512, 1 << 20});
+  CHECK(!lines.ok);
+  CHECK(lines.imported == 0);
+  CHECK(lines.messages.find("line 1") != std::string::npos);
+  same_as_plain("\t\t\xEF\xBB\xBF \n {\"n\": 1}\n");
+  same_as_plain("{\"n\": 1}\n\xEF\xBB\xBF{\"n\": 2}\n");
+  same_as_plain("[{\"n\": 1}, \xEF\xBB\xBF{\"n\": 2}]");
+  same_as_plain(" \xEF\xBB\xBF[{\"n\": 1}]");
+}
+
 TEST_CASE("import: the collection may be made after the importer, before its first batch is written") {
   auto fs = make_memory_file_system();
   OpenOptions oo;
