@@ -73,6 +73,11 @@ Result<Statement> Database::prepare(std::string_view text) {
   return s;
 }
 
+const std::vector<Value>& Params::one_unset() {
+  static const std::vector<Value> one(1);
+  return one;
+}
+
 Result<std::vector<Value>> Params::copy() const {
   std::vector<Value> v = *values_;
   if (!encoded_.empty() && at_ < v.size()) {

@@ -114,6 +114,9 @@ class Params {
   Params(std::vector<Value>&&, size_t, std::string_view) = delete;
   Params(const std::vector<Value>& values, size_t encoded_at, std::string_view encoded)
       : values_(&values), at_(encoded_at), encoded_(encoded) {}
+  // A put's `$1` given as its encoded documents, and no other parameter
+  // (`put C $1`: kitfox import's batches, POST /docs).
+  static Params documents(std::string_view encoded) { return Params(one_unset(), 0, encoded); }
   size_t size() const { return values_->size(); }
   const Value& operator[](size_t i) const { return (*values_)[i]; }
   // Parameter $n's bytes where it was left encoded; else empty.
@@ -127,6 +130,7 @@ class Params {
   Result<std::vector<Value>> copy() const;
 
  private:
+  static const std::vector<Value>& one_unset();  // {null}: the place of a parameter given encoded
   const std::vector<Value>* values_;
   size_t at_ = SIZE_MAX;
   std::string_view encoded_;

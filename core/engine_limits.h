@@ -15,5 +15,6 @@ constexpr uint64_t kMaxNameBytes = 256;             // collection and field name
 // Timestamps, in ms from the epoch: the range of JavaScript's Date (years
 // -271821 to 275760), so a stored timestamp reads back in every build.
 constexpr int64_t kMaxTimestampMs = 8640000000000000;
+constexpr bool in_date_range(int64_t ms) { return ms >= -kMaxTimestampMs && ms <= kMaxTimestampMs; }
 
 }  // namespace kitfox

@@ -84,7 +84,7 @@ static Status to_json_value(const Value& in, const std::string& what, int depth,
       *out = in;
       return Status::ok();
     case Kind::Timestamp:
-      if (in.as_int() > kMaxTimestampMs || in.as_int() < -kMaxTimestampMs) return out_of_range(in.as_int(), what);
+      if (!in_date_range(in.as_int())) return out_of_range(in.as_int(), what);
       *out = Value::text(format_timestamp(in.as_int()));
       return Status::ok();
     case Kind::Bytes: return mismatch(in, "json", what);
@@ -165,7 +165,7 @@ static Status coerce_scalar(const Value& in, TypeKind k, const std::string& what
       } else {
         return mismatch(in, "timestamp", what);
       }
-      if (ms > kMaxTimestampMs || ms < -kMaxTimestampMs) return out_of_range(ms, what);
+      if (!in_date_range(ms)) return out_of_range(ms, what);
       *out = Value::timestamp(ms);
       return Status::ok();
     }

@@ -388,10 +388,9 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
     out.body = "{\"ids\":[]}";
     return out;
   }
-  static const std::vector<Value> placeholder = {Value()};  // $1's place: its bytes stand for it
   const std::string text = "put " + std::string(collection) + " $1";
   uint64_t durable_at = 0;
-  auto r = db_.query_outside_transaction(text, Params(placeholder, 0, documents.list()), &durable_at);
+  auto r = db_.query_outside_transaction(text, Params::documents(documents.list()), &durable_at);
   if (!r.is_ok()) {
     const Status& s = r.status();
     // Not found at the name in the statement: the collection of the path.

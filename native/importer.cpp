@@ -164,7 +164,7 @@ class BatchWriter {
       if (p.is_ok()) put_ = std::move(p.value());
       else s = p.status();
     }
-    if (s.is_ok()) s = put_.query(Params(placeholder_, 0, b.docs.list()), &out_);
+    if (s.is_ok()) s = put_.query(Params::documents(b.docs.list()), &out_);
     if (s.is_ok()) {
       written_ += n;
       return;
@@ -177,7 +177,6 @@ class BatchWriter {
   Database& db_;
   const std::string statement_;
   Statement put_;  // `put C $1`, $1 the batch's documents left encoded
-  const std::vector<Value> placeholder_{Value()};  // $1's place: its bytes stand for it
   QueryResult out_;  // the {id} rows, written over batch after batch
   std::thread thread_;
   std::mutex mu_;

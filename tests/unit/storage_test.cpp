@@ -2930,18 +2930,17 @@ TEST_CASE("a put's documents left encoded (Params) count as many vector lookups 
   std::vector<Value> values = {Value::list(docs)};
   std::string enc;
   encode_value(enc, values[0], false);
-  std::vector<Value> placeholder = {Value()};
   Engine& e = DatabaseTesting::engine(*db);
   auto p = e.prepare("put v $1", false);
   REQUIRE(p.is_ok());
   const uint64_t given = Engine::vector_lookups((*p)->st, Params(values));
   CHECK(given == 7 * 4);
-  CHECK(Engine::vector_lookups((*p)->st, Params(placeholder, 0, enc)) == given);
+  CHECK(Engine::vector_lookups((*p)->st, Params::documents(enc)) == given);
   // And the documents land with their vectors in the index.
   auto put = db->prepare("put v $1");
   REQUIRE(put.is_ok());
   QueryResult out;
-  REQUIRE(put->query(Params(placeholder, 0, enc), &out).is_ok());
+  REQUIRE(put->query(Params::documents(enc), &out).is_ok());
   CHECK(out.rows.size() == 7);
   auto near = db->query("get v select id near e [6, 1] limit 2");
   REQUIRE(near.is_ok());

@@ -56,6 +56,39 @@ Status check_indexed(const Collection& c, const Field& f, const float* v, int64_
   return ps.is_ok() ? ps : Status(ps.code(), ps.message(), dpos);
 }
 
+// Reads one value at `v` that a field (or a list's element) of kind `k`
+// stores as given: already of that kind, and what coerce would keep as it
+// is (a finite float, text of valid UTF-8, a timestamp within a Date's
+// range). False, `v` left anywhere, for anything else: coerce converts it
+// or names its error.
+static bool take_as_is(Reader& v, TypeKind k) {
+  const uint8_t tag = v.u8();
+  switch (k) {
+    case TypeKind::Bool: return (tag == kTrue || tag == kFalse) && v.ok();
+    case TypeKind::Int:
+      if (tag != kInt) return false;
+      v.varint();
+      return v.ok();
+    case TypeKind::Bytes:
+      if (tag != kBytes) return false;
+      v.str();
+      return v.ok();
+    case TypeKind::Text:
+      return tag == kText && valid_utf8(v.str()) && v.ok();
+    case TypeKind::Float: {
+      if (tag != kFloat) return false;
+      const uint64_t bits = v.u64();
+      double d;
+      memcpy(&d, &bits, 8);
+      return v.ok() && std::isfinite(d);
+    }
+    case TypeKind::Timestamp:
+      return tag == kTimestamp && in_date_range(unzigzag(v.varint())) && v.ok();
+    default:
+      return false;  // json: converted by coerce
+  }
+}
+
 // One field's value of an encoded literal document, typed and encoded into
 // `out` as the field stores it. The common cases (a value already of the
 // field's kind, an int for a float, a list of numbers for a vector) are
@@ -69,26 +102,12 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
   switch (t.kind) {
     case TypeKind::Bool:
     case TypeKind::Int:
-    case TypeKind::Bytes:  // stored as given, when given as the field's kind
-      if (tag_kind(tag) != field_kind(t.kind)) break;
-      skip_value(r);
-      out.append(at, r.pos() - at);
-      return Status::ok();
-    case TypeKind::Timestamp: {  // the same, within a JavaScript Date's range (else its error below)
-      if (tag != kTimestamp) break;
+    case TypeKind::Bytes:
+    case TypeKind::Text:
+    case TypeKind::Timestamp: {  // stored as given, when given as the field's kind
       Reader v = r;
-      v.u8();
-      const int64_t ms = unzigzag(v.varint());
-      if (!v.ok() || ms > kMaxTimestampMs || ms < -kMaxTimestampMs) break;
+      if (!take_as_is(v, t.kind)) break;
       r = v;
-      out.append(at, r.pos() - at);
-      return Status::ok();
-    }
-    case TypeKind::Text: {
-      if (tag != kText) break;
-      r.u8();
-      std::string_view s = r.str();
-      if (!valid_utf8(s)) return Status(Code::Type, "'" + f.name + "' is not valid UTF-8 text", kpos);
       out.append(at, r.pos() - at);
       return Status::ok();
     }
@@ -151,46 +170,8 @@ Status type_field(const Collection& c, const Field& f, Reader& r, int64_t kpos, 
       Reader v = r;
       v.u8();
       const uint64_t n = v.varint();
-      bool ok = n <= v.left();
-      for (uint64_t i = 0; i < n && ok; i++) {
-        const uint8_t et = v.left() ? (uint8_t)*v.pos() : (uint8_t)kNull;
-        switch (t.elem) {
-          case TypeKind::Bool: ok = et == kTrue || et == kFalse; break;
-          case TypeKind::Int: ok = et == kInt; break;
-          case TypeKind::Text: {  // valid UTF-8 (else its error below)
-            ok = et == kText;
-            if (!ok) break;
-            Reader x = v;
-            x.u8();
-            ok = valid_utf8(x.str()) && x.ok();
-            break;
-          }
-          case TypeKind::Bytes: ok = et == kBytes; break;
-          case TypeKind::Float: {
-            ok = et == kFloat;
-            if (!ok) break;
-            Reader x = v;
-            x.u8();
-            const uint64_t bits = x.u64();
-            double d;
-            memcpy(&d, &bits, 8);
-            ok = std::isfinite(d);
-            break;
-          }
-          case TypeKind::Timestamp: {
-            ok = et == kTimestamp;
-            if (!ok) break;
-            Reader x = v;
-            x.u8();
-            const int64_t ms = unzigzag(x.varint());
-            ok = ms <= kMaxTimestampMs && ms >= -kMaxTimestampMs;
-            break;
-          }
-          default: ok = false;  // json: converted below
-        }
-        if (ok) skip_value(v, 1, false);
-        ok = ok && v.ok();
-      }
+      bool ok = v.ok() && n <= v.left();
+      for (uint64_t i = 0; i < n && ok; i++) ok = take_as_is(v, t.elem);
       if (!ok) break;
       r = v;
       out.append(at, r.pos() - at);
