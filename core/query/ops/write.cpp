@@ -37,16 +37,6 @@ Kind tag_kind(uint8_t tag) {
   }
 }
 
-// The kind a bool, int, timestamp or bytes field stores its value as.
-Kind field_kind(TypeKind k) {
-  switch (k) {
-    case TypeKind::Bool: return Kind::Bool;
-    case TypeKind::Int: return Kind::Int;
-    case TypeKind::Timestamp: return Kind::Timestamp;
-    default: return Kind::Bytes;
-  }
-}
-
 // A vector for field `f`, refused (at dpos) where the field's index would refuse it.
 Status check_indexed(const Collection& c, const Field& f, const float* v, int64_t dpos) {
   auto it = c.vindex.find(f.id);
