@@ -14,6 +14,10 @@
 
 namespace kitfox {
 
+// A predicate's answer, three-valued; Ask where a test on a document's
+// encoding leaves the document to the evaluator (EncodedWhere).
+enum class Truth : uint8_t { False, True, Null, Ask };
+
 class Evaluator {
  public:
   Evaluator(const Params& params) : params_(params) {}
@@ -126,6 +130,51 @@ class Evaluator {
 
   static bool truthy(const Value& v) { return v.kind() == Kind::Bool ? v.as_bool() : !v.is_null(); }
 
+  // a <op> b for an op other than ~, neither of them null: the answer of a
+  // comparison (null: values of kinds that do not order).
+  static Truth compare_values(CmpOp op, const Value& a, const Value& b) {
+    int c;
+    if (a.kind() == Kind::Int && b.kind() == Kind::Int) {  // (what compare() answers, sooner)
+      c = (a.as_int() > b.as_int()) - (a.as_int() < b.as_int());
+    } else if (a.kind() == Kind::Text && b.kind() == Kind::Text) {
+      c = a.as_string().compare(b.as_string());
+    } else {
+      Value a2, b2;
+      const Value *pa, *pb;
+      if (!aligned(a, b, &a2, &b2, &pa, &pb) || !comparable(*pa, *pb))  // different kinds are never equal
+        return op == CmpOp::Ne ? Truth::True : op == CmpOp::Eq ? Truth::False : Truth::Null;
+      c = compare(*pa, *pb);
+    }
+    bool r = false;
+    switch (op) {
+      case CmpOp::Eq: r = c == 0; break;
+      case CmpOp::Ne: r = c != 0; break;
+      case CmpOp::Lt: r = c < 0; break;
+      case CmpOp::Le: r = c <= 0; break;
+      case CmpOp::Gt: r = c > 0; break;
+      case CmpOp::Ge: r = c >= 0; break;
+      default: break;
+    }
+    return r ? Truth::True : Truth::False;
+  }
+  // Whether `in` finds b in a list holding a.
+  static bool equal_loose(const Value& a, const Value& b) {
+    if (a.kind() == b.kind() && (a.kind() == Kind::Int || a.kind() == Kind::Text))  // (sooner)
+      return a.kind() == Kind::Int ? a.as_int() == b.as_int() : a.as_string() == b.as_string();
+    Value a2, b2;
+    const Value *pa, *pb;
+    if (!aligned(a, b, &a2, &b2, &pa, &pb)) return false;
+    return comparable(*pa, *pb) && equal(*pa, *pb);
+  }
+  // hay ~ needle: holds it, ASCII letters in any case.
+  static bool contains_ci(std::string_view hay, std::string_view needle) {
+    if (needle.empty()) return true;
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c + 32) : c; };
+    auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(),
+                          [&](char x, char y) { return lower(x) == lower(y); });
+    return it != hay.end();
+  }
+
   // An operand where it lies (a path into the document, a literal, a
   // parameter: no copy, so a compare of text with text copies no string),
   // else evaluated into *tmp.
@@ -218,19 +267,6 @@ class Evaluator {
     if (a.is_number() && b.is_number()) return true;
     return a.kind() == b.kind();
   }
-  static bool equal_loose(const Value& a, const Value& b) {
-    Value a2, b2;
-    const Value *pa, *pb;
-    if (!aligned(a, b, &a2, &b2, &pa, &pb)) return false;
-    return comparable(*pa, *pb) && equal(*pa, *pb);
-  }
-  static bool contains_ci(const std::string& hay, const std::string& needle) {
-    if (needle.empty()) return true;
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c + 32) : c; };
-    auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(),
-                          [&](char x, char y) { return lower(x) == lower(y); });
-    return it != hay.end();
-  }
   Status compare_op(const Expr& e, const Value& a, const Value& b, Value* out) const {
     if (a.is_null() || b.is_null()) { *out = Value(); return Status::ok(); }
     if (e.op == CmpOp::Contains) {
@@ -239,25 +275,8 @@ class Evaluator {
       *out = Value::boolean(contains_ci(a.as_string(), b.as_string()));
       return Status::ok();
     }
-    Value a2, b2;
-    const Value *pa, *pb;
-    if (!aligned(a, b, &a2, &b2, &pa, &pb) || !comparable(*pa, *pb)) {
-      // Different kinds are never equal; ordering them is meaningless.
-      *out = e.op == CmpOp::Ne ? Value::boolean(true) : e.op == CmpOp::Eq ? Value::boolean(false) : Value();
-      return Status::ok();
-    }
-    int c = compare(*pa, *pb);
-    bool r = false;
-    switch (e.op) {
-      case CmpOp::Eq: r = c == 0; break;
-      case CmpOp::Ne: r = c != 0; break;
-      case CmpOp::Lt: r = c < 0; break;
-      case CmpOp::Le: r = c <= 0; break;
-      case CmpOp::Gt: r = c > 0; break;
-      case CmpOp::Ge: r = c >= 0; break;
-      default: break;
-    }
-    *out = Value::boolean(r);
+    const Truth t = compare_values(e.op, a, b);
+    *out = t == Truth::Null ? Value() : Value::boolean(t == Truth::True);
     return Status::ok();
   }
 
@@ -295,11 +314,57 @@ class PartialDoc {
     return Status::ok();
   }
   const Value& doc() const { return doc_; }
+  const CollectionDef& def() const { return c_.def; }
 
  private:
   const Collection& c_;
   std::vector<const Field*> fields_;
   Value doc_;
+};
+
+// A where clause of comparisons (=, !=, <, <=, >, >=, ~), `in` and `is
+// null` of the id or a top-level field with a literal or a parameter, joined
+// by and, or and not, tested on a document's encoding: one walk of the
+// document finds the fields it reads, each read where it lies (a scalar, or
+// text into a string kept from document to document), and no object is made.
+// The evaluator's own comparisons answer (Evaluator::compare_values,
+// equal_loose, contains_ci). Where a field holds what this form does not
+// read (a list, an object, a vector), a ~ meets a value that is not text, or
+// the document does not walk, the answer is Truth::Ask and the evaluator
+// tests the document (its answer or its error).
+class EncodedWhere {
+ public:
+  // False when the clause has a part this form does not test.
+  bool compile(const Evaluator& ev, const Expr& where, const CollectionDef& def);
+  Truth test(int64_t id, std::string_view body);
+
+ private:
+  enum class Op : uint8_t { And, Or, Not, Compare, In, IsNull, Contains };
+  struct Node {
+    Op op;
+    CmpOp cmp = CmpOp::Eq;
+    bool negate = false;
+    bool constant_first = false;  // Compare: `$1 < n`
+    int slot = -1;                // the field's place in fids_; -1 the id
+    const Value* constant = nullptr;
+    uint32_t first = 0, count = 0;  // And, Or, Not: the kids' nodes in kids_
+  };
+  int add(const Evaluator& ev, const Expr& e, const CollectionDef& def);
+  int slot_of(const Expr& e, const CollectionDef& def);
+  Truth eval(int n);
+  const Value& operand(const Node& n) const {
+    return n.slot < 0 ? id_ : (seen_ >> n.slot & 1) ? vals_[(size_t)n.slot] : null_;
+  }
+
+  static constexpr size_t kMaxFields = 32;
+  std::vector<Node> nodes_;
+  std::vector<int> kids_;
+  int root_ = -1;
+  std::vector<uint32_t> fids_;  // the fields read
+  std::vector<Value> vals_;     // each one's value in this document where seen_ has its bit
+  uint32_t seen_ = 0;           // (a bit a field) held by this document, read into vals_
+  uint32_t odd_ = 0;            // held, as what this form leaves to the evaluator
+  Value id_, null_;
 };
 
 // A where clause tested on the fields it reads.
@@ -315,6 +380,14 @@ class RowFilter {
   Status test(int64_t id, std::string_view body, bool* pass) {
     *pass = true;
     if (!where_) return Status::ok();
+    if (tested_ < kCompileAfter && ++tested_ == kCompileAfter) encoded_ = fast_.compile(ev_, *where_, doc_.def());
+    if (encoded_) {
+      const Truth t = fast_.test(id, body);
+      if (t != Truth::Ask) {
+        *pass = t == Truth::True;
+        return Status::ok();
+      }
+    }
     KF_TRY(doc_.load(id, body));
     KF_TRY(ev_.eval(*where_, doc_.doc(), &t_));
     *pass = Evaluator::truthy(t_);
@@ -326,6 +399,12 @@ class RowFilter {
   const Expr* where_;
   PartialDoc doc_;
   Value t_;
+  // The clause is compiled for its encoded test at the kCompileAfter-th
+  // document (a read of a few documents makes nothing).
+  static constexpr uint32_t kCompileAfter = 8;
+  uint32_t tested_ = 0;
+  EncodedWhere fast_;
+  bool encoded_ = false;
 };
 
 // The memory one query's rows may take (OpenOptions.max_result_bytes),
