@@ -26,12 +26,56 @@ struct Acc {
   Value best;
 };
 
-struct GroupLess {
-  bool operator()(const std::vector<Value>& a, const std::vector<Value>& b) const {
-    for (size_t i = 0; i < a.size(); i++)
-      if (int c = compare(a[i], b[i])) return c < 0;
-    return false;
+// The groups' numbers found by their key's bytes (key_bytes: equal for keys
+// that compare equal), with open addressing: a slot holds the top half of
+// the key's hash and the group's number + 1, so that a key met for the first
+// time (every row of a group a document) costs one look at one slot, and a
+// key met before one more at its bytes. The keys' bytes lie one after
+// another in one buffer; growing the table rehashes from the hashes kept,
+// touching no key.
+class GroupTable {
+ public:
+  // The number of the group whose key's bytes are `k`; when there is none,
+  // `next` (the number of groups so far), and *made is set.
+  uint32_t find_or_add(std::string_view k, uint32_t next, bool* made) {
+    if ((size_t)next * 2 >= slots_.size()) grow();
+    const uint64_t h = std::hash<std::string_view>()(k);
+    const uint32_t tag = (uint32_t)(h >> 32);
+    for (size_t i = (size_t)h & mask_;; i = (i + 1) & mask_) {
+      const uint64_t slot = slots_[i];
+      if (!slot) {
+        slots_[i] = (uint64_t)tag << 32 | (next + 1);
+        hashes_.push_back(h);
+        bytes_.append(k.data(), k.size());
+        ends_.push_back(bytes_.size());
+        *made = true;
+        return next;
+      }
+      if ((uint32_t)(slot >> 32) == tag) {
+        const uint32_t g = (uint32_t)slot - 1;
+        const size_t begin = g ? ends_[g - 1] : 0;
+        if (std::string_view(bytes_.data() + begin, ends_[g] - begin) == k) return g;
+      }
+    }
   }
+
+ private:
+  void grow() {
+    const size_t n = slots_.empty() ? 64 : slots_.size() * 2;
+    slots_.assign(n, 0);
+    mask_ = n - 1;
+    for (size_t g = 0; g < hashes_.size(); g++) {
+      const uint64_t h = hashes_[g];
+      size_t i = (size_t)h & mask_;
+      while (slots_[i]) i = (i + 1) & mask_;
+      slots_[i] = (h >> 32) << 32 | (g + 1);
+    }
+  }
+  std::vector<uint64_t> slots_;
+  size_t mask_ = 0;
+  std::vector<uint64_t> hashes_;  // each group's key's
+  std::string bytes_;             // the keys' bytes, group after group
+  std::vector<size_t> ends_;      // where each group's end in bytes_
 };
 
 }  // namespace
@@ -42,7 +86,7 @@ class Grouping {
  public:
   Grouping(const ParsedStatement& st, const Evaluator& ev, int64_t offset, int64_t limit)
       : st_(st), ev_(ev), offset_(offset), limit_(limit) {}
-  Grouping(const Grouping&) = delete;  // (whole_ and by_key_ point into chunks_)
+  Grouping(const Grouping&) = delete;  // (whole_ points into whole_accs_)
   Grouping& operator=(const Grouping&) = delete;
 
   Status resolve(const CollectionDef& def) {
@@ -92,8 +136,8 @@ class Grouping {
       fns_.push_back(f == "sum" ? Fn::Sum : f == "avg" ? Fn::Avg : f == "min" ? Fn::Min : f == "max" ? Fn::Max : Fn::Count);
     }
     if (st_.group.empty()) {  // a whole-result aggregate has one row, even over nothing (no chunk made)
-      whole_group_.accs.resize(aggs_.size());
-      whole_ = &whole_group_.accs;
+      whole_accs_.resize(aggs_.size());
+      whole_ = whole_accs_.data();
     }
     return Status::ok();
   }
@@ -116,28 +160,32 @@ class Grouping {
     return true;
   }
   // A group of n documents holding the non-null key `key` (counting groups only).
-  void add_counted(Value key, uint64_t n) {
+  bool add_counted(Value key, uint64_t n) {
     const Value* k = &key;
-    for (Acc& a : group_of({&k, 1})) a.count += (int64_t)n;
+    Acc* accs = group_of({&k, 1});
+    if (!accs) return false;
+    for (size_t i = 0; i < aggs_.size(); i++) accs[i].count += (int64_t)n;
+    return true;
   }
-  void add_nulls(uint64_t n) {
+  bool add_nulls(uint64_t n) {
     const Value null;
     const Value* k = &null;
-    std::vector<Acc>& accs = group_of({&k, 1});
+    Acc* accs = group_of({&k, 1});
+    if (!accs) return false;
     for (size_t i = 0; i < aggs_.size(); i++)
       if (aggs_[i]->kids.empty()) accs[i].count += (int64_t)n;  // count(key) skips nulls
+    return true;
   }
   size_t groups() const { return groups_ + (whole_ != nullptr); }
   const Status& error() const { return inner_; }
 
   bool add(const Value& doc) {
-    std::vector<Acc>* group = whole_;
-    if (!group) {  // the key's values in place; copied for a group met first
+    Acc* accs = whole_;
+    if (!accs) {  // the key's values in place; copied for a group met first
       keys_.clear();
       for (const SelectItem& g : st_.group) keys_.push_back(&doc.at_path(g.path));
-      group = &group_of(keys_);
+      if (!(accs = group_of(keys_))) return false;
     }
-    std::vector<Acc>& accs = *group;
     for (size_t i = 0; i < aggs_.size(); i++) {
       const Expr& e = *aggs_[i];
       const Fn fn = fns_[i];
@@ -148,7 +196,7 @@ class Grouping {
       }
       // The value in place (a field of the document: no copy), copied
       // only where it becomes a min or a max.
-      const Value* pv;
+      const Value* pv = nullptr;
       inner_ = ev_.operand(*e.kids[0], doc, &tmp_, &pv);
       if (!inner_.is_ok()) return false;
       const Value& v = *pv;
@@ -189,9 +237,9 @@ class Grouping {
   void write(std::vector<Value>* out) const {
     // A column's value for a group: its key's, or its aggregate's (made in
     // *tmp, or the min or max it holds).
-    auto value_of = [&](const Group& g, const Column& col, Value* tmp) -> const Value& {
-      if (col.group >= 0) return g.key[col.group];
-      const Acc& a = g.accs[col.agg];
+    auto value_of = [&](size_t g, const Column& col, Value* tmp) -> const Value& {
+      if (col.group >= 0) return key_of(g)[col.group];
+      const Acc& a = accs_of(g)[col.agg];
       const Fn fn = fns_[col.agg];
       if (fn == Fn::Count) tmp->assign_scalar(Kind::Int, a.count);
       else if (!a.any) *tmp = Value();
@@ -203,17 +251,18 @@ class Grouping {
     // By the order's columns, ties (and every group without an order) by
     // key: one total order, so only as many groups as the page shows are
     // sorted (a partial sort), and no row is made for the others.
-    std::vector<const Group*> groups;
-    groups.reserve(groups_ + 1);
-    if (whole_) groups.push_back(&whole_group_);
-    for (size_t i = 0; i < groups_; i++) groups.push_back(&chunks_[i / kChunk][i % kChunk]);
-    auto before = [&](const Group* a, const Group* b) {
+    std::vector<size_t> groups(whole_ ? 1 : groups_);
+    for (size_t i = 0; i < groups.size(); i++) groups[i] = whole_ ? kWhole : i;
+    auto before = [&](size_t a, size_t b) {
       Value ta, tb;
       for (size_t i = 0; i < order_cols_.size(); i++) {
-        int c = compare(value_of(*a, order_cols_[i], &ta), value_of(*b, order_cols_[i], &tb));
+        int c = compare(value_of(a, order_cols_[i], &ta), value_of(b, order_cols_[i], &tb));
         if (c) return st_.order[i].desc ? c > 0 : c < 0;
       }
-      return GroupLess()(a->key, b->key);
+      const Value *ka = key_of(a), *kb = key_of(b);
+      for (size_t i = 0; i < nkeys_; i++)
+        if (int c = compare(ka[i], kb[i])) return c < 0;
+      return false;
     };
     const size_t n = groups.size(), skip = std::min(n, (size_t)offset_);
     const size_t page = limit_ < 0 ? n : skip + std::min(n - skip, (size_t)limit_);  // (no sum to overflow)
@@ -222,7 +271,7 @@ class Grouping {
     Value tmp;
     for (size_t i = skip; i < page; i++) {
       Value o = Value::object();
-      for (const Column& col : cols_) o.append(col.label, value_of(*groups[i], col, &tmp));
+      for (const Column& col : cols_) o.append(col.label, value_of(groups[i], col, &tmp));
       out->push_back(std::move(o));
     }
   }
@@ -241,34 +290,53 @@ class Grouping {
   std::vector<const Expr*> aggs_;  // the aggregates computed: those selected, then those only ordered by
   std::vector<std::string> agg_labels_;
   std::vector<Column> cols_, order_cols_;
-  // The groups, in chunks of kChunk (each stays where it is made), found
-  // by their key's bytes (key_bytes) with no copy of the key; sorted once,
-  // when written (write()).
-  struct Group {
-    std::vector<Value> key;
-    std::vector<Acc> accs;
-  };
+  // The groups, numbered as they are met, in chunks of kChunk (one
+  // allocation for a chunk's keys and one for its accumulators; each group
+  // stays where it is made), found by their key's bytes (GroupTable) with
+  // no copy of the key but the first; sorted once, when written (write()).
   static constexpr size_t kChunk = 256;
-  std::vector<std::unique_ptr<Group[]>> chunks_;
-  size_t groups_ = 0;
-  SteadyMap<std::string, Group*> by_key_;
+  static constexpr size_t kWhole = SIZE_MAX;  // write(): the whole result's group
+  struct Chunk {
+    std::unique_ptr<Value[]> keys;  // kChunk x nkeys_
+    std::unique_ptr<Acc[]> accs;    // kChunk x aggs_.size()
+  };
+  std::vector<Chunk> chunks_;
+  size_t groups_ = 0, nkeys_ = 0;
+  GroupTable table_;
   std::string key_bytes_;
-  std::vector<Acc>& group_of(std::span<const Value* const> key) {
+  const Value* key_of(size_t g) const {
+    return g == kWhole ? nullptr : &chunks_[g / kChunk].keys[(g % kChunk) * nkeys_];
+  }
+  const Acc* accs_of(size_t g) const {
+    return g == kWhole ? whole_ : &chunks_[g / kChunk].accs[(g % kChunk) * aggs_.size()];
+  }
+  // The accumulators of the group of `key`, made when it is met first; null
+  // (inner_ set) past the most groups a query may make.
+  Acc* group_of(std::span<const Value* const> key) {
     key_bytes_.clear();
     for (const Value* v : key) key_bytes(key_bytes_, *v);
-    if (Group** known = by_key_.find(std::string_view(key_bytes_))) return (*known)->accs;
-    if (groups_ % kChunk == 0) chunks_.push_back(std::make_unique<Group[]>(kChunk));
-    Group& g = chunks_.back()[groups_++ % kChunk];
-    for (const Value* v : key) g.key.push_back(*v);
-    g.accs.resize(aggs_.size());
-    by_key_[std::string_view(key_bytes_)] = &g;
-    return g.accs;
+    if (groups_ >= kMaxGroups) {
+      inner_ = Status(Code::Limit, "a query may make at most " + std::to_string(kMaxGroups) + " groups");
+      return nullptr;
+    }
+    bool made = false;
+    const size_t g = table_.find_or_add(key_bytes_, (uint32_t)groups_, &made);
+    if (made) {
+      nkeys_ = key.size();
+      if (groups_ % kChunk == 0)
+        chunks_.push_back({std::make_unique<Value[]>(kChunk * nkeys_), std::make_unique<Acc[]>(kChunk * aggs_.size())});
+      Value* k = &chunks_.back().keys[(groups_ % kChunk) * nkeys_];
+      for (size_t i = 0; i < nkeys_; i++) k[i] = *key[i];
+      groups_++;
+    }
+    return &chunks_[g / kChunk].accs[(g % kChunk) * aggs_.size()];
   }
+  static constexpr size_t kMaxGroups = UINT32_MAX - 1;  // (GroupTable numbers them in 32 bits)
   std::vector<const Value*> keys_;  // add(): the row's key, in place
   enum class Fn : uint8_t { Count, Sum, Avg, Min, Max };
   std::vector<Fn> fns_;               // each aggregate's function (add() compares no names)
-  Group whole_group_;                  // with no group: the one group
-  std::vector<Acc>* whole_ = nullptr;  // its accumulators then
+  std::vector<Acc> whole_accs_;  // with no group: the one group's accumulators
+  Acc* whole_ = nullptr;         // (pointing into them then)
   Value tmp_;                          // add(): an aggregate's argument that is no field
   Status inner_;
 };
@@ -334,12 +402,15 @@ class GroupFromIndex : public Source {
         const Value* x = v.kind() == Kind::Object ? v.get(path_[i]) : nullptr;
         v = x ? *x : Value();
       }
-      g_->add_counted(std::move(v), n);
+      if (!g_->add_counted(std::move(v), n)) {
+        bad = g_->error();
+        return false;
+      }
       keyed += n;
       return true;
     });
     KF_TRY(bad);
-    if (keyed < x_.c.ids.size()) g_->add_nulls(x_.c.ids.size() - keyed);
+    if (keyed < x_.c.ids.size() && !g_->add_nulls(x_.c.ids.size() - keyed)) return g_->error();
     x_.plan.node(node_).rows_out = g_->groups();
     g_->write(out_);
     return Status::ok();

@@ -1,0 +1,89 @@
+// Groups past the first table and chunk of the aggregate's group store:
+// thousands of keys, keys that compare equal written as ints and as floats,
+// two keys a group, and pages of groups ordered by an aggregate, each
+// checked against the sums the test computes itself.
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "db.h"
+
+using namespace kitfox;
+
+namespace {
+
+std::unique_ptr<Database> open_groups(FileSystem& fs) {
+  auto db = Database::open(fs, "g.kfdb", {});
+  REQUIRE(db.is_ok());
+  return std::move(db.value());
+}
+
+QueryResult must(Database& db, const std::string& text) {
+  auto r = db.query(text);
+  REQUIRE_MESSAGE(r.is_ok(), text, ": ", r.status().to_string());
+  return std::move(r.value());
+}
+
+}  // namespace
+
+TEST_CASE("thousands of groups: every key once, ints and floats that compare equal as one") {
+  auto fs = make_memory_file_system();
+  auto db = open_groups(*fs);
+  must(*db, "create collection t (k json, c text, v int)");
+  // k = i % 3000: an int for the first two rounds, the same number as a
+  // float (i.5 for odd keys, so those are a group of their own) in the third.
+  std::map<double, std::pair<int64_t, int64_t>> want;  // key -> count, sum of v
+  std::map<std::pair<std::string, double>, int64_t> want2;  // (c, key) -> count
+  std::vector<Value> docs;
+  for (int64_t i = 0; i < 9000; i++) {
+    const int64_t k = i % 3000;
+    Value d = Value::object();
+    double key = (double)k;
+    if (i < 6000) d.append("k", Value::integer(k));
+    else if (k % 2 == 0) d.append("k", Value::real((double)k));
+    else d.append("k", Value::real(key = (double)k + 0.5));
+    const std::string c = std::string(1, (char)('a' + i % 5)) + std::string((size_t)(i % 3) * 10, 'x');
+    d.append("c", Value::text(c));
+    d.append("v", Value::integer(i));
+    want[key].first++;
+    want[key].second += i;
+    want2[{c, key}]++;
+    docs.push_back(std::move(d));
+  }
+  auto put = db->query("put t $1", {Value::list(std::move(docs))});
+  REQUIRE(put.is_ok());
+
+  QueryResult r = must(*db, "get t select k, count(*), sum(v) group k");
+  REQUIRE(r.rows.size() == want.size());  // 3,000 + 1,500
+  size_t i = 0;
+  for (const auto& [key, cs] : want) {  // by key, as the map orders them
+    const Value& row = r.rows[i++];
+    CAPTURE(key);
+    CHECK(row.get("k")->as_number() == key);
+    CHECK(row.get("count(*)")->as_int() == cs.first);
+    CHECK(row.get("sum(v)")->as_int() == cs.second);
+  }
+  // A group's key shows as it was first met: the int.
+  CHECK(r.rows[3].get("k")->kind() == Kind::Int);    // 2, met as an int before 2.0
+  CHECK(r.rows[2].get("k")->kind() == Kind::Float);  // 1.5
+
+  // The largest groups first (ties by key), a page of them.
+  r = must(*db, "get t select k, count(*) group k order count(*) desc, k desc limit 3 offset 2");
+  REQUIRE(r.rows.size() == 3);
+  CHECK(r.rows[0].get("k")->as_number() == 2994);
+  CHECK(r.rows[0].get("count(*)")->as_int() == 3);
+  CHECK(r.rows[2].get("k")->as_number() == 2990);
+
+  // Two keys a group, one of them text of three lengths (past 16 bytes too).
+  r = must(*db, "get t select c, count(*) group c, v");
+  CHECK(r.rows.size() == 9000);
+  r = must(*db, "get t select count(*) where v < 0 group c");
+  CHECK(r.rows.empty());
+  r = must(*db, "get t select c, k, count(*) group c, k");
+  std::map<std::pair<std::string, double>, int64_t> got;
+  for (const Value& row : r.rows) got[{row.get("c")->as_string(), row.get("k")->as_number()}] = row.get("count(*)")->as_int();
+  CHECK(got.size() == r.rows.size());  // no pair twice
+  CHECK(got == want2);
+  r = must(*db, "get t select c, count(*) where v >= 0 group c");
+  CHECK(r.rows.size() == 15);
+}
