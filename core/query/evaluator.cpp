@@ -100,7 +100,6 @@ Truth EncodedWhere::eval(int i) {
     }
     default: break;
   }
-  if (n.slot >= 0 && (odd_ >> n.slot & 1)) return Truth::Ask;
   const Value& v = operand(n);
   switch (n.op) {
     case Op::IsNull: return v.is_null() != n.negate ? Truth::True : Truth::False;
@@ -133,7 +132,8 @@ Truth EncodedWhere::test(int64_t id, std::string_view body) {
   // A field's value is read over the one the last document gave it (text
   // into the same string); seen_ says which this document holds.
   const size_t want = fids_.size();
-  seen_ = odd_ = 0;
+  seen_ = 0;
+  uint32_t taken = 0;  // the fields met (a field given twice is read at its first, as decode_field reads)
   Reader r(body);
   uint64_t n = r.varint();
   size_t found = 0;
@@ -143,7 +143,8 @@ Truth EncodedWhere::test(int64_t id, std::string_view body) {
     while (s < want && fids_[s] != fid) s++;
     if (r.done()) return Truth::Ask;
     const uint8_t tag = (uint8_t)*r.pos();
-    if (s < want && !(seen_ & (1u << s))) {  // the first time the document gives it, as decode_field reads
+    if (s < want && !(taken & (1u << s))) {
+      taken |= 1u << s;
       found++;
       if (decode_scalar(r, &vals_[s])) {
         seen_ |= 1u << s;
@@ -162,7 +163,10 @@ Truth EncodedWhere::test(int64_t id, std::string_view body) {
         r.u8();
         continue;
       }
-      odd_ |= 1u << s;
+      // A list, an object, a vector: the evaluator decodes every field the
+      // clause reads before it tests any (a field that does not decode is
+      // its error, whatever the clause would have decided without it).
+      return Truth::Ask;
     }
     switch (tag) {  // another field, stepped over
       case kNull: case kFalse: case kTrue: r.u8(); break;

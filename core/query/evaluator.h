@@ -328,10 +328,10 @@ class PartialDoc {
 // document finds the fields it reads, each read where it lies (a scalar, or
 // text into a string kept from document to document), and no object is made.
 // The evaluator's own comparisons answer (Evaluator::compare_values,
-// equal_loose, contains_ci). Where a field holds what this form does not
-// read (a list, an object, a vector), a ~ meets a value that is not text, or
-// the document does not walk, the answer is Truth::Ask and the evaluator
-// tests the document (its answer or its error).
+// equal_loose, contains_ci). Where a field the clause reads holds what this
+// form does not read (a list, an object, a vector), a ~ or an `in` meets
+// what the evaluator refuses, or the document does not walk, the answer is
+// Truth::Ask and the evaluator tests the document (its answer or its error).
 class EncodedWhere {
  public:
   // False when the clause has a part this form does not test.
@@ -362,8 +362,7 @@ class EncodedWhere {
   int root_ = -1;
   std::vector<uint32_t> fids_;  // the fields read
   std::vector<Value> vals_;     // each one's value in this document where seen_ has its bit
-  uint32_t seen_ = 0;           // (a bit a field) held by this document, read into vals_
-  uint32_t odd_ = 0;            // held, as what this form leaves to the evaluator
+  uint32_t seen_ = 0;           // (a bit a field) held by this document, not null, read into vals_
   Value id_, null_;
 };
 

@@ -39,7 +39,8 @@ class GroupTable {
   // `next` (the number of groups so far), and *made is set.
   uint32_t find_or_add(std::string_view k, uint32_t next, bool* made) {
     if ((size_t)next * 2 >= slots_.size()) grow();
-    const uint64_t h = std::hash<std::string_view>()(k);
+    // (Spread to 64 bits: std::hash gives 32 where size_t is 32 bits, WASM.)
+    const uint64_t h = (uint64_t)std::hash<std::string_view>()(k) * 0x9E3779B97F4A7C15ull;
     const uint32_t tag = (uint32_t)(h >> 32);
     for (size_t i = (size_t)h & mask_;; i = (i + 1) & mask_) {
       const uint64_t slot = slots_[i];
@@ -315,13 +316,13 @@ class Grouping {
   Acc* group_of(std::span<const Value* const> key) {
     key_bytes_.clear();
     for (const Value* v : key) key_bytes(key_bytes_, *v);
-    if (groups_ >= kMaxGroups) {
-      inner_ = Status(Code::Limit, "a query may make at most " + std::to_string(kMaxGroups) + " groups");
-      return nullptr;
-    }
     bool made = false;
     const size_t g = table_.find_or_add(key_bytes_, (uint32_t)groups_, &made);
     if (made) {
+      if (groups_ >= kMaxGroups) {  // (the table numbers groups in 32 bits)
+        inner_ = Status(Code::Limit, "a query may make at most " + std::to_string(kMaxGroups) + " groups");
+        return nullptr;
+      }
       nkeys_ = key.size();
       if (groups_ % kChunk == 0)
         chunks_.push_back({std::make_unique<Value[]>(kChunk * nkeys_), std::make_unique<Acc[]>(kChunk * aggs_.size())});
