@@ -4,6 +4,7 @@
 // checked against the sums the test computes itself.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <map>
 
 #include "db.h"
@@ -66,6 +67,23 @@ TEST_CASE("thousands of groups: every key once, ints and floats that compare equ
   // A group's key shows as it was first met: the int.
   CHECK(r.rows[3].get("k")->kind() == Kind::Int);    // 2, met as an int before 2.0
   CHECK(r.rows[2].get("k")->kind() == Kind::Float);  // 1.5
+
+  // Mins and maxes, kept beside the counts, in every chunk.
+  r = must(*db, "get t select k, min(v), max(v), avg(v) group k");
+  REQUIRE(r.rows.size() == want.size());
+  i = 0;
+  for (const auto& [key, cs] : want) {
+    const Value& row = r.rows[i++];
+    CAPTURE(key);
+    const int64_t lo = (int64_t)key >= 0 && key == std::floor(key) ? (int64_t)key : (int64_t)key + 6000;
+    CHECK(row.get("min(v)")->as_int() == lo);
+    CHECK(row.get("max(v)")->as_int() == lo + 3000 * (cs.first - 1));
+    CHECK(row.get("avg(v)")->as_number() == (double)cs.second / (double)cs.first);
+  }
+  r = must(*db, "get t select min(c), max(k), count(*)");
+  REQUIRE(r.rows.size() == 1);
+  CHECK(r.rows[0].get("min(c)")->as_string() == "a");
+  CHECK(r.rows[0].get("max(k)")->as_number() == 2999.5);
 
   // The largest groups first (ties by key), a page of them.
   r = must(*db, "get t select k, count(*) group k order count(*) desc, k desc limit 3 offset 2");

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "../binder.h"
+#include "../../huge_pages.h"
 
 namespace kitfox {
 
@@ -18,35 +19,36 @@ std::string normalize_label(const std::string& s) {
   return o;
 }
 
+// An aggregate's state in one group (32 bytes; a min's or a max's value
+// lies beside, in the group's bests).
 struct Acc {
   int64_t count = 0;
-  bool any = false, is_float = false;
   int64_t isum = 0;
   double fsum = 0;
-  Value best;
+  bool any = false, is_float = false;
 };
 
 // The groups' numbers found by their key's bytes (key_bytes: equal for keys
-// that compare equal), with open addressing: a slot holds the top half of
-// the key's hash and the group's number + 1, so that a key met for the first
-// time (every row of a group a document) costs one look at one slot, and a
-// key met before one more at its bytes. The keys' bytes lie one after
-// another in one buffer; growing the table rehashes from the hashes kept,
-// touching no key.
+// that compare equal), with open addressing: a slot holds 32 bits of the
+// key's hash (which also place it) and the group's number + 1, so that a key
+// met for the first time (every row of a group a document) costs one look at
+// one slot, and a key met before one more at its bytes. The keys' bytes lie
+// one after another in one buffer; growing the table places the slots anew
+// from the bits they hold, touching no key.
 class GroupTable {
  public:
   // The number of the group whose key's bytes are `k`; when there is none,
   // `next` (the number of groups so far), and *made is set.
   uint32_t find_or_add(std::string_view k, uint32_t next, bool* made) {
-    if ((size_t)next * 2 >= slots_.size()) grow();
+    if ((size_t)next * 2 >= size_) grow();
     // (Spread to 64 bits: std::hash gives 32 where size_t is 32 bits, WASM.)
     const uint64_t h = (uint64_t)std::hash<std::string_view>()(k) * 0x9E3779B97F4A7C15ull;
     const uint32_t tag = (uint32_t)(h >> 32);
-    for (size_t i = (size_t)h & mask_;; i = (i + 1) & mask_) {
-      const uint64_t slot = slots_[i];
+    uint64_t* slots = slots_.get();
+    for (size_t i = tag & mask_;; i = (i + 1) & mask_) {
+      const uint64_t slot = slots[i];
       if (!slot) {
-        slots_[i] = (uint64_t)tag << 32 | (next + 1);
-        hashes_.push_back(h);
+        slots[i] = (uint64_t)tag << 32 | (next + 1);
         bytes_.append(k.data(), k.size());
         ends_.push_back(bytes_.size());
         *made = true;
@@ -61,20 +63,29 @@ class GroupTable {
   }
 
  private:
+  struct Free {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  // Twice the slots, zeroed by the system where it maps them (calloc) and
+  // asked for huge pages before they are touched (read at random).
   void grow() {
-    const size_t n = slots_.empty() ? 64 : slots_.size() * 2;
-    slots_.assign(n, 0);
+    const size_t n = size_ ? size_ * 2 : 64;
+    std::unique_ptr<uint64_t[], Free> slots((uint64_t*)std::calloc(n, sizeof(uint64_t)));
+    if (!slots) std::abort();  // out of memory, as a std::vector would
+    advise_huge_pages(slots.get(), n * sizeof(uint64_t));
     mask_ = n - 1;
-    for (size_t g = 0; g < hashes_.size(); g++) {
-      const uint64_t h = hashes_[g];
-      size_t i = (size_t)h & mask_;
-      while (slots_[i]) i = (i + 1) & mask_;
-      slots_[i] = (h >> 32) << 32 | (g + 1);
+    for (size_t j = 0; j < size_; j++) {
+      const uint64_t slot = slots_[j];
+      if (!slot) continue;
+      size_t i = (slot >> 32) & mask_;
+      while (slots[i]) i = (i + 1) & mask_;
+      slots[i] = slot;
     }
+    slots_ = std::move(slots);
+    size_ = n;
   }
-  std::vector<uint64_t> slots_;
-  size_t mask_ = 0;
-  std::vector<uint64_t> hashes_;  // each group's key's
+  std::unique_ptr<uint64_t[], Free> slots_;
+  size_t size_ = 0, mask_ = 0;
   std::string bytes_;             // the keys' bytes, group after group
   std::vector<size_t> ends_;      // where each group's end in bytes_
 };
@@ -135,9 +146,11 @@ class Grouping {
       const std::string& f = e->path[0];
       // (The parser makes aggregates of these five names only.)
       fns_.push_back(f == "sum" ? Fn::Sum : f == "avg" ? Fn::Avg : f == "min" ? Fn::Min : f == "max" ? Fn::Max : Fn::Count);
+      best_of_.push_back(fns_.back() == Fn::Min || fns_.back() == Fn::Max ? (int)nbests_++ : -1);
     }
     if (st_.group.empty()) {  // a whole-result aggregate has one row, even over nothing (no chunk made)
       whole_accs_.resize(aggs_.size());
+      whole_bests_.resize(nbests_);
       whole_ = whole_accs_.data();
     }
     return Status::ok();
@@ -163,16 +176,18 @@ class Grouping {
   // A group of n documents holding the non-null key `key` (counting groups only).
   bool add_counted(Value key, uint64_t n) {
     const Value* k = &key;
-    Acc* accs = group_of({&k, 1});
-    if (!accs) return false;
+    Acc* accs;
+    Value* bests;
+    if (!group_of({&k, 1}, &accs, &bests)) return false;
     for (size_t i = 0; i < aggs_.size(); i++) accs[i].count += (int64_t)n;
     return true;
   }
   bool add_nulls(uint64_t n) {
     const Value null;
     const Value* k = &null;
-    Acc* accs = group_of({&k, 1});
-    if (!accs) return false;
+    Acc* accs;
+    Value* bests;
+    if (!group_of({&k, 1}, &accs, &bests)) return false;
     for (size_t i = 0; i < aggs_.size(); i++)
       if (aggs_[i]->kids.empty()) accs[i].count += (int64_t)n;  // count(key) skips nulls
     return true;
@@ -182,10 +197,11 @@ class Grouping {
 
   bool add(const Value& doc) {
     Acc* accs = whole_;
+    Value* bests = whole_bests_.data();
     if (!accs) {  // the key's values in place; copied for a group met first
       keys_.clear();
       for (const SelectItem& g : st_.group) keys_.push_back(&doc.at_path(g.path));
-      if (!(accs = group_of(keys_))) return false;
+      if (!group_of(keys_, &accs, &bests)) return false;
     }
     for (size_t i = 0; i < aggs_.size(); i++) {
       const Expr& e = *aggs_[i];
@@ -227,7 +243,8 @@ class Grouping {
           }
         }
       } else if (fn == Fn::Min || fn == Fn::Max) {
-        if (!a.any || (fn == Fn::Min ? compare(v, a.best) < 0 : compare(v, a.best) > 0)) a.best = v;
+        Value& best = bests[best_of_[i]];
+        if (!a.any || (fn == Fn::Min ? compare(v, best) < 0 : compare(v, best) > 0)) best = v;
       }
       a.any = true;
     }
@@ -246,7 +263,7 @@ class Grouping {
       else if (!a.any) *tmp = Value();
       else if (fn == Fn::Sum) *tmp = a.is_float ? Value::real(a.fsum) : Value::integer(a.isum);
       else if (fn == Fn::Avg) *tmp = Value::real((a.is_float ? a.fsum : (double)a.isum) / (double)a.count);
-      else return a.best;
+      else return bests_of(g)[best_of_[col.agg]];
       return *tmp;
     };
     // By the order's columns, ties (and every group without an order) by
@@ -300,6 +317,7 @@ class Grouping {
   struct Chunk {
     std::unique_ptr<Value[]> keys;  // kChunk x nkeys_
     std::unique_ptr<Acc[]> accs;    // kChunk x aggs_.size()
+    std::unique_ptr<Value[]> bests;  // kChunk x nbests_ (none without a min or a max)
   };
   std::vector<Chunk> chunks_;
   size_t groups_ = 0, nkeys_ = 0;
@@ -311,9 +329,12 @@ class Grouping {
   const Acc* accs_of(size_t g) const {
     return g == kWhole ? whole_ : &chunks_[g / kChunk].accs[(g % kChunk) * aggs_.size()];
   }
-  // The accumulators of the group of `key`, made when it is met first; null
-  // (inner_ set) past the most groups a query may make.
-  Acc* group_of(std::span<const Value* const> key) {
+  const Value* bests_of(size_t g) const {
+    return g == kWhole ? whole_bests_.data() : &chunks_[g / kChunk].bests[(g % kChunk) * nbests_];
+  }
+  // The accumulators and bests of the group of `key`, made when it is met
+  // first; false (inner_ set) past the most groups a query may make.
+  bool group_of(std::span<const Value* const> key, Acc** accs, Value** bests) {
     key_bytes_.clear();
     for (const Value* v : key) key_bytes(key_bytes_, *v);
     bool made = false;
@@ -321,23 +342,30 @@ class Grouping {
     if (made) {
       if (groups_ >= kMaxGroups) {  // (the table numbers groups in 32 bits)
         inner_ = Status(Code::Limit, "a query may make at most " + std::to_string(kMaxGroups) + " groups");
-        return nullptr;
+        return false;
       }
       nkeys_ = key.size();
       if (groups_ % kChunk == 0)
-        chunks_.push_back({std::make_unique<Value[]>(kChunk * nkeys_), std::make_unique<Acc[]>(kChunk * aggs_.size())});
+        chunks_.push_back({std::make_unique<Value[]>(kChunk * nkeys_), std::make_unique<Acc[]>(kChunk * aggs_.size()),
+                           nbests_ ? std::make_unique<Value[]>(kChunk * nbests_) : nullptr});
       Value* k = &chunks_.back().keys[(groups_ % kChunk) * nkeys_];
       for (size_t i = 0; i < nkeys_; i++) k[i] = *key[i];
       groups_++;
     }
-    return &chunks_[g / kChunk].accs[(g % kChunk) * aggs_.size()];
+    Chunk& c = chunks_[g / kChunk];
+    *accs = &c.accs[(g % kChunk) * aggs_.size()];
+    *bests = nbests_ ? &c.bests[(g % kChunk) * nbests_] : nullptr;
+    return true;
   }
   static constexpr size_t kMaxGroups = UINT32_MAX - 1;  // (GroupTable numbers them in 32 bits)
   std::vector<const Value*> keys_;  // add(): the row's key, in place
   enum class Fn : uint8_t { Count, Sum, Avg, Min, Max };
   std::vector<Fn> fns_;               // each aggregate's function (add() compares no names)
-  std::vector<Acc> whole_accs_;  // with no group: the one group's accumulators
-  Acc* whole_ = nullptr;         // (pointing into them then)
+  std::vector<Acc> whole_accs_;    // with no group: the one group's accumulators
+  std::vector<Value> whole_bests_;  // and its mins and maxes
+  Acc* whole_ = nullptr;           // (pointing into whole_accs_ then)
+  std::vector<int> best_of_;       // each aggregate's place in a group's bests (-1: not a min or a max)
+  size_t nbests_ = 0;
   Value tmp_;                          // add(): an aggregate's argument that is no field
   Status inner_;
 };
