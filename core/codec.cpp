@@ -248,6 +248,34 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
   return Status::ok();
 }
 
+Status decode_fields(std::string_view body, const uint32_t* ids, size_t n, Value* out, const VectorSource* vs) {
+  if (n == 1) return decode_field(body, ids[0], out, vs);
+  if (n > 64) {  // (a mask of 64 bits below)
+    for (size_t i = 0; i < n; i++) KF_TRY(decode_field(body, ids[i], &out[i], vs));
+    return Status::ok();
+  }
+  uint64_t taken = 0;
+  size_t found = 0;
+  Reader r(body);
+  uint64_t count = r.varint();
+  for (uint64_t f = 0; f < count && found < n && r.ok(); f++) {
+    const uint32_t fid = (uint32_t)r.varint();
+    size_t i = 0;
+    while (i < n && (ids[i] != fid || (taken >> i & 1))) i++;
+    if (i == n) {
+      skip_value(r);
+      continue;
+    }
+    taken |= 1ull << i;  // (a field given twice: its first, as decode_field reads)
+    found++;
+    if (!decode_scalar(r, &out[i])) KF_TRY(decode_field_value(r, fid, &out[i], vs));
+  }
+  if (!r.ok()) return Status(Code::Corrupt, "document cut short");
+  for (size_t i = 0; i < n; i++)
+    if (!(taken >> i & 1)) out[i] = Value();
+  return Status::ok();
+}
+
 Status decode_field(std::string_view body, uint32_t field_id, Value* out, const VectorSource* vs) {
   Reader r(body);
   uint64_t n = r.varint();

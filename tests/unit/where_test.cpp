@@ -318,3 +318,43 @@ TEST_CASE("queries filtered on the encoding give the evaluator's rows and errors
     CHECK(plain == evaluated);
   }
 }
+
+TEST_CASE("decode_fields reads in one walk what decode_field reads field by field") {
+  auto body_of = [](std::initializer_list<std::pair<uint32_t, Value>> fields, uint64_t count) {
+    std::string b;
+    put_varint(b, count);
+    for (const auto& [fid, v] : fields) {
+      put_varint(b, fid);
+      encode_item(b, v, false);
+    }
+    return b;
+  };
+  const std::vector<std::pair<uint32_t, Value>> base = {
+      {1, Value::text("a text of more than sixteen bytes")}, {2, Value::integer(-5)}, {3, Value::real(2.5)},
+      {4, list_of({Value::integer(1), Value::text("x")})}, {2, Value::integer(99)},  // 2 again: its first is read
+      {5, Value()}};
+  std::vector<std::string> bodies;
+  bodies.push_back(body_of({base[0], base[1], base[2], base[3], base[4], base[5]}, 6));
+  bodies.push_back(body_of({base[0], base[1], base[2]}, 3));
+  bodies.push_back(bodies[0].substr(0, bodies[0].size() - 3));  // cut short
+  bodies.push_back(body_of({base[0], base[1]}, 5));              // fields promised past its end
+  bodies.push_back(std::string());
+  std::vector<std::vector<uint32_t>> id_lists = {{3, 1}, {2}, {6}, {6, 1}, {5, 4, 3, 2, 1}, {4, 6}, {2, 3}};
+  std::vector<uint32_t> many;
+  for (uint32_t i = 80; i > 0; i--) many.push_back(i);  // past the 64 the one walk tracks
+  id_lists.push_back(many);
+  for (size_t b = 0; b < bodies.size(); b++) {
+    for (const std::vector<uint32_t>& ids : id_lists) {
+      CAPTURE(b);
+      CAPTURE(ids.size());
+      CAPTURE(ids[0]);
+      std::vector<Value> one(ids.size()), walk(ids.size(), Value::text("left over from the last document"));
+      Status want = Status::ok();
+      for (size_t i = 0; i < ids.size() && want.is_ok(); i++) want = decode_field(bodies[b], ids[i], &one[i]);
+      Status got = decode_fields(bodies[b], ids.data(), ids.size(), walk.data());
+      CHECK(got.is_ok() == want.is_ok());
+      if (!got.is_ok() || !want.is_ok()) continue;
+      for (size_t i = 0; i < ids.size(); i++) CHECK(to_json(walk[i]) == to_json(one[i]));
+    }
+  }
+}
