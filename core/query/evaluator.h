@@ -317,6 +317,16 @@ class PartialDoc {
   }
   const Value& doc() const { return doc_; }
   const CollectionDef& def() const { return c_.def; }
+  // After shape(): where a path's value lies in doc()'s items when it is the
+  // id or a top-level field read here (read there with no lookup by name);
+  // else -1.
+  int place(const std::vector<std::string>& path) const {
+    if (path.size() != 1) return -1;
+    if (path[0] == "id") return 0;
+    for (size_t i = 0; i < fields_.size(); i++)
+      if (fields_[i]->name == path[0]) return (int)i + 1;
+    return -1;
+  }
 
  private:
   const Collection& c_;

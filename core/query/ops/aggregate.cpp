@@ -162,6 +162,16 @@ class Grouping {
     for (const Expr* e : aggs_)
       if (!e->kids.empty()) part->need(*e->kids[0]);
   }
+  // After the partial decode is shaped: where each group key and each
+  // aggregate's argument that is a field lies in its rows (add() reads them
+  // there, with no lookup by name).
+  void placed(const PartialDoc& part) {
+    key_at_.clear();
+    for (const SelectItem& g : st_.group) key_at_.push_back(part.place(g.path));
+    arg_at_.clear();
+    for (const Expr* e : aggs_)
+      arg_at_.push_back(!e->kids.empty() && e->kids[0]->kind == ExprKind::Path ? part.place(e->kids[0]->path) : -1);
+  }
 
   // Counting groups over one path, which a secondary index can answer.
   bool counts_only(const std::vector<std::string>** path) const {
@@ -200,7 +210,9 @@ class Grouping {
     Value* bests = whole_bests_.data();
     if (!accs) {  // the key's values in place; copied for a group met first
       keys_.clear();
-      for (const SelectItem& g : st_.group) keys_.push_back(&doc.at_path(g.path));
+      for (size_t i = 0; i < st_.group.size(); i++)
+        keys_.push_back(i < key_at_.size() && key_at_[i] >= 0 ? &doc.items()[(size_t)key_at_[i]]
+                                                              : &doc.at_path(st_.group[i].path));
       if (!group_of(keys_, &accs, &bests)) return false;
     }
     for (size_t i = 0; i < aggs_.size(); i++) {
@@ -214,8 +226,12 @@ class Grouping {
       // The value in place (a field of the document: no copy), copied
       // only where it becomes a min or a max.
       const Value* pv = nullptr;
-      inner_ = ev_.operand(*e.kids[0], doc, &tmp_, &pv);
-      if (!inner_.is_ok()) return false;
+      if (i < arg_at_.size() && arg_at_[i] >= 0) {
+        pv = &doc.items()[(size_t)arg_at_[i]];
+      } else {
+        inner_ = ev_.operand(*e.kids[0], doc, &tmp_, &pv);
+        if (!inner_.is_ok()) return false;
+      }
       const Value& v = *pv;
       if (v.is_null()) continue;
       a.count++;
@@ -359,6 +375,7 @@ class Grouping {
   }
   static constexpr size_t kMaxGroups = UINT32_MAX - 1;  // (GroupTable numbers them in 32 bits)
   std::vector<const Value*> keys_;  // add(): the row's key, in place
+  std::vector<int> key_at_, arg_at_;  // placed(): where each key and argument lies in a row (-1: looked up)
   enum class Fn : uint8_t { Count, Sum, Avg, Min, Max };
   std::vector<Fn> fns_;               // each aggregate's function (add() compares no names)
   std::vector<Acc> whole_accs_;    // with no group: the one group's accumulators
@@ -379,6 +396,7 @@ class Aggregate : public Stage {
       : Stage(x, node), g_(std::move(g)), part_(x.c), out_(out) {
     g_->needs(&part_);
     part_.shape();
+    g_->placed(part_);
   }
   Status finish() override {
     KF_TRY(x_.err);
