@@ -1,0 +1,178 @@
+// EncodedWhere (evaluator.h): a where clause of comparisons tested on each
+// document's encoding. A file of its own: a scan's hot loop, compiled for
+// speed in WASM (wasm/Makefile) where the rest of the evaluator is compiled
+// for size.
+#include <cstring>
+
+#include "evaluator.h"
+
+namespace kitfox {
+
+int EncodedWhere::slot_of(const Expr& e, const CollectionDef& def) {
+  if (e.kind != ExprKind::Path || e.path.size() != 1) return -2;
+  if (e.path[0] == "id") return -1;
+  const Field* f = def.field(e.path[0]);
+  if (!f) return -2;
+  for (size_t i = 0; i < fids_.size(); i++)
+    if (fids_[i] == f->id) return (int)i;
+  if (fids_.size() == kMaxFields) return -2;
+  fids_.push_back(f->id);
+  return (int)fids_.size() - 1;
+}
+
+// The node testing e, or -1 where this form does not test it.
+int EncodedWhere::add(const Evaluator& ev, const Expr& e, const CollectionDef& def) {
+  Node n;
+  switch (e.kind) {
+    case ExprKind::And:
+    case ExprKind::Or:
+    case ExprKind::Not: {
+      n.op = e.kind == ExprKind::And ? Op::And : e.kind == ExprKind::Or ? Op::Or : Op::Not;
+      std::vector<int> kids;
+      for (const ExprPtr& k : e.kids) {
+        int c = add(ev, *k, def);
+        if (c < 0) return -1;
+        kids.push_back(c);
+      }
+      n.first = (uint32_t)kids_.size();
+      n.count = (uint32_t)kids.size();
+      kids_.insert(kids_.end(), kids.begin(), kids.end());
+      break;
+    }
+    case ExprKind::Compare: {
+      n.cmp = e.op;
+      n.op = e.op == CmpOp::Contains ? Op::Contains : Op::Compare;
+      int s = slot_of(*e.kids[0], def);
+      const Value* c = ev.ref(*e.kids[1]);
+      if ((s < -1 || !c) && n.op == Op::Compare) {  // the constant first
+        s = slot_of(*e.kids[1], def);
+        c = ev.ref(*e.kids[0]);
+        n.constant_first = true;
+      }
+      if (s < -1 || !c) return -1;
+      n.slot = s;
+      n.constant = c;
+      break;
+    }
+    case ExprKind::In:
+    case ExprKind::IsNull:
+      n.op = e.kind == ExprKind::In ? Op::In : Op::IsNull;
+      n.negate = e.negate;
+      n.slot = slot_of(*e.kids[0], def);
+      if (n.slot < -1) return -1;
+      if (e.kind == ExprKind::In && !(n.constant = ev.ref(*e.kids[1]))) return -1;
+      break;
+    default: return -1;
+  }
+  nodes_.push_back(n);
+  return (int)nodes_.size() - 1;
+}
+
+bool EncodedWhere::compile(const Evaluator& ev, const Expr& where, const CollectionDef& def) {
+  root_ = add(ev, where, def);
+  vals_.resize(fids_.size());
+  return root_ >= 0;
+}
+
+Truth EncodedWhere::eval(int i) {
+  const Node& n = nodes_[(size_t)i];
+  switch (n.op) {
+    case Op::And:
+    case Op::Or: {  // three-valued, as Evaluator::eval: one decisive term decides
+      const bool is_and = n.op == Op::And;
+      bool any_null = false;
+      for (uint32_t k = 0; k < n.count; k++) {
+        const Truth t = eval(kids_[n.first + k]);
+        if (t == Truth::Ask) return t;
+        if (t == Truth::Null) any_null = true;
+        else if ((t == Truth::True) != is_and) return is_and ? Truth::False : Truth::True;
+      }
+      return any_null ? Truth::Null : is_and ? Truth::True : Truth::False;
+    }
+    case Op::Not: {
+      const Truth t = eval(kids_[n.first]);
+      return t == Truth::True ? Truth::False : t == Truth::False ? Truth::True : t;
+    }
+    default: break;
+  }
+  const Value& v = operand(n);
+  switch (n.op) {
+    case Op::IsNull: return v.is_null() != n.negate ? Truth::True : Truth::False;
+    case Op::Compare:
+      if (v.is_null() || n.constant->is_null()) return Truth::Null;
+      return n.constant_first ? Evaluator::compare_values(n.cmp, *n.constant, v)
+                              : Evaluator::compare_values(n.cmp, v, *n.constant);
+    case Op::Contains:
+      if (v.is_null() || n.constant->is_null()) return Truth::Null;
+      if (v.kind() != Kind::Text || n.constant->kind() != Kind::Text) return Truth::Ask;  // the evaluator's error
+      return Evaluator::contains_ci(v.as_string(), n.constant->as_string()) ? Truth::True : Truth::False;
+    case Op::In: {
+      const Value& list = *n.constant;
+      if (list.is_null() || v.is_null()) return Truth::Null;
+      if (list.kind() != Kind::List) return Truth::Ask;  // the evaluator's error
+      bool found = false;
+      for (const Value& x : list.items())
+        if (Evaluator::equal_loose(x, v)) {
+          found = true;
+          break;
+        }
+      return found != n.negate ? Truth::True : Truth::False;
+    }
+    default: return Truth::Ask;
+  }
+}
+
+Truth EncodedWhere::test(int64_t id, std::string_view body) {
+  id_.assign_scalar(Kind::Int, id);
+  // A field's value is read over the one the last document gave it (text
+  // into the same string); seen_ says which this document holds.
+  const size_t want = fids_.size();
+  seen_ = 0;
+  uint32_t taken = 0;  // the fields met (a field given twice is read at its first, as decode_field reads)
+  Reader r(body);
+  uint64_t n = r.varint();
+  size_t found = 0;
+  for (uint64_t i = 0; i < n && found < want && r.ok(); i++) {
+    const uint32_t fid = (uint32_t)r.varint();
+    size_t s = 0;
+    while (s < want && fids_[s] != fid) s++;
+    if (r.done()) return Truth::Ask;
+    const uint8_t tag = (uint8_t)*r.pos();
+    if (s < want && !(taken & (1u << s))) {
+      taken |= 1u << s;
+      found++;
+      if (decode_scalar(r, &vals_[s])) {
+        seen_ |= 1u << s;
+        continue;
+      }
+      if (tag == kFloat) {
+        r.u8();
+        const uint64_t bits = r.u64();
+        double d;
+        std::memcpy(&d, &bits, 8);
+        vals_[s] = Value::real(d);
+        seen_ |= 1u << s;
+        continue;
+      }
+      if (tag == kNull) {  // (seen_ unset: a null)
+        r.u8();
+        continue;
+      }
+      // A list, an object, a vector: the evaluator decodes every field the
+      // clause reads before it tests any (a field that does not decode is
+      // its error, whatever the clause would have decided without it).
+      return Truth::Ask;
+    }
+    switch (tag) {  // another field, stepped over
+      case kNull: case kFalse: case kTrue: r.u8(); break;
+      case kInt: case kTimestamp: r.u8(); r.varint(); break;
+      case kFloat: r.bytes(9); break;
+      case kText: case kBytes: r.u8(); r.str(); break;
+      default: skip_value(r);
+    }
+  }
+  if (!r.ok()) return Truth::Ask;
+  return eval(root_);
+}
+
+}  // namespace kitfox
