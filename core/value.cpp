@@ -117,19 +117,6 @@ static int rank(Kind k) {
 template <typename T>
 static int cmp3(T a, T b) { return a < b ? -1 : (b < a ? 1 : 0); }
 
-static int compare_numbers(const Value& a, const Value& b) {
-  if (a.kind() == Kind::Int && b.kind() == Kind::Int) return cmp3(a.as_int(), b.as_int());
-  double x = a.as_number(), y = b.as_number();
-  if (std::isnan(x) || std::isnan(y)) return cmp3(std::isnan(x), std::isnan(y));
-  if (x != y) return x < y ? -1 : 1;
-  // Equal as doubles: an int beyond 2^53 may still differ from the float
-  // (a whole number then), exactly: 2^63 is above every int. So the order
-  // is exact, and equality transitive.
-  if (a.kind() == Kind::Int && b.kind() == Kind::Float) return y >= 0x1p63 ? -1 : cmp3(a.as_int(), (int64_t)y);
-  if (a.kind() == Kind::Float && b.kind() == Kind::Int) return x >= 0x1p63 ? 1 : cmp3((int64_t)x, b.as_int());
-  return 0;
-}
-
 int compare(const Value& a, const Value& b) {
   int ra = rank(a.kind()), rb = rank(b.kind());
   if (ra != rb) return ra < rb ? -1 : 1;

@@ -1,6 +1,7 @@
 // Value: one datum of the data model. Documents are Object values whose keys
 // are field names; json fields hold any of Null/Bool/Int/Float/Text/List/Object.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -257,6 +258,22 @@ class Value {
 // timestamp < text < bytes < list < object < vector. Ints and floats compare
 // numerically.
 int compare(const Value& a, const Value& b);
+// Two numbers (int or float) in compare's order: numerically, exactly (an
+// int beyond 2^53 and the float it rounds to differ), NaN after every other.
+inline int compare_numbers(const Value& a, const Value& b) {
+  if (a.kind() == Kind::Int && b.kind() == Kind::Int) return (a.as_int() > b.as_int()) - (a.as_int() < b.as_int());
+  double x = a.as_number(), y = b.as_number();
+  if (std::isnan(x) || std::isnan(y)) return (int)std::isnan(x) - (int)std::isnan(y);
+  if (x != y) return x < y ? -1 : 1;
+  // Equal as doubles: an int beyond 2^53 may still differ from the float
+  // (a whole number then), exactly: 2^63 is above every int. So the order
+  // is exact, and equality transitive.
+  if (a.kind() == Kind::Int && b.kind() == Kind::Float)
+    return y >= 0x1p63 ? -1 : (a.as_int() > (int64_t)y) - (a.as_int() < (int64_t)y);
+  if (a.kind() == Kind::Float && b.kind() == Kind::Int)
+    return x >= 0x1p63 ? 1 : ((int64_t)x > b.as_int()) - ((int64_t)x < b.as_int());
+  return 0;
+}
 bool equal(const Value& a, const Value& b);
 // Bytes that are the same for values compare() finds equal (an integral
 // float as the int it equals, so also -0.0 as 0; every NaN one; a vector's

@@ -134,8 +134,8 @@ class Evaluator {
   // comparison (null: values of kinds that do not order).
   static Truth compare_values(CmpOp op, const Value& a, const Value& b) {
     int c;
-    if (a.kind() == Kind::Int && b.kind() == Kind::Int) {  // (what compare() answers, sooner)
-      c = (a.as_int() > b.as_int()) - (a.as_int() < b.as_int());
+    if (a.is_number() && b.is_number()) {  // (what compare() answers, sooner)
+      c = compare_numbers(a, b);
     } else if (a.kind() == Kind::Text && b.kind() == Kind::Text) {
       c = a.as_string().compare(b.as_string());
     } else {
@@ -159,8 +159,9 @@ class Evaluator {
   }
   // Whether `in` finds b in a list holding a.
   static bool equal_loose(const Value& a, const Value& b) {
-    if (a.kind() == b.kind() && (a.kind() == Kind::Int || a.kind() == Kind::Text))  // (sooner)
-      return a.kind() == Kind::Int ? a.as_int() == b.as_int() : a.as_string() == b.as_string();
+    if (a.kind() == Kind::Int && b.kind() == Kind::Int) return a.as_int() == b.as_int();  // (sooner)
+    if (a.is_number() && b.is_number()) return compare_numbers(a, b) == 0;
+    if (a.kind() == Kind::Text && b.kind() == Kind::Text) return a.as_string() == b.as_string();
     Value a2, b2;
     const Value *pa, *pb;
     if (!aligned(a, b, &a2, &b2, &pa, &pb)) return false;
