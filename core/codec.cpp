@@ -249,6 +249,7 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
 }
 
 Status decode_fields(std::string_view body, const uint32_t* ids, size_t n, Value* out, const VectorSource* vs) {
+  if (n == 0) return Status::ok();
   if (n == 1) return decode_field(body, ids[0], out, vs);
   if (n > 64) {  // (a mask of 64 bits below)
     for (size_t i = 0; i < n; i++) KF_TRY(decode_field(body, ids[i], &out[i], vs));

@@ -184,9 +184,11 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
                        const VectorSource* vs = nullptr);
 // Decodes just one field (Null when absent).
 Status decode_field(std::string_view body, uint32_t field_id, Value* out, const VectorSource* vs = nullptr);
-// The fields `ids` (n of them) into out[0..n), in one walk of the document:
-// each as decode_field reads it (its first, null where the document has
-// none), an id given twice read into its first place only.
+// The fields `ids` (n of them, distinct) into out[0..n), in one walk of the
+// document: each as decode_field reads it (its first, null where the
+// document has none). A damaged document fails as decode_field would fail
+// for some id (Code::Corrupt), its message naming the damage met first in
+// the document's order.
 Status decode_fields(std::string_view body, const uint32_t* ids, size_t n, Value* out, const VectorSource* vs = nullptr);
 // The node a document's field names by reference (tag 12, as an image
 // writes an indexed vector: a node of the table its field's index had

@@ -13,8 +13,8 @@ using namespace kitfox;
 
 namespace {
 
-std::unique_ptr<Database> open_groups(FileSystem& fs) {
-  auto db = Database::open(fs, "g.kfdb", {});
+std::unique_ptr<Database> open_groups(FileSystem& fs, const char* name = "g.kfdb") {
+  auto db = Database::open(fs, name, {});
   REQUIRE(db.is_ok());
   return std::move(db.value());
 }
@@ -80,6 +80,47 @@ TEST_CASE("thousands of groups: every key once, ints and floats that compare equ
     CHECK(row.get("max(v)")->as_int() == lo + 3000 * (cs.first - 1));
     CHECK(row.get("avg(v)")->as_number() == (double)cs.second / (double)cs.first);
   }
+  // Mins and maxes replaced after their first value, of a json key holding
+  // ints and floats, per group of a text key; an argument inside a json
+  // field (looked up by path, not placed).
+  {
+    auto db2 = open_groups(*fs, "u.kfdb");
+    must(*db2, "create collection u (c text, m json, w int)");
+    std::map<std::string, std::pair<double, double>> mm;  // c -> min, max of m.x
+    std::map<std::string, std::pair<int64_t, int64_t>> ww;  // c -> min, max of w
+    std::vector<Value> more;
+    for (int64_t i = 0; i < 4000; i++) {
+      const std::string c = "group " + std::to_string(i % 700);
+      const int64_t w = (i * 7919) % 4001 - 2000;  // up and down
+      Value m = Value::object();
+      const double x = i % 3 ? (double)w : (double)w + 0.25;
+      m.append("x", i % 3 ? Value::integer(w) : Value::real(x));
+      Value d = Value::object();
+      d.append("c", Value::text(c));
+      d.append("m", std::move(m));
+      d.append("w", Value::integer(w));
+      auto [it, fresh] = mm.try_emplace(c, x, x);
+      if (!fresh) it->second = {std::min(it->second.first, x), std::max(it->second.second, x)};
+      auto [jt, fresh2] = ww.try_emplace(c, w, w);
+      if (!fresh2) jt->second = {std::min(jt->second.first, w), std::max(jt->second.second, w)};
+      more.push_back(std::move(d));
+    }
+    REQUIRE(db2->query("put u $1", {Value::list(std::move(more))}).is_ok());
+    QueryResult u = must(*db2, "get u select c, min(m.x), max(m.x), min(w), max(w) group c");
+    REQUIRE(u.rows.size() == mm.size());
+    size_t k = 0;
+    for (const auto& [c, x] : mm) {
+      const Value& row = u.rows[k++];
+      CAPTURE(c);
+      CHECK(row.get("c")->as_string() == c);
+      CHECK(row.get("min(m.x)")->as_number() == x.first);
+      CHECK(row.get("max(m.x)")->as_number() == x.second);
+      CHECK(row.get("min(w)")->as_int() == ww[c].first);
+      CHECK(row.get("max(w)")->as_int() == ww[c].second);
+    }
+    REQUIRE(db2->close().is_ok());
+  }
+
   r = must(*db, "get t select min(c), max(k), count(*)");
   REQUIRE(r.rows.size() == 1);
   CHECK(r.rows[0].get("min(c)")->as_string() == "a");

@@ -356,7 +356,7 @@ class Grouping {
     bool made = false;
     const size_t g = table_.find_or_add(key_bytes_, (uint32_t)groups_, &made);
     if (made) {
-      if (groups_ >= kMaxGroups) {  // (the table numbers groups in 32 bits)
+      if (groups_ >= kMaxGroups) {
         inner_ = Status(Code::Limit, "a query may make at most " + std::to_string(kMaxGroups) + " groups");
         return false;
       }
@@ -373,7 +373,9 @@ class Grouping {
     *bests = nbests_ ? &c.bests[(g % kChunk) * nbests_] : nullptr;
     return true;
   }
-  static constexpr size_t kMaxGroups = UINT32_MAX - 1;  // (GroupTable numbers them in 32 bits)
+  // (GroupTable numbers groups in 32 bits, and places them by 32 bits of
+  // their hash in at most twice as many slots.)
+  static constexpr size_t kMaxGroups = (size_t(1) << 31) - 1;
   std::vector<const Value*> keys_;  // add(): the row's key, in place
   std::vector<int> key_at_, arg_at_;  // placed(): where each key and argument lies in a row (-1: looked up)
   enum class Fn : uint8_t { Count, Sum, Avg, Min, Max };
