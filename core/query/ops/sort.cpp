@@ -17,6 +17,7 @@ class Sort : public Stage {
       else part_.need(k.path);
     }
     part_.shape();
+    for (const OrderKey& k : keys_) place_.push_back(k.expr ? -1 : part_.place(k.path));
   }
 
   Status finish() override {
@@ -58,7 +59,7 @@ class Sort : public Stage {
         at_[i] = &made_[i];
         continue;
       }
-      at_[i] = &doc->at_path(k.path);
+      at_[i] = !r.decoded && place_[i] >= 0 ? &doc->items()[(size_t)place_[i]] : &doc->at_path(k.path);
     }
     const bool top = want_ >= 0;
     if (top && items_.size() >= (size_t)want_) {
@@ -121,6 +122,7 @@ class Sort : public Stage {
   const std::vector<OrderKey>& keys_;
   int64_t want_;
   PartialDoc part_;
+  std::vector<int> place_;  // where each key that is a field lies in part_'s rows (-1: looked up)
   std::vector<const Value*> at_;  // push(): the row's keys, in place
   std::vector<Value> made_;       // push(): those made by an expression
   std::vector<Item> items_;
