@@ -59,7 +59,8 @@ TEST_CASE("thousands of groups: every key once, ints and floats that compare equ
   size_t i = 0;
   for (const auto& [key, cs] : want) {  // by key, as the map orders them
     const Value& row = r.rows[i++];
-    CAPTURE(key);
+    const double at_key = key;  // (a structured binding cannot be captured: clang 14)
+    CAPTURE(at_key);
     CHECK(row.get("k")->as_number() == key);
     CHECK(row.get("count(*)")->as_int() == cs.first);
     CHECK(row.get("sum(v)")->as_int() == cs.second);
@@ -74,7 +75,8 @@ TEST_CASE("thousands of groups: every key once, ints and floats that compare equ
   i = 0;
   for (const auto& [key, cs] : want) {
     const Value& row = r.rows[i++];
-    CAPTURE(key);
+    const double at_key = key;
+    CAPTURE(at_key);
     const int64_t lo = (int64_t)key >= 0 && key == std::floor(key) ? (int64_t)key : (int64_t)key + 6000;
     CHECK(row.get("min(v)")->as_int() == lo);
     CHECK(row.get("max(v)")->as_int() == lo + 3000 * (cs.first - 1));
@@ -111,7 +113,8 @@ TEST_CASE("thousands of groups: every key once, ints and floats that compare equ
     size_t k = 0;
     for (const auto& [c, x] : mm) {
       const Value& row = u.rows[k++];
-      CAPTURE(c);
+      const std::string group = c;
+      CAPTURE(group);
       CHECK(row.get("c")->as_string() == c);
       CHECK(row.get("min(m.x)")->as_number() == x.first);
       CHECK(row.get("max(m.x)")->as_number() == x.second);
