@@ -3,7 +3,7 @@
 # in build-asan/ (the build the asan stage tests; scripts/lib.sh configure_asan).
 #
 #   scripts/fuzz.sh                  a short, seeded run of every harness (npm test runs this)
-#   scripts/fuzz.sh NAME [SECONDS]   a long run of one (statement, json, codec, open, import, http, put), 600 s by
+#   scripts/fuzz.sh NAME [SECONDS]   a long run of one (statement, json, codec, open, import, http, put, where), 600 s by
 #                                    default; what it finds is kept in build-asan/fuzz/corpus/NAME
 #
 # Seeds: the statements of tests/queries/*.test, real database files, JSON and
@@ -16,15 +16,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-HARNESSES=(statement json codec open import http put)
+HARNESSES=(statement json codec open import http put where)
 # Runs of the short mode: each takes 20-55 s on one core under the sanitizers.
-declare -A RUNS=([statement]=200000 [json]=150000 [codec]=500000 [open]=20000 [import]=20000 [http]=10000 [put]=20000)
+declare -A RUNS=([statement]=200000 [json]=150000 [codec]=500000 [open]=20000 [import]=20000 [http]=10000 [put]=20000 [where]=20000)
 # The two lanes of the short mode: together every harness, once.
 LANE_A=(import open codec put)
-LANE_B=(http statement json)
+LANE_B=(http statement json where)
 [[ $(printf '%s\n' "${LANE_A[@]}" "${LANE_B[@]}" | sort | tr '\n' ' ') == $(printf '%s\n' "${HARNESSES[@]}" | sort | tr '\n' ' ') ]] ||
   { echo "fuzz.sh: LANE_A and LANE_B must hold every harness once" >&2; exit 2; }
-declare -A MAXLEN=([statement]=2048 [json]=2048 [codec]=512 [open]=65536 [import]=4096 [http]=4096 [put]=1024)
+declare -A MAXLEN=([statement]=2048 [json]=2048 [codec]=512 [open]=65536 [import]=4096 [http]=4096 [put]=1024 [where]=1024)
 
 configure_asan
 out=build-asan/fuzz

@@ -1,4 +1,4 @@
-// Writes the seed inputs of the fuzzers into DIR/{open,codec,json,import,http,put}/: real
+// Writes the seed inputs of the fuzzers into DIR/{open,codec,json,import,http,put,where}/: real
 // database files (an image alone, an image and a tail, after a compaction),
 // encoded values, JSON texts and import input. The statement seeds are the statements of
 // tests/queries/*.test (scripts/fuzz.sh extracts them).
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  for (const char* sub : {"", "/open", "/codec", "/json", "/import", "/http", "/put"}) mkdir((dir + sub).c_str(), 0755);
+  for (const char* sub : {"", "/open", "/codec", "/json", "/import", "/http", "/put", "/where"}) mkdir((dir + sub).c_str(), 0755);
 
   auto fs = make_memory_file_system();
   {
@@ -114,6 +114,15 @@ int main(int argc, char** argv) {
     encode_value(enc, Value::list({Value::list({std::move(doc)})}), false);
     write(dir + "/put/typed.bin", enc);
   }
+  // Where clauses (tests/fuzz/fuzz_where.cpp): a clause, a newline, documents.
+  const char* wheres[] = {
+      "n = 3 or s ~ $2\n[{n: 3}, {s: \"Kent\"}, {n: 4, x: 1}]",
+      "not (x < 1 and j in $3) or at > \"2023-01-01\"\n[{x: 0.5, j: \"a\"}, {x: 2, j: [1]}, {at: 0}]",
+      "j = 2 and b is null or l = [1] or n in [3, 9007199254740992.0]\n[{j: 2.0}, {l: [1]}, {n: 9007199254740992}]",
+      "s < $1 or raw != $4 or v is not null or id >= 9\n[{s: \"x\"}, {v: [0, 0]}, {raw: \"AA==\"}]",
+  };
+  i = 0;
+  for (const char* w : wheres) write(dir + "/where/" + std::to_string(i++) + ".txt", w);
   std::string vec;
   encode_value(vec, Value::vector({1, 2, 3}), false);
   write(dir + "/codec/vector.bin", vec);
