@@ -395,7 +395,7 @@ constexpr size_t kMinQueries = 20;
 const char* kProfileKinds[] = {"hash-rows", "hash-count", "range-rows", "range-count", "order", "order-filter", "order-range",
                                "unique", "build-hash", "build-sorted", "build-unique", "match", "build-text",
                                "scan-none", "scan-text", "scan-in", "scan-contains", "agg-whole", "agg-minmax",
-                               "group-1k", "group-1m", "group-1m-order", "top-text", "top-float", "filter-top"};
+                               "group-1k", "group-1m", "group-1m-order", "top-text", "top-float", "sort-all", "filter-top"};
 
 void usage(FILE* f) {
   std::fprintf(f,
@@ -421,7 +421,7 @@ void usage(FILE* f) {
                "                   hash-rows hash-count range-rows range-count order order-filter order-range unique\n"
                "                   build-hash build-sorted build-unique match build-text\n"
                "                   scan-none scan-text scan-in scan-contains agg-whole agg-minmax group-1k group-1m\n"
-               "                   group-1m-order top-text top-float filter-top (no index: the plain file)\n"
+               "                   group-1m-order top-text top-float sort-all filter-top (no index: the plain file)\n"
                "  --profile-seconds S  how long the --profile loop runs (default 10)\n",
                kMinQueries);
 }
@@ -857,6 +857,8 @@ const ScanKind kScans[] = {
      "SELECT id, name FROM p ORDER BY name LIMIT 10", ScanParam::None},
     {"top-float", "top 10 by a float, descending", "get p select id, score order score desc limit 10",
      "SELECT id, score FROM p ORDER BY score DESC, id LIMIT 10", ScanParam::None},
+    {"sort-all", "every document by a text", "get p select name order name", "SELECT id, name FROM p ORDER BY name",
+     ScanParam::None},
     {"filter-top", "an equality, then a top 10 of its 1%", "get p select name where age = $1 order name limit 10",
      "SELECT id, name FROM p WHERE age = ? ORDER BY name LIMIT 10", ScanParam::Age},
 };
