@@ -158,6 +158,35 @@ int compare(const Value& a, const Value& b) {
 
 bool equal(const Value& a, const Value& b) { return compare(a, b) == 0; }
 
+uint64_t sort_prefix(const Value& v) {
+  const uint64_t r = (uint64_t)rank(v.kind()) << 56;
+  switch (v.kind()) {
+    case Kind::Bool: return r | (uint64_t)v.as_bool();
+    case Kind::Int:
+    case Kind::Float: {
+      // The number as a double (ints past 2^53 may round: equal prefixes,
+      // which compare then orders), its bits made to order as unsigned,
+      // the top 56 kept. -0.0 is 0.0 (they compare equal); NaN last.
+      double d = v.as_number();
+      if (std::isnan(d)) return r | 0x00FFFFFFFFFFFFFFull;
+      if (d == 0) d = 0;
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      bits = (bits >> 63) ? ~bits : bits | (1ull << 63);
+      return r | (bits >> 8);
+    }
+    case Kind::Timestamp: return r | (((uint64_t)v.as_int() ^ (1ull << 63)) >> 8);
+    case Kind::Text:
+    case Kind::Bytes: {  // the first 7 bytes, big-endian, zeros past the end
+      const std::string& s = v.as_string();
+      uint64_t p = 0;
+      for (size_t i = 0; i < 7; i++) p = p << 8 | (i < s.size() ? (uint8_t)s[i] : 0);
+      return r | p;
+    }
+    default: return r;  // null, and what compare orders only by looking further
+  }
+}
+
 void key_bytes(std::string& out, const Value& v) {
   auto word = [&](char tag, uint64_t w) {
     out.push_back(tag);

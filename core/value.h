@@ -275,6 +275,10 @@ inline int compare_numbers(const Value& a, const Value& b) {
   return 0;
 }
 bool equal(const Value& a, const Value& b);
+// 64 bits that order as compare() orders, where they differ: sort_prefix(a)
+// < sort_prefix(b) means compare(a, b) < 0; equal prefixes say nothing (the
+// kind's rank, then the first 7 bytes of a text, 56 bits of a number).
+uint64_t sort_prefix(const Value& v);
 // Bytes that are the same for values compare() finds equal (an integral
 // float as the int it equals, so also -0.0 as 0; every NaN one; a vector's
 // -0.0 as 0), and different for any others: a key by which a hash map

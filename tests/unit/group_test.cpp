@@ -181,3 +181,60 @@ TEST_CASE("a group from an index of thousands of keys answers as the scan's grou
     CHECK(last.rows.size() == 1);
   }
 }
+
+TEST_CASE("sort_prefix orders as compare does where prefixes differ") {
+  std::vector<Value> vals = {Value(), Value::boolean(false), Value::boolean(true), Value::integer(INT64_MIN),
+                             Value::integer(-3), Value::integer(0), Value::real(-0.0), Value::real(0.0),
+                             Value::integer(3), Value::real(3.0), Value::real(3.5), Value::integer(9007199254740993),
+                             Value::real(9007199254740992.0), Value::integer(INT64_MAX), Value::real(1e300),
+                             Value::real(INFINITY), Value::real(-INFINITY), Value::real(std::nan("")),
+                             Value::timestamp(-1), Value::timestamp(0), Value::timestamp(1700000000000),
+                             Value::text(""), Value::text(std::string("a\0", 2)), Value::text("a"),
+                             Value::text("abcdefg"), Value::text("abcdefgh"), Value::text("abcdefg\xff"),
+                             Value::text("\xc3\xa9t\xc3\xa9"), Value::bytes(""), Value::bytes("a"),
+                             Value::list({Value::integer(1)}), Value::list(), Value::object(),
+                             Value::vector({1.0f}), Value::vector({})};
+  for (const Value& a : vals)
+    for (const Value& b : vals) {
+      CAPTURE(to_json(a));
+      CAPTURE(to_json(b));
+      const uint64_t pa = sort_prefix(a), pb = sort_prefix(b);
+      if (pa < pb) CHECK(compare(a, b) < 0);
+      if (compare(a, b) == 0) CHECK(pa == pb);
+    }
+}
+
+TEST_CASE("a sort of every row orders as a top-k of them all: mixed kinds, shared prefixes, ties by arrival") {
+  auto fs = make_memory_file_system();
+  auto db = open_groups(*fs);
+  must(*db, "create collection t (j json, s text, n int)");
+  std::vector<Value> docs;
+  const char* texts[] = {"abcdefg", "abcdefgh", "abcdefga", "abc", "", "abcdefg", "zz", "Abc", "abcdefgh"};
+  for (int64_t i = 0; i < 3000; i++) {
+    Value d = Value::object();
+    switch (i % 7) {
+      case 0: d.append("j", Value::integer(i % 13 - 6)); break;
+      case 1: d.append("j", Value::real((double)(i % 13) / 2 - 3)); break;
+      case 2: d.append("j", Value::text(texts[i % 9])); break;
+      case 3: d.append("j", Value::boolean(i % 2)); break;
+      case 4: d.append("j", Value::list({Value::integer(i % 3)})); break;
+      case 5: break;  // no j: null
+      case 6: d.append("j", Value::integer(9007199254740992 + i % 3)); break;
+    }
+    d.append("s", Value::text(std::string(texts[i % 9]) + (i % 2 ? "" : "\x7f")));
+    d.append("n", Value::integer(i % 5));
+    docs.push_back(std::move(d));
+  }
+  REQUIRE(db->query("put t $1", {Value::list(std::move(docs))}).is_ok());
+  for (const char* order : {"j", "j desc", "s", "s desc", "n, s desc", "s, j"}) {
+    CAPTURE(order);
+    const std::string q = std::string("get t select id order ") + order;
+    QueryResult all = must(*db, q);
+    QueryResult top = must(*db, q + " limit 100000");
+    REQUIRE(all.rows.size() == 3000);
+    REQUIRE(top.rows.size() == 3000);
+    for (size_t i = 0; i < all.rows.size(); i++) CHECK(to_json(all.rows[i]) == to_json(top.rows[i]));
+    QueryResult plan = must(*db, "explain " + q);
+    CHECK(to_json(plan.rows[1]).find("\"sort\"") != std::string::npos);
+  }
+}

@@ -25,9 +25,23 @@ class Sort : public Stage {
     if (want_ >= 0) {
       std::sort_heap(items_.begin(), items_.end(), [&](const Item& a, const Item& b) { return before(a, b); });
     } else {
-      std::stable_sort(items_.begin(), items_.end(), [&](const Item& a, const Item& b) {
-        return order(a.keys.data(), b.keys.data()) < 0;
+      // Every row: sorted as (the first key's sort_prefix, its place), 16
+      // bytes each, the keys compared whole only where two prefixes are
+      // equal; the rows stay where they are. Stable: ties as they came.
+      const bool desc = keys_[0].desc;
+      std::vector<Entry> order_of(items_.size());
+      for (size_t i = 0; i < items_.size(); i++) {
+        const uint64_t p = sort_prefix(items_[i].keys[0]);
+        order_of[i] = {desc ? ~p : p, (uint64_t)i};
+      }
+      std::stable_sort(order_of.begin(), order_of.end(), [&](const Entry& a, const Entry& b) {
+        if (a.prefix != b.prefix) return a.prefix < b.prefix;
+        return order(items_[a.at].keys.data(), items_[b.at].keys.data()) < 0;
       });
+      for (const Entry& e : order_of)
+        if (!emit(items_[e.at].row)) break;
+      KF_TRY(x_.err);
+      return Stage::finish();
     }
     for (Item& it : items_)
       if (!emit(it.row)) break;
@@ -95,6 +109,10 @@ class Sort : public Stage {
     std::vector<Value> keys;
     Row row;
     uint64_t bytes = 0;  // what holding it costs
+  };
+  struct Entry {
+    uint64_t prefix;  // the first key's sort_prefix (inverted for desc)
+    uint64_t at;      // the row's place in items_
   };
   // <0, 0, >0: a's keys before, level with, after b's, by the order.
   int order(const Value* a, const Value* b) const {
