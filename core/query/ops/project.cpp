@@ -4,6 +4,8 @@
 // query's memory budget.
 #include "ops.h"
 
+#include <algorithm>
+
 namespace kitfox {
 
 Value project_row(const ParsedStatement& st, Value doc, const Evaluator& ev, Status* err) {
@@ -39,6 +41,16 @@ class Project : public Stage {
   Project(ExecContext& x, int node, std::vector<Value>* out, ProjectAdds adds)
       : Stage(x, node), out_(out), adds_(adds) {
     ids_only_ = selects_id_only(x.st);  // no document is read
+    // A select of top-level fields alone (each once, besides the id): each
+    // row's fields decoded straight into it, in one walk of the document.
+    fields_only_ = !ids_only_ && !x.st.select.empty();
+    for (const SelectItem& s : x.st.select) {
+      if (!fields_only_) break;
+      if (s.path.size() == 1 && s.path[0] == "id" && !s.expr) continue;
+      const Field* f = !s.expr && s.path.size() == 1 ? x.c.def.field(s.path[0]) : nullptr;
+      if (!f || std::find(field_ids_.begin(), field_ids_.end(), f->id) != field_ids_.end()) fields_only_ = false;
+      else field_ids_.push_back(f->id);
+    }
   }
 
  protected:
@@ -48,6 +60,8 @@ class Project : public Stage {
       row = Value::object();
       row.reserve_keys(2 + adds_.score + adds_.distance + r.has_children);
       row.append("id", Value::integer(r.id));
+    } else if (fields_only_ && !r.decoded && fields_row(r, &row)) {
+      // (a document that does not decode went the whole way below, for its error)
     } else {
       Status s = x_.decode(r);
       if (!s.is_ok()) return x_.fail(std::move(s));
@@ -66,9 +80,22 @@ class Project : public Stage {
   }
 
  private:
+  // The row of a select of fields alone, as project_row makes it (the id,
+  // then each field by its name, null where the document has none); false
+  // when the document does not decode.
+  bool fields_row(const Row& r, Value* row) {
+    *row = Value::object();
+    row->reserve_keys(1 + field_ids_.size() + adds_.score + adds_.distance + r.has_children);
+    row->append("id", Value::integer(r.id));
+    for (const SelectItem& s : x_.st.select)
+      if (s.path[0] != "id") row->append(s.path[0], Value());
+    return decode_fields(r.body, field_ids_.data(), field_ids_.size(), &row->mutable_items()[1], &x_.c).is_ok();
+  }
+
   std::vector<Value>* out_;
   ProjectAdds adds_;
-  bool ids_only_;
+  bool ids_only_, fields_only_;
+  std::vector<uint32_t> field_ids_;  // fields_only_: the fields selected, in order
 };
 
 }  // namespace
