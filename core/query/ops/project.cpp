@@ -48,8 +48,10 @@ class Project : public Stage {
       if (!fields_only_) break;
       if (s.path.size() == 1 && s.path[0] == "id" && !s.expr) continue;
       const Field* f = !s.expr && s.path.size() == 1 ? x.c.def.field(s.path[0]) : nullptr;
-      if (!f || std::find(field_ids_.begin(), field_ids_.end(), f->id) != field_ids_.end()) fields_only_ = false;
-      else field_ids_.push_back(f->id);
+      if (!f || nfields_ == kMaxFields || std::find(field_ids_, field_ids_ + nfields_, f->id) != field_ids_ + nfields_)
+        fields_only_ = false;
+      else
+        field_ids_[nfields_++] = f->id;
     }
   }
 
@@ -85,17 +87,19 @@ class Project : public Stage {
   // when the document does not decode.
   bool fields_row(const Row& r, Value* row) {
     *row = Value::object();
-    row->reserve_keys(1 + field_ids_.size() + adds_.score + adds_.distance + r.has_children);
+    row->reserve_keys(1 + nfields_ + adds_.score + adds_.distance + r.has_children);
     row->append("id", Value::integer(r.id));
     for (const SelectItem& s : x_.st.select)
       if (s.path[0] != "id") row->append(s.path[0], Value());
-    return decode_fields(r.body, field_ids_.data(), field_ids_.size(), &row->mutable_items()[1], &x_.c).is_ok();
+    return decode_fields(r.body, field_ids_, nfields_, &row->mutable_items()[1], &x_.c).is_ok();
   }
 
   std::vector<Value>* out_;
   ProjectAdds adds_;
   bool ids_only_, fields_only_;
-  std::vector<uint32_t> field_ids_;  // fields_only_: the fields selected, in order
+  static constexpr size_t kMaxFields = 16;  // (more: the whole document, then the fields)
+  uint32_t field_ids_[kMaxFields];          // fields_only_: the fields selected, in order
+  size_t nfields_ = 0;
 };
 
 }  // namespace
