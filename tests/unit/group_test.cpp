@@ -192,6 +192,8 @@ TEST_CASE("sort_prefix orders as compare does where prefixes differ") {
                              Value::text(""), Value::text(std::string("a\0", 2)), Value::text("a"),
                              Value::text("abcdefg"), Value::text("abcdefgh"), Value::text("abcdefg\xff"),
                              Value::text("\xc3\xa9t\xc3\xa9"), Value::bytes(""), Value::bytes("a"),
+                             Value::bytes(std::string("\x80\0", 2)), Value::bytes("\xff"), Value::real(-0x1p63),
+                             Value::integer(INT64_MIN + 1), Value::timestamp(INT64_MIN), Value::real(-std::nan("")),
                              Value::list({Value::integer(1)}), Value::list(), Value::object(),
                              Value::vector({1.0f}), Value::vector({})};
   for (const Value& a : vals)
@@ -226,9 +228,9 @@ TEST_CASE("a sort of every row orders as a top-k of them all: mixed kinds, share
     docs.push_back(std::move(d));
   }
   REQUIRE(db->query("put t $1", {Value::list(std::move(docs))}).is_ok());
-  for (const char* order : {"j", "j desc", "s", "s desc", "n, s desc", "s, j"}) {
+  for (const char* order : {"j", "j desc", "s", "s desc", "n, s desc", "s, j", "j desc, n", "n desc, j"}) {
     CAPTURE(order);
-    const std::string q = std::string("get t select id order ") + order;
+    const std::string q = std::string("get t select j, s order ") + order;
     QueryResult all = must(*db, q);
     QueryResult top = must(*db, q + " limit 100000");
     REQUIRE(all.rows.size() == 3000);

@@ -63,7 +63,9 @@ class Project : public Stage {
       row.reserve_keys(2 + adds_.score + adds_.distance + r.has_children);
       row.append("id", Value::integer(r.id));
     } else if (fields_only_ && !r.decoded && fields_row(r, &row)) {
-      // (a document that does not decode went the whole way below, for its error)
+      // (as a filter reads them: the document up to its last field selected,
+      // the fields it steps over not decoded; where that much does not
+      // decode, the whole document below, for its error)
     } else {
       Status s = x_.decode(r);
       if (!s.is_ok()) return x_.fail(std::move(s));
