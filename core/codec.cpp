@@ -85,14 +85,6 @@ Status decode_value(Reader& r, Value* out, int depth) {
   if (decode_scalar(r, out)) return r.ok() ? Status::ok() : Status(Code::Corrupt, "document cut short");
   uint8_t tag = r.u8();
   switch (tag) {
-    case kNull: *out = Value(); break;
-    case kFloat: {
-      uint64_t bits = r.u64();
-      double d;
-      memcpy(&d, &bits, 8);
-      *out = Value::real(d);
-      break;
-    }
     case kList: {
       uint64_t n = r.varint();
       if (n > r.left()) return Status(Code::Corrupt, "list length beyond the document");
@@ -212,7 +204,7 @@ Status decode_params(std::string_view list, int64_t documents, std::vector<Value
 }
 
 // A field value: a tag-12 reference is resolved through `vs`.
-static Status decode_field_value(Reader& r, uint32_t fid, Value* out, const VectorSource* vs) {
+Status decode_field_value(Reader& r, uint32_t fid, Value* out, const VectorSource* vs) {
   if (r.left() && (uint8_t)*r.pos() == kVecRef) {
     r.u8();
     uint64_t node = r.varint();
@@ -248,6 +240,23 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
   return Status::ok();
 }
 
+
+Status decode_field(std::string_view body, uint32_t field_id, Value* out, const VectorSource* vs) {
+  Reader r(body);
+  uint64_t n = r.varint();
+  for (uint64_t i = 0; i < n && r.ok(); i++) {
+    uint32_t fid = (uint32_t)r.varint();
+    if (fid == field_id) {
+      if (decode_scalar(r, out)) return r.ok() ? Status::ok() : Status(Code::Corrupt, "document cut short");
+      return decode_field_value(r, fid, out, vs);
+    }
+    skip_field(r);
+  }
+  if (!r.ok()) return Status(Code::Corrupt, "document cut short");
+  *out = Value();
+  return Status::ok();
+}
+
 Status decode_fields(std::string_view body, const uint32_t* ids, size_t n, Value* out, const VectorSource* vs) {
   if (n == 0) return Status::ok();
   if (n == 1) return decode_field(body, ids[0], out, vs);
@@ -264,7 +273,7 @@ Status decode_fields(std::string_view body, const uint32_t* ids, size_t n, Value
     size_t i = 0;
     while (i < n && (ids[i] != fid || (taken >> i & 1))) i++;
     if (i == n) {
-      skip_value(r);
+      skip_field(r);
       continue;
     }
     taken |= 1ull << i;  // (a field given twice: its first, as decode_field reads)
@@ -274,19 +283,6 @@ Status decode_fields(std::string_view body, const uint32_t* ids, size_t n, Value
   if (!r.ok()) return Status(Code::Corrupt, "document cut short");
   for (size_t i = 0; i < n; i++)
     if (!(taken >> i & 1)) out[i] = Value();
-  return Status::ok();
-}
-
-Status decode_field(std::string_view body, uint32_t field_id, Value* out, const VectorSource* vs) {
-  Reader r(body);
-  uint64_t n = r.varint();
-  for (uint64_t i = 0; i < n && r.ok(); i++) {
-    uint32_t fid = (uint32_t)r.varint();
-    if (fid == field_id) return decode_field_value(r, fid, out, vs);
-    skip_value(r);
-  }
-  if (!r.ok()) return Status(Code::Corrupt, "document cut short");
-  *out = Value();
   return Status::ok();
 }
 

@@ -145,14 +145,23 @@ void encode_item(std::string& out, const Value& v, bool f16);
 // A vector value (tag and dimension first), as f32 or as halves.
 void encode_vector(std::string& out, const float* v, size_t n, bool f16);
 Status decode_value(Reader& r, Value* out, int depth = 0);
-// The scalars of decode_value (bool, int, timestamp, text, bytes), inline
-// for the readers of whole documents; false, reading nothing, for any other
-// tag. A value cut short fails the reader.
+// The scalars of decode_value (null, bool, int, float, timestamp, text,
+// bytes), inline for the readers of documents; false, reading nothing, for
+// any other tag. A value cut short fails the reader.
 [[gnu::always_inline]] inline bool decode_scalar(Reader& r, Value* out) {
   if (r.done()) return false;
   const uint8_t tag = (uint8_t)*r.pos();
   switch (tag) {
+    case kNull: r.u8(); out->assign_scalar(Kind::Null, 0); return true;
     case kFalse: case kTrue: r.u8(); out->assign_scalar(Kind::Bool, tag == kTrue); return true;
+    case kFloat: {
+      r.u8();
+      const uint64_t bits = r.u64();
+      double d;
+      std::memcpy(&d, &bits, 8);
+      *out = Value::real(d);
+      return true;
+    }
     case kInt: r.u8(); out->assign_scalar(Kind::Int, unzigzag(r.varint())); return true;
     case kTimestamp: r.u8(); out->assign_scalar(Kind::Timestamp, unzigzag(r.varint())); return true;
     case kText: r.u8(); out->assign_string(Kind::Text, r.str()); return true;
@@ -164,6 +173,17 @@ Status decode_value(Reader& r, Value* out, int depth = 0);
 // the document) fails the reader, as does a vector reference (tag 12, which
 // only a stored document's field holds) unless `refs`.
 void skip_value(Reader& r, int depth = 0, bool refs = true);
+// A document's field value stepped over (as skip_value steps), a scalar inline.
+[[gnu::always_inline]] inline void skip_field(Reader& r) {
+  if (r.done()) return skip_value(r);
+  switch ((uint8_t)*r.pos()) {
+    case kNull: case kFalse: case kTrue: r.u8(); return;
+    case kInt: case kTimestamp: r.u8(); r.varint(); return;
+    case kFloat: r.bytes(9); return;
+    case kText: case kBytes: r.u8(); r.str(); return;
+    default: skip_value(r);
+  }
+}
 void encode_vector_ref(std::string& out, uint64_t node);
 // A statement's parameters given as one encoded list value (as the WASM
 // binding gets them), each decoded into `values` but parameter $`documents`
@@ -182,6 +202,9 @@ void encode_document(const CollectionDef& def, const Value& fields, std::string&
 // again into one Value allocates nothing.
 Status decode_document(const CollectionDef& def, int64_t id, std::string_view body, Value* out,
                        const VectorSource* vs = nullptr);
+// A field's value at r (its tag next): a tag-12 reference resolved through
+// `vs`, else decode_value's.
+Status decode_field_value(Reader& r, uint32_t fid, Value* out, const VectorSource* vs);
 // Decodes just one field (Null when absent).
 Status decode_field(std::string_view body, uint32_t field_id, Value* out, const VectorSource* vs = nullptr);
 // The fields `ids` (n of them, distinct) into out[0..n), in one walk of the

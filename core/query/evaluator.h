@@ -339,7 +339,7 @@ class PartialDoc {
 // A where clause of comparisons (=, !=, <, <=, >, >=, ~), `in` and `is
 // null` of the id or a top-level field with a literal or a parameter, joined
 // by and, or and not, tested on a document's encoding: one walk of the
-// document finds the fields it reads, each read where it lies (a scalar, or
+// document finds the fields it reads (each read as decode_fields reads it,
 // text into a string kept from document to document), and no object is made.
 // The evaluator's own comparisons answer (Evaluator::compare_values,
 // equal_loose, contains_ci). Where a field the clause reads holds what this
@@ -376,7 +376,7 @@ class EncodedWhere {
   int root_ = -1;
   std::vector<uint32_t> fids_;  // the fields read
   std::vector<Value> vals_;     // each one's value in this document where seen_ has its bit
-  uint32_t seen_ = 0;           // (a bit a field) held by this document, not null, read into vals_
+  uint32_t seen_ = 0;           // (a bit a field) given by this document, read into vals_
   Value id_, null_;
 };
 

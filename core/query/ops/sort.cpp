@@ -25,6 +25,8 @@ class Sort : public Stage {
     KF_TRY(x_.err);
     if (want_ >= 0) {
       std::sort_heap(items_.begin(), items_.end(), [&](const Item& a, const Item& b) { return before(a, b); });
+      for (Item& it : items_)
+        if (!emit(it.row)) break;
     } else {
       // Every row: sorted as (the first key's sort_prefix, its place), 16
       // bytes each, the keys compared whole only where two prefixes are
@@ -50,11 +52,7 @@ class Sort : public Stage {
         }
         if (!emit(items_[order_of[k].at].row)) break;
       }
-      KF_TRY(x_.err);
-      return Stage::finish();
     }
-    for (Item& it : items_)
-      if (!emit(it.row)) break;
     KF_TRY(x_.err);
     return Stage::finish();
   }
