@@ -54,19 +54,29 @@ bool Engine::checkpoint_worthwhile(bool closing) const {
   return tail >= (64u << 20) && tail >= image_bytes_;
 }
 
-// Appends a record (`head`, then the checksums of `bytes` and padding) and the
-// Extent holding `bytes`, whose first byte lands 64-byte aligned in the file.
-// Returns that offset.
-static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string head, std::string_view bytes,
-                                   uint32_t item_bytes) {
-  put_extent_checksums(head, bytes, extent_block_bytes(item_bytes));
-  uint64_t start = out.size() + 5 + head.size() + 1 + 4 + 5;
+// Appends a record (`head`, then the checksums of the extent and padding) and
+// the Extent holding the bytes of `a` then `b`, whose first byte lands
+// 64-byte aligned in the file. Returns that offset. Either record's frame is
+// long past `short_max`.
+static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string head, std::string_view a,
+                                   std::string_view b, uint32_t item_bytes, uint64_t short_max) {
+  put_extent_checksums(head, a, b, extent_block_bytes(item_bytes));
+  const uint64_t bytes = a.size() + b.size();
+  // The record's frame is chosen before its padding (up to 64 bytes more).
+  const uint64_t expect = head.size() + 64;
+  uint64_t start =
+      out.size() + frame_head_bytes(expect, short_max) + head.size() + 1 + 4 + frame_head_bytes(bytes, short_max);
   uint8_t pad = (uint8_t)((64 - start % 64) % 64);
   put_u8(head, pad);
   head.append(pad, '\0');
-  append_record(out, kind, head);
-  uint64_t at = out.size() + 5;
-  append_record(out, format::kExtent, bytes);
+  const size_t rec = open_record(out, kind, expect, short_max);
+  out.append(head);
+  close_record(out, rec, short_max);
+  const size_t ext = open_record(out, format::kExtent, bytes, short_max);
+  const uint64_t at = out.size();
+  out.append(a);
+  out.append(b);
+  close_record(out, ext, short_max);
   return at;
 }
 
@@ -79,8 +89,9 @@ static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string h
 // `was` their locations.
 class DocsRecords {
  public:
-  DocsRecords(std::string& out, uint32_t cid, IdBlocks* ids, std::vector<uint64_t>* was, uint64_t* records)
-      : out_(out), cid_(cid), ids_(ids), was_(was), records_(records) {}
+  DocsRecords(std::string& out, uint32_t cid, IdBlocks* ids, std::vector<uint64_t>* was, uint64_t* records,
+              uint64_t short_max)
+      : out_(out), cid_(cid), ids_(ids), was_(was), records_(records), short_max_(short_max) {}
 
   // An entry in memory that outlives the record (the arena's).
   void stored(const IdEntry& e, std::string_view entry) {
@@ -103,14 +114,14 @@ class DocsRecords {
   }
   void flush() {
     if (pending_.empty()) return;
-    const size_t start = open_record(out_, format::kDocs);
+    const size_t start = open_record(out_, format::kDocs, bytes_ + 20, short_max_);
     put_varint(out_, cid_);
     put_varint(out_, pending_.size());
     const uint64_t base = out_.size();
     for (auto& [id, o] : pending_) ids_->push_back({id, base + o});
     for (std::string_view r : runs_) out_.append(r);
     out_.append(scratch_);
-    close_record(out_, start);
+    close_record(out_, start, short_max_);
     (*records_)++;
     pending_.clear();
     runs_.clear();
@@ -120,11 +131,11 @@ class DocsRecords {
   // After the last document: the IdIndex record.
   void finish() {
     flush();
-    const size_t start = open_record(out_, format::kIdIndex);
+    const size_t start = open_record(out_, format::kIdIndex, 20 + ids_->size() * sizeof(IdEntry), short_max_);
     put_varint(out_, cid_);
     put_u64(out_, ids_->size());
     ids_->for_each_run([&](const IdEntry* e, size_t n) { out_.append((const char*)e, n * sizeof(IdEntry)); });
-    close_record(out_, start);
+    close_record(out_, start, short_max_);
     (*records_)++;
   }
 
@@ -138,6 +149,7 @@ class DocsRecords {
   IdBlocks* ids_;
   std::vector<uint64_t>* was_;
   uint64_t* records_;
+  const uint64_t short_max_;
   std::vector<std::pair<int64_t, uint64_t>> pending_;  // id, offset among the record's documents
   std::vector<std::string_view> runs_;                 // stored entries, those adjacent joined
   std::string scratch_;                                // or the entries encoded anew
@@ -240,31 +252,11 @@ class ImageBodies {
 
 Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
                                  const Collection* vs) {
-  // A record's length is 32 bits: a collection whose id index or vector
-  // index would not fit one is not written. The checkpoint stops, the file
-  // stays as it is and every write stays in the log (a format that splits
-  // a table over records would lift this: 4 GiB, a million vectors of
-  // 1,024 floats).
-  auto fits = [&](uint64_t bytes, const std::string& what) -> Status {
-    constexpr uint64_t kRoom = 64 << 10;  // the record's head beside them (checksums, counts)
-    if (bytes + kRoom <= max_record_bytes) return Status::ok();
-    return Status(Code::Limit, "checkpoint stopped: " + what + " of '" + ic.name + "' takes " + std::to_string(bytes) +
-                                   " bytes, more than one record of the file holds (" +
-                                   std::to_string(max_record_bytes - kRoom) +
-                                   "); the file is unchanged and its writes stay in the log");
-  };
-  KF_TRY(fits((uint64_t)ids.size() * sizeof(IdEntry), "the id index"));
-  for (const VectorPin& vp : ic.vectors) {
-    const std::string field = "the vector index of field '" + vp.name + "'";
-    KF_TRY(fits(vp.pin.base_bytes + vp.pin.rest.size(), field + " (its table)"));
-    KF_TRY(fits(vp.pin.links0.size(), field + " (its graph's lists)"));
-    KF_TRY(fits(vp.pin.meta.size() + vp.pin.graph.size(), field + " (its graph)"));
-  }
   std::string& out = img->bytes;
   ImageBodies bodies(ic.name, vs);
   for (const VectorPin& vp : ic.vectors) bodies.add_index(vp.field, vp.pin);
   ic.was.reserve(ids.size());
-  DocsRecords docs(out, ic.id, &ic.ids, &ic.was, &img->records);
+  DocsRecords docs(out, ic.id, &ic.ids, &ic.was, &img->records, short_frame_bytes);
   Status bad;
   if (bodies.needed()) {
     ids.scan([&](const IdEntry& e) {
@@ -290,18 +282,21 @@ Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& id
   docs.finish();
   img->docs += ic.ids.size();
   for (VectorPin& vp : ic.vectors) {
-    std::string head, table;
+    std::string head;
     put_varint(head, ic.id);
     put_varint(head, vp.field);
     put_str(head, vp.pin.meta);
-    vp.pin.table(table);
-    uint64_t table_at = append_with_extent(out, format::kVectors, head, table, vp.pin.table_item_bytes);
+    // The table's two parts (the last image's, the rest) copied once, into the image.
+    uint64_t table_at = append_with_extent(out, format::kVectors, head, {vp.pin.base, vp.pin.base_bytes},
+                                           vp.pin.rest, vp.pin.table_item_bytes, short_frame_bytes);
+    std::string().swap(vp.pin.rest);  // in the image now
     head.clear();
     put_varint(head, ic.id);
     put_varint(head, vp.field);
     put_u64(head, img->seq);
     put_str(head, vp.pin.graph);
-    uint64_t links_at = append_with_extent(out, format::kGraph, head, vp.pin.links0, vp.pin.links_item_bytes);
+    uint64_t links_at =
+        append_with_extent(out, format::kGraph, head, vp.pin.links0, {}, vp.pin.links_item_bytes, short_frame_bytes);
     img->tables.push_back({ic.id, vp.field, table_at, links_at, vp.pin.nodes});
     img->records += 4;
     vp.pin = HnswIndex::Pin();  // its copies are in the image now
@@ -374,6 +369,7 @@ Status Engine::finish_image(NewImage* img) {
   put_u64(end, img->records);
   put_u64(end, img->docs);
   append_record(img->bytes, format::kImageEnd, end);
+  set_image_version(img->bytes);  // 3 when a record took a long frame
   img->size = img->bytes.size();
   return Status::ok();
 }

@@ -387,8 +387,9 @@ class Engine {
   // maps (under the shared lock, before it lets it go).
   std::function<void()> live_wait_hook, landing_hook, maps_wait_hook;
   std::atomic<uint64_t> pinned_fills{0};
-  // The most one record of an image may hold (tests lower it).
-  uint64_t max_record_bytes = kMaxRecordBytes;
+  // An image record's body longer than this goes in a long frame
+  // (storage/format.h); tests lower it to write long frames of small ones.
+  uint64_t short_frame_bytes = kMaxRecordBytes;
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.

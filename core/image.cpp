@@ -2,7 +2,9 @@
 // the tail of write records replayed over it, torn tails and damage told
 // apart), and the extents' checks. A new image is built by checkpoint.cpp.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <new>
 
 #include "codec.h"
 #include "engine.h"
@@ -20,18 +22,29 @@ std::string at(uint64_t off) { return "at offset " + std::to_string(off); }
 // The file read into memory that is not zeroed first (where it cannot be mapped).
 class ReadBuffer final : public Mapping {
  public:
-  explicit ReadBuffer(size_t n) : p_(new char[n]), n_(n) {}
+  // A file too big for this build's memory (a WASM build's 4 GiB, or what
+  // the host gives it) is an error, not an abort.
+  static Result<std::unique_ptr<ReadBuffer>> make(const std::string& name, uint64_t n) {
+    std::unique_ptr<ReadBuffer> b(new ReadBuffer);
+    if (n <= SIZE_MAX) b->p_.reset(new (std::nothrow) char[(size_t)n]);
+    if (!b->p_)
+      return Status(Code::Limit, "'" + name + "' is " + std::to_string(n) +
+                                     " bytes, more than this build can read into its memory");
+    b->n_ = (size_t)n;
+    return b;
+  }
   const char* data() const override { return p_.get(); }
   char* data() { return p_.get(); }
   size_t size() const override { return n_; }
 
  private:
+  ReadBuffer() = default;
   std::unique_ptr<char[]> p_;
-  size_t n_;
+  size_t n_ = 0;
 };
 
-static Result<std::unique_ptr<Mapping>> read_whole(File& f, uint64_t size) {
-  auto buf = std::make_unique<ReadBuffer>((size_t)size);
+static Result<std::unique_ptr<Mapping>> read_whole(File& f, const std::string& name, uint64_t size) {
+  KF_ASSIGN(auto buf, ReadBuffer::make(name, size));
   KF_TRY(read_exact(f, 0, buf->data(), size));
   return std::unique_ptr<Mapping>(std::move(buf));
 }
@@ -41,9 +54,9 @@ static Result<std::unique_ptr<Mapping>> read_whole(File& f, uint64_t size) {
 // are walked from the header, reading ahead 1 MiB at a time and stepping over
 // each Extent's bytes. Anything unexpected (a length past the end) reads the
 // rest whole, for load() to judge.
-static Result<std::unique_ptr<Mapping>> read_lazily(File& f, uint64_t size) {
+static Result<std::unique_ptr<Mapping>> read_lazily(File& f, const std::string& name, uint64_t size) {
   constexpr uint64_t kReadAhead = 1 << 20;
-  auto buf = std::make_unique<ReadBuffer>((size_t)size);
+  KF_ASSIGN(auto buf, ReadBuffer::make(name, size));
   char* p = buf->data();
   uint64_t have = 0;  // [0, have) is read, but for the extents stepped over
   auto ensure = [&](uint64_t end) -> Status {
@@ -60,14 +73,14 @@ static Result<std::unique_ptr<Mapping>> read_lazily(File& f, uint64_t size) {
       KF_TRY(ensure(size));
       break;
     }
-    KF_TRY(ensure(off + 5));
-    uint32_t len;
-    memcpy(&len, p + off, 4);
-    if (len > kMaxRecordBytes || size - off < format::kFrameOverhead + len) {
+    KF_TRY(ensure(std::min(size, off + format::kLongFrameHead)));
+    uint64_t head, len;
+    if (frame_head(p + off, size - off, &head, &len) != ScanResult::Ok || size - off < head + 4 ||
+        size - off - head - 4 < len) {
       KF_TRY(ensure(size));
       break;
     }
-    uint64_t trailer = off + 5 + len;
+    uint64_t trailer = off + head + len;
     if ((uint8_t)p[off + 4] == format::kExtent && have < trailer) {
       KF_TRY(read_exact(f, trailer, p + trailer, 4));
       have = trailer + 4;
@@ -141,9 +154,9 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
     // gets one read; the checks are still left to first use.
     e->lazy_read_ = e->lazy_ && e->file_->read_chunk() < fsize;
     if (e->lazy_read_) {
-      KF_ASSIGN(map, read_lazily(*e->file_, fsize));
+      KF_ASSIGN(map, read_lazily(*e->file_, name, fsize));
     } else {
-      KF_ASSIGN(map, read_whole(*e->file_, fsize));
+      KF_ASSIGN(map, read_whole(*e->file_, name, fsize));
     }
   }
   if (!map) {
@@ -178,7 +191,7 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
     ExtentRef* e = pending_extent_;
     pending_extent_ = nullptr;
     e->bytes = r.body;
-    e->file_offset = r.offset + 5;
+    e->file_offset = r.offset + r.head;
     if (!extent_fits(*e, r.body.size())) return Status(Code::Corrupt, "an extent that does not fit its checksums " + at(r.offset));
     if (!lazy_) {
       int64_t b = first_bad_block(*e);
@@ -305,12 +318,13 @@ static std::vector<uint64_t> steppable_damage(std::string_view file) {
     }
     if (s != ScanResult::Bad) return {};
     uint8_t kind = (uint8_t)file[off + 4];
-    uint32_t len;
-    memcpy(&len, file.data() + off, 4);
-    uint64_t end = off + format::kFrameOverhead + len;
+    uint64_t head, len;
+    if (frame_head(file.data() + off, file.size() - off, &head, &len) != ScanResult::Ok) return {};
     RecordView next;
     bool derived = kind == format::kIdIndex || kind == format::kGraph || kind == format::kVectors || kind == format::kExtent;
-    if (!derived || end > file.size() || read_record(file, end, &next) != ScanResult::Ok) return {};
+    if (!derived || file.size() - off < head + 4 || file.size() - off - head - 4 < len) return {};
+    const uint64_t end = off + head + len + 4;
+    if (read_record(file, end, &next) != ScanResult::Ok) return {};
     out.push_back(off);
     off = end;
   }
@@ -339,15 +353,15 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     ScanResult s = read_record(file, off, &r);
     if (s == ScanResult::Bad && std::find(steppable.begin(), steppable.end(), off) != steppable.end()) {
       uint8_t kind = (uint8_t)file[off + 4];
-      uint32_t len;
-      memcpy(&len, file.data() + off, 4);
+      uint64_t head = 5, len = 0;
+      frame_head(file.data() + off, file.size() - off, &head, &len);  // steppable: it reads
       report_.warnings.push_back("recovered '" + name_ + "': stepped over a damaged " +
                                  (kind == format::kIdIndex ? "id index (rebuilt from the documents)"
                                   : kind == format::kVectors ? "vector table record (its vectors are lost)"
                                   : kind == format::kExtent  ? "extent"
                                                              : "HNSW graph (rebuilt from the vector table)") +
                                  " " + at(off));
-      off += format::kFrameOverhead + len;
+      off += head + len + 4;
       if (kind == format::kExtent) drop_pending_extent();
       // A vector index record's extent goes with it.
       RecordView x;

@@ -31,12 +31,20 @@ static void block_crcs(std::string_view bytes, uint32_t block_bytes, uint64_t b0
   }
 }
 
-void put_extent_checksums(std::string& out, std::string_view bytes, uint32_t block_bytes) {
-  uint64_t n = block_count(bytes.size(), block_bytes);
+void put_extent_checksums(std::string& out, std::string_view a, std::string_view b, uint32_t block_bytes) {
+  const uint64_t n = block_count(a.size() + b.size(), block_bytes);
   put_u32(out, block_bytes);
   put_u64(out, n);
   std::vector<uint32_t> crcs(n);
-  block_crcs(bytes, block_bytes, 0, n, crcs.data());
+  // The blocks whole in `a`, the one across the two (if any), then `b`'s.
+  const uint64_t in_a = a.size() / block_bytes;
+  block_crcs(a, block_bytes, 0, std::min(in_a, n), crcs.data());
+  if (in_a < n) {
+    const size_t head = a.size() - (size_t)in_a * block_bytes;
+    const size_t tail = std::min<size_t>(block_bytes - head, b.size());
+    crcs[in_a] = crc32c(crc32c(0, a.data() + (size_t)in_a * block_bytes, head), b.data(), tail);
+    block_crcs(b.substr(tail), block_bytes, 0, n - in_a - 1, crcs.data() + in_a + 1);
+  }
   out.append(reinterpret_cast<const char*>(crcs.data()), n * 4);
 }
 

@@ -36,8 +36,13 @@ class Reader;
 // of the extent). The size is written into each file, so any size reads.
 constexpr uint32_t kExtentBlockTarget = 1024;
 uint32_t extent_block_bytes(uint32_t item_bytes);
-// Appends the block size, count and checksums of `bytes` to `out`.
-void put_extent_checksums(std::string& out, std::string_view bytes, uint32_t block_bytes);
+// Appends the block size, count and checksums of the bytes of `a` then `b`
+// (one extent in two parts, as a vector table's image part and the rest) to
+// `out`.
+void put_extent_checksums(std::string& out, std::string_view a, std::string_view b, uint32_t block_bytes);
+inline void put_extent_checksums(std::string& out, std::string_view bytes, uint32_t block_bytes) {
+  put_extent_checksums(out, bytes, {}, block_bytes);
+}
 
 struct ExtentRef {
   std::string_view bytes;  // where the extent is in memory (may not be read yet)

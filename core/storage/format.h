@@ -3,6 +3,15 @@
 //   header   32 bytes: "KITFOXDB" | u32 version | u32 flags | u64 0 | u32 0 |
 //            u32 crc32c of the first 28 bytes
 //   records  [u32 length of body][u8 kind][body][u32 crc32c of length+kind+body]
+//            (a short frame: bodies up to kMaxRecordBytes), or
+//            [u32 0xFFFFFFFF][u8 kind][u64 length of body][body][u32 crc32c
+//            of the 13 bytes before the body + body] (a long frame: an image
+//            record past 4 GiB, a vector table of a million vectors of 1,024
+//            floats or an id index of 268M documents). A file holding a long
+//            frame is version 3, so that a build that reads version 2 only
+//            refuses it instead of taking it for damage; one with none is
+//            written as version 2. Write records are always short (1 GiB at
+//            most, kMaxWriteBytes).
 //
 // The records form an image followed by a tail:
 //
@@ -28,7 +37,7 @@
 //
 // An Extent record holds the big array of the record before it; that record
 // carries the Extent's checksums per block of about 1 KiB (storage/extent.h),
-// and the Extent's frame checksum covers only its length and kind, so a
+// and the Extent's frame checksum covers only its head (length and kind), so a
 // reader can step over it and read its blocks when they are first needed.
 //
 // Derived records (IdIndex, Graph) are checked on open: a count, range or
@@ -49,9 +58,12 @@
 namespace kitfox::format {
 
 constexpr char kMagic[8] = {'K', 'I', 'T', 'F', 'O', 'X', 'D', 'B'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 2;            // a file of short frames only
+constexpr uint32_t kVersionLongFrames = 3;  // a file holding a long frame
 constexpr uint64_t kHeaderSize = 32;
-constexpr uint64_t kFrameOverhead = 9;  // length + kind + crc
+constexpr uint64_t kFrameOverhead = 9;  // length + kind + crc, of a short frame
+constexpr uint32_t kLongFrame = 0xFFFFFFFFu;  // the length field of a long frame
+constexpr uint64_t kLongFrameHead = 13;       // its mark, kind and u64 length
 
 enum Kind : uint8_t {
   kCatalog = 1,   // u32 next collection id, varint count, collection definitions
@@ -67,7 +79,7 @@ enum Kind : uint8_t {
                   // but its level-0 lists (index/hnsw.cpp), extent checksums, u8 pad, pad
                   // bytes. Its Extent: the level-0 lists. Derived: rebuilt from the
                   // table when it does not validate.
-  kExtent = 7,    // the bytes of the record before it; frame checksum over length + kind
+  kExtent = 7,    // the bytes of the record before it; frame checksum over its head
   kWrite = 16,    // u64 sequence, varint op count, ops
 };
 

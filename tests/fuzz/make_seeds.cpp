@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 
 #include "codec.h"
+#include "storage/format.h"
+#include "storage/record.h"
 #include "fuzz_common.h"
 
 using namespace kitfox;
@@ -39,7 +41,26 @@ int main(int argc, char** argv) {
   {
     auto db = fuzz::sample_db(*fs);
     db->checkpoint();
-    write(dir + "/open/image.kfdb", file_of(*fs, "f.kfdb"));
+    const std::string image = file_of(*fs, "f.kfdb");
+    write(dir + "/open/image.kfdb", image);
+    // The same image with every record in a long frame (format.h): version 3.
+    std::string long_frames = image.substr(0, format::kHeaderSize);
+    RecordView r;
+    for (uint64_t off = format::kHeaderSize; read_record(image, off, &r) == ScanResult::Ok; off = r.end)
+      append_record(long_frames, r.kind, r.body, 0);
+    set_image_version(long_frames);
+    write(dir + "/open/long_frames.kfdb", long_frames);
+    {
+      auto lfs = make_memory_file_system();
+      auto f = lfs->open("f.kfdb", OpenFlags{true, true});
+      if (!f.is_ok() || !(*f)->write(0, long_frames.data(), long_frames.size()).is_ok()) fuzz::fail("memory file");
+      f->reset();
+      auto ldb = Database::open(*lfs, "f.kfdb", fuzz::quiet_options());
+      if (!ldb.is_ok()) fuzz::fail("the long-frame seed does not open: " + ldb.status().to_string());
+      auto n = (*ldb)->query("get t count");
+      if (!n.is_ok() || to_json(n->rows[0]) != to_json(db->query("get t count")->rows[0]))
+        fuzz::fail("the long-frame seed does not read as the image it was made of");
+    }
     db->query("put t {name: \"tail\", n: 4, e: [0, 0, 0, 1]}");
     db->query("set t {meta.x: 5} where n = 1");
     db->query("del u where k = 2");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "posix_file.h"
+#include "test_files.h"
 
 using kitfox::Code;
 using kitfox::File;
@@ -49,33 +50,7 @@ using kitfox::OpenFlags;
 
 namespace {
 
-// A fresh directory under /tmp, removed with its files at the end of a test.
-// `path` is empty when mkdtemp failed (the failure is recorded).
-struct PosixTempDir {
-  std::string path;
-  PosixTempDir() {
-    char tmpl[] = "/tmp/kitfox-posix-XXXXXX";
-    if (const char* made = ::mkdtemp(tmpl)) {
-      path = made;
-    } else {
-      FAIL_CHECK("mkdtemp failed: " << std::strerror(errno));
-    }
-  }
-  ~PosixTempDir() {
-    if (path.empty()) return;
-    if (DIR* d = ::opendir(path.c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") ::unlink((path + "/" + n).c_str());
-      }
-      ::closedir(d);
-    }
-    ::rmdir(path.c_str());
-  }
-  PosixTempDir(const PosixTempDir&) = delete;
-  PosixTempDir& operator=(const PosixTempDir&) = delete;
-  std::string file(const char* name) const { return path + "/" + name; }
-};
+using PosixTempDir = kitfox::testing::TempDir;
 
 OpenFlags flags(bool create, bool exclusive) {
   OpenFlags f;

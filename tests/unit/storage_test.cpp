@@ -26,6 +26,7 @@
 #include "storage/id_index.h"
 #include "storage/record.h"
 #include "faulty_fs.h"
+#include "posix_file.h"
 #include "test_files.h"
 
 using namespace kitfox;
@@ -953,6 +954,14 @@ TEST_CASE("extents: block checksums; read lazily block by block or in chunks, da
   bad[block * 7 + 5] ^= 1;
   e.bytes = bad;
   CHECK(first_bad_block(e) == 7);
+  // In two parts (a vector table's image part and the rest), split anywhere:
+  // the same checksums as of the whole.
+  for (size_t split : {(size_t)0, (size_t)1, (size_t)block - 1, (size_t)block, (size_t)block + 1, (size_t)3 * block,
+                       (size_t)7 * block + 123, data.size() - 1, data.size()}) {
+    std::string two;
+    put_extent_checksums(two, std::string_view(data).substr(0, split), std::string_view(data).substr(split), block);
+    CHECK_MESSAGE(two == sums, "split at " << split);
+  }
 
   // The "file" holds `data` at offset 5000; memory starts empty.
   const uint64_t at = 5000;
@@ -2202,38 +2211,188 @@ TEST_CASE("a definition past what its record may hold is refused before it is lo
   CHECK_FALSE(db->query("get big count").is_ok());
 }
 
-TEST_CASE("a checkpoint whose vector table would pass what one record holds stops: the file and its writes stay") {
+TEST_CASE("image records past what a short frame holds go in long frames: version 3, reopened whole, damage found") {
   auto mem = make_memory_file_system();
   auto db = open_db(*mem);
-  // 1,000 vectors of 32 floats: a table of 128,000 bytes, past a record of
-  // 100 KiB (a 4 GiB table in a real file: a million vectors of 1,024).
-  DatabaseTesting::engine(*db).max_record_bytes = (64 << 10) + (100 << 10);
-  REQUIRE(db->query("create collection v (n int, e vector<32> @hnsw(l2))").is_ok());
+  // 1,000 vectors of 32 floats: a table of 128,000 bytes, the graph's
+  // level-0 lists 132,000 and documents of 200,000 or so, past a short frame
+  // of 100 KiB here (in a real file 4 GiB: a million vectors of 1,024 floats).
+  DatabaseTesting::engine(*db).short_frame_bytes = 100 << 10;
+  REQUIRE(db->query("create collection v (n int, note text, e vector<32> @hnsw(l2))").is_ok());
   std::vector<Value> docs;
   for (int64_t k = 1; k <= 1000; k++) {
     Value d = Value::object();
     d.set("n", Value::integer(k));
+    d.set("note", Value::text(std::string(190, (char)('a' + k % 26))));
     std::vector<float> e(32, 0.0f);
     e[k % 32] = (float)k;
+    e[(k * 7) % 32] += 0.5f;
     d.set("e", Value::vector(std::move(e)));
     docs.push_back(std::move(d));
   }
   REQUIRE(db->query("put v $1", {Value::list(std::move(docs))}).is_ok());
-  const uint64_t bytes = db->stats().file_bytes;
-  Status cs = db->checkpoint();
-  REQUIRE_FALSE(cs.is_ok());
-  CHECK(cs.code() == Code::Limit);
-  CHECK(cs.message().find("the vector index of field 'e' (its table) of 'v' takes 128000 bytes") != std::string::npos);
-  CHECK(db->stats().file_bytes == bytes);
-  // The database goes on, and opens again with every write (from the log).
-  REQUIRE(db->query("put v {n: 1001, e: $1}", {Value::vector(std::vector<float>(32, 1.0f))}).is_ok());
+  const Value q = Value::vector(std::vector<float>(32, 3.0f));
+  auto answers = [&](Database& d) {
+    std::string out;
+    for (const char* text : {"get v select n near e $1 limit 7", "get v select n near e $1 exact limit 7",
+                             "get v select n, e where n >= 990", "get v count"}) {
+      auto r = d.query(text, {q});
+      INFO(text << ": " << r.status().to_string());
+      REQUIRE(r.is_ok());
+      for (const Value& row : r->rows) out += to_json(row) + "\n";
+    }
+    return out;
+  };
+  const std::string want = answers(*db);
+  REQUIRE(db->checkpoint().is_ok());
+  CHECK(answers(*db) == want);
   db.reset();
-  db = open_db(*mem);
-  CHECK(count(*db, "v") == 1001);
-  auto r = db->query("get v select n where n = 1001");
-  REQUIRE(r.is_ok());
-  CHECK(r->rows.size() == 1);
-  CHECK(db->checkpoint().is_ok());  // a record of the usual size holds it
+
+  std::string file = testing::read_file(*mem, "db");
+  uint32_t version;
+  memcpy(&version, file.data() + 8, 4);
+  CHECK(version == format::kVersionLongFrames);
+  int long_docs = 0, long_extents = 0;
+  for (const RecordView& r : testing::records(file)) {
+    if (r.head != format::kLongFrameHead) continue;
+    long_docs += r.kind == format::kDocs;
+    if (r.kind == format::kExtent) {
+      long_extents++;
+      CHECK((r.offset + r.head) % 64 == 0);  // a vector table's bytes start aligned, as in a short frame
+    }
+  }
+  CHECK(long_docs == 1);
+  CHECK(long_extents == 2);  // the table and the graph's lists
+
+  // Read whole, read lazily (as OPFS), and checked on open: the same answers.
+  for (bool lazy : {true, false}) {
+    OpenOptions o = no_checkpoint();
+    o.lazy_extents = lazy;
+    auto again = open_db(*mem, "db", o);
+    CHECK(answers(*again) == want);
+    CHECK_FALSE(again->open_report().index_rebuilt);
+  }
+  // A file on disk, mapped.
+  {
+    testing::TempDir dir;
+    auto posix = make_posix_file_system();
+    const std::string at = dir.file("db");
+    testing::write_file(*posix, at, file);
+    auto mapped = open_db(*posix, at);
+    CHECK(answers(*mapped) == want);
+    // Once every record fits a short frame again the file is version 2.
+    REQUIRE(mapped->query("put v {n: 1001, e: $1}", {q}).is_ok());
+    REQUIRE(mapped->checkpoint().is_ok());
+    mapped.reset();
+    std::string two = testing::read_file(*posix, at);
+    memcpy(&version, two.data() + 8, 4);
+    CHECK(version == format::kVersion);
+    for (const RecordView& r : testing::records(two)) CHECK(r.head == 5);
+    mapped = open_db(*posix, at);
+    CHECK(count(*mapped, "v") == 1001);
+  }
+
+  // Damage in a long frame is found as in a short one.
+  auto damaged_open = [&](const std::string& bytes, bool lazy) {
+    testing::write_file(*mem, "bad", bytes);
+    OpenOptions o = no_checkpoint();
+    o.lazy_extents = lazy;
+    return Database::open(*mem, "bad", o);
+  };
+  uint8_t before = 0;
+  for (const RecordView& r : testing::records(file)) {
+    const uint8_t owner = before;
+    before = r.kind;
+    if (r.head != format::kLongFrameHead) continue;
+    std::string body_hit = file;
+    body_hit[r.offset + r.head + r.body.size() / 2] ^= 0x5A;
+    auto b = damaged_open(body_hit, false);
+    INFO("kind " << (int)r.kind << " after " << (int)owner);
+    if (owner == format::kGraph) {
+      // The graph's lists are derived: rebuilt from the table.
+      REQUIRE(b.is_ok());
+      CHECK((*b)->open_report().index_rebuilt);
+      CHECK(answers(**b) == want);
+      b->reset();  // closed: "bad" is opened again below
+    } else {
+      REQUIRE_FALSE(b.is_ok());
+      CHECK(b.status().code() == Code::Corrupt);
+      CHECK(b.status().message().find(r.kind == format::kExtent ? "vector table" : "at offset " + std::to_string(r.offset)) !=
+            std::string::npos);
+    }
+    // Its 64-bit length: past the file, or one that ends elsewhere.
+    for (uint64_t len : {(uint64_t)UINT64_MAX, (uint64_t)r.body.size() - 1, (uint64_t)r.body.size() + 4096}) {
+      std::string len_hit = file;
+      memcpy(len_hit.data() + r.offset + 5, &len, 8);
+      for (bool lazy : {true, false}) {
+        auto l = damaged_open(len_hit, lazy);
+        REQUIRE_FALSE(l.is_ok());
+        CHECK(l.status().code() == Code::Corrupt);
+        CHECK(l.status().message().find("at offset " + std::to_string(r.offset)) != std::string::npos);
+      }
+    }
+  }
+  // Cut inside a long frame's head.
+  for (const RecordView& r : testing::records(file)) {
+    if (r.head != format::kLongFrameHead) continue;
+    auto c = damaged_open(file.substr(0, r.offset + 9), true);
+    REQUIRE_FALSE(c.is_ok());
+    CHECK(c.status().message().find("the image is cut short") != std::string::npos);
+    break;
+  }
+}
+
+TEST_CASE("record frames: short up to the limit, long past it; a short one that grows becomes long") {
+  const std::string body(3000, 'x');
+  for (uint64_t short_max : {(uint64_t)2999, (uint64_t)3000, kMaxRecordBytes}) {
+    std::string out(format::kHeaderSize, '\0');
+    append_record(out, format::kDocs, body, short_max);
+    RecordView r;
+    REQUIRE(read_record(out, format::kHeaderSize, &r) == ScanResult::Ok);
+    CHECK(r.head == (short_max < 3000 ? 13 : 5));
+    CHECK(r.body == body);
+    CHECK(r.end == out.size());
+    // Every cut of it is torn.
+    for (size_t cut = format::kHeaderSize + 1; cut < out.size(); cut++)
+      CHECK(read_record(std::string_view(out).substr(0, cut), format::kHeaderSize, &r) == ScanResult::Torn);
+  }
+  // Opened expecting a short body, closed holding a long one: moved into a long frame.
+  std::string out(format::kHeaderSize, '\0');
+  size_t start = open_record(out, format::kIdIndex, 10, 100);
+  out.append(body);
+  close_record(out, start, 100);
+  append_record(out, format::kImageEnd, "end", 100);
+  RecordView r;
+  REQUIRE(read_record(out, format::kHeaderSize, &r) == ScanResult::Ok);
+  CHECK(r.head == 13);
+  CHECK(r.kind == format::kIdIndex);
+  CHECK(r.body == body);
+  RecordView e;
+  REQUIRE(read_record(out, r.end, &e) == ScanResult::Ok);
+  CHECK(e.body == "end");
+  // An Extent's checksum covers its head, the long one's 64-bit length too.
+  std::string ext(format::kHeaderSize, '\0');
+  append_record(ext, format::kExtent, body, 100);
+  ext[format::kHeaderSize + 13 + 5] ^= 1;
+  CHECK(read_record(ext, format::kHeaderSize, &r) == ScanResult::Ok);
+  ext[format::kHeaderSize + 6] ^= 1;
+  CHECK(read_record(ext, format::kHeaderSize, &r) != ScanResult::Ok);
+
+  // The version follows the frames; versions 2 and 3 read, others not.
+  std::string image;
+  append_header(image);
+  append_record(image, format::kDocs, body, 100);
+  set_image_version(image);
+  CHECK(check_header(image) == "");
+  CHECK((uint8_t)image[8] == format::kVersionLongFrames);
+  std::string small;
+  append_header(small, format::kVersionLongFrames);
+  append_record(small, format::kDocs, body);
+  set_image_version(small);
+  CHECK((uint8_t)small[8] == format::kVersion);
+  std::string four;
+  append_header(four, 4);
+  CHECK(check_header(four) == "file format version 4 is not supported (this build reads versions 2 and 3)");
 }
 
 TEST_CASE("a vector index's maps built in pieces: the lock let go between them, a rollback meanwhile no restart") {

@@ -3,6 +3,12 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <dirent.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -11,6 +17,34 @@
 #include "storage/record.h"
 
 namespace kitfox::testing {
+
+// A fresh directory under /tmp, removed with its files at the end of a test.
+// `path` is empty when mkdtemp failed (the failure is recorded).
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/kitfox-test-XXXXXX";
+    if (const char* made = ::mkdtemp(tmpl)) {
+      path = made;
+    } else {
+      FAIL_CHECK("mkdtemp failed: " << std::strerror(errno));
+    }
+  }
+  ~TempDir() {
+    if (path.empty()) return;
+    if (DIR* d = ::opendir(path.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..") ::unlink((path + "/" + n).c_str());
+      }
+      ::closedir(d);
+    }
+    ::rmdir(path.c_str());
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const char* name) const { return path + "/" + name; }
+};
 
 inline std::string read_file(FileSystem& fs, const std::string& name) {
   auto f = fs.open(name, {});

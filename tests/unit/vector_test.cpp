@@ -454,20 +454,7 @@ TEST_CASE("recover steps over damaged derived records and keeps the documents of
   CHECK((*db)->open_report().recovered_offset == docs.offset);
 }
 
-// A directory under /tmp for a real (mapped) file, removed at the end.
-struct MappedDir {
-  std::string path;
-  MappedDir() {
-    char tmpl[] = "/tmp/kitfox-vector-XXXXXX";
-    const char* made = ::mkdtemp(tmpl);
-    REQUIRE(made);
-    path = made;
-  }
-  ~MappedDir() {
-    for (const char* n : {"/v.kfdb", "/v.kfdb~"}) ::unlink((path + n).c_str());
-    ::rmdir(path.c_str());
-  }
-};
+using MappedDir = testing::TempDir;
 // Real files (mapped on open) inside a directory.
 class DirFs : public FileSystem {
  public:
