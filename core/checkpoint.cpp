@@ -61,7 +61,7 @@ bool Engine::checkpoint_worthwhile(bool closing) const {
 static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string head, std::string_view a,
                                    std::string_view b, uint32_t item_bytes, uint64_t short_max) {
   put_extent_checksums(head, a, b, extent_block_bytes(item_bytes));
-  const uint64_t bytes = a.size() + b.size();
+  const uint64_t bytes = (uint64_t)a.size() + b.size();
   // The record's frame is chosen before its padding (up to 64 bytes more).
   const uint64_t expect = head.size() + 64;
   uint64_t start =
@@ -131,7 +131,7 @@ class DocsRecords {
   // After the last document: the IdIndex record.
   void finish() {
     flush();
-    const size_t start = open_record(out_, format::kIdIndex, 20 + ids_->size() * sizeof(IdEntry), short_max_);
+    const size_t start = open_record(out_, format::kIdIndex, 20 + (uint64_t)ids_->size() * sizeof(IdEntry), short_max_);
     put_varint(out_, cid_);
     put_u64(out_, ids_->size());
     ids_->for_each_run([&](const IdEntry* e, size_t n) { out_.append((const char*)e, n * sizeof(IdEntry)); });

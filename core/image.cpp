@@ -92,12 +92,6 @@ static Result<std::unique_ptr<Mapping>> read_lazily(File& f, const std::string& 
   return std::unique_ptr<Mapping>(std::move(buf));
 }
 
-static Status read_all(File& f, std::string* out) {
-  KF_ASSIGN(uint64_t size, f.size());
-  out->resize(size);
-  if (size) KF_TRY(read_exact(f, 0, out->data(), size));
-  return Status::ok();
-}
 
 // True when `bytes` hold a header and a whole image ending the file.
 static bool whole_image(std::string_view bytes) {
@@ -126,12 +120,13 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   // flushing it), anything else is an unfinished checkpoint.
   KF_ASSIGN(bool side_exists, fs.exists(side));
   if (side_exists) {
-    std::string bytes;
+    std::unique_ptr<Mapping> bytes;
     {
       KF_ASSIGN(auto f, fs.open(side, OpenFlags{false, true}));
-      KF_TRY(read_all(*f, &bytes));
+      KF_ASSIGN(uint64_t size, f->size());
+      KF_ASSIGN(bytes, read_whole(*f, side, size));
     }
-    if (whole_image(bytes)) {
+    if (whole_image({bytes->data(), bytes->size()})) {
       KF_TRY(fs.replace(side, name));
       e->report_.side_file_restored = true;
       e->report_.warnings.push_back("finished an interrupted checkpoint: the complete new image in '" + side +

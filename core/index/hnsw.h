@@ -173,12 +173,6 @@ class HnswIndex {
     const char* base = nullptr;  // the table's first base_bytes, in the last image
     size_t base_bytes = 0;
     std::string rest;            // the table after them
-    // The whole table, one block.
-    void table(std::string& out) const {
-      out.reserve(out.size() + base_bytes + rest.size());
-      out.append(base, base_bytes);
-      out += rest;
-    }
     // Each document's node at the pin, sorted by document (built from
     // meta); where a document is listed twice, the last is its node.
     void doc_nodes(std::vector<std::pair<int64_t, uint32_t>>* out) const;

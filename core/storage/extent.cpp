@@ -32,7 +32,7 @@ static void block_crcs(std::string_view bytes, uint32_t block_bytes, uint64_t b0
 }
 
 void put_extent_checksums(std::string& out, std::string_view a, std::string_view b, uint32_t block_bytes) {
-  const uint64_t n = block_count(a.size() + b.size(), block_bytes);
+  const uint64_t n = block_count((uint64_t)a.size() + b.size(), block_bytes);
   put_u32(out, block_bytes);
   put_u64(out, n);
   std::vector<uint32_t> crcs(n);

@@ -6,8 +6,8 @@
 //            (a short frame: bodies up to kMaxRecordBytes), or
 //            [u32 0xFFFFFFFF][u8 kind][u64 length of body][body][u32 crc32c
 //            of the 13 bytes before the body + body] (a long frame: an image
-//            record past 4 GiB, a vector table of a million vectors of 1,024
-//            floats or an id index of 268M documents). A file holding a long
+//            record past 4 GiB, a vector table of 1.05M vectors of 1,024
+//            floats or an id index of 2^28 documents). A file holding a long
 //            frame is version 3, so that a build that reads version 2 only
 //            refuses it instead of taking it for damage; one with none is
 //            written as version 2. Write records are always short (1 GiB at

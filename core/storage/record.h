@@ -21,8 +21,10 @@ void append_record(std::string& out, uint8_t kind, std::string_view body, uint64
 // A record built in place: open_record appends its head and returns where
 // it starts, the caller appends the body, close_record sets the length and
 // appends the checksum. A body the caller expects to be longer than
-// `short_max` (`expect`) gets a long frame at once; one that turns out
-// longer in a short frame is moved into a long one (a copy of it).
+// `short_max` (`expect`, at least the body's length) gets a long frame at
+// once; one that turns out longer in a short frame is moved 8 bytes up into
+// a long one (a copy of it), and an offset into the body taken before then
+// is 8 short: callers that keep such offsets expect enough.
 size_t open_record(std::string& out, uint8_t kind, uint64_t expect = 0, uint64_t short_max = kMaxRecordBytes);
 void close_record(std::string& out, size_t start, uint64_t short_max = kMaxRecordBytes);
 // Writes the 32-byte file header.

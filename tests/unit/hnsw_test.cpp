@@ -24,6 +24,12 @@ using namespace kitfox;
 
 namespace {
 
+// A pin's whole vector table: its image part, then the rest.
+void table_of(const HnswIndex::Pin& pin, std::string& out) {
+  out.append(pin.base, pin.base_bytes);
+  out += pin.rest;
+}
+
 std::unique_ptr<HnswIndex> build(const std::vector<float>& pts, uint32_t dim, HnswParams p, int threads, bool f16 = false) {
   auto idx = std::make_unique<HnswIndex>(dim, f16, p);
   std::vector<float> v;
@@ -62,7 +68,7 @@ struct Image {
   std::string vecs;
   explicit Image(const HnswIndex& idx) {
     idx.pin(&pin);
-    pin.table(vecs);
+    table_of(pin, vecs);
   }
   void load(HnswIndex& x) const {
     ExtentRef t, l;
@@ -389,7 +395,7 @@ TEST_CASE("pin and load: the same answers, the vector table used in place") {
   HnswIndex::Pin pin;
   idx->pin(&pin);
   std::string vecs, &meta = pin.meta, &graph = pin.graph, &links = pin.links0;
-  pin.table(vecs);
+  table_of(pin, vecs);
   auto ref = [](std::string_view bytes) {
     ExtentRef e;
     e.bytes = bytes;
@@ -446,7 +452,7 @@ TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table chan
   HnswIndex::Pin pin;
   idx->pin(&pin);
   std::string table;
-  pin.table(table);
+  table_of(pin, table);
   const std::string graph_at_pin = idx->graph_bytes();
   // Writes after the pin: new documents, a removal, a document given a new vector.
   auto more = gen.points(300, 4);
@@ -519,7 +525,7 @@ TEST_CASE("after a load, a change copies the level-0 blocks it changes, not ever
   HnswIndex::Pin pin;
   idx->pin(&pin);
   std::string table;
-  pin.table(table);
+  table_of(pin, table);
   auto ref = [](std::string_view bytes) {
     ExtentRef e;
     e.bytes = bytes;
@@ -563,7 +569,7 @@ TEST_CASE("after a load, a change copies the level-0 blocks it changes, not ever
   HnswIndex::Pin again;
   back.pin(&again);
   std::string table2;
-  again.table(table2);
+  table_of(again, table2);
   std::vector<float> qs;
   for (uint32_t i = 0; i < 10; i++) {
     auto p = on_line(i * 1.1 + 0.3, 3);

@@ -2216,7 +2216,7 @@ TEST_CASE("image records past what a short frame holds go in long frames: versio
   auto db = open_db(*mem);
   // 1,000 vectors of 32 floats: a table of 128,000 bytes, the graph's
   // level-0 lists 132,000 and documents of 200,000 or so, past a short frame
-  // of 100 KiB here (in a real file 4 GiB: a million vectors of 1,024 floats).
+  // of 100 KiB here (in a real file 4 GiB: 1.05 million vectors of 1,024 floats).
   DatabaseTesting::engine(*db).short_frame_bytes = 100 << 10;
   REQUIRE(db->query("create collection v (n int, note text, e vector<32> @hnsw(l2))").is_ok());
   std::vector<Value> docs;
