@@ -91,6 +91,14 @@ class Reader {
     return s;
   }
   std::string_view str() { return bytes(varint()); }
+  // Steps over a varint, failing where varint() fails, without its value.
+  void skip_varint() {
+    const uint8_t* lim = end_ - p_ > 10 ? p_ + 10 : end_;
+    const uint8_t* p = p_;
+    while (p != lim && (*p & 0x80)) p++;
+    if (p == lim) return fail();  // no last byte: past the end, or longer than 64 bits hold
+    p_ = p + 1;
+  }
   void fail() { ok_ = false; p_ = end_; }
 
  private:
@@ -159,7 +167,7 @@ Status decode_value(Reader& r, Value* out, int depth = 0);
       const uint64_t bits = r.u64();
       double d;
       std::memcpy(&d, &bits, 8);
-      *out = Value::real(d);
+      out->assign_real(d);
       return true;
     }
     case kInt: r.u8(); out->assign_scalar(Kind::Int, unzigzag(r.varint())); return true;

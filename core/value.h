@@ -131,6 +131,12 @@ class Value {
     kind_ = k;
     i_ = i;
   }
+  // A float written over this value, as assign_scalar.
+  void assign_real(double d) {
+    if (owns_member()) destroy();
+    kind_ = Kind::Float;
+    f_ = d;
+  }
   // Text or bytes written over this value, into the storage of the string it
   // holds when it holds one (`s` must not lie inside this value).
   void assign_string(Kind k, std::string_view s) {

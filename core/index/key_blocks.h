@@ -74,7 +74,7 @@ class KeyBlocks {
     switch (e.kind) {
       case Kind::Null: *scratch = Value(); return *scratch;
       case Kind::Bool: case Kind::Int: case Kind::Timestamp: scratch->assign_scalar(e.kind, e.i); return *scratch;
-      case Kind::Float: *scratch = Value::real(e.f); return *scratch;
+      case Kind::Float: scratch->assign_real(e.f); return *scratch;
       default: return *e.boxed;
     }
   }

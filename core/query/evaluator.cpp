@@ -2,6 +2,21 @@
 
 namespace kitfox {
 
+bool Evaluator::equal_other(const Value& a, const Value& b) {
+  Value a2, b2;
+  const Value *pa, *pb;
+  if (!aligned(a, b, &a2, &b2, &pa, &pb)) return false;
+  return comparable(*pa, *pb) && equal(*pa, *pb);
+}
+
+Truth Evaluator::compare_other(CmpOp op, const Value& a, const Value& b) {
+  Value a2, b2;
+  const Value *pa, *pb;
+  if (!aligned(a, b, &a2, &b2, &pa, &pb) || !comparable(*pa, *pb))  // different kinds are never equal
+    return op == CmpOp::Ne ? Truth::True : op == CmpOp::Eq ? Truth::False : Truth::Null;
+  return truth_of(op, compare(*pa, *pb));
+}
+
 Result<int64_t> count_arg(const Evaluator& ev, const ExprPtr& e, const char* what) {
   if (!e) return (int64_t)-1;
   Value v;

@@ -131,20 +131,16 @@ class Evaluator {
   static bool truthy(const Value& v) { return v.kind() == Kind::Bool ? v.as_bool() : !v.is_null(); }
 
   // a <op> b for an op other than ~, neither of them null: the answer of a
-  // comparison (null: values of kinds that do not order).
+  // comparison (null: values of kinds that do not order). Numbers and texts
+  // inline (what compare() answers, sooner), other kinds out of line.
   static Truth compare_values(CmpOp op, const Value& a, const Value& b) {
-    int c;
-    if (a.is_number() && b.is_number()) {  // (what compare() answers, sooner)
-      c = compare_numbers(a, b);
-    } else if (a.kind() == Kind::Text && b.kind() == Kind::Text) {
-      c = a.as_string().compare(b.as_string());
-    } else {
-      Value a2, b2;
-      const Value *pa, *pb;
-      if (!aligned(a, b, &a2, &b2, &pa, &pb) || !comparable(*pa, *pb))  // different kinds are never equal
-        return op == CmpOp::Ne ? Truth::True : op == CmpOp::Eq ? Truth::False : Truth::Null;
-      c = compare(*pa, *pb);
-    }
+    if (a.is_number() && b.is_number()) return truth_of(op, compare_numbers(a, b));
+    if (a.kind() == Kind::Text && b.kind() == Kind::Text) return truth_of(op, a.as_string().compare(b.as_string()));
+    return compare_other(op, a, b);
+  }
+  static Truth compare_other(CmpOp op, const Value& a, const Value& b);
+  // The answer of `op` between operands whose compare() is `c`.
+  static Truth truth_of(CmpOp op, int c) {
     bool r = false;
     switch (op) {
       case CmpOp::Eq: r = c == 0; break;
@@ -162,11 +158,9 @@ class Evaluator {
     if (a.kind() == Kind::Int && b.kind() == Kind::Int) return a.as_int() == b.as_int();  // (sooner)
     if (a.is_number() && b.is_number()) return compare_numbers(a, b) == 0;
     if (a.kind() == Kind::Text && b.kind() == Kind::Text) return a.as_string() == b.as_string();
-    Value a2, b2;
-    const Value *pa, *pb;
-    if (!aligned(a, b, &a2, &b2, &pa, &pb)) return false;
-    return comparable(*pa, *pb) && equal(*pa, *pb);
+    return equal_other(a, b);
   }
+  static bool equal_other(const Value& a, const Value& b);
   // hay ~ needle: holds it, ASCII letters in any case.
   static bool contains_ci(std::string_view hay, std::string_view needle) {
     if (needle.empty()) return true;

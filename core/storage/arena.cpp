@@ -67,26 +67,6 @@ void Arena::drop_before(uint32_t n) {
   for (uint32_t i = 0; i < n && i < segs_.size(); i++) segs_[i] = none;
 }
 
-namespace {
-// The entry at `l` in a segment's bytes: its body, its id in *id, and the
-// whole entry in *entry (empty where it is cut short).
-std::string_view body_in(const char* data, size_t size, uint64_t l, int64_t* id = nullptr,
-                         std::string_view* entry = nullptr) {
-  const uint64_t off = l & ((1ull << 40) - 1);
-  Reader r(data + off, size - off);
-  const uint64_t z = r.varint();
-  std::string_view b = r.str();
-  if (id) *id = unzigzag(z);
-  if (entry) *entry = r.ok() ? std::string_view(data + off, (size_t)(b.data() + b.size() - (data + off))) : std::string_view();
-  return b;
-}
-}  // namespace
-
-std::string_view Arena::body(uint64_t l) const {
-  const Seg& s = *segs_[l >> 40];
-  return body_in(s.data, s.size, l);
-}
-
 void Arena::prefetch(uint64_t l) const {
   if constexpr (port::kPrefetch) {
     if ((l >> 40) >= segs_.size()) return;
@@ -106,11 +86,6 @@ Arena::View Arena::view() const {
   v.at_.reserve(segs_.size());
   for (auto& s : segs_) v.at_.emplace_back(s->data, s->size);
   return v;
-}
-
-std::string_view Arena::View::body(uint64_t l) const {
-  std::string_view s = at_[l >> 40];
-  return body_in(s.data(), s.size(), l);
 }
 
 std::string_view Arena::View::entry(uint64_t l, int64_t* id) const {

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../codec.h"
 #include "../file.h"
 
 namespace kitfox {
@@ -28,7 +29,11 @@ class Arena {
   uint32_t add(std::string bytes);
   // Frees the segments before `n` (a view still holding one keeps it).
   void drop_before(uint32_t n);
-  std::string_view body(uint64_t loc) const;
+  // Inline: a scan calls it for every document.
+  std::string_view body(uint64_t loc) const {
+    const Seg& s = *segs_[loc >> 40];
+    return body_in(s.data, s.size, loc);
+  }
   // Starts loading the bytes about `loc`, a guess (IdIndex::likely_loc): one
   // inside no segment, or where no document starts, loads nothing or is
   // wasted. Natively only (where a load can be started without waiting).
@@ -50,7 +55,10 @@ class Arena {
   // and a checkpoint's reset frees no segment it still holds.
   class View {
    public:
-    std::string_view body(uint64_t loc) const;
+    std::string_view body(uint64_t loc) const {
+      const std::string_view s = at_[loc >> 40];
+      return body_in(s.data(), s.size(), loc);
+    }
     // The whole entry at `loc` (`zigzag id | varint len | body`), its id in *id.
     std::string_view entry(uint64_t loc, int64_t* id) const;
 
@@ -62,6 +70,22 @@ class Arena {
   View view() const;
 
  private:
+  // The entry at `loc` in a segment's bytes: its body, its id in *id, and
+  // the whole entry in *entry (empty where it is cut short).
+  static std::string_view body_in(const char* data, size_t size, uint64_t loc, int64_t* id = nullptr,
+                                  std::string_view* entry = nullptr) {
+    const uint64_t off = loc & ((1ull << 40) - 1);
+    Reader r(data + off, size - off);
+    if (id) {
+      *id = unzigzag(r.varint());
+    } else {
+      r.skip_varint();  // the caller knows the id
+    }
+    std::string_view b = r.str();
+    if (entry)
+      *entry = r.ok() ? std::string_view(data + off, (size_t)(b.data() + b.size() - (data + off))) : std::string_view();
+    return b;
+  }
   std::vector<std::shared_ptr<Seg>> segs_;
   uint32_t open_from_ = 1;  // appends go to segments from this one on
 };
