@@ -18,6 +18,9 @@
 #       not part of the combined run);
 #   bash scripts/bench.sh tabs ARGS...     runs bench/browser/tabs.js (a follower tab's near against the
 #       leader's, and the takeover when the leader closes; not part of the combined run);
+#   bash scripts/bench.sh node-scans ARGS...  runs bench/node/scans.js alone with ARGS (scans,
+#       aggregates and sorts with no index in Node: kitfox WASM vs better-sqlite3 and SQLite WASM;
+#       the combined run has it after bench/node/peers.js);
 #   bash scripts/bench.sh browser ARGS...  runs bench/browser/reopen.js alone with ARGS
 #       (reopen after a page refresh over OPFS in Debian's Chromium; the
 #       combined run ends with it, with --quick, --dir and --out).
@@ -49,6 +52,7 @@ case "${1:-}" in
   growth) shift; exec build-bench/bench/kitfox_growth_bench "$@" ;;
   import) shift; exec bash bench/import_bench.sh --build build-bench "$@" ;;
   browser) shift; bash scripts/build-wasm.sh >&2; exec node bench/browser/reopen.js "$@" ;;
+  node-scans) shift; bash scripts/build-wasm.sh >&2; exec node bench/node/scans.js "$@" ;;
   tabs) shift; bash scripts/build-wasm.sh >&2; exec node bench/browser/tabs.js "$@" ;;
 esac
 
@@ -87,6 +91,8 @@ build-bench/bench/kitfox_concurrency_bench "${common[@]}" ${out:+--out "$tmp/con
 echo
 bash scripts/build-wasm.sh >&2
 node --expose-gc bench/node/peers.js "${common[@]}" ${out:+--append "$tmp/query.md"} # kitfox WASM vs the JS peers
+echo
+node bench/node/scans.js "${common[@]}" ${out:+--append "$tmp/query.md"} # scans in Node vs better-sqlite3, SQLite WASM
 echo
 node bench/browser/reopen.js "${common[@]}" ${out:+--out "$tmp/browser.md"}
 if [[ -n $out ]]; then
