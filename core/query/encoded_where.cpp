@@ -51,6 +51,14 @@ int EncodedWhere::add(const Evaluator& ev, const Expr& e, const CollectionDef& d
       if (s < -1 || !c) return -1;
       n.slot = s;
       n.constant = c;
+      if (n.op == Op::Compare && s >= 0) {
+        int64_t ms;
+        if (c->kind() == Kind::Int) {
+          n.as_timestamp = Value::timestamp(c->as_int());
+        } else if (c->kind() == Kind::Text && parse_timestamp(c->as_string(), &ms)) {
+          n.as_timestamp = Value::timestamp(ms);
+        }
+      }
       break;
     }
     case ExprKind::In:
@@ -97,10 +105,11 @@ Truth EncodedWhere::eval(int i) {
   const Value& v = operand(n);
   switch (n.op) {
     case Op::IsNull: return v.is_null() != n.negate ? Truth::True : Truth::False;
-    case Op::Compare:
+    case Op::Compare: {
       if (v.is_null() || n.constant->is_null()) return Truth::Null;
-      return n.constant_first ? Evaluator::compare_values(n.cmp, *n.constant, v)
-                              : Evaluator::compare_values(n.cmp, v, *n.constant);
+      const Value& c = v.kind() == Kind::Timestamp && !n.as_timestamp.is_null() ? n.as_timestamp : *n.constant;
+      return n.constant_first ? Evaluator::compare_values(n.cmp, c, v) : Evaluator::compare_values(n.cmp, v, c);
+    }
     case Op::Contains:
       if (v.is_null() || n.constant->is_null()) return Truth::Null;
       if (v.kind() != Kind::Text || n.constant->kind() != Kind::Text) return Truth::Ask;  // the evaluator's error

@@ -138,7 +138,6 @@ class Evaluator {
     if (a.kind() == Kind::Text && b.kind() == Kind::Text) return truth_of(op, a.as_string().compare(b.as_string()));
     return compare_other(op, a, b);
   }
-  static Truth compare_other(CmpOp op, const Value& a, const Value& b);
   // The answer of `op` between operands whose compare() is `c`.
   static Truth truth_of(CmpOp op, int c) {
     bool r = false;
@@ -160,7 +159,6 @@ class Evaluator {
     if (a.kind() == Kind::Text && b.kind() == Kind::Text) return a.as_string() == b.as_string();
     return equal_other(a, b);
   }
-  static bool equal_other(const Value& a, const Value& b);
   // hay ~ needle: holds it, ASCII letters in any case.
   static bool contains_ci(std::string_view hay, std::string_view needle) {
     if (needle.empty()) return true;
@@ -188,13 +186,16 @@ class Evaluator {
   }
 
  private:
+  // compare_values' and equal_loose's cases but numbers and texts.
+  static Truth compare_other(CmpOp op, const Value& a, const Value& b);
+  static bool equal_other(const Value& a, const Value& b);
   // a and b as a compare sees them: a timestamp's other side (text or an
   // int) read as a timestamp, into *a2 / *b2 (false: text that is none).
   // Else they stay where they are.
   static bool aligned(const Value& a, const Value& b, Value* a2, Value* b2, const Value** pa, const Value** pb) {
     *pa = &a;
     *pb = &b;
-    if (a.kind() != Kind::Timestamp && b.kind() != Kind::Timestamp) return true;
+    if (a.kind() == b.kind() || (a.kind() != Kind::Timestamp && b.kind() != Kind::Timestamp)) return true;
     if (!align(a, b, a2, b2)) return false;
     *pa = a2;
     *pb = b2;
@@ -355,6 +356,11 @@ class EncodedWhere {
     bool constant_first = false;  // Compare: `$1 < n`
     int slot = -1;                // the field's place in fids_; -1 the id
     const Value* constant = nullptr;
+    // Compare: the constant as a timestamp (a text that reads as one, an
+    // int), for a document whose field holds a timestamp: what the
+    // evaluator's alignment makes of it for each document, made once; null
+    // where it reads as none.
+    Value as_timestamp;
     uint32_t first = 0, count = 0;  // And, Or, Not: the kids' nodes in kids_
   };
   int add(const Evaluator& ev, const Expr& e, const CollectionDef& def);

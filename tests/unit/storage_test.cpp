@@ -930,6 +930,41 @@ TEST_CASE("a batch lands as one record; a failed write of it changes nothing in 
   CHECK(count(*db2) == 2);
 }
 
+TEST_CASE("an arena's entries: the body by location, the whole entry with its id; cut ones read as nothing") {
+  const int64_t ids[] = {1, -1, 63, 64, 300, -300, (int64_t)1 << 40, INT64_MAX, INT64_MIN};
+  std::string seg;
+  std::vector<uint64_t> at;
+  std::vector<std::string> bodies;
+  for (int64_t id : ids) {
+    at.push_back(seg.size());
+    bodies.push_back(std::string((size_t)(at.size() * 37 % 200), (char)('a' + at.size())));
+    put_varint(seg, zigzag(id));
+    put_str(seg, bodies.back());
+  }
+  Arena arena;
+  arena.reset(seg);
+  Arena::View view = arena.view();
+  for (size_t i = 0; i < at.size(); i++) {
+    const uint64_t loc = Arena::loc(0, at[i]);
+    CHECK(arena.body(loc) == bodies[i]);
+    CHECK(view.body(loc) == bodies[i]);
+    int64_t id = 0;
+    std::string_view e = view.entry(loc, &id);
+    CHECK(id == ids[i]);
+    const uint64_t end = i + 1 < at.size() ? at[i + 1] : seg.size();
+    CHECK(e == std::string_view(seg).substr(at[i], end - at[i]));
+  }
+  // The last entry cut anywhere: in its id, its length or its body.
+  for (uint64_t cut = at.back(); cut < seg.size(); cut++) {
+    Arena a;
+    a.reset(seg.substr(0, cut));
+    const uint64_t loc = Arena::loc(0, at.back());
+    CHECK(a.body(loc).empty());
+    int64_t id = 0;
+    CHECK(a.view().entry(loc, &id).empty());
+  }
+}
+
 TEST_CASE("extents: block checksums; read lazily block by block or in chunks, damage named by offset") {
   std::string data(100 * 1000 + 77, '\0');
   for (size_t i = 0; i < data.size(); i++) data[i] = (char)(i * 131 + (i >> 9));

@@ -326,3 +326,28 @@ TEST_CASE("keys of every length up to 20 are told apart at every byte") {
     }
   }
 }
+
+TEST_CASE("a float or a scalar written over a value of every kind, in place") {
+  std::vector<Value> olds = {Value::null(), Value::boolean(true), Value::integer(-7), Value::real(2.5),
+                             Value::timestamp(86400000), Value::text(std::string(100, 't')),
+                             Value::bytes(std::string(40, '\x01')), Value::vector(std::vector<float>(64, 1.0f))};
+  Value list = Value::list();
+  list.push(Value::text(std::string(50, 'l')));
+  olds.push_back(list);
+  Value obj = Value::object();
+  obj.set("k", Value::text(std::string(50, 'o')));
+  olds.push_back(obj);
+  for (const Value& old : olds) {
+    for (double d : {0.0, -0.0, 1.5, -1e300, std::nan("")}) {
+      Value v = old;
+      v.assign_real(d);
+      REQUIRE(v.kind() == Kind::Float);
+      CHECK(std::signbit(v.as_float()) == std::signbit(d));
+      CHECK((std::isnan(d) ? std::isnan(v.as_float()) : v.as_float() == d));
+    }
+    Value i = old;
+    i.assign_scalar(Kind::Int, 42);
+    CHECK(equal(i, Value::integer(42)));
+  }
+}
+

@@ -68,6 +68,7 @@ std::vector<Value> where_docs() {
   doc({{"ok", Value::boolean(true)}, {"j", Value::vector({1.0f, 2.0f})}});
   doc({{"name", Value::text("zzz")}, {"n", Value::integer(3)}, {"x", Value::real(3.5)}, {"j", Value::integer(-1)}});
   doc({{"name", Value::bytes("ken")}, {"n", Value::integer(0)}, {"tags", Value::list()}});
+  doc({{"j", Value::timestamp(1700000000000)}, {"at", Value::timestamp(1600000000000)}});
   return docs;
 }
 
@@ -106,6 +107,11 @@ const char* kClauses[] = {
     "ok = true and x < 4 and n != 0 and name != \"\" and at is null", "x = 0", "x < 1", "x >= -1",
     "n = 9007199254740992.0", "n > 9007199254740992.0", "x = 9007199254740993", "j < 9007199254740993",
     "name = $7", "name != $7", "n in [9007199254740992.0]",
+    // A constant read as a timestamp (made one once) against fields that
+    // hold timestamps in some documents and other kinds in others.
+    "\"2023-11-14T00:00:00Z\" < at", "1700000000000 = at", "at = 1700000000000.0", "j > \"2023-11-14\"",
+    "j = 1700000000000", "j <= $5", "\"2023-11-15\" > j", "j != \"not a date\"", "name > \"2023-11-14\"",
+    "n < \"2023-11-14\"", "at < $2",
 };
 
 std::vector<Value> where_params() {
