@@ -102,6 +102,20 @@ Truth EncodedWhere::eval(int i) {
     }
     default: break;
   }
+  if (n.slot >= 0 && (in_place_ >> n.slot & 1)) {
+    // A text where it lies in the document, against a text: no copy.
+    const std::string_view t = texts_[(size_t)n.slot];
+    const Value& k = *n.constant;
+    if (n.op == Op::IsNull) return n.negate ? Truth::True : Truth::False;
+    if ((n.op == Op::Compare || n.op == Op::Contains) && k.is_null()) return Truth::Null;
+    if (n.op == Op::Compare && k.kind() == Kind::Text) {
+      const int c = t.compare(k.as_string());
+      const int sign = (c > 0) - (c < 0);
+      return Evaluator::truth_of(n.cmp, n.constant_first ? -sign : sign);
+    }
+    if (n.op == Op::Contains && k.kind() == Kind::Text)
+      return Evaluator::contains_ci(t, k.as_string()) ? Truth::True : Truth::False;
+  }
   const Value& v = operand(n);
   switch (n.op) {
     case Op::IsNull: return v.is_null() != n.negate ? Truth::True : Truth::False;
@@ -139,6 +153,7 @@ Truth EncodedWhere::test(int64_t id, std::string_view body) {
   // document holds.
   const size_t want = fids_.size();
   seen_ = 0;
+  in_place_ = 0;
   Reader r(body);
   const uint64_t n = r.varint();
   size_t found = 0;
@@ -153,7 +168,13 @@ Truth EncodedWhere::test(int64_t id, std::string_view body) {
     // A list, an object, a vector (or nothing left): the evaluator decodes
     // every field the clause reads before it tests any (a field that does
     // not decode is its error, whatever the clause would have decided).
-    if (!decode_scalar(r, &vals_[s])) return Truth::Ask;
+    if (!r.done() && (uint8_t)*r.pos() == kText) {
+      r.u8();
+      texts_[s] = r.str();  // made a value only where a comparison needs one (operand)
+      in_place_ |= 1u << s;
+    } else if (!decode_scalar(r, &vals_[s])) {
+      return Truth::Ask;
+    }
     seen_ |= 1u << s;
     found++;
   }

@@ -366,8 +366,14 @@ class EncodedWhere {
   int add(const Evaluator& ev, const Expr& e, const CollectionDef& def);
   int slot_of(const Expr& e, const CollectionDef& def);
   Truth eval(int n);
-  const Value& operand(const Node& n) const {
-    return n.slot < 0 ? id_ : (seen_ >> n.slot & 1) ? vals_[(size_t)n.slot] : null_;
+  const Value& operand(const Node& n) {
+    if (n.slot < 0) return id_;
+    if (!(seen_ >> n.slot & 1)) return null_;
+    if (in_place_ >> n.slot & 1) {
+      vals_[(size_t)n.slot].assign_string(Kind::Text, texts_[(size_t)n.slot]);
+      in_place_ &= ~(1u << n.slot);
+    }
+    return vals_[(size_t)n.slot];
   }
 
   static constexpr size_t kMaxFields = 32;
@@ -377,6 +383,10 @@ class EncodedWhere {
   std::vector<uint32_t> fids_;  // the fields read
   std::vector<Value> vals_;     // each one's value in this document where seen_ has its bit
   uint32_t seen_ = 0;           // (a bit a field) given by this document, read into vals_
+  // Of those, the texts left where they lie (texts_), copied into vals_ once
+  // a comparison asks for the value.
+  uint32_t in_place_ = 0;
+  std::string_view texts_[kMaxFields];
   Value id_, null_;
 };
 

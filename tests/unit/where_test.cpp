@@ -112,6 +112,9 @@ const char* kClauses[] = {
     "\"2023-11-14T00:00:00Z\" < at", "1700000000000 = at", "at = 1700000000000.0", "j > \"2023-11-14\"",
     "j = 1700000000000", "j <= $5", "\"2023-11-15\" > j", "j != \"not a date\"", "name > \"2023-11-14\"",
     "n < \"2023-11-14\"", "at < $2",
+    // Texts compared where they lie in the document, either side first.
+    "\"b\" > name", "\"ken\" != name", "\"ken\" = name", "name >= \"\"", "name <= $2", "$2 < name",
+    "name ~ $4", "name = $4", "name not in [\"ken\", \"\"]", "name = \"ken\" and name ~ \"e\"", "name > 3",
 };
 
 std::vector<Value> where_params() {
