@@ -104,9 +104,9 @@ Truth EncodedWhere::eval(int i) {
   }
   if (n.slot >= 0 && (in_place_ >> n.slot & 1)) {
     // A text where it lies in the document, against a text: no copy.
-    const std::string_view t = texts_[(size_t)n.slot];
-    const Value& k = *n.constant;
     if (n.op == Op::IsNull) return n.negate ? Truth::True : Truth::False;
+    const std::string_view t = texts_[(size_t)n.slot];
+    const Value& k = *n.constant;  // Compare, Contains, In: never null
     if ((n.op == Op::Compare || n.op == Op::Contains) && k.is_null()) return Truth::Null;
     if (n.op == Op::Compare && k.kind() == Kind::Text) {
       const int c = t.compare(k.as_string());

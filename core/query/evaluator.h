@@ -334,8 +334,9 @@ class PartialDoc {
 // A where clause of comparisons (=, !=, <, <=, >, >=, ~), `in` and `is
 // null` of the id or a top-level field with a literal or a parameter, joined
 // by and, or and not, tested on a document's encoding: one walk of the
-// document finds the fields it reads (each read as decode_fields reads it,
-// text into a string kept from document to document), and no object is made.
+// document finds the fields it reads (each read as decode_fields reads it, a
+// text left where it lies in the document and compared there with a text),
+// and no object is made.
 // The evaluator's own comparisons answer (Evaluator::compare_values,
 // equal_loose, contains_ci). Where a field the clause reads holds what this
 // form does not read (a list, an object, a vector), a ~ or an `in` meets
@@ -381,8 +382,10 @@ class EncodedWhere {
   std::vector<int> kids_;
   int root_ = -1;
   std::vector<uint32_t> fids_;  // the fields read
-  std::vector<Value> vals_;     // each one's value in this document where seen_ has its bit
-  uint32_t seen_ = 0;           // (a bit a field) given by this document, read into vals_
+  // Each one's value in this document where seen_ has its bit and in_place_
+  // has not (a value kept from document to document: a text into the same string).
+  std::vector<Value> vals_;
+  uint32_t seen_ = 0;           // (a bit a field) given by this document
   // Of those, the texts left where they lie (texts_), copied into vals_ once
   // a comparison asks for the value.
   uint32_t in_place_ = 0;

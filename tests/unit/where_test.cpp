@@ -69,11 +69,13 @@ std::vector<Value> where_docs() {
   doc({{"name", Value::text("zzz")}, {"n", Value::integer(3)}, {"x", Value::real(3.5)}, {"j", Value::integer(-1)}});
   doc({{"name", Value::bytes("ken")}, {"n", Value::integer(0)}, {"tags", Value::list()}});
   doc({{"j", Value::timestamp(1700000000000)}, {"at", Value::timestamp(1600000000000)}});
+  doc({{"name", Value::text("\xc3\xa9t\xc3\xa9")}, {"n", Value::integer(3)}});  // a text past ASCII
   return docs;
 }
 
 // Values only the encoded test meets here (a put refuses a NaN float): NaN,
-// -0.0, ints past 2^53 beside the floats they round to.
+// -0.0, ints past 2^53 beside the floats they round to; a field holding a
+// text in one document and an int in the next (a typed put refuses it).
 std::vector<Value> odd_number_docs() {
   std::vector<Value> docs;
   auto doc = [&](const char* k, Value v, const char* k2 = nullptr, Value v2 = Value()) {
@@ -86,6 +88,10 @@ std::vector<Value> odd_number_docs() {
   doc("x", Value::real(-0.0), "n", Value::integer(0));
   doc("n", Value::integer(9007199254740993), "x", Value::real(9007199254740992.0));
   doc("n", Value::integer(9007199254740992), "j", Value::real(9007199254740992.0));
+  // After a text name (left where it lay), an int one, then none.
+  doc("name", Value::text("ken"));
+  doc("name", Value::integer(3));
+  doc("n", Value::integer(3));
   return docs;
 }
 
@@ -115,6 +121,13 @@ const char* kClauses[] = {
     // Texts compared where they lie in the document, either side first.
     "\"b\" > name", "\"ken\" != name", "\"ken\" = name", "name >= \"\"", "name <= $2", "$2 < name",
     "name ~ $4", "name = $4", "name not in [\"ken\", \"\"]", "name = \"ken\" and name ~ \"e\"", "name > 3",
+    "name is null", "not (name is null)", "name < \"z\"", "$5 > name",
+    // One field compared in place by one node and made a value by another, either first.
+    "name in [\"ken\"] or name < \"b\"", "name > 3 or name = \"ken\"", "name ~ \"k\" and name in $3",
+    "name < $5 or name ~ \"k\"", "name = 3 or name = \"ken\"",
+    // Timestamps against constants that are no timestamp, and constant first.
+    "at = true", "at = $7", "at != $6", "$5 = at", "$1 < at", "\"not a date\" != at", "\"2023-11-14\" = j",
+    "$1 >= j",
 };
 
 std::vector<Value> where_params() {
@@ -272,6 +285,12 @@ TEST_CASE("a where clause tested on the encoding asks for what it does not read"
        Truth::Ask},
       {"n = 1 or j is null", body_of({{2, Value::integer(1)}}, 7), Truth::Ask},
       {"n = 1", body_of({{2, Value::integer(1)}}, 7), Truth::True},  // j is not read
+      // A text given twice, compared where it lies: its first copy.
+      {"name = \"x\"", body_of({{1, Value::text("x")}, {1, Value::text("y")}}), Truth::True},
+      {"name = \"y\"", body_of({{1, Value::text("x")}, {1, Value::text("y")}}), Truth::False},
+      {"name in [\"y\"]", body_of({{1, Value::text("x")}, {1, Value::text("y")}}), Truth::False},
+      {"name is null", body_of({{1, Value()}, {1, Value::text("x")}}), Truth::True},
+      {"name = \"x\"", body_of({{1, Value::integer(1)}, {1, Value::text("x")}}), Truth::False},
   };
   for (const Built& b : built) {
     CAPTURE(b.clause);
