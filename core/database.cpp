@@ -202,6 +202,13 @@ int64_t Statement::documents_param() const { return p_ ? kitfox::documents_param
 Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
   return engine_->batch(items, durable_at);
 }
+int64_t Database::documents_param(std::string_view text, std::string* collection) {
+  auto p = engine_->prepare(text, true);
+  if (!p.is_ok()) return 0;
+  const int64_t n = kitfox::documents_param((*p)->st);
+  if (n) *collection = (*p)->st.collection;
+  return n;
+}
 Status Database::checkpoint() { return engine_->checkpoint(); }
 Status Database::compact() { return engine_->checkpoint(); }
 Status Database::sync() { return engine_->sync(); }

@@ -199,6 +199,10 @@ class Database {
                                                 uint64_t* durable_at = nullptr);
   // Parses and binds a statement once; see Statement.
   Result<Statement> prepare(std::string_view text);
+  // For the text of a put or insert whose body is a parameter (`put C $n`):
+  // n, and the collection's name in *collection; else 0 (any other text,
+  // one that does not parse). The text is kept parsed, as query keeps it.
+  int64_t documents_param(std::string_view text, std::string* collection);
   // Whether running the text may take long: a read that scanned a
   // collection, searched vectors exactly or went through over 10,000
   // documents the last time it ran (or has not run yet), a set or del not

@@ -438,7 +438,7 @@ std::string_view EncodedDocs::list() {
   return std::string_view(enc_).substr(kHead - head.size());
 }
 
-bool DocumentReader::read_array(const simdjson::padded_string& text, EncodedDocs* out) const {
+bool DocumentReader::read_array(const simdjson::padded_string& text, EncodedDocs* out, int depth) const {
   od::parser parser;
   od::document doc;
   if (parser.iterate(text).get(doc)) return false;
@@ -448,8 +448,8 @@ bool DocumentReader::read_array(const simdjson::padded_string& text, EncodedDocs
   for (auto e : arr) {
     od::value v;
     od::object obj;
-    // A document of the array one level down, as parse_json of the whole text counts it.
-    if (std::move(e).get(v) || v.get_object().get(obj) || !encode_object(obj, &out->bytes(), 2, !vectors_.empty()))
+    // A document at `depth`, as parse_json of the whole text counts it.
+    if (std::move(e).get(v) || v.get_object().get(obj) || !encode_object(obj, &out->bytes(), depth, !vectors_.empty()))
       return false;
     out->added();
   }

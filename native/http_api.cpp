@@ -283,15 +283,86 @@ ApiResponse Api::prepare(std::string_view body) {
   return out;
 }
 
+// `{"query": "put C $n", "params": [...]}` whose parameter $n is a JSON
+// array of documents and whose other parameters are scalars: the documents
+// read straight into their encoding, as POST /docs reads them (no value
+// made of them), the rest as parse_json reads them. False for any other
+// body, or one the fast reader does not take as it is: the caller then reads
+// it whole with parse_json, which names what is wrong.
+bool Api::put_statement(std::string_view body, std::string* text, std::vector<Value>* params, EncodedDocs* documents,
+                        int64_t* documents_param) {
+  namespace od = simdjson::ondemand;
+  const simdjson::padded_string padded(body);
+  od::parser parser;
+  od::document doc;
+  od::object obj;
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(obj)) return false;
+  std::string_view query, raw;
+  bool has_query = false, has_params = false;
+  for (auto f : obj) {
+    od::field field;
+    std::string_view key;
+    if (std::move(f).get(field) || field.unescaped_key(false).get(key)) return false;
+    if (key == "query" && !has_query) {
+      if (field.value().get_string(false).get(query)) return false;
+      has_query = true;
+    } else if (key == "params" && !has_params) {
+      if (field.value().raw_json().get(raw)) return false;
+      has_params = true;
+    } else {
+      return false;  // another key, or one given twice
+    }
+  }
+  if (!has_query || !has_params || !doc.at_end()) return false;
+  text->assign(query);
+  std::string collection;
+  const int64_t n = db_.documents_param(*text, &collection);
+  if (n < 1) return false;
+  const simdjson::padded_string list(raw);
+  od::document ldoc;
+  od::array arr;
+  if (parser.iterate(list).get(ldoc) || ldoc.get_array().get(arr)) return false;
+  for (auto e : arr) {
+    od::value v;
+    od::json_type t;
+    std::string_view item;
+    if (std::move(e).get(v) || v.type().get(t) || v.raw_json().get(item)) return false;
+    if ((int64_t)params->size() + 1 == n) {
+      // The documents, at the depth parse_json of the whole body counts them.
+      const simdjson::padded_string docs(item);
+      if (t != od::json_type::array || !DocumentReader(db_, collection).read_array(docs, documents, 4)) return false;
+      params->emplace_back();
+    } else {
+      if (t == od::json_type::array || t == od::json_type::object) return false;
+      auto value = parse_json(item);
+      if (!value.is_ok()) return false;
+      params->push_back(std::move(*value));
+    }
+  }
+  if (!ldoc.at_end() || (int64_t)params->size() < n || documents->empty()) return false;
+  *documents_param = n;
+  return true;
+}
+
 ApiResponse Api::query(std::string_view body, bool ndjson, bool on_loop) {
   std::string text;
   std::vector<Value> params;
-  Status s = body_statement(body, &text, &params);
-  if (!s.is_ok()) return from_status(s);
-  if (on_loop && runs_long(text, params)) return deferred();
+  EncodedDocs documents;
+  int64_t encoded = 0;
+  if (!put_statement(body, &text, &params, &documents, &encoded)) {
+    text.clear();
+    params.clear();
+    Status s = body_statement(body, &text, &params);
+    if (!s.is_ok()) return from_status(s);
+    if (on_loop && runs_long(text, params)) return deferred();
+  } else if (on_loop && (documents.size() > kLongPut || db_.may_run_long(text, params))) {
+    return deferred();  // read again there
+  }
   count_ran(on_loop);
   uint64_t durable_at = 0;
-  auto r = db_.query_outside_transaction(text, params, &durable_at);
+  auto r = encoded ? db_.query_outside_transaction(text, Params(params, (size_t)encoded - 1, documents.list()),
+                                                   &durable_at)
+                   : db_.query_outside_transaction(text, params, &durable_at);
   if (!r.is_ok()) return from_status(r.status());
   ApiResponse out = rows_response(*r, ndjson);
   out.durable_at = durable_at;

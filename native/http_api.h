@@ -27,6 +27,8 @@
 
 namespace kitfox {
 
+class EncodedDocs;
+
 struct ApiRequest {
   std::string_view method;         // "GET", "POST", ...
   std::string_view target;         // the path, with any query string
@@ -92,6 +94,8 @@ class Api {
  private:
   ApiResponse route(const ApiRequest& request, bool on_loop);
   ApiResponse query(std::string_view body, bool ndjson, bool on_loop);
+  bool put_statement(std::string_view body, std::string* text, std::vector<Value>* params, EncodedDocs* documents,
+                     int64_t* documents_param);
   ApiResponse prepare(std::string_view body);
   ApiResponse batch(std::string_view body, bool on_loop);
   ApiResponse docs(std::string_view collection, std::string_view content_type, std::string_view body, bool on_loop);

@@ -50,7 +50,7 @@ REQUIREMENTS=(
 if [[ ${1:-} == server-bench ]]; then
   REQUIREMENTS+=(
     "/usr/lib/postgresql/15/bin/initdb             postgresql-15"
-    "/usr/lib/postgresql/15/bin/pg_config          postgresql-server-dev-15"
+    "/usr/include/postgresql/15/server/postgres.h  postgresql-server-dev-15"  # (pg_config comes with postgresql-15 too)
     "/usr/include/postgresql/libpq-fe.h            libpq-dev"
   )
 fi
