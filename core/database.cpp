@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "engine.h"
+#include "query/parser.h"
 
 namespace kitfox {
 
@@ -203,6 +204,8 @@ Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& i
   return engine_->batch(items, durable_at);
 }
 int64_t Database::documents_param(std::string_view text, std::string* collection) {
+  // (A text the cache does not keep would be parsed twice; `put C $n` is short.)
+  if (text.size() > StatementCache::kMaxText || !is_put_text(text)) return 0;
   auto p = engine_->prepare(text, true);
   if (!p.is_ok()) return 0;
   const int64_t n = kitfox::documents_param((*p)->st);

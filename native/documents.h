@@ -63,8 +63,8 @@ class DocumentReader {
 
   // A whole JSON array of documents, or NDJSON (a document a line, blank
   // lines skipped), into *out; false as above, for any document. `depth`:
-  // the documents' nesting level in the text parse_json would read (the
-  // array's own body: 2; a statement's parameter, `{"params": [[{...}]]}`: 4).
+  // the level parse_json of the whole text gives the documents' field values
+  // (an array body's: 2; a statement's parameter, `{"params": [[{...}]]}`: 4).
   bool read_array(const simdjson::padded_string& text, EncodedDocs* out, int depth = 2) const;
   bool read_lines(const simdjson::padded_string& text, EncodedDocs* out) const;
 

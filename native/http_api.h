@@ -110,6 +110,8 @@ class Api {
   // Statements run (query, batch, docs) where handle() was asked, and on
   // a thread of their own after a `defer`; in /stats as "server".
   std::atomic<uint64_t> ran_on_loop_{0}, ran_handed_over_{0};
+  // Puts (/docs, /query) whose documents the fast reader read straight into their encoding.
+  std::atomic<uint64_t> read_straight_{0};
 };
 
 // The HTTP status for an engine error: 400 for what the request got wrong,

@@ -198,10 +198,22 @@ TEST_CASE("http api: a put's documents in /query are read as /docs reads them, w
   REQUIRE(db->query("put b $1", {*values}).is_ok());
   auto all = [&](const char* c) { return post(api, "/query", std::string(R"j({"query": "get )j") + c + "\"}").body; };
   CHECK(all("a") == all("b"));
+  // Read straight (/stats counts it): the put above, not the ones below that go to parse_json.
+  auto straight = [&] {
+    ApiRequest r;
+    r.method = "GET";
+    r.target = "/stats";
+    const std::string body = api.handle(r).body;
+    const size_t at = body.find("\"puts_read_straight\":");
+    REQUIRE(at != std::string::npos);
+    return std::stoll(body.substr(at + 21));
+  };
+  CHECK(straight() == 1);
   CHECK(all("a").find("[1,2.5,-300]") != std::string::npos);
   // The documents as the second parameter, the params before the query, a scalar beside them.
   CHECK(post(api, "/query", R"j({"params": [7, )j" + docs + R"j(], "query": "put a $2"})j").status == 200);
   CHECK(post(api, "/query", R"j({"query": "get a count"})j").body == R"j({"rows":[{"count":6}]})j");
+  CHECK(straight() == 2);
   // What the fast reader does not take is read by parse_json, which names it.
   ApiResponse bad = post(api, "/query", R"j({"query": "put a $1", "params": [[{"m": 1}, {"m": 2,}]]})j");
   CHECK(bad.status == 400);
@@ -217,9 +229,12 @@ TEST_CASE("http api: a put's documents in /query are read as /docs reads them, w
   CHECK(extra.status == 400);
   CHECK(post(api, "/query", R"j({"query": "put a $1", "params": [[]]})j").body == R"j({"rows":[]})j");
   CHECK(post(api, "/query", R"j({"query": "get a count"})j").body == R"j({"rows":[{"count":6}]})j");
-  // Nesting as parse_json of the whole body counts it (a document four
-  // levels down): the same answer with a key given twice, which sends the
-  // body to parse_json.
+  CHECK(straight() == 3);  // of those, only the vector of two numbers (read, then refused by the put)
+  CHECK(post(api, "/docs/a", R"j([{"m": 5}])j").status == 200);
+  CHECK(straight() == 4);
+  // Nesting as parse_json of the whole body counts it (a document's field
+  // values at level 4): the same answer with a key given twice, which sends
+  // the body to parse_json.
   auto nested = [](int levels) {
     return std::string(static_cast<size_t>(levels), '[') + "1" + std::string(static_cast<size_t>(levels), ']');
   };
@@ -343,7 +358,7 @@ TEST_CASE("http api: on an event loop, what may run long is deferred, the rest r
   stats.method = "GET";
   stats.target = "/stats";
   const std::string body = api.handle(stats).body;
-  CHECK(body.find(R"j("server":{"ran_on_loop":16,"ran_handed_over":8})j") != std::string::npos);
+  CHECK(body.find(R"j("server":{"ran_on_loop":16,"ran_handed_over":8,"puts_read_straight":2})j") != std::string::npos);
   db->close();
 }
 
