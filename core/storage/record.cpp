@@ -88,15 +88,17 @@ ScanResult frame_head(const char* p, uint64_t avail, uint64_t* head, uint64_t* b
   if (avail < 5) return ScanResult::Torn;
   uint32_t len;
   memcpy(&len, p, 4);
+  uint64_t h = 5, b = len;
   if (len == format::kLongFrame) {
     if (avail < format::kLongFrameHead) return ScanResult::Torn;
-    memcpy(body, p + 5, 8);
-    *head = format::kLongFrameHead;
-    return ScanResult::Ok;
+    memcpy(&b, p + 5, 8);
+    h = format::kLongFrameHead;
+  } else if (len > kMaxRecordBytes) {
+    return ScanResult::Bad;
   }
-  if (len > kMaxRecordBytes) return ScanResult::Bad;
-  *head = 5;
-  *body = len;
+  if (avail < h + 4 || avail - h - 4 < b) return ScanResult::Torn;  // the body or its checksum past the end
+  *head = h;
+  *body = b;
   return ScanResult::Ok;
 }
 
@@ -107,7 +109,6 @@ ScanResult read_record(std::string_view file, uint64_t off, RecordView* rec) {
   uint64_t head, len;
   ScanResult h = frame_head(file.data() + off, avail, &head, &len);
   if (h != ScanResult::Ok) return h;
-  if (avail < head + 4 || avail - head - 4 < len) return ScanResult::Torn;
   uint32_t crc;
   memcpy(&crc, file.data() + off + head + len, 4);
   // An Extent's bytes are checked in blocks by the record that owns it.

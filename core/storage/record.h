@@ -48,7 +48,7 @@ enum class ScanResult { Ok, End, Torn, Bad };
 // The lengths in the frame head at `p`, `avail` bytes of the file from
 // there: Ok with `head` and `body` set; Torn when the head is cut short;
 // Bad when its length field is none (past kMaxRecordBytes and not the long
-// frame's mark). The body may still run past the end.
+// frame's mark); Torn too when the body or its checksum runs past `avail`.
 ScanResult frame_head(const char* p, uint64_t avail, uint64_t* head, uint64_t* body);
 
 // Reads the record at `offset` of `file`. Torn: the frame runs past the end.
