@@ -81,7 +81,7 @@ static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string h
 }
 
 // A collection's documents in Docs records of about kDocsChunkBytes, each
-// written straight into the image, then its IdIndex record. A document
+// written straight into the image, in id order. A document
 // goes as the entry it is (`zigzag id | varint len | body`): copied from
 // where it lies, entries lying one after another in one copy (an image's
 // documents no write replaced, most of them), or, where `rewrite` changes
@@ -128,17 +128,6 @@ class DocsRecords {
     scratch_.clear();
     bytes_ = 0;
   }
-  // After the last document: the IdIndex record.
-  void finish() {
-    flush();
-    const size_t start = open_record(out_, format::kIdIndex, 20 + (uint64_t)ids_->size() * sizeof(IdEntry), short_max_);
-    put_varint(out_, cid_);
-    put_u64(out_, ids_->size());
-    ids_->for_each_run([&](const IdEntry* e, size_t n) { out_.append((const char*)e, n * sizeof(IdEntry)); });
-    close_record(out_, start, short_max_);
-    (*records_)++;
-  }
-
  private:
   void add(const IdEntry& e) {
     pending_.push_back({e.id, bytes_});
@@ -279,7 +268,9 @@ Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& id
     });
   }
   KF_TRY(bad);
-  docs.finish();
+  // The last record. The image holds no id index: an open builds it on its
+  // pass over the documents (image.cpp).
+  docs.flush();
   img->docs += ic.ids.size();
   for (VectorPin& vp : ic.vectors) {
     std::string head;

@@ -178,8 +178,7 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   return e;
 }
 
-Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uint32_t, uint64_t>>* doc_counts,
-                                  std::map<uint32_t, IdBlocks>* idx) {
+Status Engine::apply_image_record(const RecordView& r) {
   if (r.kind == format::kExtent) {
     if (!pending_extent_) return Status(Code::Corrupt, "an extent with no record before it " + at(r.offset));
     ExtentRef* e = pending_extent_;
@@ -250,23 +249,16 @@ Status Engine::apply_image_record(const RecordView& r, std::vector<std::pair<uin
     }
     case format::kDocs: {
       uint32_t cid = (uint32_t)rd.varint();
-      uint64_t n = rd.varint();
       if (!by_id_.count(cid)) return Status(Code::Corrupt, "documents of an unknown collection " + at(r.offset));
-      doc_counts->push_back({cid, n});
+      rd.varint();  // the count: read on the pass that builds the id index
+      rd.bytes(rd.left());
       break;
     }
-    case format::kIdIndex: {
-      uint32_t cid = (uint32_t)rd.varint();
-      uint64_t n = rd.u64();
-      // A count its bytes cannot hold (n * 16 would wrap) is cut short too.
-      if (n > rd.left() / sizeof(IdEntry)) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
-      std::string_view raw = rd.bytes(n * sizeof(IdEntry));
-      if (!rd.ok()) return Status(Code::Corrupt, "id index cut short " + at(r.offset));
-      IdBlocks v;
-      v.append(raw.data(), n);
-      (*idx)[cid] = std::move(v);
+    case format::kIdIndex:
+      // Images before 2026-12-07 held each collection's id index; it is
+      // derived, and built on the pass over the documents instead.
+      rd.bytes(rd.left());
       break;
-    }
     default:
       return Status(Code::Corrupt, "unexpected record kind " + std::to_string(r.kind) + " in the image " + at(r.offset));
   }
@@ -324,13 +316,63 @@ static std::vector<uint64_t> steppable_damage(std::string_view file) {
   }
 }
 
+// A collection's id index, built on one pass over its Docs records: an
+// image writes them in id order, and any other order is sorted. Its
+// documents' bytes are summed on the same pass.
+Status Engine::index_documents(std::string_view file, const std::vector<RecordView>& docs, uint32_t cid,
+                               IdBlocks* ids, uint64_t* bytes) {
+  constexpr size_t kAhead = 1024;
+  IdEntry run[256];  // appended a run at a time
+  size_t in_run = 0;
+  int64_t last = 0;
+  bool first = true, ordered = true;
+  for (const RecordView& d : docs) {
+    Reader rd(d.body);
+    if ((uint32_t)rd.varint() != cid) continue;
+    const uint64_t n = rd.varint();
+    // Each entry's place is known only once the one before it is read: the
+    // loads are started a stretch ahead (natively), or every line would be a
+    // miss of its own.
+    const char* const end = d.body.data() + d.body.size();
+    const char* ahead = rd.pos();
+    for (uint64_t k = 0; k < n && rd.ok(); k++) {
+      if constexpr (port::kPrefetch)
+        for (const char* want = std::min(end, rd.pos() + kAhead); ahead < want; ahead += 64) port::prefetch(ahead, 1);
+      const uint64_t loc = rd.pos() - file.data();
+      const int64_t id = unzigzag(rd.varint());
+      *bytes += rd.str().size();
+      if (!rd.ok()) break;
+      ordered = ordered && (first || id > last);
+      first = false;
+      last = id;
+      run[in_run++] = {id, loc};
+      if (in_run == std::size(run)) {
+        ids->append(run, in_run);
+        in_run = 0;
+      }
+    }
+    if (!rd.ok() || !rd.done())
+      return Status(Code::Corrupt, "'" + name_ + "': a documents record that its count does not fill " + at(d.offset));
+  }
+  ids->append(run, in_run);
+  if (ordered) return Status::ok();
+  std::vector<IdEntry> v(ids->size());
+  for (size_t i = 0; i < v.size(); i++) v[i] = (*ids)[i];
+  std::sort(v.begin(), v.end(), [](const IdEntry& a, const IdEntry& b) { return a.id < b.id; });
+  for (size_t i = 1; i < v.size(); i++)
+    if (v[i].id == v[i - 1].id)
+      return Status(Code::Corrupt, "'" + name_ + "': document " + std::to_string(v[i].id) + " twice in the image " +
+                                       at(std::min(v[i].loc, v[i - 1].loc)));
+  ids->clear();
+  ids->append(v.data(), v.size());
+  return Status::ok();
+}
+
 Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   std::string_view file = map ? std::string_view(map->data(), map->size()) : std::string_view(bytes);
   std::string err = check_header(file);
   if (!err.empty()) return Status(Code::Corrupt, "'" + name_ + "': " + err);
   uint64_t off = format::kHeaderSize;
-  std::vector<std::pair<uint32_t, uint64_t>> doc_counts;
-  std::map<uint32_t, IdBlocks> idx;
   std::vector<RecordView> docs_records;
   uint64_t damage = 0;
   std::string damage_what;
@@ -380,7 +422,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
       seq_ = rd.u64();
       image_done = true;
     } else {
-      Status st = apply_image_record(r, &doc_counts, &idx);
+      Status st = apply_image_record(r);
       if (!st.is_ok()) {
         damage = off;
         damage_what = st.message();
@@ -480,58 +522,16 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     report_.warnings.push_back("the damaged original is saved as '" + name_ + ".damaged'");
   }
 
-  // Documents: the derived id index is checked against the Docs records and
-  // rebuilt from them when anything disagrees.
-  // The documents stay where the file was read (or mapped).
+  // Documents: they stay where the file was read (or mapped).
   if (map) arena_.reset(std::move(map));
   else arena_.reset(std::move(bytes));
   file = arena_.segment(0);
   for (auto& [cid, coll] : by_id_) {
-    uint64_t expected = 0;
-    for (auto& [c, n] : doc_counts)
-      if (c == cid) expected += n;
-    auto it = idx.find(cid);
-    bool valid = it != idx.end() && it->second.size() == expected;
-    // The collection's document bytes are summed on the same pass.
     uint64_t bytes_total = 0;
-    if (valid) {
-      int64_t prev = 0;
-      for (size_t i = 0; i < it->second.size() && valid; i++) {
-        const IdEntry& en = it->second[i];
-        if ((i && en.id <= prev) || en.loc >= image_bytes_) { valid = false; break; }
-        Reader rd(file.data() + en.loc, image_bytes_ - en.loc);
-        if (unzigzag(rd.varint()) != en.id) valid = false;
-        bytes_total += rd.str().size();
-        if (!rd.ok()) valid = false;
-        prev = en.id;
-      }
-    }
-    if (!valid) {
-      if (image_done) {
-        report_.index_rebuilt = true;
-        report_.warnings.push_back("the id index of collection '" + coll->def.name + "' did not match its documents and was rebuilt");
-      }
-      std::vector<IdEntry> v;
-      bytes_total = 0;
-      for (const RecordView& d : docs_records) {
-        Reader rd(d.body);
-        if ((uint32_t)rd.varint() != cid) continue;
-        uint64_t n = rd.varint();
-        for (uint64_t k = 0; k < n && rd.ok(); k++) {
-          uint64_t loc = rd.pos() - file.data();
-          int64_t id = unzigzag(rd.varint());
-          bytes_total += rd.str().size();
-          if (rd.ok()) v.push_back({id, loc});
-        }
-        if (!rd.ok()) return Status(Code::Corrupt, "documents cut short " + at(d.offset));
-      }
-      std::sort(v.begin(), v.end(), [](const IdEntry& a, const IdEntry& b) { return a.id < b.id; });
-      IdBlocks rebuilt;
-      rebuilt.append(v.data(), v.size());
-      it = idx.insert_or_assign(cid, std::move(rebuilt)).first;
-    }
+    IdBlocks ids;
+    KF_TRY(index_documents(file, docs_records, cid, &ids, &bytes_total));
     coll->bytes = bytes_total;
-    coll->ids.assign(std::move(it->second));
+    coll->ids.assign(std::move(ids));
 
     // Vector indexes: the persisted table and graph, or a rebuild.
     for (const Field& f : coll->def.fields) {

@@ -7,7 +7,7 @@
 //            [u32 0xFFFFFFFF][u8 kind][u64 length of body][body][u32 crc32c
 //            of the 13 bytes before the body + body] (a long frame: an image
 //            record past 4 GiB, a vector table of 1.05M vectors of 1,024
-//            floats or an id index of 2^28 documents). A file holding a long
+//            floats). A file holding a long
 //            frame is version 3, so that a build that reads version 2 only
 //            refuses it instead of taking it for damage; one with none is
 //            written as version 2. Write records are always short (1 GiB at
@@ -16,8 +16,8 @@
 // The records form an image followed by a tail:
 //
 //   image  Catalog, then per collection Docs records (chunks of entries
-//          `zigzag varint id | varint len | body`) and one IdIndex record (the
-//          derived id -> file offset table), per vector index a Vectors record
+//          `zigzag varint id | varint len | body`, in id order; an open builds
+//          the id index from them), per vector index a Vectors record
 //          and its Extent (the vector table, data), a Graph record and its
 //          Extent (the level-0 links, derived), then ImageEnd. Written whole by
 //          a checkpoint into `NAME~`, flushed, then put in place of NAME.
@@ -68,7 +68,8 @@ constexpr uint64_t kLongFrameHead = 13;       // its mark, kind and u64 length
 enum Kind : uint8_t {
   kCatalog = 1,   // u32 next collection id, varint count, collection definitions
   kDocs = 2,      // varint collection id, varint count, entries
-  kIdIndex = 3,   // varint collection id, u64 count, count x {i64 id, u64 file offset of entry's len}
+  kIdIndex = 3,   // varint collection id, u64 count, count x {i64 id, u64 file offset}: written by
+                  // images before 2026-12-07 (derived), checked as a record and not read
   kImageEnd = 4,  // u64 last sequence, u64 image records before this one, u64 documents
   kVectors = 5,   // varint collection, varint field, varint len + meta (node -> documents),
                   // extent checksums, u8 pad, pad bytes (so the Extent's bytes start

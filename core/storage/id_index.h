@@ -1,5 +1,5 @@
 // IdIndex: a collection's document id -> location map, kept as a sorted flat
-// array (loaded from the image's IdIndex record with one copy) plus a small
+// array (built on open from the image's documents) plus a small
 // sorted overlay for ids that arrive out of order. Auto-assigned ids only
 // ever append. Deleted entries are marked and skipped.
 //

@@ -37,8 +37,8 @@ test('a host keeps the file in its own storage across opens', async () => {
   db.query('put t {title: $1, embed: $2}', ['a', [1, 0]]);
   db.checkpoint(); // replace: the new image in place of the file
   db.query('put t {title: $1, embed: $2}', ['b', [0, 1]]);
-  db.close();
-  assert.ok(host.calls.write > 0 && host.calls.sync > 0 && host.calls.replace === 1 && host.calls.release === 1, JSON.stringify(host.calls));
+  db.close(); // may checkpoint again (the tail is over a quarter of this small image)
+  assert.ok(host.calls.write > 0 && host.calls.sync > 0 && host.calls.replace >= 1 && host.calls.release === 1, JSON.stringify(host.calls));
   assert.deepEqual([...storage.keys()], ['app.kfdb']);
 
   host = new MapHost(storage);

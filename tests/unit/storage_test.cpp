@@ -526,49 +526,166 @@ TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, i
   CHECK_FALSE(*fs->exists("db~"));
 }
 
-// The file with its IdIndex record's body (`varint collection | u64 count |
-// entries`) made anew by edit(body), in a valid record.
-std::string with_id_index(const std::string& bytes, const std::function<std::string(std::string)>& edit) {
+// The file with its Docs record's body made anew by edit(cid, count,
+// entries) (each entry `zigzag id | varint len | body`), in a valid record.
+std::string with_docs(const std::string& bytes,
+                      const std::function<std::string(uint64_t, uint64_t, std::vector<std::string>)>& edit) {
   std::string out = bytes.substr(0, format::kHeaderSize);
-  for (auto& r : records(bytes))
-    append_record(out, r.kind, r.kind == format::kIdIndex ? edit(std::string(r.body)) : std::string(r.body));
+  for (auto& r : testing::records(bytes)) {
+    if (r.kind != format::kDocs) {
+      append_record(out, r.kind, r.body);
+      continue;
+    }
+    Reader rd(r.body);
+    const uint64_t cid = rd.varint(), n = rd.varint();
+    std::vector<std::string> entries;
+    for (uint64_t i = 0; i < n; i++) {
+      const char* at = rd.pos();
+      rd.varint();
+      rd.str();
+      entries.emplace_back(at, rd.pos() - at);
+    }
+    REQUIRE(rd.ok());
+    append_record(out, r.kind, edit(cid, n, std::move(entries)));
+  }
   return out;
 }
 
-TEST_CASE("a derived id index that disagrees with the documents is rebuilt, with a warning") {
-  auto fs = make_memory_file_system();
-  make_db(*fs, 20, 0);
-  write_file(*fs, "db", with_id_index(read_file(*fs, "db"), [](std::string body) {
-               // A valid record with a wrong count.
-               uint64_t n;
-               memcpy(&n, body.data() + 1, 8);
-               n -= 1;
-               memcpy(body.data() + 1, &n, 8);
-               body.resize(body.size() - sizeof(uint64_t) * 2);
-               return body;
-             }));
-  auto db = open_db(*fs);
-  CHECK(db->open_report().index_rebuilt);
-  CHECK(count(*db) == 20);
-  auto r = db->query("get t where id = 20");
-  REQUIRE(r.is_ok());
-  CHECK(r->rows.size() == 1);
+std::string docs_body(uint64_t cid, uint64_t n, const std::vector<std::string>& entries) {
+  std::string b;
+  put_varint(b, cid);
+  put_varint(b, n);
+  for (const std::string& e : entries) b += e;
+  return b;
 }
 
-TEST_CASE("an id index record whose count its bytes cannot hold is refused, never read past") {
+// Every document of t, a line each.
+std::string all_rows(Database& db) {
+  auto r = db.query("get t");
+  REQUIRE(r.is_ok());
+  std::string all;
+  for (auto& row : r->rows) all += to_json(row) + "\n";
+  return all;
+}
+
+TEST_CASE("an image holds no id index: an open builds it from the documents, and steps over an older image's") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 20, 2);
+  const std::string file = read_file(*fs, "db");
+  for (auto& r : testing::records(file)) CHECK(r.kind != format::kIdIndex);
+  std::string want;
+  {
+    auto db = open_db(*fs);
+    CHECK(count(*db) == 22);
+    want = all_rows(*db);
+    for (int id = 1; id <= 22; id++) {
+      auto r = db->query("get t where id = $1", {Value::integer(id)});
+      REQUIRE(r.is_ok());
+      CHECK(r->rows.size() == 1);
+    }
+    CHECK(db->stats().collections[0].bytes > 0);
+  }
+  // An image as written before: its IdIndex record, right or not, is not read.
+  const std::function<std::string(std::string)> edits[] = {
+      [](std::string body) { return body; },
+      [](std::string body) {  // a wrong count
+        uint64_t n;
+        memcpy(&n, body.data() + 1, 8);
+        n -= 1;
+        memcpy(body.data() + 1, &n, 8);
+        return body;
+      },
+      [](std::string body) {  // one entry, its count 2^60 + 1: times 16 it wraps to 16
+        body.resize(1 + 8 + sizeof(IdEntry));
+        uint64_t n = (uint64_t{1} << 60) + 1;
+        memcpy(body.data() + 1, &n, 8);
+        return body;
+      },
+  };
+  for (const auto& edit : edits) {
+    const std::string old = testing::with_old_id_index(file, edit);
+    size_t id_records = 0;
+    for (auto& r : testing::records(old)) id_records += r.kind == format::kIdIndex;
+    REQUIRE(id_records == 1);
+    write_file(*fs, "db", old);
+    auto db = open_db(*fs);
+    CHECK(db->open_report().warnings.empty());
+    CHECK_FALSE(db->open_report().index_rebuilt);
+    CHECK(all_rows(*db) == want);
+    auto r = db->query("get t where id = 20");
+    REQUIRE(r.is_ok());
+    CHECK(r->rows.size() == 1);
+  }
+  // Damaged, it is damage in the image: refused, naming it; recover steps over it.
+  std::string bad = testing::with_old_id_index(file);
+  RecordView idr;
+  for (auto& r : testing::records(bad))
+    if (r.kind == format::kIdIndex) idr = r;
+  bad[idr.offset + 5 + 3] ^= 0x10;
+  write_file(*fs, "db", bad);
+  auto refused = Database::open(*fs, "db", no_checkpoint());
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().code() == Code::Corrupt);
+  CHECK(refused.status().message().find("at offset " + std::to_string(idr.offset)) != std::string::npos);
+  OpenOptions rec = no_checkpoint();
+  rec.recover = true;
+  auto db = open_db(*fs, "db", rec);
+  CHECK(all_rows(*db) == want);
+}
+
+TEST_CASE("documents an image holds out of id order are indexed in order; an id twice or a count they do not fill is refused") {
   auto fs = make_memory_file_system();
   make_db(*fs, 20, 0);
-  write_file(*fs, "db", with_id_index(read_file(*fs, "db"), [](std::string body) {
-               // One entry, its count 2^60 + 1: times 16 it wraps to 16.
-               body.resize(1 + 8 + sizeof(IdEntry));
-               uint64_t n = (uint64_t{1} << 60) + 1;
-               memcpy(body.data() + 1, &n, 8);
-               return body;
+  const std::string file = read_file(*fs, "db");
+  std::string want;
+  {
+    auto db = open_db(*fs);
+    want = all_rows(*db);
+  }
+  write_file(*fs, "db", with_docs(file, [](uint64_t cid, uint64_t n, std::vector<std::string> e) {
+               std::reverse(e.begin(), e.end());
+               return docs_body(cid, n, e);
              }));
-  auto db = Database::open(*fs, "db", no_checkpoint());
-  REQUIRE_FALSE(db.is_ok());
-  CHECK(db.status().code() == Code::Corrupt);
-  CHECK(db.status().message().find("id index cut short") != std::string::npos);
+  {
+    auto db = open_db(*fs);
+    CHECK(db->open_report().warnings.empty());
+    CHECK(all_rows(*db) == want);
+    for (int id = 1; id <= 20; id++) {
+      auto r = db->query("get t where id = $1 select n", {Value::integer(id)});
+      REQUIRE(r.is_ok());
+      REQUIRE(r->rows.size() == 1);
+      CHECK(r->rows[0].get("n")->as_int() == id - 1);
+    }
+  }
+  struct Case {
+    const char* what;
+    std::function<std::string(uint64_t, uint64_t, std::vector<std::string>)> edit;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"an id twice",
+       [](uint64_t cid, uint64_t n, std::vector<std::string> e) {
+         e[7][0] = e[3][0];  // ids up to 20: one byte each
+         return docs_body(cid, n, e);
+       },
+       "document 4 twice in the image"},
+      {"a count past the entries",
+       [](uint64_t cid, uint64_t n, std::vector<std::string> e) { return docs_body(cid, n + 1, e); },
+       "a documents record that its count does not fill"},
+      {"a count short of them",
+       [](uint64_t cid, uint64_t n, std::vector<std::string> e) { return docs_body(cid, n - 1, e); },
+       "a documents record that its count does not fill"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const std::string bad = with_docs(file, c.edit);
+    write_file(*fs, "db", bad);
+    auto db = Database::open(*fs, "db", no_checkpoint());
+    REQUIRE_FALSE(db.is_ok());
+    CHECK(db.status().code() == Code::Corrupt);
+    CHECK(db.status().message().find(c.message) != std::string::npos);
+    CHECK(read_file(*fs, "db") == bad);
+  }
 }
 
 TEST_CASE("checkpoint drops the tail and dead versions; reopen gives the same answers") {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codec.h"
 #include "file.h"
 #include "storage/format.h"
 #include "storage/record.h"
@@ -74,6 +75,54 @@ inline std::vector<RecordView> records(const std::string& file) {
     off = r.end;
   }
   return v;
+}
+
+// The file as images before 2026-12-07 were written: after each
+// collection's Docs records, an IdIndex record (`varint collection | u64
+// count | count x {i64 id, u64 file offset}`), its body as edit() makes it
+// from the right one. Its frame is padded to a multiple of 64 bytes so that
+// the vector tables after it stay aligned.
+template <typename Edit>
+std::string with_old_id_index(const std::string& file, Edit edit) {
+  std::string out = file.substr(0, format::kHeaderSize);
+  std::vector<RecordView> recs = records(file);
+  std::string entries;  // the collection's {id, offset} so far
+  uint64_t count = 0;
+  for (size_t i = 0; i < recs.size(); i++) {
+    const RecordView& r = recs[i];
+    uint32_t cid = 0;
+    if (r.kind == format::kDocs) {
+      Reader rd(r.body);
+      cid = (uint32_t)rd.varint();
+      const uint64_t n = rd.varint();
+      for (uint64_t k = 0; k < n; k++) {
+        const uint64_t at = out.size() + 5 + (rd.pos() - r.body.data());  // a short frame's head: 5 bytes
+        const int64_t id = unzigzag(rd.varint());
+        rd.str();
+        entries.append((const char*)&id, 8);
+        entries.append((const char*)&at, 8);
+        count++;
+      }
+    }
+    append_record(out, r.kind, r.body);
+    const bool last_docs = r.kind == format::kDocs &&
+                           (i + 1 == recs.size() || recs[i + 1].kind != format::kDocs ||
+                            (uint32_t)Reader(recs[i + 1].body).varint() != cid);
+    if (!last_docs) continue;
+    std::string body;
+    put_varint(body, cid);
+    put_u64(body, count);
+    body += entries;
+    body = edit(body);
+    body.append((64 - (body.size() + format::kFrameOverhead) % 64) % 64, '\0');
+    append_record(out, format::kIdIndex, body);
+    entries.clear();
+    count = 0;
+  }
+  return out;
+}
+inline std::string with_old_id_index(const std::string& file) {
+  return with_old_id_index(file, [](std::string b) { return b; });
 }
 
 }  // namespace kitfox::testing
