@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -31,6 +32,30 @@ inline void advise_huge_pages(const void* p, size_t n) {
 #else
   (void)p;
   (void)n;
+#endif
+}
+
+// Memory for an array about to be written whole (an id index built on
+// open or by a checkpoint), freed when the last shared_ptr to it goes. On
+// Linux a mapping of its own, with huge pages asked for: its first writes
+// then take a fault each 2 MiB, not each 4 KiB page (16 MiB written in
+// 0.5 ms instead of 6.5 ms on the benchmark machine; the kernel may compact
+// memory inside one of those faults, milliseconds at worst). Elsewhere the
+// heap. Empty when the memory could not be had.
+inline std::shared_ptr<char> huge_block(size_t bytes) {
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t whole = (bytes + kHuge - 1) & ~(kHuge - 1);
+  const size_t span = whole + kHuge;  // room to start on a huge page's boundary
+  void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return {};
+  char* p = reinterpret_cast<char*>(((uintptr_t)m + kHuge - 1) & ~(uintptr_t)(kHuge - 1));
+#ifdef MADV_HUGEPAGE
+  madvise(p, whole, MADV_HUGEPAGE);  // advice: failure changes nothing
+#endif
+  return std::shared_ptr<char>(p, [m, span](char*) { munmap(m, span); });
+#else
+  return std::shared_ptr<char>(new (std::nothrow) char[bytes], std::default_delete<char[]>());
 #endif
 }
 

@@ -255,7 +255,7 @@ Status Engine::apply_image_record(const RecordView& r) {
       break;
     }
     case format::kIdIndex:
-      // Images before 2026-12-07 held each collection's id index; it is
+      // Images before 2026-12-06 held each collection's id index; it is
       // derived, and built on the pass over the documents instead.
       rd.bytes(rd.left());
       break;
@@ -326,6 +326,12 @@ Status Engine::index_documents(std::string_view file, const std::vector<RecordVi
   size_t in_run = 0;
   int64_t last = 0;
   bool first = true, ordered = true;
+  uint64_t total = 0;
+  for (const RecordView& d : docs) {
+    Reader rd(d.body);
+    if ((uint32_t)rd.varint() == cid) total += rd.varint();
+  }
+  if (total <= SIZE_MAX / sizeof(IdEntry)) ids->reserve((size_t)total);
   for (const RecordView& d : docs) {
     Reader rd(d.body);
     if ((uint32_t)rd.varint() != cid) continue;
