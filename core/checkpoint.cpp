@@ -245,7 +245,7 @@ Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& id
   ImageBodies bodies(ic.name, vs);
   for (const VectorPin& vp : ic.vectors) bodies.add_index(vp.field, vp.pin);
   ic.was.reserve(ids.size());
-  ic.ids.reserve(ids.size());
+  ic.ids.expect(ids.size());
   DocsRecords docs(out, ic.id, &ic.ids, &ic.was, &img->records, short_frame_bytes);
   Status bad;
   if (bodies.needed()) {

@@ -35,16 +35,26 @@ inline void advise_huge_pages(const void* p, size_t n) {
 #endif
 }
 
-// Memory for an array about to be written whole (an id index built on
-// open or by a checkpoint), freed when the last shared_ptr to it goes. On
+// Whether huge_block takes memory with huge pages (Linux, natively): only
+// then is it worth taking memory ahead in pieces.
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+inline constexpr bool kHugeBlocks = true;
+#else
+inline constexpr bool kHugeBlocks = false;
+#endif
+
+// Memory for arrays about to be written whole (the blocks of an id index),
+// freed when the last shared_ptr to it goes. On
 // Linux a mapping of its own, with huge pages asked for: its first writes
 // then take a fault each 2 MiB, not each 4 KiB page (16 MiB written in
 // 0.5 ms instead of 6.5 ms on the benchmark machine; the kernel may compact
-// memory inside one of those faults, milliseconds at worst). Elsewhere the
-// heap. Empty when the memory could not be had.
+// memory inside one of those faults: with defrag on request, a stall of as
+// long as that takes). Elsewhere the heap. Empty when the memory could not
+// be had.
 inline std::shared_ptr<char> huge_block(size_t bytes) {
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
   constexpr size_t kHuge = size_t{2} << 20;
+  if (bytes > SIZE_MAX / 2) return {};
   const size_t whole = (bytes + kHuge - 1) & ~(kHuge - 1);
   const size_t span = whole + kHuge;  // room to start on a huge page's boundary
   void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -178,7 +178,103 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
   return e;
 }
 
-Status Engine::apply_image_record(const RecordView& r) {
+// A collection's id index, built while the image's Docs records are read
+// (an image writes them in id order; any other order is sorted at the end),
+// and its documents' bytes summed on the same pass.
+struct Engine::ImageIds {
+  IdBlocks ids;
+  uint64_t bytes = 0;
+  int64_t last = 0;
+  bool any = false, ordered = true;
+  IdEntry run[256];  // appended a run at a time
+  size_t in_run = 0;
+
+  void flush() {
+    ids.append(run, in_run);
+    in_run = 0;
+  }
+  // The n entries of Docs record r, from where rd stands (rd fails where
+  // they are cut short). Out of line: inside apply_image_record the
+  // compiler stops inlining the varints.
+  [[gnu::noinline]] void read(Reader* rd, uint64_t n, const RecordView& r) {
+    // Each entry's place is known only once the one before it is read: the
+    // loads are started a stretch ahead (natively), or every line would be a
+    // miss of its own. The state (the reader's too) in locals: the entries'
+    // stores could otherwise change it, as far as the compiler knows.
+    constexpr size_t kAhead = 1024;
+    const char* const end = r.body.data() + r.body.size();
+    const char* ahead = rd->pos();
+    const uint64_t base = r.offset + r.head;  // of the body in the file
+    uint64_t sum = bytes;
+    int64_t prev = last;
+    bool seen = any, in_order = ordered;
+    size_t k_run = in_run;
+    Reader in = *rd;
+    for (uint64_t k = 0; k < n; k++) {
+      if constexpr (port::kPrefetch)
+        for (const char* want = std::min(end, in.pos() + kAhead); ahead < want; ahead += 64) port::prefetch(ahead, 1);
+      const uint64_t loc = base + (uint64_t)(in.pos() - r.body.data());
+      const int64_t id = unzigzag(in.varint());
+      sum += in.str().size();
+      if (!in.ok()) break;
+      in_order = in_order && (!seen || id > prev);
+      seen = true;
+      prev = id;
+      run[k_run++] = {id, loc};
+      if (k_run == std::size(run)) {
+        ids.append(run, k_run);
+        k_run = 0;
+      }
+    }
+    *rd = in;
+    bytes = sum;
+    last = prev;
+    any = seen;
+    ordered = in_order;
+    in_run = k_run;
+  }
+  struct Mark {
+    size_t size;
+    uint64_t bytes;
+    int64_t last;
+    bool any, ordered;
+  };
+  Mark mark() const { return {ids.size() + in_run, bytes, last, any, ordered}; }
+  void back_to(const Mark& m) {
+    flush();
+    ids.truncate(m.size);
+    bytes = m.bytes;
+    last = m.last;
+    any = m.any;
+    ordered = m.ordered;
+  }
+};
+
+// Each collection's documents as its image's Docs records count them, each
+// count bounded by what its record's bytes could hold (an entry takes two
+// bytes at least): read before the records' checks, only to take the
+// memory of its id index ahead (IdBlocks::expect).
+static std::map<uint32_t, uint64_t> counted_documents(std::string_view file) {
+  std::map<uint32_t, uint64_t> n;
+  uint64_t off = format::kHeaderSize;
+  while (off < file.size()) {
+    uint64_t head, len;
+    if (frame_head(file.data() + off, file.size() - off, &head, &len) != ScanResult::Ok) break;
+    const uint8_t kind = (uint8_t)file[off + 4];
+    if (kind == format::kImageEnd) break;
+    if (kind == format::kDocs) {
+      Reader rd(file.data() + off + head, (size_t)len);
+      const uint32_t cid = (uint32_t)rd.varint();
+      const uint64_t count = rd.varint();
+      if (rd.ok()) n[cid] += std::min<uint64_t>(count, rd.left() / 2);
+    }
+    off += head + len + 4;
+  }
+  return n;
+}
+
+Status Engine::apply_image_record(const RecordView& r, const std::map<uint32_t, uint64_t>* counted,
+                                  std::map<uint32_t, ImageIds>* ids) {
   if (r.kind == format::kExtent) {
     if (!pending_extent_) return Status(Code::Corrupt, "an extent with no record before it " + at(r.offset));
     ExtentRef* e = pending_extent_;
@@ -248,15 +344,26 @@ Status Engine::apply_image_record(const RecordView& r) {
       break;
     }
     case format::kDocs: {
-      uint32_t cid = (uint32_t)rd.varint();
+      const uint32_t cid = (uint32_t)rd.varint();
       if (!by_id_.count(cid)) return Status(Code::Corrupt, "documents of an unknown collection " + at(r.offset));
-      rd.varint();  // the count: read on the pass that builds the id index
-      rd.bytes(rd.left());
+      const uint64_t n = rd.varint();
+      if (!rd.ok() || n > rd.left() / 2) return Status(Code::Corrupt, "a documents record cut short " + at(r.offset));
+      ImageIds& x = (*ids)[cid];
+      const ImageIds::Mark before = x.mark();  // a record that fails adds nothing
+      if (!x.any) {
+        const auto c = counted->find(cid);
+        if (c != counted->end()) x.ids.expect((size_t)std::min<uint64_t>(c->second, SIZE_MAX));
+      }
+      x.read(&rd, n, r);
+      if (!rd.ok() || !rd.done()) {
+        x.back_to(before);
+        return Status(Code::Corrupt, "a documents record that its count does not fill " + at(r.offset));
+      }
       break;
     }
     case format::kIdIndex:
-      // Images before 2026-12-06 held each collection's id index; it is
-      // derived, and built on the pass over the documents instead.
+      // Images before 2026-12-07 held each collection's id index; it is
+      // derived, and built from the documents as they are read instead.
       rd.bytes(rd.left());
       break;
     default:
@@ -316,61 +423,34 @@ static std::vector<uint64_t> steppable_damage(std::string_view file) {
   }
 }
 
-// A collection's id index, built on one pass over its Docs records: an
-// image writes them in id order, and any other order is sorted. Its
-// documents' bytes are summed on the same pass.
-Status Engine::index_documents(std::string_view file, const std::vector<RecordView>& docs, uint32_t cid,
-                               IdBlocks* ids, uint64_t* bytes) {
-  constexpr size_t kAhead = 1024;
-  IdEntry run[256];  // appended a run at a time
-  size_t in_run = 0;
-  int64_t last = 0;
-  bool first = true, ordered = true;
-  uint64_t total = 0;
-  for (const RecordView& d : docs) {
-    Reader rd(d.body);
-    if ((uint32_t)rd.varint() == cid) total += rd.varint();
-  }
-  if (total <= SIZE_MAX / sizeof(IdEntry)) ids->reserve((size_t)total);
-  for (const RecordView& d : docs) {
-    Reader rd(d.body);
-    if ((uint32_t)rd.varint() != cid) continue;
-    const uint64_t n = rd.varint();
-    // Each entry's place is known only once the one before it is read: the
-    // loads are started a stretch ahead (natively), or every line would be a
-    // miss of its own.
-    const char* const end = d.body.data() + d.body.size();
-    const char* ahead = rd.pos();
-    for (uint64_t k = 0; k < n && rd.ok(); k++) {
-      if constexpr (port::kPrefetch)
-        for (const char* want = std::min(end, rd.pos() + kAhead); ahead < want; ahead += 64) port::prefetch(ahead, 1);
-      const uint64_t loc = rd.pos() - file.data();
-      const int64_t id = unzigzag(rd.varint());
-      *bytes += rd.str().size();
-      if (!rd.ok()) break;
-      ordered = ordered && (first || id > last);
-      first = false;
-      last = id;
-      run[in_run++] = {id, loc};
-      if (in_run == std::size(run)) {
-        ids->append(run, in_run);
-        in_run = 0;
+// The image's documents read: each collection's entries in id order. The
+// same id twice is no file kitfox writes: refused, or with `recover` the
+// one stored later kept.
+Status Engine::finish_image_ids(std::map<uint32_t, ImageIds>* all, uint64_t* repaired) {
+  for (auto& [cid, x] : *all) {
+    x.flush();
+    if (x.ordered) continue;
+    std::vector<IdEntry> v(x.ids.size());
+    for (size_t i = 0; i < v.size(); i++) v[i] = x.ids[i];
+    std::sort(v.begin(), v.end(), [](const IdEntry& a, const IdEntry& b) { return a.id < b.id || (a.id == b.id && a.loc < b.loc); });
+    size_t out = 0;
+    for (size_t i = 0; i < v.size(); i++) {
+      if (out && v[out - 1].id == v[i].id) {
+        if (!opts_.recover)
+          return Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(v[i].loc) + ": document " +
+                                           std::to_string(v[i].id) + " twice in the image (also " + at(v[out - 1].loc) +
+                                           "). Nothing was changed; open with recover (kitfox --recover) to keep the one stored later");
+        report_.warnings.push_back("recovered '" + name_ + "': document " + std::to_string(v[i].id) +
+                                   " was twice in the image; the one " + at(v[i].loc) + " was kept");
+        (*repaired)++;
+        v[out - 1] = v[i];
+        continue;
       }
+      v[out++] = v[i];
     }
-    if (!rd.ok() || !rd.done())
-      return Status(Code::Corrupt, "'" + name_ + "': a documents record that its count does not fill " + at(d.offset));
+    x.ids.clear();
+    x.ids.append(v.data(), out);
   }
-  ids->append(run, in_run);
-  if (ordered) return Status::ok();
-  std::vector<IdEntry> v(ids->size());
-  for (size_t i = 0; i < v.size(); i++) v[i] = (*ids)[i];
-  std::sort(v.begin(), v.end(), [](const IdEntry& a, const IdEntry& b) { return a.id < b.id; });
-  for (size_t i = 1; i < v.size(); i++)
-    if (v[i].id == v[i - 1].id)
-      return Status(Code::Corrupt, "'" + name_ + "': document " + std::to_string(v[i].id) + " twice in the image " +
-                                       at(std::min(v[i].loc, v[i - 1].loc)));
-  ids->clear();
-  ids->append(v.data(), v.size());
   return Status::ok();
 }
 
@@ -379,7 +459,8 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   std::string err = check_header(file);
   if (!err.empty()) return Status(Code::Corrupt, "'" + name_ + "': " + err);
   uint64_t off = format::kHeaderSize;
-  std::vector<RecordView> docs_records;
+  const std::map<uint32_t, uint64_t> counted = counted_documents(file);
+  std::map<uint32_t, ImageIds> built;  // each collection's id index
   uint64_t damage = 0;
   std::string damage_what;
   bool image_done = false;
@@ -428,18 +509,18 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
       seq_ = rd.u64();
       image_done = true;
     } else {
-      Status st = apply_image_record(r);
+      Status st = apply_image_record(r, &counted, &built);
       if (!st.is_ok()) {
         damage = off;
         damage_what = st.message();
         break;
       }
-      if (r.kind == format::kDocs) docs_records.push_back(r);
     }
     off = r.end;
   }
   image_bytes_ = image_done ? off : 0;
   drop_pending_extent();  // kept up to damage: a record whose extent was lost is as if absent
+  KF_TRY(finish_image_ids(&built, &repaired));
 
   // The tail. A bad record is a torn last write only when nothing whole
   // follows it; a record whose only fault is its length (it checks with the
@@ -533,11 +614,10 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   else arena_.reset(std::move(bytes));
   file = arena_.segment(0);
   for (auto& [cid, coll] : by_id_) {
-    uint64_t bytes_total = 0;
-    IdBlocks ids;
-    KF_TRY(index_documents(file, docs_records, cid, &ids, &bytes_total));
-    coll->bytes = bytes_total;
-    coll->ids.assign(std::move(ids));
+    if (auto it = built.find(cid); it != built.end()) {
+      coll->bytes = it->second.bytes;
+      coll->ids.assign(std::move(it->second.ids));
+    }
 
     // Vector indexes: the persisted table and graph, or a rebuild.
     for (const Field& f : coll->def.fields) {

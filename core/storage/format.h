@@ -69,7 +69,7 @@ enum Kind : uint8_t {
   kCatalog = 1,   // u32 next collection id, varint count, collection definitions
   kDocs = 2,      // varint collection id, varint count, entries
   kIdIndex = 3,   // varint collection id, u64 count, count x {i64 id, u64 file offset}: written by
-                  // images before 2026-12-06 (derived), checked as a record and not read
+                  // images before 2026-12-07 (derived), checked as a record and not read
   kImageEnd = 4,  // u64 last sequence, u64 image records before this one, u64 documents
   kVectors = 5,   // varint collection, varint field, varint len + meta (node -> documents),
                   // extent checksums, u8 pad, pad bytes (so the Extent's bytes start

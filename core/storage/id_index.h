@@ -1,5 +1,5 @@
 // IdIndex: a collection's document id -> location map, kept as a sorted flat
-// array (built on open from the image's documents, IdBlocks::reserve) plus a small
+// array (built on open from the image's documents) plus a small
 // sorted overlay for ids that arrive out of order. Auto-assigned ids only
 // ever append. Deleted entries are marked and skipped.
 //
@@ -53,7 +53,31 @@ struct IdEntry {
 class IdBlocks {
  public:
   static constexpr size_t kShift = 14, kBlock = size_t{1} << kShift, kMask = kBlock - 1;
-  static constexpr size_t kHugeMin = 8 * kBlock;  // 2 MiB of entries: reserve() takes a piece
+  // Natively (kHugeBlocks), past this many blocks (2 MiB) new blocks are
+  // carved from pieces of this many, each a huge_block: writing an array of
+  // a million entries then costs a few faults instead of one every 4 KiB
+  // (6.5 ms of 16 MiB's on the benchmark machine). Told how big it will be
+  // (expect), an array takes one piece for all of it. A piece is freed when
+  // its last block goes; until then the blocks of it that went still take
+  // their memory.
+  static constexpr size_t kPieceBlocks = 8;
+
+  IdBlocks() = default;
+  // A copy shares the blocks, not the piece new ones are carved from.
+  IdBlocks(const IdBlocks& o) : blocks_(o.blocks_), at_(o.at_), n_(o.n_), first_cap_(o.first_cap_) {}
+  IdBlocks& operator=(const IdBlocks& o) {
+    if (this != &o) {
+      IdBlocks t(o);
+      swap(t);
+    }
+    return *this;
+  }
+  IdBlocks(IdBlocks&& o) noexcept { swap(o); }  // o left empty
+  IdBlocks& operator=(IdBlocks&& o) noexcept {
+    IdBlocks t(std::move(o));
+    swap(t);
+    return *this;
+  }
 
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
@@ -82,33 +106,38 @@ class IdBlocks {
       n -= k;
     }
   }
-  // Room for n entries, in an array that is empty and about to be filled
-  // (an open's, a checkpoint's). Past a few blocks their memory is taken in
-  // one piece with huge pages asked for (huge_block): writing them then
-  // costs a few faults instead of one every 4 KiB. The piece is freed when
-  // its last block goes.
-  void reserve(size_t n) {
-    if (n_ || !blocks_.empty() || n < kHugeMin) return;
-    const size_t nb = (n + kBlock - 1) >> kShift;
-    std::shared_ptr<char> piece = huge_block(nb * kBlock * sizeof(IdEntry));
-    if (!piece) return;
-    IdEntry* base = reinterpret_cast<IdEntry*>(piece.get());
-    for (size_t b = 0; b < nb; b++) {
-      blocks_.emplace_back(piece, base + b * kBlock);
-      at_.push_back(base + b * kBlock);
-    }
-    first_cap_ = kBlock;
+  // Told that about k more entries will come (a collection's documents in
+  // an image, a checkpoint's new index): when that takes the array past
+  // kPieceBlocks blocks, its new blocks are carved from the first on, the
+  // next piece sized for them all. A wrong guess costs address space: a
+  // piece's pages are taken as its blocks are written.
+  void expect(size_t k) {
+    const size_t total = n_ + std::min(k, kMaxPieceBlocks * kBlock);
+    if (total < kPieceBlocks * kBlock) return;
+    carve_all_ = true;
+    next_piece_ = std::max(kPieceBlocks, ((total + kMask) >> kShift) - std::min(blocks_.size(), (total + kMask) >> kShift));
   }
+  // Forgets the entries from n on (their blocks stay).
+  void truncate(size_t n) { n_ = std::min(n, n_); }
   void clear() {
     blocks_.clear();
     at_.clear();
     n_ = first_cap_ = 0;
+    piece_.reset();
+    piece_used_ = piece_blocks_ = 0;
+    next_piece_ = kPieceBlocks;
+    carve_all_ = false;
   }
   void swap(IdBlocks& o) noexcept {
     blocks_.swap(o.blocks_);
     at_.swap(o.at_);
     std::swap(n_, o.n_);
     std::swap(first_cap_, o.first_cap_);
+    piece_.swap(o.piece_);
+    std::swap(piece_used_, o.piece_used_);
+    std::swap(piece_blocks_, o.piece_blocks_);
+    std::swap(next_piece_, o.next_piece_);
+    std::swap(carve_all_, o.carve_all_);
   }
   // f(entries, count) over the array's runs in order; the mutable form
   // owns each block first.
@@ -139,7 +168,7 @@ class IdBlocks {
     explicit Block(size_t cap) : p_(new Shared{{1}, nullptr, std::unique_ptr<IdEntry[]>(new IdEntry[cap]), {}}) {
       p_->e = p_->own.get();
     }
-    // Entries in a piece of memory other blocks share (IdBlocks::reserve).
+    // Entries in a piece of memory other blocks share (kPieceBlocks).
     Block(std::shared_ptr<char> piece, IdEntry* at) : p_(new Shared{{1}, at, nullptr, std::move(piece)}) {}
     Block(const Block& o) : p_(o.p_) {
       if (p_) p_->refs.fetch_add(1, std::memory_order_relaxed);
@@ -180,12 +209,28 @@ class IdBlocks {
       const size_t c = b ? kBlock : std::min(kBlock, std::max<size_t>(need, 16));
       at_.push_back(nullptr);
       blocks_.emplace_back();
-      place(b, c);
+      if ((b < kPieceBlocks && !carve_all_) || !carve(b)) place(b, c);
     } else if (need > cap(b)) {
       place(b, std::min(kBlock, std::max(need, 2 * cap(b))));
     } else {
       own(b);
     }
+  }
+  // Block b (new) in the next slot of the piece, a new piece when it is full.
+  bool carve(size_t b) {
+    if constexpr (!kHugeBlocks) return false;
+    if (!piece_ || piece_used_ == piece_blocks_) {
+      piece_blocks_ = next_piece_;
+      next_piece_ = kPieceBlocks;
+      piece_ = huge_block(piece_blocks_ * kBlock * sizeof(IdEntry));
+      piece_used_ = 0;
+      if (!piece_) return false;
+    }
+    IdEntry* at = reinterpret_cast<IdEntry*>(piece_.get()) + piece_used_++ * kBlock;
+    blocks_[b] = Block(piece_, at);
+    at_[b] = at;
+    if (b == 0) first_cap_ = kBlock;
+    return true;
   }
   // Block b in new memory of c entries, holding what it held.
   void place(size_t b, size_t c) {
@@ -207,6 +252,11 @@ class IdBlocks {
   std::vector<IdEntry*> at_;  // each block's entries, without the count beside them
   size_t n_ = 0;
   size_t first_cap_ = 0;  // entries block 0 has room for
+  static constexpr size_t kMaxPieceBlocks = 1 << 14;  // 4 GiB: the most expect() takes ahead
+  std::shared_ptr<char> piece_;  // where new blocks are carved, its slots used of how many
+  size_t piece_used_ = 0, piece_blocks_ = 0;
+  size_t next_piece_ = kPieceBlocks;  // the blocks of the piece taken next
+  bool carve_all_ = false;       // from the first block on (expect)
 };
 
 class IdIndex {

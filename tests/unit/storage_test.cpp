@@ -661,6 +661,7 @@ TEST_CASE("documents an image holds out of id order are indexed in order; an id 
     const char* what;
     std::function<std::string(uint64_t, uint64_t, std::vector<std::string>)> edit;
     const char* message;
+    int64_t recovered;  // documents `recover` keeps
   };
   const Case cases[] = {
       {"an id twice",
@@ -668,13 +669,16 @@ TEST_CASE("documents an image holds out of id order are indexed in order; an id 
          e[7][0] = e[3][0];  // ids up to 20: one byte each
          return docs_body(cid, n, e);
        },
-       "document 4 twice in the image"},
+       "document 4 twice in the image", 19},
       {"a count past the entries",
        [](uint64_t cid, uint64_t n, std::vector<std::string> e) { return docs_body(cid, n + 1, e); },
-       "a documents record that its count does not fill"},
+       "a documents record that its count does not fill", 0},
       {"a count short of them",
        [](uint64_t cid, uint64_t n, std::vector<std::string> e) { return docs_body(cid, n - 1, e); },
-       "a documents record that its count does not fill"},
+       "a documents record that its count does not fill", 0},
+      {"a count past what its bytes could hold",
+       [](uint64_t cid, uint64_t, std::vector<std::string> e) { return docs_body(cid, uint64_t{1} << 60, e); },
+       "a documents record cut short", 0},
   };
   for (const Case& c : cases) {
     CAPTURE(c.what);
@@ -684,7 +688,84 @@ TEST_CASE("documents an image holds out of id order are indexed in order; an id 
     REQUIRE_FALSE(db.is_ok());
     CHECK(db.status().code() == Code::Corrupt);
     CHECK(db.status().message().find(c.message) != std::string::npos);
+    CHECK(db.status().message().find("at offset") != std::string::npos);
     CHECK(read_file(*fs, "db") == bad);
+    // Recover opens it, keeping what it can, and saves the original.
+    OpenOptions rec = no_checkpoint();
+    rec.recover = true;
+    auto kept = open_db(*fs, "db", rec);
+    CHECK_FALSE(kept->open_report().warnings.empty());
+    CHECK(count(*kept) == c.recovered);
+    if (c.recovered == 19) {  // the one stored later: document 8's body
+      auto r = kept->query("get t where id = 4 select n");
+      REQUIRE(r.is_ok());
+      REQUIRE(r->rows.size() == 1);
+      CHECK(r->rows[0].get("n")->as_int() == 7);
+    }
+    CHECK(read_file(*fs, "db.damaged") == bad);
+    kept.reset();
+    REQUIRE(fs->remove("db.damaged").is_ok());
+    auto again = open_db(*fs);  // the recovered file is whole
+    CHECK(again->open_report().warnings.empty());
+    CHECK(count(*again) == c.recovered);
+  }
+}
+
+TEST_CASE("an image of more documents than a few blocks' worth opens with its id index whole, in order or not") {
+  auto fs = make_memory_file_system();
+  const int64_t n = (int64_t)(IdBlocks::kPieceBlocks + 3) * (int64_t)IdBlocks::kBlock + 17;
+  {
+    auto db = open_db(*fs);
+    REQUIRE(db->query("create collection t (n int)").is_ok());
+    for (int64_t start = 0; start < n; start += 10000) {
+      Value list = Value::list();
+      for (int64_t i = start; i < std::min(n, start + 10000); i++) {
+        Value d = Value::object();
+        d.append("n", Value::integer(i * 7));
+        list.push(std::move(d));
+      }
+      REQUIRE(db->query("put t $1", {list}).is_ok());
+    }
+    REQUIRE(db->checkpoint().is_ok());
+    REQUIRE(db->close().is_ok());
+  }
+  const std::string file = read_file(*fs, "db");
+  size_t docs_records = 0, id_records = 0;
+  for (auto& r : testing::records(file)) {
+    docs_records += r.kind == format::kDocs;
+    id_records += r.kind == format::kIdIndex;
+  }
+  CHECK(docs_records >= 1);
+  CHECK(id_records == 0);
+  auto check_all = [&](Database& db) {
+    CHECK(count(db) == n);
+    size_t wrong = 0;
+    for (int64_t id = 1; id <= n; id += 997) {
+      auto r = db.query("get t where id = $1 select n", {Value::integer(id)});
+      wrong += !r.is_ok() || r->rows.size() != 1 || r->rows[0].get("n")->as_int() != (id - 1) * 7;
+    }
+    for (int64_t id : {n - 1, n}) {
+      auto r = db.query("get t where id = $1 select n", {Value::integer(id)});
+      wrong += !r.is_ok() || r->rows.size() != 1 || r->rows[0].get("n")->as_int() != (id - 1) * 7;
+    }
+    CHECK(wrong == 0);
+    auto last = db.query("get t order id desc limit 1 select id");
+    REQUIRE(last.is_ok());
+    CHECK(last->rows[0].get("id")->as_int() == n);
+  };
+  {
+    auto db = open_db(*fs);
+    check_all(*db);
+  }
+  // Every record's entries backwards: sorted on open.
+  write_file(*fs, "db", with_docs(file, [](uint64_t cid, uint64_t k, std::vector<std::string> e) {
+               std::reverse(e.begin(), e.end());
+               return docs_body(cid, k, e);
+             }));
+  {
+    auto db = open_db(*fs);
+    CHECK(db->open_report().warnings.empty());
+    check_all(*db);
   }
 }
 
@@ -1498,38 +1579,76 @@ TEST_CASE("IdIndex: a pinned copy shares the blocks; a write after it copies onl
   CHECK(idx.owned_block_bytes() == owned);
 }
 
-TEST_CASE("IdBlocks::reserve: the blocks in one piece, which lives while any of them does") {
-  constexpr size_t kBlockBytes = IdBlocks::kBlock * sizeof(IdEntry);
-  const size_t n = 10 * IdBlocks::kBlock + 5;  // ten whole blocks and part of one
-  {
-    IdBlocks small;  // under kHugeMin: nothing taken ahead
-    small.reserve(IdBlocks::kHugeMin - 1);
-    CHECK(small.memory_bytes() == 0);
-  }
-  IdBlocks b;
-  b.reserve(n);
-  CHECK(b.memory_bytes() == 11 * kBlockBytes);
-  CHECK(b.owned_bytes() == 11 * kBlockBytes);
-  CHECK(b.size() == 0);
+TEST_CASE("IdBlocks: blocks past the first ones carved from shared pieces, which live while any of their blocks does") {
+  constexpr size_t kB = IdBlocks::kBlock;
+  const size_t n = 10 * kB + 5;  // ten whole blocks and part of one
   std::vector<IdEntry> run;
   for (size_t i = 0; i < n; i++) run.push_back({(int64_t)i + 1, (uint64_t)i * 3});
+  IdBlocks b;
   b.append(run.data(), 1000);
   for (size_t i = 1000; i < n; i++) b.push_back(run[i]);
-  CHECK(b.memory_bytes() == 11 * kBlockBytes);  // filled in place
-  b.reserve(2 * n);  // not empty: nothing changes
-  CHECK(b.memory_bytes() == 11 * kBlockBytes);
   size_t wrong = 0;
   for (size_t i = 0; i < n; i++) wrong += b[i].id != run[i].id || b[i].loc != run[i].loc;
   CHECK(wrong == 0);
+  CHECK(b.memory_bytes() == 11 * kB * sizeof(IdEntry));
+  // Blocks 8, 9 and 10: slots of one piece, one after another.
+  if (kHugeBlocks) {  // pieces are taken natively on Linux only
+    CHECK(&b[IdBlocks::kPieceBlocks * kB] + kB == &b[(IdBlocks::kPieceBlocks + 1) * kB]);
+    CHECK(&b[(IdBlocks::kPieceBlocks + 1) * kB] + kB == &b[(IdBlocks::kPieceBlocks + 2) * kB]);
+  }
 
+  // A copy carves its new blocks elsewhere: the two arrays grown past the
+  // piece's next slot keep their own entries.
+  IdBlocks c = b;
+  while (b.size() < 13 * kB) b.push_back({(int64_t)b.size() + 1, 1});
+  while (c.size() < 13 * kB) c.push_back({(int64_t)c.size() + 1, 2});
+  wrong = 0;
+  for (size_t i = n; i < 13 * kB; i++) wrong += b[i].loc != 1 || c[i].loc != 2;
+  CHECK(wrong == 0);
+  for (size_t i = 0; i < n; i++) wrong += c[i].loc != run[i].loc;
+  CHECK(wrong == 0);
+
+  // Told it will pass kPieceBlocks blocks, an array carves from its first block on.
+  IdBlocks e;
+  e.expect(IdBlocks::kPieceBlocks * kB - 1);
+  e.push_back({1, 1});
+  CHECK(e.memory_bytes() < kB * sizeof(IdEntry));  // short of it: a small first block, as ever
+  IdBlocks big;
+  big.expect(IdBlocks::kPieceBlocks * kB);
+  big.push_back({1, 0});
+  if (kHugeBlocks) CHECK(big.memory_bytes() == kB * sizeof(IdEntry));  // a whole block, a piece's slot
+  for (size_t i = 1; i < 2 * kB; i++) big.push_back({(int64_t)i + 1, i});
+  if (kHugeBlocks) {  // pieces are taken natively on Linux only
+    CHECK(&big[0] + kB == &big[kB]);
+  }
+  CHECK(big[kB].loc == kB);
+  // Told its size, one piece for all of it.
+  IdBlocks all;
+  all.expect(20 * kB);
+  for (size_t i = 0; i < 20 * kB; i++) all.push_back({(int64_t)i + 1, i});
+  if (kHugeBlocks) {  // pieces are taken natively on Linux only
+    CHECK(&all[0] + 19 * kB == &all[19 * kB]);
+  }
+  CHECK(all.memory_bytes() == 20 * kB * sizeof(IdEntry));
+  wrong = 0;
+  for (size_t i = 0; i < 20 * kB; i++) wrong += all[i].loc != i;
+  CHECK(wrong == 0);
+
+  // Cut back, and appended again where it was cut.
+  c.truncate(n);
+  CHECK(c.size() == n);
+  c.push_back({(int64_t)n + 1, 9});
+  CHECK(c[n].loc == 9);
+
+  // The array gone, a pinned copy keeps its pieces.
   auto idx = std::make_unique<IdIndex>();
+  b.truncate(n);
   idx->assign(std::move(b));
   IdIndex pin;
   pin.copy_from(*idx);
-  idx->put(7, 1);  // the first block copied out of the piece
-  CHECK(idx->owned_block_bytes() == kBlockBytes);
+  idx->put(7, 1);  // the first block copied first
   CHECK(*idx->find(7) == 1);
-  idx.reset();  // the index gone: the pin keeps the piece (ASan would see a use after free)
+  idx.reset();
   wrong = 0;
   for (size_t i = 0; i < n; i++) {
     const uint64_t* loc = pin.find(run[i].id);

@@ -77,7 +77,7 @@ inline std::vector<RecordView> records(const std::string& file) {
   return v;
 }
 
-// The file as images before 2026-12-06 were written: after each
+// The file as images before 2026-12-07 were written: after each
 // collection's Docs records, an IdIndex record (`varint collection | u64
 // count | count x {i64 id, u64 file offset}`), its body as edit() makes it
 // from the right one. Its frame is padded to a multiple of 64 bytes so that
