@@ -18,7 +18,7 @@ source scripts/lib.sh
 
 HARNESSES=(statement json codec open import http put where)
 # Runs of the short mode: each takes 20-55 s on one core under the sanitizers.
-declare -A RUNS=([statement]=200000 [json]=150000 [codec]=500000 [open]=20000 [import]=20000 [http]=10000 [put]=20000 [where]=20000)
+declare -A RUNS=([statement]=200000 [json]=150000 [codec]=500000 [open]=12000 [import]=20000 [http]=10000 [put]=20000 [where]=20000)
 # The two lanes of the short mode: together every harness, once.
 LANE_A=(import open codec put)
 LANE_B=(http statement json where)
