@@ -464,9 +464,7 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
       f.index.hnsw.m = (uint32_t)r.varint();
       f.index.hnsw.ef_construction = (uint32_t)r.varint();
       f.index.hnsw.ef_search = (uint32_t)r.varint();
-      if (f.index.hnsw.metric < Metric::Cosine || f.index.hnsw.metric > Metric::Dot || f.index.hnsw.m < 2 ||
-          f.index.hnsw.m > 256 || f.type.kind != TypeKind::Vector)
-        return Status(Code::Corrupt, "bad index definition");
+      if (!f.index.hnsw.valid() || f.type.kind != TypeKind::Vector) return Status(Code::Corrupt, "bad index definition");
     } else if (f.index.kind == IndexKind::Text) {
       uint64_t a = r.u64(), b = r.u64();
       memcpy(&f.index.text.k1, &a, 8);

@@ -7,11 +7,17 @@ namespace kitfox {
 enum class Metric : uint8_t { Cosine = 1, L2 = 2, Dot = 3 };
 
 struct HnswParams {
+  // What a definition may say (the parser's bounds; a catalog past them is damage).
+  static constexpr uint32_t kMinM = 2, kMaxM = 256, kMinEf = 1, kMaxEf = 100000;
   Metric metric = Metric::Cosine;
   uint32_t m = 16;                 // links per node per layer (2m on layer 0)
   uint32_t ef_construction = 200;  // candidates while linking
   uint32_t ef_search = 100;        // default candidates while searching
   bool operator==(const HnswParams&) const = default;
+  bool valid() const {
+    return metric >= Metric::Cosine && metric <= Metric::Dot && m >= kMinM && m <= kMaxM &&
+           ef_construction >= kMinEf && ef_construction <= kMaxEf && ef_search >= kMinEf && ef_search <= kMaxEf;
+  }
 };
 
 struct TextParams {

@@ -380,10 +380,14 @@ Status Parser::index_spec(IndexSpec* out) {
         if (peek().kind != Tok::Int) return expected("a number");
         const Token& v = next();
         if (key == "m") {
-          if (v.i < 2 || v.i > 256) return Status(Code::Invalid, "m must be between 2 and 256", v.pos);
+          if (v.i < HnswParams::kMinM || v.i > HnswParams::kMaxM)
+            return Status(Code::Invalid, "m must be between " + std::to_string(HnswParams::kMinM) + " and " +
+                                             std::to_string(HnswParams::kMaxM), v.pos);
           out->hnsw.m = (uint32_t)v.i;
         } else {
-          if (v.i < 1 || v.i > 100000) return Status(Code::Invalid, key + " must be between 1 and 100000", v.pos);
+          if (v.i < HnswParams::kMinEf || v.i > HnswParams::kMaxEf)
+            return Status(Code::Invalid, key + " must be between " + std::to_string(HnswParams::kMinEf) + " and " +
+                                             std::to_string(HnswParams::kMaxEf), v.pos);
           (key == "ef_construction" ? out->hnsw.ef_construction : out->hnsw.ef_search) = (uint32_t)v.i;
         }
       }
