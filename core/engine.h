@@ -401,7 +401,7 @@ class Engine {
   struct ImageIds;  // image.cpp
   Status apply_image_record(const struct RecordView& r, const std::map<uint32_t, uint64_t>* counted,
                             std::map<uint32_t, ImageIds>* ids);
-  Status finish_image_ids(std::map<uint32_t, ImageIds>* ids, uint64_t* repaired);
+  Status finish_image_ids(std::string_view file, std::map<uint32_t, ImageIds>* ids, uint64_t* repaired);
   Status apply_write(std::string_view body, uint32_t seg, uint64_t body_off, bool replay);
   // A transaction's undo log: each document as it was before its first change.
   struct Undo {

@@ -54,10 +54,12 @@ inline constexpr bool kHugeBlocks = false;
 inline std::shared_ptr<char> huge_block(size_t bytes) {
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
   constexpr size_t kHuge = size_t{2} << 20;
-  if (bytes > SIZE_MAX / 2) return {};
+  if (bytes == 0 || bytes > SIZE_MAX / 4) return {};
   const size_t whole = (bytes + kHuge - 1) & ~(kHuge - 1);
   const size_t span = whole + kHuge;  // room to start on a huge page's boundary
-  void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // No reserve: memory asked for ahead (IdBlocks::expect) is only taken
+  // where it is written, whatever the overcommit setting.
+  void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return {};
   char* p = reinterpret_cast<char*>(((uintptr_t)m + kHuge - 1) & ~(uintptr_t)(kHuge - 1));
 #ifdef MADV_HUGEPAGE

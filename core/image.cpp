@@ -426,7 +426,7 @@ static std::vector<uint64_t> steppable_damage(std::string_view file) {
 // The image's documents read: each collection's entries in id order. The
 // same id twice is no file kitfox writes: refused, or with `recover` the
 // one stored later kept.
-Status Engine::finish_image_ids(std::map<uint32_t, ImageIds>* all, uint64_t* repaired) {
+Status Engine::finish_image_ids(std::string_view file, std::map<uint32_t, ImageIds>* all, uint64_t* repaired) {
   for (auto& [cid, x] : *all) {
     x.flush();
     if (x.ordered) continue;
@@ -434,21 +434,32 @@ Status Engine::finish_image_ids(std::map<uint32_t, ImageIds>* all, uint64_t* rep
     for (size_t i = 0; i < v.size(); i++) v[i] = x.ids[i];
     std::sort(v.begin(), v.end(), [](const IdEntry& a, const IdEntry& b) { return a.id < b.id || (a.id == b.id && a.loc < b.loc); });
     size_t out = 0;
+    uint64_t dropped = 0;
     for (size_t i = 0; i < v.size(); i++) {
       if (out && v[out - 1].id == v[i].id) {
         if (!opts_.recover)
           return Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(v[i].loc) + ": document " +
                                            std::to_string(v[i].id) + " twice in the image (also " + at(v[out - 1].loc) +
                                            "). Nothing was changed; open with recover (kitfox --recover) to keep the one stored later");
-        report_.warnings.push_back("recovered '" + name_ + "': document " + std::to_string(v[i].id) +
-                                   " was twice in the image; the one " + at(v[i].loc) + " was kept");
-        (*repaired)++;
+        if (!dropped++)
+          report_.warnings.push_back("recovered '" + name_ + "': document " + std::to_string(v[i].id) +
+                                     " was twice in the image; the one " + at(v[i].loc) + " was kept");
+        Reader rd(file.data() + v[out - 1].loc, file.size() - v[out - 1].loc);  // read whole before
+        rd.varint();
+        x.bytes -= rd.str().size();
         v[out - 1] = v[i];
         continue;
       }
       v[out++] = v[i];
     }
+    if (dropped) {
+      (*repaired)++;
+      if (dropped > 1)
+        report_.warnings.push_back("recovered '" + name_ + "': " + std::to_string(dropped) +
+                                   " documents were twice in the image; the ones stored later were kept");
+    }
     x.ids.clear();
+    x.ids.expect(out);
     x.ids.append(v.data(), out);
   }
   return Status::ok();
@@ -520,7 +531,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   }
   image_bytes_ = image_done ? off : 0;
   drop_pending_extent();  // kept up to damage: a record whose extent was lost is as if absent
-  KF_TRY(finish_image_ids(&built, &repaired));
+  KF_TRY(finish_image_ids(file, &built, &repaired));
 
   // The tail. A bad record is a torn last write only when nothing whole
   // follows it; a record whose only fault is its length (it checks with the

@@ -53,7 +53,7 @@ struct IdEntry {
 class IdBlocks {
  public:
   static constexpr size_t kShift = 14, kBlock = size_t{1} << kShift, kMask = kBlock - 1;
-  // Natively (kHugeBlocks), past this many blocks (2 MiB) new blocks are
+  // On Linux (kHugeBlocks), past this many blocks (2 MiB) new blocks are
   // carved from pieces of this many, each a huge_block: writing an array of
   // a million entries then costs a few faults instead of one every 4 KiB
   // (6.5 ms of 16 MiB's on the benchmark machine). Told how big it will be
@@ -219,7 +219,7 @@ class IdBlocks {
   // Block b (new) in the next slot of the piece, a new piece when it is full.
   bool carve(size_t b) {
     if constexpr (!kHugeBlocks) return false;
-    if (!piece_ || piece_used_ == piece_blocks_) {
+    if (!piece_) {
       piece_blocks_ = next_piece_;
       next_piece_ = kPieceBlocks;
       piece_ = huge_block(piece_blocks_ * kBlock * sizeof(IdEntry));
@@ -230,6 +230,7 @@ class IdBlocks {
     blocks_[b] = Block(piece_, at);
     at_[b] = at;
     if (b == 0) first_cap_ = kBlock;
+    if (piece_used_ == piece_blocks_) piece_.reset();  // full: its blocks alone keep it
     return true;
   }
   // Block b in new memory of c entries, holding what it held.
@@ -252,7 +253,8 @@ class IdBlocks {
   std::vector<IdEntry*> at_;  // each block's entries, without the count beside them
   size_t n_ = 0;
   size_t first_cap_ = 0;  // entries block 0 has room for
-  static constexpr size_t kMaxPieceBlocks = 1 << 14;  // 4 GiB: the most expect() takes ahead
+  // The most expect() takes ahead: 4 GiB, or 64 MiB in a 32-bit build.
+  static constexpr size_t kMaxPieceBlocks = sizeof(size_t) >= 8 ? 1 << 14 : 1 << 8;
   std::shared_ptr<char> piece_;  // where new blocks are carved, its slots used of how many
   size_t piece_used_ = 0, piece_blocks_ = 0;
   size_t next_piece_ = kPieceBlocks;  // the blocks of the piece taken next

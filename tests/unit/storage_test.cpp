@@ -703,12 +703,56 @@ TEST_CASE("documents an image holds out of id order are indexed in order; an id 
       CHECK(r->rows[0].get("n")->as_int() == 7);
     }
     CHECK(read_file(*fs, "db.damaged") == bad);
+    const uint64_t bytes = kept->stats().collections[0].bytes;
     kept.reset();
     REQUIRE(fs->remove("db.damaged").is_ok());
     auto again = open_db(*fs);  // the recovered file is whole
     CHECK(again->open_report().warnings.empty());
     CHECK(count(*again) == c.recovered);
+    CHECK(again->stats().collections[0].bytes == bytes);  // a document dropped takes its bytes with it
   }
+}
+
+TEST_CASE("a documents record that fails keeps nothing of it; recover keeps the records before it") {
+  auto fs = make_memory_file_system();
+  {
+    auto db = open_db(*fs);
+    REQUIRE(db->query("create collection t (n int)").is_ok());
+    REQUIRE(db->query("create collection u (n int)").is_ok());
+    for (const char* c : {"t", "u"}) {
+      Value list = Value::list();
+      for (int i = 0; i < 300; i++) {  // more than a run of entries (256)
+        Value d = Value::object();
+        d.append("n", Value::integer(i));
+        list.push(std::move(d));
+      }
+      REQUIRE(db->query(std::string("put ") + c + " $1", {list}).is_ok());
+    }
+    REQUIRE(db->checkpoint().is_ok());
+    REQUIRE(db->close().is_ok());
+  }
+  const std::string file = read_file(*fs, "db");
+  int seen = 0;
+  // The second collection's record counts one entry more than it holds: it
+  // fails after 300 entries were read, 256 of them added to the index.
+  const std::string bad = with_docs(file, [&](uint64_t cid, uint64_t n, std::vector<std::string> e) {
+    return docs_body(cid, ++seen == 2 ? n + 1 : n, e);
+  });
+  REQUIRE(seen == 2);
+  write_file(*fs, "db", bad);
+  auto refused = Database::open(*fs, "db", no_checkpoint());
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().message().find("a documents record that its count does not fill") != std::string::npos);
+  OpenOptions rec = no_checkpoint();
+  rec.recover = true;
+  auto db = open_db(*fs, "db", rec);
+  CHECK(count(*db, "t") == 300);
+  CHECK(count(*db, "u") == 0);
+  auto r = db->query("get u where id = 5");
+  REQUIRE(r.is_ok());
+  CHECK(r->rows.empty());
+  CHECK(db->stats().collections.size() == 2);
+  for (const CollectionStats& c : db->stats().collections) CHECK((c.name == "u") == (c.bytes == 0));
 }
 
 TEST_CASE("an image of more documents than a few blocks' worth opens with its id index whole, in order or not") {
@@ -1634,11 +1678,15 @@ TEST_CASE("IdBlocks: blocks past the first ones carved from shared pieces, which
   for (size_t i = 0; i < 20 * kB; i++) wrong += all[i].loc != i;
   CHECK(wrong == 0);
 
-  // Cut back, and appended again where it was cut.
+  // Cut back, and appended again where it was cut; a copy sharing that
+  // block keeps what it had.
+  const IdBlocks shared = c;
   c.truncate(n);
   CHECK(c.size() == n);
   c.push_back({(int64_t)n + 1, 9});
   CHECK(c[n].loc == 9);
+  CHECK(shared.size() == 13 * kB);
+  CHECK(shared[n].loc == 2);
 
   // The array gone, a pinned copy keeps its pieces.
   auto idx = std::make_unique<IdIndex>();
@@ -1648,6 +1696,7 @@ TEST_CASE("IdBlocks: blocks past the first ones carved from shared pieces, which
   pin.copy_from(*idx);
   idx->put(7, 1);  // the first block copied first
   CHECK(*idx->find(7) == 1);
+  CHECK(idx->owned_block_bytes() == kB * sizeof(IdEntry));
   idx.reset();
   wrong = 0;
   for (size_t i = 0; i < n; i++) {
