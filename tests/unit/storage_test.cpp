@@ -75,14 +75,17 @@ int64_t count(Database& db, const char* coll = "t") {
   return r->rows[0].get("count")->as_int();
 }
 
-// Every document of t's id, n and s, a line each.
-std::string id_n_s_rows(Database& db) {
-  auto r = db.query("get t select id, n, s");
+// A query's rows, a line each.
+std::string rows_text(Database& db, const char* query) {
+  auto r = db.query(query);
   REQUIRE(r.is_ok());
   std::string all;
   for (auto& row : r->rows) all += to_json(row) + "\n";
   return all;
 }
+
+// Every document of t's id, n and s, a line each.
+std::string id_n_s_rows(Database& db) { return rows_text(db, "get t select id, n, s"); }
 
 // Starts a checkpoint on a thread of its own and returns once its flush of
 // the new image is held (faults.hold): it has pinned the database and built
@@ -560,13 +563,7 @@ std::string docs_body(uint64_t cid, uint64_t n, const std::vector<std::string>& 
 }
 
 // Every document of t, a line each.
-std::string all_rows(Database& db) {
-  auto r = db.query("get t");
-  REQUIRE(r.is_ok());
-  std::string all;
-  for (auto& row : r->rows) all += to_json(row) + "\n";
-  return all;
-}
+std::string all_rows(Database& db) { return rows_text(db, "get t"); }
 
 TEST_CASE("an image holds no id index: an open builds it from the documents, and steps over an older image's") {
   auto fs = make_memory_file_system();
