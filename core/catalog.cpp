@@ -475,6 +475,12 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
       return Status(Code::Corrupt, "unknown index kind");
     }
     if (f.type.kind < TypeKind::Bool || f.type.kind > TypeKind::Vector) return Status(Code::Corrupt, "unknown field type");
+    // What the parser and the definitions it makes guarantee, and the rest
+    // of the engine takes for granted.
+    if (f.type.kind == TypeKind::Vector && (f.type.dim < 1 || f.type.dim > kMaxVectorDim))
+      return Status(Code::Corrupt, "bad vector dimension");
+    if (f.id >= d->next_field_id || d->field_by_id(f.id) || d->field(f.name))
+      return Status(Code::Corrupt, "a field defined twice");
     d->fields.push_back(std::move(f));
   }
   uint64_t ns = r.varint();
@@ -489,6 +495,7 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
     for (uint64_t k = 0; k < np && r.ok(); k++) sd.subpath.emplace_back(r.str());
     if (sd.kind != IndexKind::Hash && sd.kind != IndexKind::Unique && sd.kind != IndexKind::Sorted)
       return Status(Code::Corrupt, "unknown index kind");
+    if (!d->field_by_id(sd.field_id)) return Status(Code::Corrupt, "an index on no field");
     d->secondary.push_back(std::move(sd));
   }
   if (!r.ok()) return Status(Code::Corrupt, "collection definition cut short");
