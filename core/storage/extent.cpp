@@ -6,9 +6,12 @@
 
 #include "../codec.h"
 #include "../crc32c.h"
+#include "../engine_limits.h"
 #include "../port.h"
 
 namespace kitfox {
+
+static_assert(kMaxExtentBlockBytes >= kMaxVectorDim * sizeof(float), "a block holds the largest vector");
 
 uint32_t extent_block_bytes(uint32_t item_bytes) {
   if (item_bytes == 0) return kExtentBlockTarget;
@@ -51,7 +54,7 @@ void put_extent_checksums(std::string& out, std::string_view a, std::string_view
 bool get_extent_checksums(Reader& r, ExtentRef* e) {
   e->block_bytes = r.u32();
   uint64_t n = r.u64();
-  if (!r.ok() || e->block_bytes == 0 || n > r.left() / 4) return false;
+  if (!r.ok() || e->block_bytes == 0 || e->block_bytes > kMaxExtentBlockBytes || n > r.left() / 4) return false;
   std::string_view raw = r.bytes(n * 4);
   e->crcs.resize(n);
   if (n) memcpy(e->crcs.data(), raw.data(), raw.size());

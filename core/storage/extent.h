@@ -33,8 +33,12 @@ class Reader;
 // first use of a block reads and checks all of it, and a search touches one
 // vector in each of a thousand blocks: with 1 KiB blocks the first `near`
 // over 100k x 128 checks 1.3 MiB instead of 5 MiB (the checksums cost 0.4%
-// of the extent). The size is written into each file, so any size reads.
+// of the extent). The size is written into each file, so any size reads
+// (up to kMaxExtentBlockBytes).
 constexpr uint32_t kExtentBlockTarget = 1024;
+// No block is larger than its largest item: a vector of 65,536 floats
+// (256 KiB; a level-0 list is a few KiB). A record saying more is damage.
+constexpr uint32_t kMaxExtentBlockBytes = 1 << 20;
 uint32_t extent_block_bytes(uint32_t item_bytes);
 // Appends the block size, count and checksums of the bytes of `a` then `b`
 // (one extent in two parts, as a vector table's image part and the rest) to
