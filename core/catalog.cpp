@@ -4,6 +4,7 @@
 #include "catalog.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "codec.h"
 #include "engine.h"
@@ -448,6 +449,8 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
   uint64_t n = r.varint();
   if (n > kMaxFields) return Status(Code::Corrupt, "collection definition with too many fields");
   d->fields.clear();
+  std::unordered_set<uint32_t> ids;  // each once (a linear check: a log may replay many wide definitions)
+  std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     Field f;
     f.id = (uint32_t)r.varint();
@@ -479,7 +482,7 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
     // of the engine takes for granted.
     if (f.type.kind == TypeKind::Vector && (f.type.dim < 1 || f.type.dim > kMaxVectorDim))
       return Status(Code::Corrupt, "bad vector dimension");
-    if (f.id >= d->next_field_id || d->field_by_id(f.id) || d->field(f.name))
+    if (f.id >= d->next_field_id || !ids.insert(f.id).second || !names.insert(f.name).second)
       return Status(Code::Corrupt, "a field defined twice");
     d->fields.push_back(std::move(f));
   }
@@ -495,7 +498,7 @@ Status decode_def(Reader& r, CollectionDef* d, int64_t* next_id) {
     for (uint64_t k = 0; k < np && r.ok(); k++) sd.subpath.emplace_back(r.str());
     if (sd.kind != IndexKind::Hash && sd.kind != IndexKind::Unique && sd.kind != IndexKind::Sorted)
       return Status(Code::Corrupt, "unknown index kind");
-    if (!d->field_by_id(sd.field_id)) return Status(Code::Corrupt, "an index on no field");
+    if (!ids.count(sd.field_id)) return Status(Code::Corrupt, "an index on no field");
     d->secondary.push_back(std::move(sd));
   }
   if (!r.ok()) return Status(Code::Corrupt, "collection definition cut short");

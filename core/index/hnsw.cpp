@@ -1071,7 +1071,8 @@ bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const Ex
   if (r.u32() != 2 || r.u32() != dim_ || r.u32() != (uint32_t)f16_) return false;
   uint64_t n = r.u64();
   uint64_t docs = r.u64();
-  if (!r.ok() || n > (1ull << 32) - 2 || table.size() != n * vbytes_) return false;
+  // Blocks of whole vectors (extent.h): a block read alone holds each it serves.
+  if (!r.ok() || n > (1ull << 32) - 2 || table.size() != n * vbytes_ || ext.block_bytes % vbytes_ != 0) return false;
   // Read in place as floats or halves: a writer aligns it (a file that does not is damaged).
   if (reinterpret_cast<uintptr_t>(table.data()) % (f16_ ? alignof(uint16_t) : alignof(float)) != 0) return false;
   if (!get_array(r, &node_doc_, n) || !get_array(r, &refs_, n)) return false;
@@ -1129,7 +1130,9 @@ bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const
   int max_level = (int)r.u32();
   const size_t stride = 1 + 2 * p_.m;
   std::string_view l0 = links.bytes;
-  if (l0.size() != n * stride * 4 || (reinterpret_cast<uintptr_t>(l0.data()) % alignof(uint32_t)) != 0) return false;
+  if (l0.size() != n * stride * 4 || (reinterpret_cast<uintptr_t>(l0.data()) % alignof(uint32_t)) != 0 ||
+      links.block_bytes % (stride * 4) != 0)  // blocks of whole lists: each checked with its block
+    return false;
   const uint32_t* view = reinterpret_cast<const uint32_t*>(l0.data());
   // A level-0 list is sane when its count fits and every slot names a node.
   const uint32_t max0 = 2 * p_.m;

@@ -7,11 +7,13 @@
 #include "../codec.h"
 #include "../crc32c.h"
 #include "../engine_limits.h"
+#include "../index/params.h"
 #include "../port.h"
 
 namespace kitfox {
 
 static_assert(kMaxExtentBlockBytes >= kMaxVectorDim * sizeof(float), "a block holds the largest vector");
+static_assert(kMaxExtentBlockBytes >= (1 + 2 * HnswParams::kMaxM) * sizeof(uint32_t), "and the longest level-0 list");
 
 uint32_t extent_block_bytes(uint32_t item_bytes) {
   if (item_bytes == 0) return kExtentBlockTarget;

@@ -33,8 +33,9 @@ class Reader;
 // first use of a block reads and checks all of it, and a search touches one
 // vector in each of a thousand blocks: with 1 KiB blocks the first `near`
 // over 100k x 128 checks 1.3 MiB instead of 5 MiB (the checksums cost 0.4%
-// of the extent). The size is written into each file, so any size reads
-// (up to kMaxExtentBlockBytes).
+// of the extent). The size is written into each file, so any size of
+// whole items reads (up to kMaxExtentBlockBytes; a table or graph whose
+// blocks split an item is damaged: HnswIndex::load_table, load_graph).
 constexpr uint32_t kExtentBlockTarget = 1024;
 // No block is larger than its largest item: a vector of 65,536 floats
 // (256 KiB; a level-0 list is a few KiB). A record saying more is damage.

@@ -772,3 +772,66 @@ TEST_CASE("an index made again before a checkpoint: image documents read their o
   db = open_db(*fs, false);
   check("reopened after the checkpoint");
 }
+
+TEST_CASE("an extent whose blocks split its items is damaged: a vector table refused, a graph rebuilt") {
+  auto fs = make_memory_file_system();
+  {
+    auto db = open_db(*fs, false);
+    REQUIRE(db->query("create collection w (e vector<4> @hnsw(l2, m=4, ef_construction=16))").is_ok());
+    for (int i = 0; i < 10; i++)
+      REQUIRE(db->query("put w {e: $1}", {Value::vector({(float)i, 1, 0, (float)(i % 3)})}).is_ok());
+    REQUIRE(db->checkpoint().is_ok());
+    REQUIRE(db->close().is_ok());
+  }
+  const std::string good = testing::read_file(*fs, "v.kfdb");
+  // The file with the block size of the first record of `kind` set to 1000
+  // bytes: one block still (a table of 160 bytes, lists of 360), the same
+  // checksum, but not a whole number of vectors (16 bytes) or lists (36).
+  auto with_block_size = [&](uint8_t kind) {
+    std::string out = good.substr(0, format::kHeaderSize);
+    bool done = false;
+    for (const RecordView& r : testing::records(good)) {
+      std::string body(r.body);
+      if (r.kind == kind && !done) {
+        Reader rd(body);
+        rd.varint();
+        rd.varint();
+        if (kind == format::kGraph) rd.u64();
+        rd.str();
+        const size_t at = rd.pos() - body.data();
+        uint32_t block;
+        memcpy(&block, body.data() + at, 4);
+        CHECK(block % 4 == 0);
+        block = 1000;
+        memcpy(body.data() + at, &block, 4);
+        done = true;
+      }
+      append_record(out, r.kind, body);
+    }
+    REQUIRE(done);
+    return out;
+  };
+  for (bool lazy : {true, false}) {
+    CAPTURE(lazy);
+    OpenOptions o;
+    o.sync = SyncMode::Off;
+    o.lazy_extents = lazy;
+    o.check_in_background = false;
+    testing::write_file(*fs, "v.kfdb", with_block_size(format::kVectors));
+    auto refused = Database::open(*fs, "v.kfdb", o);
+    REQUIRE_FALSE(refused.is_ok());
+    CHECK(refused.status().code() == Code::Corrupt);
+    CHECK(refused.status().message().find("vector table") != std::string::npos);
+
+    testing::write_file(*fs, "v.kfdb", with_block_size(format::kGraph));
+    auto db = Database::open(*fs, "v.kfdb", o);
+    REQUIRE(db.is_ok());
+    bool rebuilt = false;
+    for (const std::string& w : (*db)->open_report().warnings) rebuilt |= w.find("did not validate") != std::string::npos;
+    CHECK(rebuilt);
+    auto r = (*db)->query("get w select id near e $1 limit 3", {Value::vector({4, 1, 0, 1})});
+    REQUIRE(r.is_ok());
+    REQUIRE(r->rows.size() == 3);
+    CHECK(r->rows[0].get("id")->as_int() == 5);
+  }
+}
