@@ -864,7 +864,8 @@ void put_array(std::string& out, const Array& v) {
   out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
 }
 template <typename Array>
-bool get_array(Reader& r, Array* v, size_t n) {
+bool get_array(Reader& r, Array* v, uint64_t n) {
+  if (n > r.left() / sizeof((*v)[0])) return false;  // more than the bytes hold (n * size could wrap)
   std::string_view b = r.bytes(n * sizeof((*v)[0]));
   if (!r.ok()) return false;
   v->resize(n);
