@@ -22,12 +22,16 @@
 
 namespace kitfox {
 
+constexpr size_t kHugePage = size_t{2} << 20;  // a transparent huge page on x86-64 and arm64
+
+// x rounded up to a multiple of kHugePage.
+constexpr uintptr_t huge_round_up(uintptr_t x) { return (x + kHugePage - 1) & ~(uintptr_t)(kHugePage - 1); }
+
 inline void advise_huge_pages(const void* p, size_t n) {
 #if defined(__linux__) && !defined(__EMSCRIPTEN__) && defined(MADV_HUGEPAGE)
-  constexpr uintptr_t kHuge = 2u << 20;
-  if (n < 2 * kHuge) return;
-  uintptr_t a = ((uintptr_t)p + kHuge - 1) & ~(kHuge - 1);
-  uintptr_t b = ((uintptr_t)p + n) & ~(kHuge - 1);
+  if (n < 2 * kHugePage) return;
+  uintptr_t a = huge_round_up((uintptr_t)p);
+  uintptr_t b = ((uintptr_t)p + n) & ~(uintptr_t)(kHugePage - 1);
   if (b > a) madvise((void*)a, b - a, MADV_HUGEPAGE);  // advice: failure changes nothing
 #else
   (void)p;
@@ -53,15 +57,14 @@ inline constexpr bool kHugeBlocks = false;
 // be had.
 inline std::shared_ptr<char> huge_block(size_t bytes) {
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
-  constexpr size_t kHuge = size_t{2} << 20;
   if (bytes == 0 || bytes > SIZE_MAX / 4) return {};
-  const size_t whole = (bytes + kHuge - 1) & ~(kHuge - 1);
-  const size_t span = whole + kHuge;  // room to start on a huge page's boundary
+  const size_t whole = huge_round_up(bytes);
+  const size_t span = whole + kHugePage;  // room to start on a huge page's boundary
   // No reserve: memory asked for ahead (IdBlocks::expect) is only taken
   // where it is written, whatever the overcommit setting.
   void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return {};
-  char* p = reinterpret_cast<char*>(((uintptr_t)m + kHuge - 1) & ~(uintptr_t)(kHuge - 1));
+  char* p = reinterpret_cast<char*>(huge_round_up((uintptr_t)m));
 #ifdef MADV_HUGEPAGE
   madvise(p, whole, MADV_HUGEPAGE);  // advice: failure changes nothing
 #endif
@@ -158,7 +161,7 @@ class GrowBuffer {
     // Advice for the whole mapping, never part of it: advising only its
     // 2 MiB-aligned middle would split it into several mappings, and mremap
     // cannot grow a range that spans more than one (it fails with EFAULT).
-    if (huge_ && cap_ >= (4u << 20)) madvise(p_, cap_, MADV_HUGEPAGE);
+    if (huge_ && cap_ >= 2 * kHugePage) madvise(p_, cap_, MADV_HUGEPAGE);
 #endif
 #else
     v_.resize(want);
