@@ -571,8 +571,16 @@ Status Engine::checkpoint() {
     gate.unlock();  // writes go on, into the old file's tail
     holding.reset();
   }
-  Status st = finish_image(&img);
-  if (st.is_ok()) st = write_image(&img);
+  // Beside the writers the build and its writes take only CPU time the
+  // readers and writers leave: they hold no lock, and a thread preempted
+  // there makes no one wait. Under the gate they run on this thread.
+  Status st;
+  auto build = [&] {
+    st = finish_image(&img);
+    if (st.is_ok()) st = write_image(&img);
+  };
+  if (carry) port::run_idle(build);
+  else build();
   // The old file's writes flushed now, beside the readers and writers: the
   // rename's flush of the directory would otherwise wait for them under the
   // gate (ext4 commits them with it), as long as `sync = off` let them pile up.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #ifdef __linux__
+#include <pthread.h>
 #include <sched.h>
 #endif
 
@@ -58,6 +59,8 @@ void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
   for (unsigned p = 0; p < parts; p++) f(p);
 }
 
+void run_idle(const std::function<void()>& f) { f(); }
+
 struct Workers::Impl {};
 Workers::Workers(int) {}
 Workers::~Workers() = default;
@@ -73,6 +76,24 @@ void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
   if (parts) f(0);
   for (auto& t : ts) t.join();
 }
+
+#ifdef __linux__
+static void* run_at_idle(void* f) {
+  // Refused (a sandbox's filter), f runs at the caller's priority.
+  sched_param none{};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
+  (*static_cast<const std::function<void()>*>(f))();
+  return nullptr;
+}
+
+void run_idle(const std::function<void()>& f) {
+  pthread_t t;
+  if (pthread_create(&t, nullptr, run_at_idle, const_cast<std::function<void()>*>(&f)) != 0) return f();
+  pthread_join(t, nullptr);
+}
+#else
+void run_idle(const std::function<void()>& f) { f(); }
+#endif
 
 namespace {
 

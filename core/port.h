@@ -79,6 +79,14 @@ class Background {
 // a thread of its own; without threads one after another on the caller.
 void run_parts(unsigned parts, const std::function<void(unsigned)>& f);
 
+// Runs f and returns when it has, on CPU time nothing else wants: natively
+// on Linux on a thread of its own in the scheduler's lowest class
+// (SCHED_IDLE: a thread that becomes runnable takes its CPU at once);
+// elsewhere, or when no thread can start, on the caller. For background
+// work that holds no lock another thread could wait for (a checkpoint's
+// build): a thread holding one would keep it while others run.
+void run_idle(const std::function<void()>& f);
+
 // Threads kept for many short loops (an HNSW build's phases): run(b, e, f)
 // calls f(i) for every i in [b, e), the caller and the workers taking the
 // next i as they finish, and returns when every call has. Between loops

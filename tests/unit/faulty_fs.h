@@ -12,9 +12,23 @@
 #include <tuple>
 #include <vector>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 #include "file.h"
 
 namespace kitfox::testing {
+
+// Whether the calling thread runs in the scheduler's idle class (Linux's
+// SCHED_IDLE; never elsewhere).
+inline bool in_idle_class() {
+#ifdef __linux__
+  return sched_getscheduler(0) == SCHED_IDLE;
+#else
+  return false;
+#endif
+}
 
 // Wraps a file system to count flushes and inject failures.
 struct Faults {
@@ -34,8 +48,10 @@ struct Faults {
   // was not flushed whole (a crash after it could lose what it holds).
   std::map<std::string, bool> dirty;
   int unflushed_replaces = 0;
-  // File::write_behind calls: file, offset, bytes.
-  std::vector<std::tuple<std::string, uint64_t, uint64_t>> behind;
+  // File::write_behind calls: file, offset, bytes, made in the idle class.
+  std::vector<std::tuple<std::string, uint64_t, uint64_t, bool>> behind;
+  // replace() calls made in the idle class.
+  int idle_replaces = 0;
   void hold(bool on) {
     std::lock_guard g(m);
     held = on;
@@ -71,7 +87,7 @@ class FaultyFile : public File {
   void write_behind(uint64_t o, uint64_t n) override {
     {
       std::lock_guard g(x_->m);
-      x_->behind.emplace_back(name_, o, n);
+      x_->behind.emplace_back(name_, o, n, in_idle_class());
     }
     f_->write_behind(o, n);
   }
@@ -124,6 +140,7 @@ class FaultyFs : public FileSystem {
     {
       std::lock_guard g(x_->m);
       if (x_->dirty[a]) x_->unflushed_replaces++;
+      if (in_idle_class()) x_->idle_replaces++;
       x_->dirty[b] = x_->dirty[a];
       x_->dirty.erase(a);
     }

@@ -1,5 +1,6 @@
 // The port layer's threads (core/port.h): run_parts makes every part's call
-// once and returns after all of them; Workers make every call of a loop
+// once and returns after all of them; run_idle makes its call once, on Linux
+// on a thread in the scheduler's idle class; Workers make every call of a loop
 // once, loop after loop, with any number of threads. And the check of a big
 // extent, which runs in parts on them, finds the first damaged block
 // wherever it lies.
@@ -9,6 +10,10 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "codec.h"
 #include "port.h"
@@ -29,6 +34,22 @@ TEST_CASE("run_parts calls each part once and returns when every call has") {
       CHECK(wrote[p] == (int)p + 1);
     }
   }
+}
+
+TEST_CASE("run_idle makes its call once and returns after it, on Linux in the idle class") {
+  int calls = 0;
+  int policy = -1;
+  port::run_idle([&] {
+    calls++;  // read below with no lock: run_idle joined its thread
+#ifdef __linux__
+    policy = sched_getscheduler(0);
+#endif
+  });
+  CHECK(calls == 1);
+#ifdef __linux__
+  CHECK(policy == SCHED_IDLE);
+  CHECK(sched_getscheduler(0) != SCHED_IDLE);  // the caller's class is its own
+#endif
 }
 
 TEST_CASE("Workers make every call of a loop once, loop after loop, with any number of threads") {
