@@ -24,6 +24,7 @@
 // built at the pin, the gate is held throughout and there is no tail to
 // carry (the side file is then NAME~).
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <tuple>
 
@@ -45,6 +46,10 @@ constexpr int kCarryRounds = 8;
 constexpr size_t kMovePiece = 1 << 15;  // documents moved into the new image per hold of the write lock
 // Beside the writers the image is written in pieces of this size (write_image).
 constexpr size_t kImagePiece = 1 << 20;
+// A build at idle priority looks whether to hurry after this many documents
+// (about 0.2 ms), and is told to after at most this long.
+constexpr uint32_t kHurryCheck = 4096;
+constexpr uint64_t kHurryMaxMs = 2000;
 }  // namespace
 
 bool Engine::checkpoint_worthwhile(bool closing) const {
@@ -239,24 +244,42 @@ class ImageBodies {
 
 }  // namespace
 
-Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
-                                 const Collection* vs) {
+Status Engine::append_documents(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
+                                const Collection* vs, const std::atomic<bool>* hurry) {
   std::string& out = img->bytes;
   ImageBodies bodies(ic.name, vs);
   for (const VectorPin& vp : ic.vectors) bodies.add_index(vp.field, vp.pin);
-  ic.was.reserve(ids.size());
-  ic.ids.expect(ids.size());
+  if (!ic.resumed) {
+    ic.was.reserve(ids.size());
+    ic.ids.expect(ids.size());
+  }
   DocsRecords docs(out, ic.id, &ic.ids, &ic.was, &img->records, short_frame_bytes);
   Status bad;
+  bool stopped = false;
+  uint32_t until_check = kHurryCheck;
+  // After each kHurryCheck documents: told to hurry, it stops there, for
+  // the caller to go on from the next id.
+  auto go_on = [&](int64_t id) {
+    if (!hurry || --until_check) return true;
+    until_check = kHurryCheck;
+    if (!hurry->load(std::memory_order_relaxed)) return true;
+    ic.done_through = id;
+    stopped = true;
+    return false;
+  };
+  const bool resumed = ic.resumed;
+  const int64_t done_through = ic.done_through;
   if (bodies.needed()) {
     ids.scan([&](const IdEntry& e) {
+      if (resumed && e.id <= done_through) return true;
       std::string_view b;
       bad = bodies.body(e.id, view.body(e.loc), &b);
       if (bad.is_ok()) docs.rewritten(e, b);
-      return bad.is_ok();
+      return bad.is_ok() && go_on(e.id);
     });
   } else {
     ids.scan([&](const IdEntry& e) {
+      if (resumed && e.id <= done_through) return true;
       int64_t id;
       std::string_view entry = view.entry(e.loc, &id);
       if (entry.empty() || id != e.id) {
@@ -265,14 +288,23 @@ Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& id
         return false;
       }
       docs.stored(e, entry);
-      return true;
+      return go_on(e.id);
     });
   }
   KF_TRY(bad);
-  // The last record. The image holds no id index: an open builds it on its
-  // pass over the documents (image.cpp).
+  // The last record (or the last before the stop). The image holds no id
+  // index: an open builds it on its pass over the documents (image.cpp).
   docs.flush();
-  img->docs += ic.ids.size();
+  ic.resumed = stopped;
+  if (!stopped) {
+    ic.docs_done = true;
+    img->docs += ic.ids.size();
+  }
+  return Status::ok();
+}
+
+void Engine::append_vectors(NewImage* img, ImageColl& ic) {
+  std::string& out = img->bytes;
   for (VectorPin& vp : ic.vectors) {
     std::string head;
     put_varint(head, ic.id);
@@ -293,7 +325,6 @@ Status Engine::append_collection(NewImage* img, ImageColl& ic, const IdIndex& id
     img->records += 4;
     vp.pin = HnswIndex::Pin();  // its copies are in the image now
   }
-  return Status::ok();
 }
 
 // The pin, under a lock that keeps writes out (the gate and the shared lock,
@@ -339,7 +370,8 @@ Status Engine::begin_image(NewImage* img, bool carry) {
       ic.pinned.copy_from(c->ids);  // its blocks shared, not copied (id_index.h)
     } else {
       ic.built = true;
-      KF_TRY(append_collection(img, ic, c->ids, now, refers_to_tables(*c) ? c.get() : nullptr));
+      KF_TRY(append_documents(img, ic, c->ids, now, refers_to_tables(*c) ? c.get() : nullptr, nullptr));
+      append_vectors(img, ic);
     }
   }
   img->pos = write_pos_;
@@ -349,12 +381,25 @@ Status Engine::begin_image(NewImage* img, bool carry) {
   return Status::ok();
 }
 
-// The rest of the image from the pin; needs no lock.
+// The documents of the image from the pin; needs no lock. With `hurry`,
+// it stops soon after *hurry is set, for another call to go on from there.
+Status Engine::image_documents(NewImage* img, const std::atomic<bool>* hurry) {
+  for (ImageColl& ic : img->colls) {
+    if (ic.built || ic.docs_done) continue;
+    KF_TRY(append_documents(img, ic, ic.pinned, img->view, nullptr, hurry));
+    if (!ic.docs_done) break;  // told to hurry
+  }
+  return Status::ok();
+}
+
+// The rest of the image from the pin: the documents image_documents() did
+// not write, the vector tables and graphs, the end; needs no lock.
 Status Engine::finish_image(NewImage* img) {
+  KF_TRY(image_documents(img, nullptr));
   for (ImageColl& ic : img->colls) {
     if (ic.built) continue;
-    KF_TRY(append_collection(img, ic, ic.pinned, img->view, nullptr));
     ic.pinned.clear();  // the blocks it shared let go
+    append_vectors(img, ic);
   }
   std::string end;
   put_u64(end, img->seq);
@@ -366,28 +411,53 @@ Status Engine::finish_image(NewImage* img) {
   return Status::ok();
 }
 
-// The image written to the side file and flushed. Beside the writers it
-// goes in pieces of 1 MiB, each started to the device as it is written once
-// the one before is there (File::write_behind): a writer's flush of the log
-// meanwhile queues behind a piece or two, not behind the whole image as
-// when the image's own flush wrote it all.
-Status Engine::write_image(NewImage* img) {
+// The side file, empty (on the checkpoint's thread: opening it takes a
+// process-wide lock, emptying it a file system's journal).
+Status Engine::open_side(NewImage* img) {
   KF_ASSIGN(img->file, fs_.open(img->side, OpenFlags{true, true}));
-  KF_TRY(img->file->truncate(0));
-  const size_t piece = img->beside_writers ? kImagePiece : img->bytes.size();
-  for (size_t at = 0; at < img->bytes.size(); at += piece) {
-    const size_t n = std::min(piece, img->bytes.size() - at);
-    KF_TRY(img->file->write(at, img->bytes.data() + at, n));
+  return img->file->truncate(0);
+}
+
+// The image's bytes from img->written on, written into the side file a
+// piece at a time (into the file's pages: nothing started to the device);
+// with `hurry`, stopped between pieces once *hurry is set.
+Status Engine::write_pages(NewImage* img, const std::atomic<bool>* hurry) {
+  while (img->written < img->bytes.size()) {
+    if (hurry && hurry->load(std::memory_order_relaxed)) break;
+    const size_t n = std::min<size_t>(kImagePiece, img->bytes.size() - img->written);
+    KF_TRY(img->file->write(img->written, img->bytes.data() + img->written, n));
+    img->written += n;
+  }
+  return Status::ok();
+}
+
+// The image written to the side file and flushed. Beside the writers it
+// goes in pieces of 1 MiB, each started to the device once the one before
+// is there (File::write_behind): a writer's flush of the log meanwhile
+// queues behind a piece or two, not behind the whole image as when the
+// image's own flush wrote it all. What write_pages() wrote already is
+// started the same way, its header written again (finish_image sets the
+// version last).
+Status Engine::write_image(NewImage* img) {
+  if (!img->file) KF_TRY(open_side(img));
+  if (img->written) KF_TRY(img->file->write(0, img->bytes.data(), format::kHeaderSize));
+  const uint64_t size = img->bytes.size();
+  for (uint64_t at = 0; at < size; at += kImagePiece) {
+    const uint64_t n = std::min<uint64_t>(kImagePiece, size - at);
+    if (at + n > img->written) {
+      const uint64_t from = std::max<uint64_t>(at, img->written);
+      KF_TRY(img->file->write(from, img->bytes.data() + from, (size_t)(at + n - from)));
+    }
     if (img->beside_writers) img->file->write_behind(at, n);
   }
+  img->written = size;
   // The log's first megabyte after it as zeros, flushed with it, where the
   // log fills ahead (log.cpp): the first durable writes after the switch
   // then write over bytes the file has, as every other does, instead of
   // the first one writing and flushing that megabyte inside its write. A
   // failed write of them only leaves that to the log.
-  const uint64_t end = img->bytes.size();
-  if (img->beside_writers && fills_ahead(*img->file) && write_zeros(*img->file, end, end + kFillAhead).is_ok())
-    img->filled = end + kFillAhead;
+  if (img->beside_writers && fills_ahead(*img->file) && write_zeros(*img->file, size, size + kFillAhead).is_ok())
+    img->filled = size + kFillAhead;
   return img->file->sync();
 }
 
@@ -571,16 +641,40 @@ Status Engine::checkpoint() {
     gate.unlock();  // writes go on, into the old file's tail
     holding.reset();
   }
-  // Beside the writers the build and its writes take only CPU time the
-  // readers and writers leave: they hold no lock, and a thread preempted
-  // there makes no one wait. Under the gate they run on this thread.
+  // Beside the writers most of a checkpoint's CPU time, its documents
+  // copied into the image and those bytes into the side file's pages, is
+  // spent on CPU time the readers and writers leave (port::run_idle): that
+  // takes no engine lock and only writes into the file's pages (the file is
+  // opened and emptied here, its pages started to the device and flushed
+  // here: a file system's journal may wait for those).
+  // Past a budget (about 20 times what it takes with a core of its own)
+  // the rest is done here at this thread's priority: a machine kept busy
+  // slows a checkpoint down, no more. So are the vector tables (long copies
+  // that cannot stop midway).
   Status st;
-  auto build = [&] {
-    st = finish_image(&img);
-    if (st.is_ok()) st = write_image(&img);
-  };
-  if (carry) port::run_idle(build);
-  else build();
+  if (carry) {
+    std::atomic<bool> hurry{false};
+    uint64_t documents = 0;
+    for (const ImageColl& ic : img.colls) documents += ic.pinned.size();
+    const int budget_ms =
+        idle_budget_ms >= 0 ? idle_budget_ms : (int)std::min<uint64_t>(kHurryMaxMs, 100 + documents / 1000);
+    st = open_side(&img);
+    if (st.is_ok())
+      port::run_idle(
+          [&] {
+            if (idle_build_hook) idle_build_hook();
+            st = image_documents(&img, &hurry);
+            if (st.is_ok()) st = write_pages(&img, &hurry);
+          },
+          budget_ms, &hurry);
+    for (const ImageColl& ic : img.colls)
+      if (ic.resumed) {
+        builds_hurried++;
+        break;
+      }
+  }
+  if (st.is_ok()) st = finish_image(&img);
+  if (st.is_ok()) st = write_image(&img);
   // The old file's writes flushed now, beside the readers and writers: the
   // rename's flush of the directory would otherwise wait for them under the
   // gate (ext4 commits them with it), as long as `sync = off` let them pile up.

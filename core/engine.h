@@ -387,6 +387,13 @@ class Engine {
   // maps (under the shared lock, before it lets it go).
   std::function<void()> live_wait_hook, landing_hook, maps_wait_hook;
   std::atomic<uint64_t> pinned_fills{0};
+  // Tests: called on the thread that builds a checkpoint's documents at
+  // idle priority, before it does; the budget that build gets (ms; -1: from
+  // the documents, 0: told to hurry from the start); the checkpoints whose
+  // documents the checkpoint's own thread finished, since the open.
+  std::function<void()> idle_build_hook;
+  int idle_budget_ms = -1;
+  std::atomic<uint64_t> builds_hurried{0};
   // An image record's body longer than this goes in a long frame
   // (storage/format.h); tests lower it to write long frames of small ones.
   uint64_t short_frame_bytes = kMaxRecordBytes;
@@ -463,6 +470,9 @@ class Engine {
     std::vector<VectorPin> vectors;
     IdBlocks ids;  // its entries in the image (offsets)
     std::vector<uint64_t> was; // each one's location at the pin
+    bool docs_done = false;    // its Docs records are in the image
+    bool resumed = false;      // some are, up to and with id done_through
+    int64_t done_through = 0;
   };
   struct NewImage {
     std::string bytes;
@@ -477,6 +487,7 @@ class Engine {
     Arena::View view;
     std::string side;            // the side file it is written to: NAME~, or NAME~~ when it carries a tail
     std::unique_ptr<File> file;
+    uint64_t written = 0;        // bytes of the image in the side file (write_pages)
     uint64_t carried = 0;        // bytes of the old tail copied after the image
     uint32_t segment = 0;        // the image's arena segment after the switch
     bool keep_old = false;       // a collection still refers to the pin's segments
@@ -485,12 +496,18 @@ class Engine {
     std::vector<ImageColl*> to_move;
   };
   Status begin_image(NewImage* img, bool carry);
-  // A collection's records in the image: its documents from `ids` and
-  // `view`, then its pinned vector tables. `vs`: resolves references into
-  // tables no index holds (only while writes wait).
-  Status append_collection(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
-                           const Collection* vs);
+  // A collection's Docs records in the image, from `ids` and `view`; with
+  // `hurry`, stopped soon after *hurry is set (ic.resumed), to go on from
+  // there in the next call. `vs`: resolves references into tables no index
+  // holds (only while writes wait).
+  Status append_documents(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
+                          const Collection* vs, const std::atomic<bool>* hurry);
+  // A collection's pinned vector tables and graphs in the image.
+  void append_vectors(NewImage* img, ImageColl& ic);
+  Status image_documents(NewImage* img, const std::atomic<bool>* hurry);
   Status finish_image(NewImage* img);
+  Status open_side(NewImage* img);
+  Status write_pages(NewImage* img, const std::atomic<bool>* hurry);
   Status write_image(NewImage* img);
   Status carry_tail(NewImage& img, uint64_t to);
   Status replace_file(const NewImage& img);

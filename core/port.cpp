@@ -59,7 +59,7 @@ void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
   for (unsigned p = 0; p < parts; p++) f(p);
 }
 
-void run_idle(const std::function<void()>& f) { f(); }
+void run_idle(const std::function<void()>& f, int, std::atomic<bool>*) { f(); }
 
 struct Workers::Impl {};
 Workers::Workers(int) {}
@@ -78,21 +78,40 @@ void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
 }
 
 #ifdef __linux__
-static void* run_at_idle(void* f) {
+namespace {
+struct IdleRun {
+  const std::function<void()>* f;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+};
+
+void* run_at_idle(void* p) {
+  auto* run = static_cast<IdleRun*>(p);
   // Refused (a sandbox's filter), f runs at the caller's priority.
   sched_param none{};
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &none);
-  (*static_cast<const std::function<void()>*>(f))();
+  (*run->f)();
+  std::lock_guard lk(run->mu);
+  run->done = true;
+  run->cv.notify_one();
   return nullptr;
 }
+}  // namespace
 
-void run_idle(const std::function<void()>& f) {
+void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* hurry) {
+  IdleRun run{&f, {}, {}, false};
+  if (budget_ms <= 0) hurry->store(true);
   pthread_t t;
-  if (pthread_create(&t, nullptr, run_at_idle, const_cast<std::function<void()>*>(&f)) != 0) return f();
+  if (pthread_create(&t, nullptr, run_at_idle, &run) != 0) return f();
+  {
+    std::unique_lock lk(run.mu);
+    if (!run.cv.wait_for(lk, std::chrono::milliseconds(budget_ms), [&] { return run.done; })) hurry->store(true);
+  }
   pthread_join(t, nullptr);
 }
 #else
-void run_idle(const std::function<void()>& f) { f(); }
+void run_idle(const std::function<void()>& f, int, std::atomic<bool>*) { f(); }
 #endif
 
 namespace {

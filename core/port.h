@@ -5,6 +5,7 @@
 // background work does not start (a host calls warm() and sync()
 // instead), and nothing in the engine's logic asks which build it is in.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -82,10 +83,14 @@ void run_parts(unsigned parts, const std::function<void(unsigned)>& f);
 // Runs f and returns when it has, on CPU time nothing else wants: natively
 // on Linux on a thread of its own in the scheduler's lowest class
 // (SCHED_IDLE: a thread that becomes runnable takes its CPU at once);
-// elsewhere, or when no thread can start, on the caller. For background
-// work that holds no lock another thread could wait for (a checkpoint's
-// build): a thread holding one would keep it while others run.
-void run_idle(const std::function<void()>& f);
+// elsewhere, or when no thread can start, on the caller. Such a thread gets
+// almost no CPU while others keep every core busy, and cannot be raised
+// again, so f must look at *hurry often: it is set once f has run for
+// `budget_ms` (at once for 0), for f to return and its caller to do the
+// rest. For
+// background work that holds nothing another thread could wait for: a
+// lock, a file system's journal (a checkpoint's documents).
+void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* hurry);
 
 // Threads kept for many short loops (an HNSW build's phases): run(b, e, f)
 // calls f(i) for every i in [b, e), the caller and the workers taking the

@@ -50,8 +50,8 @@ struct Faults {
   int unflushed_replaces = 0;
   // File::write_behind calls: file, offset, bytes, made in the idle class.
   std::vector<std::tuple<std::string, uint64_t, uint64_t, bool>> behind;
-  // replace() calls made in the idle class.
-  int idle_replaces = 0;
+  // write() calls, flushes and replace() calls made in the idle class.
+  int idle_writes = 0, idle_syncs = 0, idle_replaces = 0;
   void hold(bool on) {
     std::lock_guard g(m);
     held = on;
@@ -96,6 +96,7 @@ class FaultyFile : public File {
     Status st = f_->write(o, b, n);
     std::lock_guard g(x_->m);
     x_->writes++;
+    if (in_idle_class()) x_->idle_writes++;
     x_->dirty[name_] = true;
     x_->cv.notify_all();
     return st;
@@ -104,6 +105,7 @@ class FaultyFile : public File {
     {
       std::unique_lock lk(x_->m);
       x_->syncs++;
+      if (in_idle_class()) x_->idle_syncs++;
       x_->cv.notify_all();
       x_->cv.wait(lk, [&] { return !x_->held; });
       x_->dirty[name_] = false;  // what was written before this flush (a write from now on marks it again)
