@@ -431,13 +431,12 @@ Status Engine::write_pages(NewImage* img, const std::atomic<bool>* hurry) {
   return Status::ok();
 }
 
-// The image written to the side file and flushed. Beside the writers it
-// goes in pieces of 1 MiB, each started to the device once the one before
-// is there (File::write_behind): a writer's flush of the log meanwhile
-// queues behind a piece or two, not behind the whole image as when the
-// image's own flush wrote it all. What write_pages() wrote already is
-// started the same way, its header written again (finish_image sets the
-// version last).
+// The image written to the side file and flushed, in pieces of 1 MiB.
+// Beside the writers each is started to the device once the one before is
+// there (File::write_behind): a writer's flush of the log meanwhile queues
+// behind a piece or two, not behind the whole image as when the image's
+// own flush wrote it all. What write_pages() wrote already is started the
+// same way, its header written again (finish_image sets the version last).
 Status Engine::write_image(NewImage* img) {
   if (!img->file) KF_TRY(open_side(img));
   if (img->written) KF_TRY(img->file->write(0, img->bytes.data(), format::kHeaderSize));

@@ -59,7 +59,10 @@ void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
   for (unsigned p = 0; p < parts; p++) f(p);
 }
 
-void run_idle(const std::function<void()>& f, int, std::atomic<bool>*) { f(); }
+void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* hurry) {
+  if (budget_ms <= 0) hurry->store(true);
+  f();
+}
 
 struct Workers::Impl {};
 Workers::Workers(int) {}
@@ -111,7 +114,10 @@ void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* 
   pthread_join(t, nullptr);
 }
 #else
-void run_idle(const std::function<void()>& f, int, std::atomic<bool>*) { f(); }
+void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* hurry) {
+  if (budget_ms <= 0) hurry->store(true);
+  f();
+}
 #endif
 
 namespace {

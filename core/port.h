@@ -86,10 +86,11 @@ void run_parts(unsigned parts, const std::function<void(unsigned)>& f);
 // elsewhere, or when no thread can start, on the caller. Such a thread gets
 // almost no CPU while others keep every core busy, and cannot be raised
 // again, so f must look at *hurry often: it is set once f has run for
-// `budget_ms` (at once for 0), for f to return and its caller to do the
-// rest. For
-// background work that holds nothing another thread could wait for: a
-// lock, a file system's journal (a checkpoint's documents).
+// `budget_ms` (at once for 0), for f to return at its next look and its
+// caller to do the rest. For background work that takes no lock another
+// thread waits for: one held by a thread that gets no CPU holds up its
+// waiters (a write into a file's pages may hold a file system's journal a
+// moment, to change the file's time).
 void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* hurry);
 
 // Threads kept for many short loops (an HNSW build's phases): run(b, e, f)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #ifdef __linux__
+#include <pthread.h>
 #include <sched.h>
 #endif
 
@@ -25,6 +26,22 @@ namespace kitfox::testing {
 inline bool in_idle_class() {
 #ifdef __linux__
   return sched_getscheduler(0) == SCHED_IDLE;
+#else
+  return false;
+#endif
+}
+
+// Whether a thread may put itself in the idle class here (Linux, unless a
+// sandbox's filter refuses it): asked on a thread of its own.
+inline bool idle_class_allowed() {
+#ifdef __linux__
+  bool ok = false;
+  std::thread t([&] {
+    sched_param none{};
+    ok = pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0;
+  });
+  t.join();
+  return ok;
 #else
   return false;
 #endif
