@@ -3490,7 +3490,7 @@ TEST_CASE("a checkpoint's documents are built at idle priority; told to hurry, i
     REQUIRE(db->query("create collection " + text + " (n int, s text)").is_ok());
     REQUIRE(db->query("create collection " + vec + " (n int, e vector<2> @hnsw(l2))").is_ok());
     REQUIRE(db->query("create collection " + exact + " (s text)").is_ok());
-    for (int b = 0; b < 10; b++) {
+    for (int b = 0; b < 5; b++) {
       std::vector<Value> ts, vs;
       for (int i = 0; i < 1000; i++) {
         const int n = b * 1000 + i;
@@ -3548,7 +3548,7 @@ TEST_CASE("a checkpoint's documents are built at idle priority; told to hurry, i
     for (auto& [name, at, n, in_idle] : faults.behind) CHECK_FALSE(in_idle);
     CHECK(eng.builds_hurried.load() == (sh.budget == 0 ? 1u : 0u));
     CHECK(rows_of(*db) == before);
-    CHECK(count(*db, text.c_str()) == 10000 - 110);
+    CHECK(count(*db, text.c_str()) == 5000 - 110);
     CHECK(count(*db, exact.c_str()) == 4096);
     // The file opens to the same documents, whole and with no warning.
     auto copy = make_memory_file_system();
