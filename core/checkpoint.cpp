@@ -9,7 +9,9 @@
 //   2. the rest of the image, built from the pin, written to NAME~~ a
 //      piece behind another and flushed (finish_image, write_image) with no
 //      lock held: writes land meanwhile in the old file's tail and in new
-//      arena segments;
+//      arena segments. Natively the documents and their pages are done on
+//      a thread at idle priority (image_documents, write_pages), told to
+//      hurry past a budget;
 //   3. those writes copied after the new image (carry_tail), in rounds while
 //      they go on, and the last piece under the gate;
 //   4. NAME~~ renamed over NAME and the engine switched to it under the write

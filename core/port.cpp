@@ -59,11 +59,6 @@ void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
   for (unsigned p = 0; p < parts; p++) f(p);
 }
 
-void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* hurry) {
-  if (budget_ms <= 0) hurry->store(true);
-  f();
-}
-
 struct Workers::Impl {};
 Workers::Workers(int) {}
 Workers::~Workers() = default;
@@ -80,7 +75,7 @@ void run_parts(unsigned parts, const std::function<void(unsigned)>& f) {
   for (auto& t : ts) t.join();
 }
 
-#ifdef __linux__
+#if defined(__linux__)
 namespace {
 struct IdleRun {
   const std::function<void()>* f;
@@ -113,11 +108,7 @@ void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* 
   }
   pthread_join(t, nullptr);
 }
-#else
-void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* hurry) {
-  if (budget_ms <= 0) hurry->store(true);
-  f();
-}
+#define KITFOX_IDLE_THREAD 1
 #endif
 
 namespace {
@@ -202,6 +193,15 @@ void Workers::run_calls(uint32_t begin, uint32_t end, void (*call)(const void*, 
   w.done.wait(lk, [&] { return w.active.load() == 0; });
 }
 
+#endif
+
+#ifndef KITFOX_IDLE_THREAD
+// No idle class (or no threads): f runs on the caller, told to hurry only
+// for a budget of 0.
+void run_idle(const std::function<void()>& f, int budget_ms, std::atomic<bool>* hurry) {
+  if (budget_ms <= 0) hurry->store(true);
+  f();
+}
 #endif
 
 }  // namespace kitfox::port
