@@ -421,13 +421,15 @@ Status Engine::open_side(NewImage* img) {
 }
 
 // The image's bytes from img->written on, written into the side file a
-// piece at a time (into the file's pages: nothing started to the device);
+// piece at a time; with `start`, each piece started to the device once the
+// one before is there (File::write_behind), else left in the file's pages;
 // with `hurry`, stopped between pieces once *hurry is set.
-Status Engine::write_pages(NewImage* img, const std::atomic<bool>* hurry) {
+Status Engine::write_pages(NewImage* img, bool start, const std::atomic<bool>* hurry) {
   while (img->written < img->bytes.size()) {
     if (hurry && hurry->load(std::memory_order_relaxed)) break;
     const size_t n = std::min<size_t>(kImagePiece, img->bytes.size() - img->written);
     KF_TRY(img->file->write(img->written, img->bytes.data() + img->written, n));
+    if (start) img->file->write_behind(img->written, n);
     img->written += n;
   }
   return Status::ok();
@@ -435,23 +437,18 @@ Status Engine::write_pages(NewImage* img, const std::atomic<bool>* hurry) {
 
 // The image written to the side file and flushed, in pieces of 1 MiB.
 // Beside the writers each is started to the device once the one before is
-// there (File::write_behind): a writer's flush of the log meanwhile queues
-// behind a piece or two, not behind the whole image as when the image's
-// own flush wrote it all. What write_pages() wrote already is started the
-// same way, its header written again (finish_image sets the version last).
+// there: a writer's flush of the log meanwhile queues behind a piece or
+// two, not behind the whole image as when the image's own flush wrote it
+// all. What write_pages() wrote at idle priority is started the same way
+// first, its header written again (finish_image sets the version last).
 Status Engine::write_image(NewImage* img) {
   if (!img->file) KF_TRY(open_side(img));
   if (img->written) KF_TRY(img->file->write(0, img->bytes.data(), format::kHeaderSize));
+  if (img->beside_writers)
+    for (uint64_t at = 0; at < img->written; at += kImagePiece)
+      img->file->write_behind(at, std::min<uint64_t>(kImagePiece, img->written - at));
+  KF_TRY(write_pages(img, img->beside_writers, nullptr));
   const uint64_t size = img->bytes.size();
-  for (uint64_t at = 0; at < size; at += kImagePiece) {
-    const uint64_t n = std::min<uint64_t>(kImagePiece, size - at);
-    if (at + n > img->written) {
-      const uint64_t from = std::max<uint64_t>(at, img->written);
-      KF_TRY(img->file->write(from, img->bytes.data() + from, (size_t)(at + n - from)));
-    }
-    if (img->beside_writers) img->file->write_behind(at, n);
-  }
-  img->written = size;
   // The log's first megabyte after it as zeros, flushed with it, where the
   // log fills ahead (log.cpp): the first durable writes after the switch
   // then write over bytes the file has, as every other does, instead of
@@ -665,7 +662,7 @@ Status Engine::checkpoint() {
           [&] {
             if (idle_build_hook) idle_build_hook();
             st = image_documents(&img, &hurry);
-            if (st.is_ok()) st = write_pages(&img, &hurry);
+            if (st.is_ok()) st = write_pages(&img, false, &hurry);
           },
           budget_ms, &hurry);
     for (const ImageColl& ic : img.colls)

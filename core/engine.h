@@ -507,7 +507,7 @@ class Engine {
   Status image_documents(NewImage* img, const std::atomic<bool>* hurry);
   Status finish_image(NewImage* img);
   Status open_side(NewImage* img);
-  Status write_pages(NewImage* img, const std::atomic<bool>* hurry);
+  Status write_pages(NewImage* img, bool start, const std::atomic<bool>* hurry);
   Status write_image(NewImage* img);
   Status carry_tail(NewImage& img, uint64_t to);
   Status replace_file(const NewImage& img);
