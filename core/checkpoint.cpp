@@ -9,9 +9,9 @@
 //   2. the rest of the image, built from the pin, written to NAME~~ a
 //      piece behind another and flushed (finish_image, write_image) with no
 //      lock held: writes land meanwhile in the old file's tail and in new
-//      arena segments. Natively the documents and their pages are done on
-//      a thread at idle priority (image_documents, write_pages), told to
-//      hurry past a budget;
+//      arena segments. Natively the documents, the vector tables and
+//      their pages are done on a thread at idle priority (image_documents,
+//      image_vectors, write_pages), told to hurry past a budget;
 //   3. those writes copied after the new image (carry_tail), in rounds while
 //      they go on, and the last piece under the gate;
 //   4. NAME~~ renamed over NAME and the engine switched to it under the write
@@ -59,32 +59,6 @@ bool Engine::checkpoint_worthwhile(bool closing) const {
   if (tail == 0) return false;
   if (closing) return tail >= (1u << 20) || tail * 4 >= image_bytes_;
   return tail >= (64u << 20) && tail >= image_bytes_;
-}
-
-// Appends a record (`head`, then the checksums of the extent and padding) and
-// the Extent holding the bytes of `a` then `b`, whose first byte lands
-// 64-byte aligned in the file. Returns that offset. Either record's frame is
-// long past `short_max`.
-static uint64_t append_with_extent(std::string& out, uint8_t kind, std::string head, std::string_view a,
-                                   std::string_view b, uint32_t item_bytes, uint64_t short_max) {
-  put_extent_checksums(head, a, b, extent_block_bytes(item_bytes));
-  const uint64_t bytes = (uint64_t)a.size() + b.size();
-  // The record's frame is chosen before its padding (up to 64 bytes more).
-  const uint64_t expect = head.size() + 64;
-  uint64_t start =
-      out.size() + frame_head_bytes(expect, short_max) + head.size() + 1 + 4 + frame_head_bytes(bytes, short_max);
-  uint8_t pad = (uint8_t)((64 - start % 64) % 64);
-  put_u8(head, pad);
-  head.append(pad, '\0');
-  const size_t rec = open_record(out, kind, expect, short_max);
-  out.append(head);
-  close_record(out, rec, short_max);
-  const size_t ext = open_record(out, format::kExtent, bytes, short_max);
-  const uint64_t at = out.size();
-  out.append(a);
-  out.append(b);
-  close_record(out, ext, short_max);
-  return at;
 }
 
 // A collection's documents in Docs records of about kDocsChunkBytes, each
@@ -247,7 +221,7 @@ class ImageBodies {
 }  // namespace
 
 Status Engine::append_documents(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
-                                const Collection* vs, const std::atomic<bool>* hurry) {
+                                const Collection* vs, std::atomic<bool>* hurry) {
   std::string& out = img->bytes;
   ImageBodies bodies(ic.name, vs);
   for (const VectorPin& vp : ic.vectors) bodies.add_index(vp.field, vp.pin);
@@ -264,7 +238,7 @@ Status Engine::append_documents(NewImage* img, ImageColl& ic, const IdIndex& ids
   auto go_on = [&](int64_t id) {
     if (!hurry || --until_check) return true;
     until_check = kHurryCheck;
-    if (!hurry->load(std::memory_order_relaxed)) return true;
+    if (!told_to_hurry(hurry, IdleStep::Documents)) return true;
     ic.done_through = id;
     stopped = true;
     return false;
@@ -298,6 +272,7 @@ Status Engine::append_documents(NewImage* img, ImageColl& ic, const IdIndex& ids
   // index: an open builds it on its pass over the documents (image.cpp).
   docs.flush();
   ic.resumed = stopped;
+  img->hurried = img->hurried || stopped;
   if (!stopped) {
     ic.docs_done = true;
     img->docs += ic.ids.size();
@@ -305,28 +280,55 @@ Status Engine::append_documents(NewImage* img, ImageColl& ic, const IdIndex& ids
   return Status::ok();
 }
 
-void Engine::append_vectors(NewImage* img, ImageColl& ic) {
+bool Engine::told_to_hurry(std::atomic<bool>* hurry, IdleStep step) {
+  if (idle_hook) idle_hook(step, *hurry);
+  return hurry->load(std::memory_order_relaxed);
+}
+
+bool Engine::append_vectors(NewImage* img, ImageColl& ic, std::atomic<bool>* hurry) {
   std::string& out = img->bytes;
+  auto copy = [&](ExtentCopy& x) {
+    while (!x.step(out, vector_step_bytes))
+      if (hurry && told_to_hurry(hurry, IdleStep::Vectors)) {
+        img->hurried = true;
+        return false;
+      }
+    return true;
+  };
   for (VectorPin& vp : ic.vectors) {
-    std::string head;
-    put_varint(head, ic.id);
-    put_varint(head, vp.field);
-    put_str(head, vp.pin.meta);
-    // The table's two parts (the last image's, the rest) copied once, into the image.
-    uint64_t table_at = append_with_extent(out, format::kVectors, head, {vp.pin.base, vp.pin.base_bytes},
-                                           vp.pin.rest, vp.pin.table_item_bytes, short_frame_bytes);
-    std::string().swap(vp.pin.rest);  // in the image now
-    head.clear();
-    put_varint(head, ic.id);
-    put_varint(head, vp.field);
-    put_u64(head, img->seq);
-    put_str(head, vp.pin.graph);
-    uint64_t links_at =
-        append_with_extent(out, format::kGraph, head, vp.pin.links0, {}, vp.pin.links_item_bytes, short_frame_bytes);
-    img->tables.push_back({ic.id, vp.field, table_at, links_at, vp.pin.nodes});
+    if (vp.copied) continue;
+    if (!vp.table.begun()) {
+      std::string head;
+      put_varint(head, ic.id);
+      put_varint(head, vp.field);
+      put_str(head, vp.pin.meta);
+      // The table's two parts (the last image's, the rest) copied once, into the image.
+      vp.table.begin(out, format::kVectors, std::move(head), {vp.pin.base, vp.pin.base_bytes}, vp.pin.rest,
+                     vp.pin.table_item_bytes, short_frame_bytes);
+    }
+    if (!copy(vp.table)) return false;
+    if (!vp.links.begun()) {
+      std::string head;
+      put_varint(head, ic.id);
+      put_varint(head, vp.field);
+      put_u64(head, img->seq);
+      put_str(head, vp.pin.graph);
+      vp.links.begin(out, format::kGraph, std::move(head), vp.pin.links0, {}, vp.pin.links_item_bytes,
+                     short_frame_bytes);
+    }
+    if (!copy(vp.links)) return false;
+    img->tables.push_back({ic.id, vp.field, vp.table.at(), vp.links.at(), vp.pin.nodes});
     img->records += 4;
-    vp.pin = HnswIndex::Pin();  // its copies are in the image now
+    vp.copied = true;
   }
+  return true;
+}
+
+// The pins' copies let go once they are in the image (on the checkpoint's
+// thread: not at idle priority, where a free could hold another thread's
+// heap lock while it waits for a CPU).
+void Engine::release_vectors(ImageColl& ic) {
+  for (VectorPin& vp : ic.vectors) vp.pin = HnswIndex::Pin();
 }
 
 // The pin, under a lock that keeps writes out (the gate and the shared lock,
@@ -373,7 +375,8 @@ Status Engine::begin_image(NewImage* img, bool carry) {
     } else {
       ic.built = true;
       KF_TRY(append_documents(img, ic, c->ids, now, refers_to_tables(*c) ? c.get() : nullptr, nullptr));
-      append_vectors(img, ic);
+      append_vectors(img, ic, nullptr);
+      release_vectors(ic);
     }
   }
   img->pos = write_pos_;
@@ -385,7 +388,7 @@ Status Engine::begin_image(NewImage* img, bool carry) {
 
 // The documents of the image from the pin; needs no lock. With `hurry`,
 // it stops soon after *hurry is set, for another call to go on from there.
-Status Engine::image_documents(NewImage* img, const std::atomic<bool>* hurry) {
+Status Engine::image_documents(NewImage* img, std::atomic<bool>* hurry) {
   for (ImageColl& ic : img->colls) {
     if (ic.built || ic.docs_done) continue;
     KF_TRY(append_documents(img, ic, ic.pinned, img->view, nullptr, hurry));
@@ -394,14 +397,26 @@ Status Engine::image_documents(NewImage* img, const std::atomic<bool>* hurry) {
   return Status::ok();
 }
 
-// The rest of the image from the pin: the documents image_documents() did
-// not write, the vector tables and graphs, the end; needs no lock.
+// The vector tables and graphs of the image from the pin, once all its
+// documents are in it (a copy stopped midway is taken up before anything
+// else is appended); needs no lock. With `hurry`, as image_documents().
+void Engine::image_vectors(NewImage* img, std::atomic<bool>* hurry) {
+  for (const ImageColl& ic : img->colls)
+    if (!ic.built && !ic.docs_done) return;
+  for (ImageColl& ic : img->colls)
+    if (!ic.built && !append_vectors(img, ic, hurry)) return;
+}
+
+// The rest of the image from the pin: the documents and vectors
+// image_documents() and image_vectors() did not write, the end; needs no
+// lock.
 Status Engine::finish_image(NewImage* img) {
   KF_TRY(image_documents(img, nullptr));
   for (ImageColl& ic : img->colls) {
     if (ic.built) continue;
     ic.pinned.clear();  // the blocks it shared let go
-    append_vectors(img, ic);
+    append_vectors(img, ic, nullptr);
+    release_vectors(ic);
   }
   std::string end;
   put_u64(end, img->seq);
@@ -639,37 +654,38 @@ Status Engine::checkpoint() {
     gate.unlock();  // writes go on, into the old file's tail
     holding.reset();
   }
-  // Beside the writers most of a checkpoint's CPU time, its documents
-  // copied into the image and those bytes into the side file's pages, is
-  // spent on CPU time the readers and writers leave (port::run_idle): that
-  // takes no engine lock and only writes into the file's pages (the file is
-  // opened and emptied here, its pages started to the device and flushed
-  // here: a file system's journal may wait for those).
-  // Past a budget (about 20 times what it takes with a core of its own)
+  // Beside the writers most of a checkpoint's CPU time, its documents and
+  // vector tables copied into the image and those bytes into the side
+  // file's pages, is spent on CPU time the readers and writers leave
+  // (port::run_idle): that takes no engine lock, lets go of no pin and only
+  // writes into the file's pages (the file is opened and emptied here, its
+  // pages started to the device and flushed here: a file system's journal
+  // may wait for those). Past a budget (about 20 times what it takes with a
+  // core of its own: 1 ms a thousand documents, 1 ms for 64 KiB of vectors)
   // the rest is done here at this thread's priority: a machine kept busy
-  // slows a checkpoint down, no more. So are the vector tables (long copies
-  // that cannot stop midway).
+  // slows a checkpoint down, no more.
   Status st;
   if (carry) {
     std::atomic<bool> hurry{false};
-    uint64_t documents = 0;
-    for (const ImageColl& ic : img.colls) documents += ic.pinned.size();
-    const int budget_ms =
-        idle_budget_ms >= 0 ? idle_budget_ms : (int)std::min<uint64_t>(kHurryMaxMs, 100 + documents / 1000);
+    uint64_t documents = 0, vector_bytes = 0;
+    for (const ImageColl& ic : img.colls) {
+      documents += ic.pinned.size();
+      for (const VectorPin& vp : ic.vectors) vector_bytes += vp.pin.base_bytes + vp.pin.rest.size() + vp.pin.links0.size();
+    }
+    const int budget_ms = idle_budget_ms >= 0
+                              ? idle_budget_ms
+                              : (int)std::min<uint64_t>(kHurryMaxMs, 100 + documents / 1000 + (vector_bytes >> 16));
     st = open_side(&img);
     if (st.is_ok())
       port::run_idle(
           [&] {
-            if (idle_build_hook) idle_build_hook();
+            if (idle_hook) idle_hook(IdleStep::Start, hurry);
             st = image_documents(&img, &hurry);
+            if (st.is_ok()) image_vectors(&img, &hurry);
             if (st.is_ok()) st = write_pages(&img, false, &hurry);
           },
           budget_ms, &hurry);
-    for (const ImageColl& ic : img.colls)
-      if (ic.resumed) {
-        builds_hurried++;
-        break;
-      }
+    if (img.hurried) builds_hurried++;
   }
   if (st.is_ok()) st = finish_image(&img);
   if (st.is_ok()) st = write_image(&img);

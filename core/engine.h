@@ -387,16 +387,23 @@ class Engine {
   // maps (under the shared lock, before it lets it go).
   std::function<void()> live_wait_hook, landing_hook, maps_wait_hook;
   std::atomic<uint64_t> pinned_fills{0};
-  // Tests: called on the thread that builds a checkpoint's documents at
-  // idle priority, before it does; the budget that build gets (ms; -1: from
-  // the documents, 0: told to hurry from the start); the checkpoints whose
-  // documents the checkpoint's own thread finished, since the open.
-  std::function<void()> idle_build_hook;
+  // Tests: called on the thread that builds a checkpoint's image at idle
+  // priority, when it starts and each time it looks whether to hurry (after
+  // a run of documents, between two steps of a vector table's copy), with
+  // the flag it looks at; the budget that build gets (ms; -1: from the
+  // documents and vectors, 0: told to hurry from the start); the
+  // checkpoints whose image the checkpoint's own thread finished, since the
+  // open.
+  enum class IdleStep { Start, Documents, Vectors };
+  std::function<void(IdleStep, std::atomic<bool>& hurry)> idle_hook;
   int idle_budget_ms = -1;
   std::atomic<uint64_t> builds_hurried{0};
   // An image record's body longer than this goes in a long frame
   // (storage/format.h); tests lower it to write long frames of small ones.
   uint64_t short_frame_bytes = kMaxRecordBytes;
+  // A checkpoint copies a vector table or graph into its image this much a
+  // step (whole blocks, at least one); tests lower it to stop inside small ones.
+  uint64_t vector_step_bytes = 1 << 20;
   // Secondary index i of a collection, built now if it was not yet.
   Result<SecondaryIndex*> secondary(Collection& c, size_t i);
   // The text index of a @text field, built now if it was not yet.
@@ -460,6 +467,8 @@ class Engine {
     std::string name;  // the field's
     const HnswIndex* index;  // only compared at the switch: after the pin it may be gone
     HnswIndex::Pin pin;
+    ExtentCopy table, links;  // the pin's table and level-0 lists into the image, a step at a time
+    bool copied = false;      // both are in the image
   };
   struct ImageColl {
     uint32_t id;
@@ -492,6 +501,7 @@ class Engine {
     uint32_t segment = 0;        // the image's arena segment after the switch
     bool keep_old = false;       // a collection still refers to the pin's segments
     bool beside_writers = false; // built and written with no lock held, writes landing meanwhile
+    bool hurried = false;        // a build at idle priority stopped, for the checkpoint's thread to go on
     uint64_t filled = 0;         // zeros written after the image up to here, for the log to come (log.cpp, fill_ahead)
     std::vector<ImageColl*> to_move;
   };
@@ -501,10 +511,15 @@ class Engine {
   // there in the next call. `vs`: resolves references into tables no index
   // holds (only while writes wait).
   Status append_documents(NewImage* img, ImageColl& ic, const IdIndex& ids, const Arena::View& view,
-                          const Collection* vs, const std::atomic<bool>* hurry);
-  // A collection's pinned vector tables and graphs in the image.
-  void append_vectors(NewImage* img, ImageColl& ic);
-  Status image_documents(NewImage* img, const std::atomic<bool>* hurry);
+                          const Collection* vs, std::atomic<bool>* hurry);
+  // A collection's pinned vector tables and graphs in the image, copied a
+  // step at a time; with `hurry`, false when it stopped between two steps
+  // once *hurry was set, to go on from there in the next call.
+  bool append_vectors(NewImage* img, ImageColl& ic, std::atomic<bool>* hurry);
+  static void release_vectors(ImageColl& ic);
+  bool told_to_hurry(std::atomic<bool>* hurry, IdleStep step);
+  Status image_documents(NewImage* img, std::atomic<bool>* hurry);
+  void image_vectors(NewImage* img, std::atomic<bool>* hurry);
   Status finish_image(NewImage* img);
   Status open_side(NewImage* img);
   Status write_pages(NewImage* img, bool start, const std::atomic<bool>* hurry);

@@ -9,6 +9,8 @@
 #include "../engine_limits.h"
 #include "../index/params.h"
 #include "../port.h"
+#include "format.h"
+#include "record.h"
 
 namespace kitfox {
 
@@ -36,21 +38,66 @@ static void block_crcs(std::string_view bytes, uint32_t block_bytes, uint64_t b0
   }
 }
 
-void put_extent_checksums(std::string& out, std::string_view a, std::string_view b, uint32_t block_bytes) {
-  const uint64_t n = block_count((uint64_t)a.size() + b.size(), block_bytes);
-  put_u32(out, block_bytes);
-  put_u64(out, n);
-  std::vector<uint32_t> crcs(n);
-  // The blocks whole in `a`, the one across the two (if any), then `b`'s.
-  const uint64_t in_a = a.size() / block_bytes;
-  block_crcs(a, block_bytes, 0, std::min(in_a, n), crcs.data());
-  if (in_a < n) {
-    const size_t head = a.size() - (size_t)in_a * block_bytes;
-    const size_t tail = std::min<size_t>(block_bytes - head, b.size());
-    crcs[in_a] = crc32c(crc32c(0, a.data() + (size_t)in_a * block_bytes, head), b.data(), tail);
-    block_crcs(b.substr(tail), block_bytes, 0, n - in_a - 1, crcs.data() + in_a + 1);
+void ExtentCopy::begin(std::string& out, uint8_t kind, std::string head, std::string_view a, std::string_view b,
+                       uint32_t item_bytes, uint64_t short_max) {
+  a_ = a;
+  b_ = b;
+  block_ = extent_block_bytes(item_bytes);
+  short_max_ = short_max;
+  const uint64_t bytes = (uint64_t)a.size() + b.size();
+  const uint64_t n = block_count(bytes, block_);
+  put_u32(head, block_);
+  put_u64(head, n);
+  const size_t sums = head.size();
+  head.append(n * 4, '\0');
+  // The record's frame is chosen before its padding (up to 64 bytes more).
+  const uint64_t expect = head.size() + 64;
+  const uint64_t first =
+      out.size() + frame_head_bytes(expect, short_max) + head.size() + 1 + 4 + frame_head_bytes(bytes, short_max);
+  const uint8_t pad = (uint8_t)((64 - first % 64) % 64);
+  put_u8(head, pad);
+  head.append(pad, '\0');
+  rec_ = open_record(out, kind, expect, short_max);
+  sums_ = out.size() + sums;
+  out.append(head);
+  rec_end_ = out.size();
+  out.append(4, '\0');  // its frame checksum, once the block checksums are in
+  ext_ = open_record(out, format::kExtent, bytes, short_max);
+  at_ = out.size();
+  copied_ = 0;
+  done_ = false;
+}
+
+bool ExtentCopy::step(std::string& out, uint64_t bytes) {
+  if (done_) return true;
+  const uint64_t total = (uint64_t)a_.size() + b_.size();
+  uint64_t n = std::min(total - copied_, std::max<uint64_t>(bytes / block_, 1) * block_);
+  uint64_t pos = copied_;
+  if (pos < a_.size()) {
+    const size_t k = (size_t)std::min<uint64_t>(n, a_.size() - pos);
+    out.append(a_.data() + pos, k);
+    pos += k;
+    n -= k;
   }
-  out.append(reinterpret_cast<const char*>(crcs.data()), n * 4);
+  if (n) {
+    out.append(b_.data() + (pos - a_.size()), (size_t)n);
+    pos += n;
+  }
+  // The blocks that landed: whole ones, and at the end the last.
+  uint32_t crcs[192];
+  const std::string_view landed(out.data() + at_, (size_t)pos);
+  for (uint64_t b = copied_ / block_, end = block_count(pos, block_); b < end;) {
+    const uint64_t k = std::min<uint64_t>(end - b, 192);
+    block_crcs(landed, block_, b, b + k, crcs);
+    memcpy(out.data() + sums_ + b * 4, crcs, k * 4);
+    b += k;
+  }
+  copied_ = pos;
+  if (copied_ < total) return false;
+  close_record(out, ext_, short_max_);
+  close_record_at(out, rec_, rec_end_);
+  done_ = true;
+  return true;
 }
 
 bool get_extent_checksums(Reader& r, ExtentRef* e) {

@@ -41,13 +41,38 @@ constexpr uint32_t kExtentBlockTarget = 1024;
 // (256 KiB; a level-0 list is a few KiB). A record saying more is damage.
 constexpr uint32_t kMaxExtentBlockBytes = 1 << 20;
 uint32_t extent_block_bytes(uint32_t item_bytes);
-// Appends the block size, count and checksums of the bytes of `a` then `b`
-// (one extent in two parts, as a vector table's image part and the rest) to
-// `out`.
-void put_extent_checksums(std::string& out, std::string_view a, std::string_view b, uint32_t block_bytes);
-inline void put_extent_checksums(std::string& out, std::string_view bytes, uint32_t block_bytes) {
-  put_extent_checksums(out, bytes, {}, block_bytes);
-}
+// A record (`kind`: its `head`, then the block size, count and checksums of
+// an extent, then padding) and the Extent after it holding the bytes of `a`
+// then `b` (one extent in two parts, as a vector table's image part and the
+// rest), its first byte 64-byte aligned in the file, appended to `out` a step
+// at a time: a checkpoint's build can stop between two steps and go on
+// later (nothing else appended to `out` meanwhile). Each step copies whole
+// blocks and checksums them where they landed, while they are in cache.
+// `a` and `b` must stay as they are until done().
+class ExtentCopy {
+ public:
+  // Both records' heads; the checksums are filled in as the blocks land.
+  // Either frame is long past `short_max`.
+  void begin(std::string& out, uint8_t kind, std::string head, std::string_view a, std::string_view b,
+             uint32_t item_bytes, uint64_t short_max);
+  // Copies about `bytes` more (whole blocks, at least one), and closes both
+  // records once all are in: then true.
+  bool step(std::string& out, uint64_t bytes);
+  bool begun() const { return block_ != 0; }
+  bool done() const { return done_; }
+  uint64_t at() const { return at_; }  // the extent's first byte in `out`
+
+ private:
+  std::string_view a_, b_;
+  uint32_t block_ = 0;
+  uint64_t short_max_ = 0;
+  uint64_t rec_ = 0;     // the owning record's frame in `out`
+  uint64_t sums_ = 0;    // its checksums
+  uint64_t rec_end_ = 0; // the end of its body (its frame checksum after)
+  uint64_t ext_ = 0;     // the Extent's frame
+  uint64_t at_ = 0, copied_ = 0;
+  bool done_ = false;
+};
 
 struct ExtentRef {
   std::string_view bytes;  // where the extent is in memory (may not be read yet)
@@ -55,7 +80,7 @@ struct ExtentRef {
   uint32_t block_bytes = 0;
   std::vector<uint32_t> crcs;
 };
-// Reads what put_extent_checksums wrote; false when it is malformed.
+// Reads the checksums an ExtentCopy wrote; false when they are malformed.
 bool get_extent_checksums(Reader& r, ExtentRef* e);
 // True when the checksums fit an extent of `size` bytes.
 bool extent_fits(const ExtentRef& e, uint64_t size);

@@ -23,15 +23,22 @@ size_t open_record(std::string& out, uint8_t kind, uint64_t expect, uint64_t sho
 void close_record(std::string& out, size_t start, uint64_t short_max) {
   uint32_t mark;
   memcpy(&mark, out.data() + start, 4);
-  uint64_t head = mark == format::kLongFrame ? format::kLongFrameHead : 5;
-  uint64_t len = out.size() - start - head;
-  if (head == 5 && frame_head_bytes(len, short_max) != 5) {
+  if (mark != format::kLongFrame && frame_head_bytes(out.size() - start - 5, short_max) != 5) {
     // Longer than its opener expected: the body moves up for the long head.
     out.insert(start + 5, 8, '\0');
     mark = format::kLongFrame;
     memcpy(out.data() + start, &mark, 4);
-    head = format::kLongFrameHead;
   }
+  const size_t end = out.size();
+  out.append(4, '\0');
+  close_record_at(out, start, end);
+}
+
+void close_record_at(std::string& out, size_t start, size_t end) {
+  uint32_t mark;
+  memcpy(&mark, out.data() + start, 4);
+  const uint64_t head = mark == format::kLongFrame ? format::kLongFrameHead : 5;
+  const uint64_t len = end - start - head;
   if (head == 5) {
     uint32_t len32 = (uint32_t)len;
     memcpy(out.data() + start, &len32, 4);
@@ -40,7 +47,7 @@ void close_record(std::string& out, size_t start, uint64_t short_max) {
   }
   uint8_t kind = (uint8_t)out[start + 4];
   uint32_t crc = crc32c(0, out.data() + start, kind == format::kExtent ? head : head + len);
-  out.append((const char*)&crc, 4);
+  memcpy(out.data() + end, &crc, 4);
 }
 
 void append_record(std::string& out, uint8_t kind, std::string_view body, uint64_t short_max) {

@@ -27,6 +27,10 @@ void append_record(std::string& out, uint8_t kind, std::string_view body, uint64
 // is 8 short: callers that keep such offsets expect enough.
 size_t open_record(std::string& out, uint8_t kind, uint64_t expect = 0, uint64_t short_max = kMaxRecordBytes);
 void close_record(std::string& out, size_t start, uint64_t short_max = kMaxRecordBytes);
+// Closes a record opened at `start` whose body ends at `end`, where 4 bytes
+// are kept for its checksum: one that more bytes follow before it can be
+// closed (its frame chosen by open_record for a body no longer than it is).
+void close_record_at(std::string& out, size_t start, size_t end);
 // Writes the 32-byte file header.
 void append_header(std::string& out, uint32_t version = format::kVersion);
 // An image built whole (a header, then records as the calls above make

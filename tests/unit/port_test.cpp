@@ -15,6 +15,7 @@
 #include "faulty_fs.h"
 #include "port.h"
 #include "storage/extent.h"
+#include "test_files.h"
 
 using namespace kitfox;
 
@@ -97,8 +98,7 @@ TEST_CASE("a big extent's check finds the first damaged block in any of its part
   const uint32_t block = extent_block_bytes(512);
   std::string bytes(9u << 20, '\0');
   for (size_t i = 0; i < bytes.size(); i++) bytes[i] = (char)(i * 2654435761u >> 13);
-  std::string sums;
-  put_extent_checksums(sums, bytes, block);
+  const std::string sums = testing::extent_checksums(bytes, {}, 512);
   ExtentRef e;
   Reader r(sums);
   REQUIRE(get_extent_checksums(r, &e));

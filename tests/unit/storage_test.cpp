@@ -34,6 +34,7 @@ using kitfox::testing::Faults;
 using kitfox::testing::FaultyFs;
 using kitfox::testing::eventually;
 using kitfox::testing::read_file;
+using kitfox::testing::extent_checksums;
 using kitfox::testing::records;
 using kitfox::testing::write_file;
 
@@ -1219,8 +1220,7 @@ TEST_CASE("extents: block checksums; read lazily block by block or in chunks, da
   CHECK(extent_block_bytes(5000) == 5000);
   // A file names its own block size: here 4 items of 1000 bytes.
   const uint32_t block = 4000;
-  std::string sums;
-  put_extent_checksums(sums, data, block);
+  const std::string sums = extent_checksums(data, {}, block);
   ExtentRef e;
   Reader r(sums);
   REQUIRE(get_extent_checksums(r, &e));
@@ -1233,14 +1233,20 @@ TEST_CASE("extents: block checksums; read lazily block by block or in chunks, da
   bad[block * 7 + 5] ^= 1;
   e.bytes = bad;
   CHECK(first_bad_block(e) == 7);
-  // In two parts (a vector table's image part and the rest), split anywhere:
-  // the same checksums as of the whole.
+  // In two parts (a vector table's image part and the rest), split anywhere,
+  // copied a block a step, a few and a part, or all at once, after any
+  // bytes: the same checksums as of the whole.
   for (size_t split : {(size_t)0, (size_t)1, (size_t)block - 1, (size_t)block, (size_t)block + 1, (size_t)3 * block,
-                       (size_t)7 * block + 123, data.size() - 1, data.size()}) {
-    std::string two;
-    put_extent_checksums(two, std::string_view(data).substr(0, split), std::string_view(data).substr(split), block);
-    CHECK_MESSAGE(two == sums, "split at " << split);
-  }
+                       (size_t)7 * block + 123, data.size() - 1, data.size()})
+    for (uint64_t step : {(uint64_t)1, (uint64_t)3 * block + 1, (uint64_t)1 << 20}) {
+      CAPTURE(split);
+      CAPTURE(step);
+      const std::string two = extent_checksums(std::string_view(data).substr(0, split),
+                                               std::string_view(data).substr(split), block, step, split % 61);
+      CHECK(two == sums);
+    }
+  // An empty extent: no blocks.
+  CHECK(extent_checksums({}, {}, block) == extent_checksums({}, {}, block, 1, 7));
 
   // The "file" holds `data` at offset 5000; memory starts empty.
   const uint64_t at = 5000;
@@ -3468,19 +3474,26 @@ TEST_CASE("a put's documents left encoded (Params) count as many vector lookups 
   CHECK(to_json(Value::list(near->rows)) == "[{\"id\":7,\"_distance\":0.0},{\"id\":6,\"_distance\":1.0}]");
 }
 
-TEST_CASE("a checkpoint's documents are built at idle priority; told to hurry, its own thread builds the rest") {
-  // Collections are built in name order. Told to hurry from the start
-  // (budget 0), the build stops after the first collection's 4,096th
-  // document: inside a collection rewritten for its vector index, or at
-  // the last document of one of exactly 4,096. A budget it cannot reach:
-  // it builds everything.
+TEST_CASE("a checkpoint's image is built at idle priority; told to hurry, its own thread builds the rest") {
+  // Collections are built in name order, their documents first, then the
+  // vector tables and graphs, 64 bytes a step here (a vector block of 64
+  // vectors a step, a graph block of a few lists a step). Told to hurry
+  // from the start (budget 0), the build stops after the first collection's
+  // 4,096th document: inside a collection rewritten for its vector index, or
+  // at the last document of one of exactly 4,096. Told to hurry at the
+  // vectors' first look, inside the vector table; at its last, inside the
+  // graph. A budget it cannot reach: it builds everything.
   struct Shape {
     int budget;
+    int hurry_at;  // the vectors' look at which the test hurries it (1 the first, -1 the last, 0 none)
     const char *vec, *text, *exact;
   };
-  for (Shape sh : {Shape{600000, "b_vec", "c_text", "a_exact"}, Shape{0, "a_vec", "c_text", "b_exact"},
-                   Shape{0, "b_vec", "c_text", "a_exact"}}) {
+  int looks = 0;  // the vectors' looks of a whole build (the first shape's)
+  for (Shape sh : {Shape{600000, 0, "b_vec", "c_text", "a_exact"}, Shape{0, 0, "a_vec", "c_text", "b_exact"},
+                   Shape{0, 0, "b_vec", "c_text", "a_exact"}, Shape{600000, 1, "b_vec", "c_text", "a_exact"},
+                   Shape{600000, 2, "a_vec", "c_text", "b_exact"}, Shape{600000, -1, "b_vec", "c_text", "a_exact"}}) {
     CAPTURE(sh.budget);
+    CAPTURE(sh.hurry_at);
     auto mem = make_memory_file_system();
     Faults faults;
     FaultyFs fs(*mem, &faults);  // an atomic rename: the checkpoint runs beside the writers
@@ -3505,6 +3518,8 @@ TEST_CASE("a checkpoint's documents are built at idle priority; told to hurry, i
       }
       REQUIRE(db->query("put " + text + " $1", {Value::list(std::move(ts))}).is_ok());
       REQUIRE(db->query("put " + vec + " $1", {Value::list(std::move(vs))}).is_ok());
+      // The vector table in two parts: the last image's and the rest.
+      if (b == 2) REQUIRE(db->checkpoint().is_ok());
     }
     // Ids with gaps (removed documents) where the build stops.
     REQUIRE(db->query("del " + text + " where n >= 4090 and n < 4200").is_ok());
@@ -3523,37 +3538,51 @@ TEST_CASE("a checkpoint's documents are built at idle priority; told to hurry, i
     };
     const std::string before = rows_of(*db);
 
+    faults.idle_writes = faults.idle_syncs = faults.idle_replaces = 0;  // the checkpoint above's forgotten
+    faults.behind.clear();
     Engine& eng = DatabaseTesting::engine(*db);
     eng.idle_budget_ms = sh.budget;
-    int built = 0;
+    eng.vector_step_bytes = 64;
+    int starts = 0, vector_looks = 0;
     bool idle = true;
-    eng.idle_build_hook = [&] {
-      built++;
+    eng.idle_hook = [&](Engine::IdleStep step, std::atomic<bool>& hurry) {
       idle = idle && testing::in_idle_class();
+      if (step == Engine::IdleStep::Start) starts++;
+      if (step != Engine::IdleStep::Vectors) return;
+      vector_looks++;
+      if (vector_looks == sh.hurry_at || (sh.hurry_at == -1 && vector_looks == looks)) hurry = true;
     };
     REQUIRE(db->checkpoint().is_ok());
-    eng.idle_build_hook = nullptr;
-    CHECK(built == 1);
-    // The documents' build ran in the scheduler's idle class (where this
-    // system allows it), and wrote the side file's pages there unless told
-    // to hurry from the start; the pieces started to the device, the
-    // flushes and the rename were not.
+    eng.idle_hook = nullptr;
+    CHECK(starts == 1);
+    if (sh.budget && !sh.hurry_at) looks = vector_looks;
+    CHECK(looks > 100);  // the table's blocks and the graph's, a step each
+    if (sh.hurry_at > 0) CHECK(vector_looks == sh.hurry_at);
+    if (sh.hurry_at < 0) CHECK(vector_looks == looks);
+    if (sh.budget == 0) CHECK(vector_looks == 0);
+    // The build ran in the scheduler's idle class (where this system allows
+    // it), and wrote the side file's pages there unless told to hurry
+    // before; the pieces started to the device, the flushes and the rename
+    // were not.
     if (testing::idle_class_allowed()) {
       CHECK(idle);
-      if (sh.budget == 0) CHECK(faults.idle_writes == 0);
+      if (sh.budget == 0 || sh.hurry_at) CHECK(faults.idle_writes == 0);
       else CHECK(faults.idle_writes > 0);
     }
     CHECK(faults.idle_syncs == 0);
     CHECK(faults.idle_replaces == 0);
     for (auto& [name, at, n, in_idle] : faults.behind) CHECK_FALSE(in_idle);
-    CHECK(eng.builds_hurried.load() == (sh.budget == 0 ? 1u : 0u));
+    CHECK(eng.builds_hurried.load() == (sh.budget == 0 || sh.hurry_at ? 1u : 0u));
     CHECK(rows_of(*db) == before);
     CHECK(count(*db, text.c_str()) == 5000 - 110);
     CHECK(count(*db, exact.c_str()) == 4096);
-    // The file opens to the same documents, whole and with no warning.
+    // The file opens to the same documents, whole and with no warning, every
+    // block of its vector table and graph checked on the open.
     auto copy = make_memory_file_system();
     write_file(*copy, "db", read_file(*mem, "db"));
-    auto other = open_db(*copy);
+    OpenOptions o = no_checkpoint();
+    o.lazy_extents = false;
+    auto other = open_db(*copy, "db", o);
     CHECK(other->open_report().warnings.empty());
     CHECK(rows_of(*other) == before);
   }

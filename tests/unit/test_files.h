@@ -14,6 +14,7 @@
 
 #include "codec.h"
 #include "file.h"
+#include "storage/extent.h"
 #include "storage/format.h"
 #include "storage/record.h"
 
@@ -75,6 +76,38 @@ inline std::vector<RecordView> records(const std::string& file) {
     off = r.end;
   }
   return v;
+}
+
+// The checksums a record carries for an extent of `a` then `b` (`u32 block
+// bytes | u64 count | count x u32 crc32c`), from the two records a
+// checkpoint appends (ExtentCopy), `step` bytes a step, after a file header
+// and `before` bytes; checks that they read whole, the Extent holding `a`
+// then `b` from a 64-byte boundary of the file.
+inline std::string extent_checksums(std::string_view a, std::string_view b, uint32_t item_bytes,
+                                    uint64_t step = 1 << 20, size_t before = 0) {
+  std::string out(format::kHeaderSize + before, 'h');
+  ExtentCopy x;
+  x.begin(out, format::kVectors, "head", a, b, item_bytes, kMaxRecordBytes);
+  while (!x.step(out, step)) CHECK_FALSE(x.done());
+  CHECK(x.done());
+  RecordView rec, ext;
+  REQUIRE(read_record(out, format::kHeaderSize + before, &rec) == ScanResult::Ok);
+  REQUIRE(read_record(out, rec.end, &ext) == ScanResult::Ok);
+  CHECK(rec.kind == format::kVectors);
+  CHECK(ext.kind == format::kExtent);
+  CHECK(ext.end == out.size());
+  CHECK(x.at() == ext.offset + ext.head);
+  CHECK(x.at() % 64 == 0);
+  CHECK(ext.body.size() == a.size() + b.size());
+  CHECK((ext.body.substr(0, a.size()) == a && ext.body.substr(a.size()) == b));
+  REQUIRE(rec.body.size() >= 4 + 12);
+  CHECK(rec.body.substr(0, 4) == "head");
+  uint64_t n;
+  memcpy(&n, rec.body.data() + 8, 8);
+  REQUIRE(rec.body.size() >= 16 + n * 4 + 1);
+  const uint8_t pad = (uint8_t)rec.body[16 + n * 4];
+  CHECK(rec.body.size() == 16 + n * 4 + 1 + pad);
+  return std::string(rec.body.substr(4, 12 + n * 4));
 }
 
 // The file as images before 2026-12-07 were written: after each
