@@ -287,37 +287,41 @@ bool Engine::told_to_hurry(std::atomic<bool>* hurry, IdleStep step) {
 
 bool Engine::append_vectors(NewImage* img, ImageColl& ic, std::atomic<bool>* hurry) {
   std::string& out = img->bytes;
+  // With `hurry`, it looks before each step (the first right after begin()).
   auto copy = [&](ExtentCopy& x) {
-    while (!x.step(out, vector_step_bytes))
+    do {
       if (hurry && told_to_hurry(hurry, IdleStep::Vectors)) {
         img->hurried = true;
         return false;
       }
+    } while (!x.step(out, vector_step_bytes));
     return true;
   };
   for (VectorPin& vp : ic.vectors) {
     if (vp.copied) continue;
+    // The records' heads: a few bytes of their own, then the pin's meta or
+    // graph, referred to, not copied.
+    std::string head;
     if (!vp.table.begun()) {
-      std::string head;
       put_varint(head, ic.id);
       put_varint(head, vp.field);
-      put_str(head, vp.pin.meta);
+      put_varint(head, vp.pin.meta.size());
       // The table's two parts (the last image's, the rest) copied once, into the image.
-      vp.table.begin(out, format::kVectors, std::move(head), {vp.pin.base, vp.pin.base_bytes}, vp.pin.rest,
+      vp.table.begin(out, format::kVectors, head, vp.pin.meta, {vp.pin.base, vp.pin.base_bytes}, vp.pin.rest,
                      vp.pin.table_item_bytes, short_frame_bytes);
     }
     if (!copy(vp.table)) return false;
     if (!vp.links.begun()) {
-      std::string head;
+      head.clear();
       put_varint(head, ic.id);
       put_varint(head, vp.field);
       put_u64(head, img->seq);
-      put_str(head, vp.pin.graph);
-      vp.links.begin(out, format::kGraph, std::move(head), vp.pin.links0, {}, vp.pin.links_item_bytes,
+      put_varint(head, vp.pin.graph.size());
+      vp.links.begin(out, format::kGraph, head, vp.pin.graph, vp.pin.links0, {}, vp.pin.links_item_bytes,
                      short_frame_bytes);
     }
     if (!copy(vp.links)) return false;
-    img->tables.push_back({ic.id, vp.field, vp.table.at(), vp.links.at(), vp.pin.nodes});
+    img->tables.push_back({ic.id, vp.field, vp.table.at(), vp.links.at(), vp.pin.nodes});  // reserved at the pin
     img->records += 4;
     vp.copied = true;
   }
@@ -379,6 +383,9 @@ Status Engine::begin_image(NewImage* img, bool carry) {
       release_vectors(ic);
     }
   }
+  size_t pins = 0;
+  for (const ImageColl& ic : img->colls) pins += ic.vectors.size();
+  img->tables.reserve(pins);  // filled on the idle thread: no growth there
   img->pos = write_pos_;
   img->tail_records = tail_records_;
   img->sealed = arena_.seal();  // what lands from now on goes to new segments
@@ -682,7 +689,9 @@ Status Engine::checkpoint() {
             if (idle_hook) idle_hook(IdleStep::Start, hurry);
             st = image_documents(&img, &hurry);
             if (st.is_ok()) image_vectors(&img, &hurry);
-            if (st.is_ok()) st = write_pages(&img, false, &hurry);
+            // Only a whole image: a vector copy stopped midway has bytes
+            // still to fill in (ExtentCopy).
+            if (st.is_ok() && !img.hurried) st = write_pages(&img, false, &hurry);
           },
           budget_ms, &hurry);
     if (img.hurried) builds_hurried++;

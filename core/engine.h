@@ -467,7 +467,9 @@ class Engine {
     std::string name;  // the field's
     const HnswIndex* index;  // only compared at the switch: after the pin it may be gone
     HnswIndex::Pin pin;
-    ExtentCopy table, links;  // the pin's table and level-0 lists into the image, a step at a time
+    // The pin's table and level-0 lists into the image, a step at a time
+    // (they refer into `pin`: a VectorPin stays where it is once begun).
+    ExtentCopy table, links;
     bool copied = false;      // both are in the image
   };
   struct ImageColl {

@@ -38,28 +38,30 @@ static void block_crcs(std::string_view bytes, uint32_t block_bytes, uint64_t b0
   }
 }
 
-void ExtentCopy::begin(std::string& out, uint8_t kind, std::string head, std::string_view a, std::string_view b,
-                       uint32_t item_bytes, uint64_t short_max) {
+void ExtentCopy::begin(std::string& out, uint8_t kind, std::string_view head, std::string_view head_rest,
+                       std::string_view a, std::string_view b, uint32_t item_bytes, uint64_t short_max) {
   a_ = a;
   b_ = b;
   block_ = extent_block_bytes(item_bytes);
   short_max_ = short_max;
   const uint64_t bytes = (uint64_t)a.size() + b.size();
   const uint64_t n = block_count(bytes, block_);
-  put_u32(head, block_);
-  put_u64(head, n);
-  const size_t sums = head.size();
-  head.append(n * 4, '\0');
+  const uint64_t body = head.size() + head_rest.size() + 4 + 8 + n * 4;  // before the padding
   // The record's frame is chosen before its padding (up to 64 bytes more).
-  const uint64_t expect = head.size() + 64;
+  const uint64_t expect = body + 64;
   const uint64_t first =
-      out.size() + frame_head_bytes(expect, short_max) + head.size() + 1 + 4 + frame_head_bytes(bytes, short_max);
+      out.size() + frame_head_bytes(expect, short_max) + body + 1 + 4 + frame_head_bytes(bytes, short_max);
   const uint8_t pad = (uint8_t)((64 - first % 64) % 64);
-  put_u8(head, pad);
-  head.append(pad, '\0');
+  // Written straight into `out`: nothing allocated but what `out` grows by.
   rec_ = open_record(out, kind, expect, short_max);
-  sums_ = out.size() + sums;
   out.append(head);
+  out.append(head_rest);
+  put_u32(out, block_);
+  put_u64(out, n);
+  sums_ = out.size();
+  out.append(n * 4, '\0');  // filled in as the blocks land
+  put_u8(out, pad);
+  out.append(pad, '\0');
   rec_end_ = out.size();
   out.append(4, '\0');  // its frame checksum, once the block checksums are in
   ext_ = open_record(out, format::kExtent, bytes, short_max);

@@ -2,7 +2,7 @@
 // lists), stored as an Extent record right after the record that owns them.
 //
 // An extent is checked in blocks: the owning record carries
-// `u32 block bytes | u64 block count | count x u32 crc32c` (extent_checksums),
+// `u32 block bytes | u64 block count | count x u32 crc32c` (ExtentCopy),
 // and the Extent record's own frame checksum covers only its length and kind,
 // so opening can step over the bytes without reading them. A LazyExtent
 // checks a block the first time something touches it (from any thread),
@@ -41,20 +41,24 @@ constexpr uint32_t kExtentBlockTarget = 1024;
 // (256 KiB; a level-0 list is a few KiB). A record saying more is damage.
 constexpr uint32_t kMaxExtentBlockBytes = 1 << 20;
 uint32_t extent_block_bytes(uint32_t item_bytes);
-// A record (`kind`: its `head`, then the block size, count and checksums of
+// A record (`kind`: its head, then the block size, count and checksums of
 // an extent, then padding) and the Extent after it holding the bytes of `a`
 // then `b` (one extent in two parts, as a vector table's image part and the
 // rest), its first byte 64-byte aligned in the file, appended to `out` a step
 // at a time: a checkpoint's build can stop between two steps and go on
-// later (nothing else appended to `out` meanwhile). Each step copies whole
-// blocks and checksums them where they landed, while they are in cache.
-// `a` and `b` must stay as they are until done().
+// later. Each step copies whole blocks and checksums them where they
+// landed, while they are in cache. Until done(), nothing else may be
+// appended to `out` nor the bytes from where the copy began be written
+// out (the checksums and both frames are filled in as it goes and at the
+// end), and `a` and `b` must stay where they are. Nothing is allocated but
+// what `out` grows by.
 class ExtentCopy {
  public:
-  // Both records' heads; the checksums are filled in as the blocks land.
-  // Either frame is long past `short_max`.
-  void begin(std::string& out, uint8_t kind, std::string head, std::string_view a, std::string_view b,
-             uint32_t item_bytes, uint64_t short_max);
+  // Both records' heads (the owning record's head is `head` then
+  // `head_rest`); the checksums are filled in as the blocks land. Either
+  // frame is long past `short_max`.
+  void begin(std::string& out, uint8_t kind, std::string_view head, std::string_view head_rest,
+             std::string_view a, std::string_view b, uint32_t item_bytes, uint64_t short_max);
   // Copies about `bytes` more (whole blocks, at least one), and closes both
   // records once all are in: then true.
   bool step(std::string& out, uint64_t bytes);
