@@ -243,19 +243,19 @@ Status Engine::append_documents(NewImage* img, ImageColl& ic, const IdIndex& ids
     stopped = true;
     return false;
   };
-  const bool resumed = ic.resumed;
-  const int64_t done_through = ic.done_through;
-  if (bodies.needed()) {
-    ids.scan([&](const IdEntry& e) {
-      if (resumed && e.id <= done_through) return true;
+  // Resumed: from the id after the last one done (none after INT64_MAX).
+  const bool none_left = ic.resumed && ic.done_through == INT64_MAX;
+  const int64_t first = ic.resumed && !none_left ? ic.done_through + 1 : INT64_MIN;
+  if (none_left) {
+  } else if (bodies.needed()) {
+    ids.scan_from(first, [&](const IdEntry& e) {
       std::string_view b;
       bad = bodies.body(e.id, view.body(e.loc), &b);
       if (bad.is_ok()) docs.rewritten(e, b);
       return bad.is_ok() && go_on(e.id);
     });
   } else {
-    ids.scan([&](const IdEntry& e) {
-      if (resumed && e.id <= done_through) return true;
+    ids.scan_from(first, [&](const IdEntry& e) {
       int64_t id;
       std::string_view entry = view.entry(e.loc, &id);
       if (entry.empty() || id != e.id) {

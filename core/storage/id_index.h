@@ -438,7 +438,13 @@ class IdIndex {
   // Visits live entries in ascending id order until f returns false.
   template <typename F>
   void scan(F&& f) const {
-    if (!merging_ && extra_.empty()) {  // the array alone, as it mostly is
+    scan_from(INT64_MIN, f);
+  }
+  // The same from the first id not below `first` (a checkpoint's build
+  // going on where it stopped).
+  template <typename F>
+  void scan_from(int64_t first, F&& f) const {
+    if (!merging_ && extra_.empty() && first == INT64_MIN) {  // the array alone, as it mostly is
       bool go = true;
       base_.for_each_run([&](const IdEntry* e, size_t n) {
         for (size_t i = 0; i < n && go; i++)
@@ -455,6 +461,7 @@ class IdIndex {
     } parts[4];
     int n = 0;
     auto add = [&](const IdBlocks* b, const IdEntry* flat, size_t from, size_t end) {
+      if (first != INT64_MIN) from = b ? lower(*b, from, end, first) : lower(flat, from, end, first);
       if (from < end) parts[n++] = {b, flat, from, end};
     };
     add(&base_, nullptr, 0, base_.size());
@@ -501,6 +508,18 @@ class IdIndex {
     const size_t n = end - from;
     size_t g = (size_t)((double)((uint64_t)id - (uint64_t)v[from].id) / (double)span * (double)(n - 1));
     return from + (g >= n ? n - 1 : g);
+  }
+
+  // The index of the first entry of v[from, end) whose id is not below id
+  // (end when none). V: IdBlocks or a pointer to entries.
+  template <typename V>
+  static size_t lower(const V& v, size_t from, size_t end, int64_t id) {
+    while (from < end) {
+      const size_t mid = from + (end - from) / 2;
+      if (v[mid].id < id) from = mid + 1;
+      else end = mid;
+    }
+    return from;
   }
 
   // The index of id among v[from, end): the first probe, then a binary

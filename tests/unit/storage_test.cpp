@@ -1406,6 +1406,7 @@ TEST_CASE("IdIndex merges in pieces: answers as a map does before, during and af
   IdIndex idx;
   std::map<int64_t, uint64_t> ref;
   size_t merges = 0, ops_merging = 0, wrong = 0;
+  int64_t next_auto = 1;
   auto check_all = [&] {
     if (idx.size() != ref.size()) wrong++;
     auto it = ref.begin();
@@ -1416,6 +1417,19 @@ TEST_CASE("IdIndex merges in pieces: answers as a map does before, during and af
       return same;
     });
     if (!same || it != ref.end()) wrong++;
+    // From an id anywhere (held or not, past the last, the least), the rest.
+    for (int64_t first : {INT64_MIN, (int64_t)(next() % (uint64_t)(next_auto + 1000000)) - 1000000,
+                          ref.empty() ? 0 : ref.begin()->first + 1, ref.empty() ? 0 : ref.rbegin()->first,
+                          next_auto, INT64_MAX}) {
+      auto at = ref.lower_bound(first);
+      bool same_from = true;
+      idx.scan_from(first, [&](const IdEntry& e) {
+        if (at == ref.end() || at->first != e.id || at->second != e.loc) same_from = false;
+        else ++at;
+        return same_from;
+      });
+      if (!same_from || at != ref.end()) wrong++;
+    }
     for (auto& [id, loc] : ref) {
       const uint64_t* got = idx.find(id);
       if (!got || *got != loc) wrong++;
@@ -1429,7 +1443,6 @@ TEST_CASE("IdIndex merges in pieces: answers as a map does before, during and af
       if (!got || *got != loc) wrong++;
     }
   };
-  int64_t next_auto = 1;
   for (int op = 0; op < 120000; op++) {
     const size_t before = idx.merge_left();
     const uint64_t r = next() >> 11, loc = (uint64_t)op;
@@ -3472,6 +3485,38 @@ TEST_CASE("a put's documents left encoded (Params) count as many vector lookups 
   auto near = db->query("get v select id near e [6, 1] limit 2");
   REQUIRE(near.is_ok());
   CHECK(to_json(Value::list(near->rows)) == "[{\"id\":7,\"_distance\":0.0},{\"id\":6,\"_distance\":1.0}]");
+}
+
+TEST_CASE("a hurried build that stopped at the document of id INT64_MAX has none left after it") {
+  // Told to hurry from the start, the build stops at the 4,096th document:
+  // here the last, of the greatest id there is.
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  auto db = open_db(fs);
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  std::vector<Value> docs;
+  for (int i = 0; i < 4096; i++) {
+    Value d = Value::object();
+    if (i == 4095) d.append("id", Value::integer(INT64_MAX));
+    d.append("n", Value::integer(i));
+    docs.push_back(std::move(d));
+  }
+  REQUIRE(db->query("put t $1", {Value::list(std::move(docs))}).is_ok());
+  const std::string before = rows_text(*db, "get t");
+  Engine& eng = DatabaseTesting::engine(*db);
+  eng.idle_budget_ms = 0;
+  const uint64_t hurried = eng.builds_hurried.load();
+  REQUIRE(db->checkpoint().is_ok());
+  CHECK(eng.builds_hurried.load() == hurried + 1);
+  CHECK(count(*db) == 4096);
+  CHECK(rows_text(*db, "get t") == before);
+  auto copy = make_memory_file_system();
+  write_file(*copy, "db", read_file(*mem, "db"));
+  auto other = open_db(*copy);
+  CHECK(other->open_report().warnings.empty());
+  CHECK(count(*other) == 4096);
+  CHECK(rows_text(*other, "get t") == before);
 }
 
 TEST_CASE("a checkpoint's image is built at idle priority; told to hurry, its own thread builds the rest") {
