@@ -299,25 +299,16 @@ bool Engine::append_vectors(NewImage* img, ImageColl& ic, std::atomic<bool>* hur
   };
   for (VectorPin& vp : ic.vectors) {
     if (vp.copied) continue;
-    // The records' heads: a few bytes of their own, then the pin's meta or
-    // graph, referred to, not copied.
-    std::string head;
+    // The records' heads: a few bytes made at the pin, then the pin's meta
+    // or graph, referred to, not copied.
     if (!vp.table.begun()) {
-      put_varint(head, ic.id);
-      put_varint(head, vp.field);
-      put_varint(head, vp.pin.meta.size());
       // The table's two parts (the last image's, the rest) copied once, into the image.
-      vp.table.begin(out, format::kVectors, head, vp.pin.meta, {vp.pin.base, vp.pin.base_bytes}, vp.pin.rest,
+      vp.table.begin(out, format::kVectors, vp.table_head, vp.pin.meta, {vp.pin.base, vp.pin.base_bytes}, vp.pin.rest,
                      vp.pin.table_item_bytes, short_frame_bytes);
     }
     if (!copy(vp.table)) return false;
     if (!vp.links.begun()) {
-      head.clear();
-      put_varint(head, ic.id);
-      put_varint(head, vp.field);
-      put_u64(head, img->seq);
-      put_varint(head, vp.pin.graph.size());
-      vp.links.begin(out, format::kGraph, head, vp.pin.graph, vp.pin.links0, {}, vp.pin.links_item_bytes,
+      vp.links.begin(out, format::kGraph, vp.links_head, vp.pin.graph, vp.pin.links0, {}, vp.pin.links_item_bytes,
                      short_frame_bytes);
     }
     if (!copy(vp.links)) return false;
@@ -373,6 +364,15 @@ Status Engine::begin_image(NewImage* img, bool carry) {
       vp.name = f ? f->name : "#" + std::to_string(fid);
       vp.index = index.get();
       index->pin(&vp.pin);
+      // The heads of its records in the image, before the pin's meta and
+      // graph (made here: the idle thread that may copy them allocates none).
+      put_varint(vp.table_head, ic.id);
+      put_varint(vp.table_head, fid);
+      put_varint(vp.table_head, vp.pin.meta.size());
+      put_varint(vp.links_head, ic.id);
+      put_varint(vp.links_head, fid);
+      put_u64(vp.links_head, img->seq);
+      put_varint(vp.links_head, vp.pin.graph.size());
     }
     if (carry) {
       ic.pinned.copy_from(c->ids);  // its blocks shared, not copied (id_index.h)
@@ -690,11 +690,13 @@ Status Engine::checkpoint() {
             st = image_documents(&img, &hurry);
             if (st.is_ok()) image_vectors(&img, &hurry);
             // Only a whole image: a vector copy stopped midway has bytes
-            // still to fill in (ExtentCopy).
+            // still to fill in (ExtentCopy). (Told to hurry, write_pages
+            // would stop at once anyway: the flag stays set; this says it.)
             if (st.is_ok() && !img.hurried) st = write_pages(&img, false, &hurry);
           },
           budget_ms, &hurry);
-    if (img.hurried) builds_hurried++;
+    // Its build or its page writes left for this thread.
+    if (img.hurried || img.written < img.bytes.size()) builds_hurried++;
   }
   if (st.is_ok()) st = finish_image(&img);
   if (st.is_ok()) st = write_image(&img);

@@ -470,6 +470,7 @@ class Engine {
     // The pin's table and level-0 lists into the image, a step at a time
     // (they refer into `pin`: a VectorPin stays where it is once begun).
     ExtentCopy table, links;
+    std::string table_head, links_head;  // their records' heads before the pin's meta and graph
     bool copied = false;      // both are in the image
   };
   struct ImageColl {
