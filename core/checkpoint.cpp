@@ -247,6 +247,7 @@ Status Engine::append_documents(NewImage* img, ImageColl& ic, const IdIndex& ids
   const bool none_left = ic.resumed && ic.done_through == INT64_MAX;
   const int64_t first = ic.resumed && !none_left ? ic.done_through + 1 : INT64_MIN;
   if (none_left) {
+    // its last document was the one it stopped at
   } else if (bodies.needed()) {
     ids.scan_from(first, [&](const IdEntry& e) {
       std::string_view b;

@@ -139,11 +139,14 @@ class IdBlocks {
     std::swap(next_piece_, o.next_piece_);
     std::swap(carve_all_, o.carve_all_);
   }
-  // f(entries, count) over the array's runs in order; the mutable form
-  // owns each block first.
+  // f(entries, count) over the array's runs in order, from entry `from`;
+  // the mutable form owns each block first.
   template <typename F>
-  void for_each_run(F&& f) const {
-    for (size_t b = 0; b * kBlock < n_; b++) f((const IdEntry*)at_[b], std::min(kBlock, n_ - b * kBlock));
+  void for_each_run(F&& f, size_t from = 0) const {
+    for (size_t b = from / kBlock; b * kBlock < n_; b++) {
+      const size_t skip = b == from / kBlock ? from % kBlock : 0;
+      f((const IdEntry*)at_[b] + skip, std::min(kBlock, n_ - b * kBlock) - skip);
+    }
   }
   template <typename F>
   void for_each_run_mut(F&& f) {
@@ -444,12 +447,14 @@ class IdIndex {
   // going on where it stopped).
   template <typename F>
   void scan_from(int64_t first, F&& f) const {
-    if (!merging_ && extra_.empty() && first == INT64_MIN) {  // the array alone, as it mostly is
+    if (!merging_ && extra_.empty()) {  // the array alone, as it mostly is
       bool go = true;
-      base_.for_each_run([&](const IdEntry* e, size_t n) {
-        for (size_t i = 0; i < n && go; i++)
-          if (e[i].loc != kDead && !f(e[i])) go = false;
-      });
+      base_.for_each_run(
+          [&](const IdEntry* e, size_t n) {
+            for (size_t i = 0; i < n && go; i++)
+              if (e[i].loc != kDead && !f(e[i])) go = false;
+          },
+          first == INT64_MIN ? 0 : lower(base_, 0, base_.size(), first));
       return;
     }
     // Up to four sorted parts, merged as they are read.

@@ -1400,6 +1400,38 @@ TEST_CASE("IdIndex finds what a map finds: dense, sparse, extreme and deleted id
   }
 }
 
+TEST_CASE("IdIndex::scan_from: the entries from an id on, across blocks, past removed ones") {
+  // Ids in order over three blocks of the array (16,384 entries each), a
+  // few removed (marked, not moved): no overlay, no merge.
+  IdIndex idx;
+  std::map<int64_t, uint64_t> ref;
+  for (int64_t id = 1; id <= 40000; id++) {
+    idx.put(id * 2, (uint64_t)id);
+    ref[id * 2] = (uint64_t)id;
+  }
+  for (int64_t id : {2, 32766, 32768, 32770, 65536, 80000}) {
+    idx.erase(id);
+    ref.erase(id);
+  }
+  REQUIRE(idx.merge_left() == 0);
+  for (int64_t first : {INT64_MIN, (int64_t)0, (int64_t)3, (int64_t)32766, (int64_t)32767, (int64_t)32768,
+                        (int64_t)32769, (int64_t)65534, (int64_t)65535, (int64_t)65536, (int64_t)65537,
+                        (int64_t)79999, (int64_t)80000, (int64_t)80001, INT64_MAX}) {
+    CAPTURE(first);
+    std::vector<int64_t> got, want;
+    idx.scan_from(first, [&](const IdEntry& e) {
+      got.push_back(e.id);
+      return true;
+    });
+    for (auto it = ref.lower_bound(first); it != ref.end(); ++it) want.push_back(it->first);
+    CHECK(got == want);
+  }
+  // Stopped by f: no more after it.
+  int seen = 0;
+  idx.scan_from(32767, [&](const IdEntry&) { return ++seen < 3; });
+  CHECK(seen == 3);
+}
+
 TEST_CASE("IdIndex merges in pieces: answers as a map does before, during and after, and no op moves more than a step") {
   uint64_t x = 7;
   auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
