@@ -538,11 +538,7 @@ class IdIndex {
       if (v[g].id < id) lo = g + 1;
       else hi = g;
     }
-    while (lo < hi) {  // the first entry not below id
-      const size_t mid = lo + (hi - lo) / 2;
-      if (v[mid].id < id) lo = mid + 1;
-      else hi = mid;
-    }
+    lo = lower(v, lo, hi, id);
     return lo < end && v[lo].id == id ? lo : kNoProbe;
   }
   static const IdEntry* locate_in(const std::vector<IdEntry>& v, size_t from, int64_t id) {
