@@ -63,6 +63,9 @@ void Database::when_durable(uint64_t durable_at, std::function<void(const Status
 bool Database::may_run_long(std::string_view text, const std::vector<Value>& params) {
   return engine_->may_run_long(text, params);
 }
+bool Database::may_run_long(std::string_view text, const Params& params) {
+  return engine_->may_run_long(text, params);
+}
 bool Database::long_write_running() const { return engine_->long_write_running(); }
 
 Result<Statement> Database::prepare(std::string_view text) {
@@ -79,7 +82,37 @@ const std::vector<Value>& Params::one_unset() {
   return one;
 }
 
+Status Params::listed(std::string_view list, std::optional<Params>* out) {
+  Reader r(list);
+  const uint8_t tag = r.u8();
+  const uint64_t n = r.varint();
+  if (!r.ok() || tag != kList || n > r.left()) return Status(Code::Invalid, "malformed parameters (not a list)");
+  for (uint64_t i = 0; i < n && r.ok(); i++) skip_value(r, 1, false);  // an item, as the list's decode counts it
+  if (!r.ok() || !r.done()) return Status(Code::Invalid, "malformed parameters");
+  Params& p = out->emplace(one_unset());
+  p.encoded_ = list;
+  p.listed_ = true;
+  p.count_ = n;
+  return Status::ok();
+}
+
+std::string_view Params::item(int64_t n) const {
+  if (n < 1 || (uint64_t)n > count_) return {};
+  Reader r(encoded_);  // checked whole by listed()
+  r.u8();
+  r.varint();
+  for (int64_t i = 1; i < n; i++) skip_value(r, 1, false);
+  const char* at = r.pos();
+  skip_value(r, 1, false);
+  return std::string_view(at, r.pos() - at);
+}
+
 Result<std::vector<Value>> Params::copy() const {
+  if (listed_) {
+    std::vector<Value> v;
+    KF_TRY(decode_params(encoded_, 0, &v, nullptr));
+    return v;
+  }
   std::vector<Value> v = *values_;
   if (!encoded_.empty() && at_ < v.size()) {
     Reader r(encoded_);
@@ -165,7 +198,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& para
   // A read sees the transaction's writes: they run before it, then are undone.
   std::vector<Engine::PreparedItem> items = queue;
   g.unlock();
-  if (params.encoded_param()) {  // a batch's items hold values only
+  if (!params.values_only()) {  // a batch's items hold values only
     KF_ASSIGN(auto kept, params.copy());
     items.push_back({p, std::move(kept), std::nullopt});
   } else {

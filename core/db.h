@@ -13,6 +13,7 @@
 #include <memory>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <string_view>
@@ -64,6 +65,10 @@ struct QueryResult {
 struct BatchItem {
   std::string text;
   std::vector<Value> params;
+  // Or, when not empty, its parameters as one encoded list (Params::listed):
+  // what POST /batch reads from JSON with no Value made. A view of bytes
+  // that outlive the batch; `params` is then ignored.
+  std::string_view encoded_params;
 };
 
 // What open found and did: shown by `kitfox stats` and the CLI on open.
@@ -101,12 +106,17 @@ struct Prepared;
 
 // The parameters of one run of a statement ($1 is the first): the caller's
 // values, by reference (they outlive the run). A host whose parameters
-// arrive in the codec's value encoding (the WASM binding) may leave the
-// documents of a put there: parameter `encoded_at` (0-based) is then given
-// as `encoded` (its entry in `values` is null) and the put types the
-// documents from those bytes, as it types a body of literals, with no Value
-// built for them. That is the parameter Statement::documents_param() names,
-// which nothing but the put reads; another one left encoded is decoded first.
+// arrive in the codec's value encoding may leave them there, two ways:
+// - the documents of a put (the WASM binding, kitfox import, POST /docs):
+//   parameter `encoded_at` (0-based) is given as `encoded` (its entry in
+//   `values` is null) and the put types the documents from those bytes, as
+//   it types a body of literals, with no Value built for them. That is the
+//   parameter Statement::documents_param() names;
+// - every parameter, as one encoded list (`listed`: POST /batch's items):
+//   a put or an insert whose body is literals and parameters alone splices
+//   each parameter's bytes where the body encodes it (reads_as_given).
+// Only those puts read parameters left encoded: any other statement has
+// them decoded first (copy()), and sees null in their place here.
 class Params {
  public:
   Params(const std::vector<Value>& values) : values_(&values) {}  // implicit, as the vector was taken before
@@ -117,23 +127,33 @@ class Params {
   // A put's `$1` given as its encoded documents, and no other parameter
   // (`put C $1`: kitfox import's batches, POST /docs).
   static Params documents(std::string_view encoded) { return Params(one_unset(), 0, encoded); }
-  size_t size() const { return values_->size(); }
-  const Value& operator[](size_t i) const { return (*values_)[i]; }
+  // *out: every parameter in `list`, the value encoding of a list of them
+  // (its tag, its count, each item), checked whole here (a tag-12
+  // reference is no parameter); else an error. The bytes outlive the run.
+  static Status listed(std::string_view list, std::optional<Params>* out);
+  size_t size() const { return listed_ ? count_ : values_->size(); }
+  const Value& operator[](size_t i) const { return listed_ ? one_unset()[0] : (*values_)[i]; }
   // Parameter $n's bytes where it was left encoded; else empty.
   std::string_view encoded(int64_t n) const {
+    if (listed_) return item(n);
     return n >= 1 && (size_t)(n - 1) == at_ ? encoded_ : std::string_view();
   }
-  // The number of the parameter left encoded ($n); 0 when none is.
-  int64_t encoded_param() const { return encoded_.empty() ? 0 : (int64_t)at_ + 1; }
-  // The values, the one left encoded decoded: a copy that owns everything
+  // Whether every parameter is a value (none left encoded).
+  bool values_only() const { return encoded_.empty(); }
+  // Whether every parameter is left encoded (listed).
+  bool is_listed() const { return listed_; }
+  // The values, those left encoded decoded: a copy that owns everything
   // (what a transaction keeps until its commit).
   Result<std::vector<Value>> copy() const;
 
  private:
   static const std::vector<Value>& one_unset();  // {null}: the place of a parameter given encoded
+  std::string_view item(int64_t n) const;        // $n's bytes in the list
   const std::vector<Value>* values_;
   size_t at_ = SIZE_MAX;
-  std::string_view encoded_;
+  std::string_view encoded_;  // the one left encoded, or the list
+  bool listed_ = false;
+  size_t count_ = 0;          // the list's
 };
 
 // A statement parsed and bound once (Database::prepare), run many times with
@@ -219,6 +239,7 @@ class Database {
   // loops); it never fails: a text of at most 1 KiB that does not parse is
   // short (its error comes at once).
   bool may_run_long(std::string_view text, const std::vector<Value>& params = {});
+  bool may_run_long(std::string_view text, const Params& params);
   // Whether a write that may hold the write lock long runs now: a set or
   // del not by id (or by parameters that give no integer id or over 1,000
   // ids), a definition, a put of over 1,000 documents or 64 KiB

@@ -85,8 +85,10 @@ bool Engine::may_run_long(std::string_view text, const Params& params) {
   auto r = prepare(text, true);
   if (!r.is_ok()) return false;  // its error comes at once
   const Prepared& p = **r;
-  return statement_long(p, params) || reads_long(p) || p.st.kind == StmtKind::Checkpoint ||
-         p.st.kind == StmtKind::Compact;
+  if (reads_long(p) || p.st.kind == StmtKind::Checkpoint || p.st.kind == StmtKind::Compact) return true;
+  if (reads_as_given(p.st, params)) return statement_long(p, params);
+  auto values = params.copy();  // what it will read
+  return values.is_ok() && statement_long(p, Params(*values));
 }
 
 // A set or del not by id or a definition (writes_long), or a statement
@@ -126,12 +128,34 @@ int64_t documents_param(const ParsedStatement& st) {
   return b && b->kind == ExprKind::Param ? b->param : 0;
 }
 
+namespace {
+// Literals and parameters, in lists and objects of them: what a put's body
+// encodes with no evaluation (prepare_documents).
+bool values_alone(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::Literal:
+    case ExprKind::Param: return true;
+    case ExprKind::ListLit:
+    case ExprKind::ObjectLit:
+      for (const ExprPtr& k : e.kids)
+        if (!values_alone(*k)) return false;
+      return true;
+    default: return false;
+  }
+}
+}  // namespace
+
+bool reads_as_given(const ParsedStatement& st, const Params& params) {
+  if (params.values_only()) return true;
+  if (!params.is_listed()) return !params.encoded(documents_param(st)).empty();
+  return (st.kind == StmtKind::Put || st.kind == StmtKind::Insert) && !st.explain && st.body && values_alone(*st.body);
+}
+
 Status Engine::run(Prepared& p, const Params& params, QueryResult* out,
                    uint64_t* durable_at) {
   if (durable_at) *durable_at = 0;
   const ParsedStatement& st = p.st;
-  const int64_t left = params.encoded_param();
-  if (left && left != documents_param(st)) {  // only a put's documents are read in their encoding
+  if (!reads_as_given(st, params)) {  // only a put reads parameters in their encoding
     KF_ASSIGN(auto values, params.copy());
     return run(p, Params(values), out, durable_at);
   }
@@ -211,13 +235,27 @@ Status in_statement(size_t i, const Status& s) {
 Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
   std::vector<PreparedItem> prepared(items.size());
   for (size_t i = 0; i < items.size(); i++) {
-    if (i > 0 && items[i].text == items[i - 1].text) {  // a run of one statement: prepared once
-      prepared[i] = {prepared[i - 1].p, {}, Params(items[i].params)};
+    const BatchItem& item = items[i];
+    PreparedItem& it = prepared[i];
+    if (i > 0 && item.text == items[i - 1].text) {  // a run of one statement: prepared once
+      it.p = prepared[i - 1].p;
+    } else {
+      auto p = prepare(item.text, true);
+      if (!p.is_ok()) return in_statement(i, p.status());
+      it.p = std::move(p.value());
+    }
+    if (item.encoded_params.empty()) {
+      it.given = Params(item.params);
       continue;
     }
-    auto p = prepare(items[i].text, true);
-    if (!p.is_ok()) return in_statement(i, p.status());
-    prepared[i] = {std::move(p.value()), {}, Params(items[i].params)};
+    Status s = Params::listed(item.encoded_params, &it.given);
+    if (!s.is_ok()) return in_statement(i, s);
+    if (!reads_as_given(it.p->st, *it.given)) {
+      auto values = it.given->copy();
+      if (!values.is_ok()) return in_statement(i, values.status());
+      it.kept = std::move(*values);
+      it.given.reset();
+    }
   }
   return run_batch(prepared, false, durable_at);
 }

@@ -183,6 +183,11 @@ struct PreparedDocs {
 // For a put or insert whose body is a parameter (`put t $1`), its number:
 // the parameter whose documents may be given left encoded (Params); else 0.
 int64_t documents_param(const ParsedStatement& st);
+// Whether `st` reads `params` as they are given: values; the documents of
+// `put t $n` left encoded; or every parameter left encoded (listed) for a
+// put or an insert whose body is literals and parameters alone, which the
+// put encodes anyway. Else they are decoded first (Params::copy).
+bool reads_as_given(const ParsedStatement& st, const Params& params);
 
 // A write waiting in the engine's queue to land (sync.cpp): the first in
 // the queue lands those behind it too.

@@ -60,6 +60,9 @@ class DocumentReader {
   // value at the first place): the caller reads it another way then; *out
   // may hold part of it.
   bool encode(simdjson::ondemand::document_reference& d, std::string* out) const;
+  // Any value, as a list's item (a null as its tag), at the level `depth`
+  // parse_json of the whole text gives it; its objects' arrays stay lists.
+  bool encode(simdjson::ondemand::value v, std::string* out, int depth) const { return encode_value(v, out, depth); }
 
   // A whole JSON array of documents, or NDJSON (a document a line, blank
   // lines skipped), into *out; false as above, for any document. `depth`:

@@ -379,21 +379,89 @@ ApiResponse Api::query(std::string_view body, bool ndjson, bool on_loop) {
   return out;
 }
 
+// A /batch body, `[{"query": TEXT, "params": [...]}, ...]`, read straight:
+// each item's parameters into *encoded as one encoded list (an item's
+// BatchItem::encoded_params views it), no Value made; a put of literals and
+// parameters splices their bytes into its documents (Params::listed). False
+// for a body the fast reader does not take as it is (malformed, a key
+// given twice or unknown, a big integer, not a list of objects): the caller
+// reads it whole with parse_json, which names what is wrong.
+bool Api::read_batch(std::string_view body, std::vector<BatchItem>* items, std::string* encoded) {
+  namespace od = simdjson::ondemand;
+  const simdjson::padded_string padded(body);
+  thread_local od::parser parser;  // its buffers kept from request to request
+  od::document doc;
+  od::array arr;
+  if (parser.iterate(padded).get(doc) || doc.get_array().get(arr)) return false;
+  const DocumentReader values;  // no collection: no vector field, every array a list
+  thread_local std::vector<size_t> ends;  // each item's list's end in *encoded
+  ends.clear();
+  encoded->clear();
+  items->clear();
+  for (auto e : arr) {
+    od::object obj;
+    if (e.get_object().get(obj)) return false;
+    BatchItem& item = items->emplace_back();
+    bool has_query = false, has_params = false;
+    for (auto f : obj) {
+      od::field field;
+      std::string_view key;
+      if (std::move(f).get(field) || field.unescaped_key(false).get(key)) return false;
+      if (key == "query" && !has_query) {
+        std::string_view query;
+        if (field.value().get_string(false).get(query)) return false;
+        item.text.assign(query);
+        has_query = true;
+      } else if (key == "params" && !has_params) {
+        od::json_type t;
+        bool null = false;
+        if (field.value().type().get(t)) return false;
+        if (t == od::json_type::null ? field.value().is_null().get(null) || !null
+                                     : t != od::json_type::array || !values.encode(field.value(), encoded, 2))
+          return false;
+        has_params = !null;
+      } else {
+        return false;  // another key, or one given twice
+      }
+    }
+    if (!has_query) return false;
+    if (!has_params) {  // none: an empty list
+      put_u8(*encoded, kList);
+      put_u8(*encoded, 0);
+    }
+    ends.push_back(encoded->size());
+  }
+  if (!doc.at_end()) return false;
+  for (size_t i = 0, start = 0; i < items->size(); start = ends[i++])
+    (*items)[i].encoded_params = std::string_view(*encoded).substr(start, ends[i] - start);
+  return true;
+}
+
 ApiResponse Api::batch(std::string_view body, bool on_loop) {
-  auto v = parse_json(body);
-  if (!v.is_ok()) return from_status(v.status());
-  if (v->kind() != Kind::List)
-    return error(400, "invalid", "the body must be a list of statements [{\"query\": ..., \"params\": [...]}, ...]");
-  std::vector<BatchItem> items(v->size());
-  for (size_t i = 0; i < items.size(); i++) {
-    Status s = read_statement(v->mutable_items()[i], &items[i].text, &items[i].params,
-                              "statement " + std::to_string(i + 1) + " ");
-    if (!s.is_ok()) return from_status(s);
+  std::vector<BatchItem> items;
+  std::string encoded;  // the items' parameters, when read straight
+  const bool straight = read_batch(body, &items, &encoded);
+  if (!straight) {
+    auto v = parse_json(body);
+    if (!v.is_ok()) return from_status(v.status());
+    if (v->kind() != Kind::List)
+      return error(400, "invalid", "the body must be a list of statements [{\"query\": ..., \"params\": [...]}, ...]");
+    items.assign(v->size(), {});
+    for (size_t i = 0; i < items.size(); i++) {
+      Status s = read_statement(v->mutable_items()[i], &items[i].text, &items[i].params,
+                                "statement " + std::to_string(i + 1) + " ");
+      if (!s.is_ok()) return from_status(s);
+    }
   }
   if (on_loop)
-    for (const BatchItem& item : items)
-      if (runs_long(item.text, item.params)) return deferred();
+    for (const BatchItem& item : items) {
+      std::optional<Params> listed;
+      if (item.encoded_params.empty() ? runs_long(item.text, item.params)
+                                      : Params::listed(item.encoded_params, &listed).is_ok() && runs_long(item.text, *listed))
+        return deferred();
+    }
   count_ran(on_loop);
+  if (straight) batches_read_straight_.fetch_add(1, std::memory_order_relaxed);
   uint64_t durable_at = 0;
   auto r = db_.batch(items, &durable_at);
   if (!r.is_ok()) return from_status(r.status());
@@ -495,9 +563,16 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
 // A statement that may run long (Database::may_run_long), or whose
 // parameter is a list of more than kLongPut documents (objects: a put's,
 // not a vector's numbers or a list of ids).
-bool Api::runs_long(std::string_view text, const std::vector<Value>& params) {
-  for (const Value& p : params)
+bool Api::runs_long(std::string_view text, const Params& params) {
+  for (size_t i = 0; i < params.size(); i++) {  // a parameter of many documents
+    if (params.is_listed()) {
+      Reader r(params.encoded((int64_t)i + 1));
+      if (r.u8() == kList && r.varint() > kLongPut && r.u8() == kObject) return true;
+      continue;
+    }
+    const Value& p = params[i];
     if (p.kind() == Kind::List && p.size() > kLongPut && p.items()[0].kind() == Kind::Object) return true;
+  }
   return db_.may_run_long(text, params);
 }
 
@@ -509,6 +584,8 @@ ApiResponse Api::stats() {
   server.append("ran_on_loop", Value::integer((int64_t)ran_on_loop_.load(std::memory_order_relaxed)));
   server.append("ran_handed_over", Value::integer((int64_t)ran_handed_over_.load(std::memory_order_relaxed)));
   server.append("puts_read_straight", Value::integer((int64_t)read_straight_.load(std::memory_order_relaxed)));
+  server.append("batches_read_straight",
+                Value::integer((int64_t)batches_read_straight_.load(std::memory_order_relaxed)));
   v.append("server", std::move(server));
   ApiResponse out;
   out.body = to_json(v);

@@ -97,10 +97,11 @@ class Api {
   bool put_statement(std::string_view body, std::string* text, std::vector<Value>* params, EncodedDocs* documents,
                      int64_t* documents_param);
   ApiResponse prepare(std::string_view body);
+  static bool read_batch(std::string_view body, std::vector<BatchItem>* items, std::string* encoded);
   ApiResponse batch(std::string_view body, bool on_loop);
   ApiResponse docs(std::string_view collection, std::string_view content_type, std::string_view body, bool on_loop);
   ApiResponse stats();
-  bool runs_long(std::string_view text, const std::vector<Value>& params);  // a statement for a worker
+  bool runs_long(std::string_view text, const Params& params);  // a statement for a worker
   void count_ran(bool on_loop);  // a statement run, where (ran_on_loop_, ran_handed_over_)
   bool authorized(std::string_view authorization) const;
 
@@ -112,6 +113,8 @@ class Api {
   std::atomic<uint64_t> ran_on_loop_{0}, ran_handed_over_{0};
   // Puts (/docs, /query) whose documents the fast reader read straight into their encoding.
   std::atomic<uint64_t> read_straight_{0};
+  // Batches whose items' parameters the fast reader read straight into their encoding.
+  std::atomic<uint64_t> batches_read_straight_{0};
 };
 
 // The HTTP status for an engine error: 400 for what the request got wrong,

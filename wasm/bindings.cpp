@@ -188,22 +188,31 @@ int batch(int h, uint32_t len) {
   Slot* s = slot(h);
   if (!s) return fail(Status(Code::Invalid, "the database is closed"));
   if (len > g_in.size()) return fail(Status(Code::Invalid, "input past the buffer"));
+  // Each entry's parameters stay in their encoding (BatchItem::encoded_params,
+  // checked by the engine): a put of literals and parameters splices them.
   Reader rd(g_in.data(), len);
-  Value list;
-  Status st = decode_value(rd, &list);
-  if (!st || !rd.done() || list.kind() != Kind::List) return fail(Status(Code::Invalid, "malformed batch"));
-  std::vector<BatchItem> items;
-  for (Value& pair : list.mutable_items()) {
-    if (pair.kind() != Kind::List || pair.items().empty() || pair.items()[0].kind() != Kind::Text)
+  const uint8_t tag = rd.u8();
+  const uint64_t n = rd.varint();
+  if (!rd.ok() || tag != kList || n > rd.left()) return fail(Status(Code::Invalid, "malformed batch"));
+  std::vector<BatchItem> items(n);
+  for (BatchItem& it : items) {
+    const uint8_t pair = rd.u8();
+    const uint64_t k = rd.varint();
+    const uint8_t text = rd.u8();
+    if (!rd.ok() || pair != kList || k < 1 || k > 2 || text != kText)
       return fail(Status(Code::Invalid, "a batch entry is [text, params]"));
-    BatchItem it;
-    it.text = pair.items()[0].as_string();
-    if (pair.items().size() > 1 && !pair.items()[1].is_null()) {
-      if (pair.items()[1].kind() != Kind::List) return fail(Status(Code::Invalid, "a batch entry's params must be a list"));
-      it.params = std::move(pair.mutable_items()[1].mutable_items());
+    it.text = rd.str();
+    if (k == 2 && rd.left() && (uint8_t)*rd.pos() == kNull) {
+      rd.u8();
+    } else if (k == 2) {
+      const char* at = rd.pos();
+      if (rd.left() && (uint8_t)*at != kList) return fail(Status(Code::Invalid, "a batch entry's params must be a list"));
+      skip_value(rd, 2, false);  // at the depth the entry's list gives it
+      it.encoded_params = std::string_view(at, rd.pos() - at);
     }
-    items.push_back(std::move(it));
+    if (!rd.ok()) return fail(Status(Code::Invalid, "malformed batch"));
   }
+  if (!rd.done()) return fail(Status(Code::Invalid, "malformed batch"));
   auto r = s->db->batch(items);
   if (!r) return fail(r.status());
   trim(g_out);

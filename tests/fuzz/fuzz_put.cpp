@@ -1,9 +1,13 @@
 // A put's documents typed from their encoding, as the WASM binding passes
 // them (decode_params leaving `$1` encoded, Statement::query with Params),
 // against the same bytes decoded into values first: the same error, at the
-// same place, or the same {id} rows and the same documents stored. The
-// input is the parameter list as the binding gets it.
+// same place, or the same {id} rows and the same documents stored. And a
+// put of a body of parameters with every parameter left encoded
+// (Params::listed, as POST /batch and the WASM batch give them) against
+// the same list decoded. The input is the parameter list as the binding
+// gets it.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "codec.h"
@@ -21,20 +25,26 @@ struct Outcome {
   std::string status, rows, stored;
 };
 
-Outcome run(std::string_view input, bool encoded) {
+// Every parameter of a body in one run: a document, then fields.
+const char* kListedPut = "put p [$1, {n: $2, x: $3, s: $4, j: $5, l: $6, v: $7, h: $8, e: $9, u: $10, at: $11}]";
+
+enum class Way { Values, Documents, Listed };
+
+Outcome run(std::string_view input, Way way) {
   auto fs = make_memory_file_system();
   auto r = Database::open(*fs, "p.kfdb", fuzz::quiet_options());
   if (!r.is_ok()) fuzz::fail("open a new database: " + r.status().to_string());
   auto db = std::move(r.value());
   if (!db->query(kSchema).is_ok()) fuzz::fail("create the collection");
-  auto put = db->prepare("put p $1");
+  auto put = db->prepare(way == Way::Documents || way == Way::Values ? "put p $1" : kListedPut);
   if (!put.is_ok()) fuzz::fail("prepare the put");
   Outcome o;
   std::vector<Value> values;
   std::string_view bytes;
-  Status s = decode_params(input, encoded ? put->documents_param() : 0, &values, encoded ? &bytes : nullptr);
+  const bool documents = way == Way::Documents;
+  Status s = decode_params(input, documents ? put->documents_param() : 0, &values, documents ? &bytes : nullptr);
   QueryResult out;
-  if (s.is_ok()) s = encoded && !bytes.empty() ? put->query(Params(values, 0, bytes), &out) : put->query(values, &out);
+  if (s.is_ok()) s = documents && !bytes.empty() ? put->query(Params(values, 0, bytes), &out) : put->query(values, &out);
   o.status = s.to_string();
   for (const Value& row : out.rows) o.rows += to_json(row) + "\n";
   auto all = db->query("get p");
@@ -43,13 +53,47 @@ Outcome run(std::string_view input, bool encoded) {
   return o;
 }
 
+// kListedPut with the list as given (Params::listed): the outcome, or
+// nothing when the list is refused as malformed.
+bool run_listed(std::string_view input, Outcome* o) {
+  auto fs = make_memory_file_system();
+  auto r = Database::open(*fs, "p.kfdb", fuzz::quiet_options());
+  if (!r.is_ok()) fuzz::fail("open a new database: " + r.status().to_string());
+  auto db = std::move(r.value());
+  if (!db->query(kSchema).is_ok()) fuzz::fail("create the collection");
+  auto put = db->prepare(kListedPut);
+  if (!put.is_ok()) fuzz::fail("prepare the put");
+  std::optional<Params> given;
+  if (!Params::listed(input, &given).is_ok()) return false;
+  QueryResult out;
+  o->status = put->query(*given, &out).to_string();
+  for (const Value& row : out.rows) o->rows += to_json(row) + "\n";
+  auto all = db->query("get p");
+  if (!all.is_ok()) fuzz::fail("read back: " + all.status().to_string());
+  for (const Value& row : all->rows) o->stored += to_json(row) + "\n";
+  return true;
+}
+
+void same(const Outcome& a, const Outcome& b, const char* how) {
+  if (a.status != b.status)
+    fuzz::fail(std::string("the status differs: as values '") + a.status + "', " + how + " '" + b.status + "'");
+  if (a.rows != b.rows) fuzz::fail("the rows differ: as values\n" + a.rows + how + "\n" + b.rows);
+  if (a.stored != b.stored) fuzz::fail("the documents stored differ: as values\n" + a.stored + how + "\n" + b.stored);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
-  Outcome a = run(input, false), b = run(input, true);
-  if (a.status != b.status) fuzz::fail("the status differs: as values '" + a.status + "', encoded '" + b.status + "'");
-  if (a.rows != b.rows) fuzz::fail("the rows differ: as values\n" + a.rows + "encoded\n" + b.rows);
-  if (a.stored != b.stored) fuzz::fail("the documents stored differ: as values\n" + a.stored + "encoded\n" + b.stored);
+  same(run(input, Way::Values), run(input, Way::Documents), "encoded");
+  // Every parameter left encoded: refused as malformed exactly where
+  // decode_params refuses the list.
+  std::vector<Value> values;
+  const bool decodes = decode_params(input, 0, &values, nullptr).is_ok();
+  Outcome listed;
+  if (run_listed(input, &listed) != decodes)
+    fuzz::fail(decodes ? "a list decode_params reads was refused by Params::listed"
+                       : "a list decode_params refuses was taken by Params::listed");
+  if (decodes) same(run(input, Way::Listed), listed, "listed");
   return 0;
 }

@@ -253,6 +253,31 @@ describe('methods', () => {
     db.close();
   });
 
+  test("a batch's parameters make the documents a query's make, of every kind", async () => {
+    const db = await fresh();
+    db.query('create collection u (name text, n int, f float, v vector<3>, ts timestamp, b bytes, j json, tags [text])');
+    const put = 'put C {name: $1, n: $2, f: $3, v: $4, ts: $5, b: $6, j: $7, tags: $8}';
+    const rows = [
+      ['a', 1, 1.5, new Float32Array([1, 2, 3]), new Date(86400000), new Uint8Array([0, 255]), { x: [1, null, 'y'] }, ['p', 'q']],
+      ['b', -7, 2, [0.5, -1, 1e-3], null, null, [1, 2.5, { z: true }], []],
+      [null, 2 ** 40, -0, [4, 5, 6], new Date(0), new Uint8Array([]), 'text', null],
+    ];
+    // Into t by one batch, into u by one query a row; then a read and a write by id in the batch too.
+    const out = db.batch([...rows.map((r) => [put.replace('C', 't'), r]), ['put t $1', [[{ n: 9, v: [7, 8, 9] }]]],
+      ['get t where n >= $1 select n', [2]], ['set t {name: $1} where id = $2', ['set', 2]]]);
+    for (const r of rows) db.query(put.replace('C', 'u'), r);
+    db.query('put u $1', [[{ n: 9, v: [7, 8, 9] }]]);
+    db.query('set u {name: $1} where id = $2', ['set', 2]);
+    assert.deepEqual(out.slice(0, 4), [[{ id: 1 }], [{ id: 2 }], [{ id: 3 }], [{ id: 4 }]]);
+    assert.deepEqual(out[4], [{ id: 3, n: 2 ** 40 }, { id: 4, n: 9 }]);
+    assert.deepEqual(db.query('get t'), db.query('get u'));
+    assert.equal(db.query('get t where id = 2')[0].name, 'set');
+    // A parameter's error names the statement; nothing lands.
+    assert.throws(() => db.batch([['put t {n: 1}'], ['put t {v: $1}', [[1, 2]]]]), { code: 'type', message: /statement 2/ });
+    assert.equal(count(db), 4);
+    db.close();
+  });
+
   test('batch is atomic: each statement sees the ones before, a failure changes nothing', async () => {
     const db = await fresh();
     const out = db.batch([['put t {n: $1}', [1]], ['put t {n: 2}'], ['get t where n >= $1 count', [1]], ['del t where n = 2']]);

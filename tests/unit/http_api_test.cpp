@@ -249,6 +249,115 @@ TEST_CASE("http api: a put's documents in /query are read as /docs reads them, w
   db->close();
 }
 
+TEST_CASE("http api: /batch reads its statements' parameters straight, with parse_json's values and errors") {
+  auto mem = make_memory_file_system();
+  auto db = open_db(*mem);
+  Api api(*db, "");
+  for (const char* c : {"a", "b"})
+    REQUIRE(db->query(std::string("create collection ") + c + " (v vector<3>, tags [int], m int, j json, s text)").is_ok());
+  auto straight = [&] {
+    ApiRequest r;
+    r.method = "GET";
+    r.target = "/stats";
+    const std::string body = api.handle(r).body;
+    const size_t at = body.find("\"batches_read_straight\":");
+    REQUIRE(at != std::string::npos);
+    return std::stoll(body.substr(at + 24));
+  };
+  // Statements of every kind with parameters of every kind; "C" stands
+  // for the collection.
+  const std::vector<std::pair<std::string, std::string>> items = {
+      {"put C {v: $1, tags: $2, m: $3, j: $4, s: $5}",
+       R"j([[1, 2.5, -3e2], [1, 2], 7, {"x": [1, {"y": null}, true, false], "z": "\u00e9\n"}, "a\"b"])j"},
+      {"put C {v: $2, m: $1, s: $3}", R"j([-1, [0.1, 1e-3, 9007199254740993], null])j"},
+      {"insert C [{m: $1}, {m: $1, j: $2}]", R"j([9, 1234567890123456789])j"},
+      {"put C $1", R"j([[{"m": 10, "v": [1, 2, 3]}, {"s": "z", "tags": []}]])j"},
+      {"set C {s: $1} where m = $2", R"j(["set", 7])j"},
+      {"del C where id = $1", R"j([2])j"},
+      {"get C where m >= $1 select m, s", R"j([9])j"},
+      {"get C count", "null"},
+      {"put C {m: $1}", ""},  // no params: in the batch that fails below
+  };
+  auto body_for = [&](char c, size_t n) {
+    std::string b = "[";
+    for (size_t i = 0; i < n; i++) {
+      std::string text = items[i].first;
+      text[text.find('C')] = c;
+      b += std::string(i ? ", " : "") + "{\"query\": \"" + text + "\"";
+      if (!items[i].second.empty()) b += ", \"params\": " + items[i].second;
+      b += "}";
+    }
+    return b + "]";
+  };
+  const size_t n = items.size() - 1;  // all but the last
+  const ApiResponse got = post(api, "/batch", body_for('a', n));
+  CHECK(got.status == 200);
+  CHECK(straight() == 1);
+  // The same statements with values made by parse_json, run by Database::batch.
+  std::vector<BatchItem> values;
+  for (size_t i = 0; i < n; i++) {
+    std::string text = items[i].first;
+    text[text.find('C')] = 'b';
+    BatchItem it{text, {}, {}};
+    auto v = parse_json(items[i].second);
+    REQUIRE(v.is_ok());
+    if (!v->is_null()) it.params = v->items();
+    values.push_back(std::move(it));
+  }
+  auto want = db->batch(values);
+  REQUIRE(want.is_ok());
+  REQUIRE(want->size() == n);
+  auto all = [&](const char* c) { return post(api, "/query", std::string(R"j({"query": "get )j") + c + "\"}").body; };
+  CHECK(all("a") == all("b"));
+  CHECK(all("a").find(R"j({"id":1,"v":[1,2.5,-300],"tags":[1,2],"m":7,"j":{"x":[1,{"y":null},true,false],)j") !=
+        std::string::npos);
+  CHECK(got.body.find(R"j({"rows":[{"id":3,"m":9,"s":null},{"id":4,"m":9,"s":null},{"id":5,"m":10,"s":null}]},{"rows":[{"count":5}]}]})j") !=
+        std::string::npos);
+  // A statement without the parameter its text names: the engine's error, naming it.
+  const std::string before = all("a");
+  ApiResponse missing = post(api, "/batch", body_for('a', items.size()));
+  CHECK(missing.status == 400);
+  CHECK(missing.body.find("statement 9: parameter $1 was not given") != std::string::npos);
+  // What the fast reader does not take is read by parse_json, which names
+  // it; nothing is written.
+  for (const char* bad : {
+           R"j([{"query": "put a {m: $1}", "params": [1]}, {"query": "put a {m: $1}", "params": [99999999999999999999]}])j",
+           R"j([{"query": "put a {m: $1}", "params": [1]}, {"query": 1}])j",
+           R"j([{"query": "put a {m: $1}", "params": [1]}, 2])j",
+           R"j([{"query": "put a {m: $1}", "params": [1], "other": 1}])j",
+           R"j([{"query": "put a {m: $1}", "params": {"m": 1}}])j",
+           R"j([{"query": "put a {m: $1}", "params": [1]},])j",
+           R"j({"query": "put a {m: $1}", "params": [1]})j",
+           R"j([{"query": "put a {m: $1}", "params": ["x"]}])j",
+           R"j([{"query": "put a {v: $1}", "params": [[1, 2]]}])j",
+       }) {
+    INFO(bad);
+    const ApiResponse r = post(api, "/batch", bad);
+    CHECK(r.status == 400);
+    CHECK(r.body.find("\"error\"") != std::string::npos);
+  }
+  CHECK(all("a") == before);
+  CHECK(straight() == 4);  // the failed one above, and the two the fast reader read (a text for an int, a vector of two)
+  // A key given twice reads as parse_json reads it: the last value.
+  CHECK(post(api, "/batch", R"j([{"query": "get a count", "query": "get b count"}])j").body ==
+        post(api, "/batch", R"j([{"query": "get b count"}])j").body);
+  // Nesting as parse_json of the whole body counts it (a parameter's items
+  // at level 3): the same answer with a key given twice, which sends the
+  // body to parse_json.
+  auto nested = [](int levels) {
+    return std::string(static_cast<size_t>(levels), '[') + "1" + std::string(static_cast<size_t>(levels), ']');
+  };
+  for (int levels : {60, 61, 62, 63}) {
+    INFO("levels " << levels);
+    const std::string fast = R"j([{"query": "put a {j: $1}", "params": [)j" + nested(levels) + "]}]";
+    const std::string slow = R"j([{"query": "put a {j: $1}", "query": "put a {j: $1}", "params": [)j" + nested(levels) + "]}]";
+    const unsigned want_status = post(api, "/batch", slow).status;
+    CHECK(post(api, "/batch", fast).status == want_status);
+    CHECK(want_status == (levels <= 61 ? 200 : 400));
+  }
+  db->close();
+}
+
 namespace {
 std::string forty_numbers() {
   std::string s = "[";
@@ -358,7 +467,7 @@ TEST_CASE("http api: on an event loop, what may run long is deferred, the rest r
   stats.method = "GET";
   stats.target = "/stats";
   const std::string body = api.handle(stats).body;
-  CHECK(body.find(R"j("server":{"ran_on_loop":16,"ran_handed_over":8,"puts_read_straight":2})j") != std::string::npos);
+  CHECK(body.find(R"j("server":{"ran_on_loop":16,"ran_handed_over":8,"puts_read_straight":2,"batches_read_straight":2})j") != std::string::npos);
   db->close();
 }
 

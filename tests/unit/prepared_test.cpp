@@ -526,6 +526,98 @@ TEST_CASE("a put's documents left in their encoding (Params): as given as values
   CHECK(rows(db->query("get t count")) == "{\"count\":7}\n");
 }
 
+TEST_CASE("every parameter left in its encoding (Params::listed): a put splices them, the rest reads them decoded") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  for (const char* c : {"a", "b"})
+    ok(*db, (std::string("create collection ") + c + " (name text, n int, tags [int], v vector<2>, j json)").c_str());
+  auto obj = [](std::vector<std::pair<const char*, Value>> kv) {
+    Value o = Value::object();
+    for (auto& [k, v] : kv) o.append(k, std::move(v));
+    return o;
+  };
+  auto listed = [](std::vector<Value> params) {
+    std::string enc;
+    encode_value(enc, Value::list(std::move(params)), false);
+    return enc;
+  };
+  // Each statement with its parameters as values (into b) and listed (into a).
+  struct Case {
+    std::string text;  // "C" stands for the collection
+    std::vector<Value> params;
+  };
+  const std::vector<Case> cases = {
+      {"put C {name: $1, n: $2, tags: $3, v: $4, j: $5}",
+       {Value::text("x"), Value::integer(7), Value::list({Value::integer(1), Value::integer(2)}),
+        Value::list({Value::real(0.5), Value::integer(3)}),
+        obj({{"k", Value::list({Value(), Value::boolean(true), Value::real(1.5)})}})}},
+      {"put C {name: $2, n: $1}", {Value::integer(8), Value()}},       // a null: the field absent
+      {"insert C [{n: $1}, {n: $1, name: \"y\"}]", {Value::integer(9)}},  // a list of documents, $1 twice
+      {"put C $1", {Value::list({obj({{"n", Value::integer(10)}}), obj({{"name", Value::text("z")}})})}},
+      {"set C {name: $1} where n = $2", {Value::text("set"), Value::integer(7)}},  // read decoded
+      {"del C where id = $1", {Value::integer(2)}},
+      {"get C where n >= $1 select n, name", {Value::integer(9)}},
+      {"put C {n: $1}", {Value::integer(21)}},
+  };
+  std::vector<BatchItem> as_values, as_listed;
+  std::vector<std::string> bytes;
+  bytes.reserve(cases.size());
+  auto in = [](std::string text, char c) {
+    text[text.find('C')] = c;
+    return text;
+  };
+  for (const Case& k : cases) {
+    as_values.push_back({in(k.text, 'b'), k.params, {}});
+    bytes.push_back(listed(k.params));
+    as_listed.push_back({in(k.text, 'a'), {}, bytes.back()});
+  }
+  auto got = db->batch(as_listed);
+  REQUIRE(got.is_ok());
+  auto want = db->batch(as_values);
+  REQUIRE(want.is_ok());
+  REQUIRE(got->size() == want->size());
+  for (size_t i = 0; i < got->size(); i++) CHECK(rows(Result<QueryResult>((*got)[i])) == rows(Result<QueryResult>((*want)[i])));
+  CHECK(rows(db->query("get a")) == rows(db->query("get b")));
+  CHECK(rows(db->query("get a where id = 1")) ==
+        "{\"id\":1,\"name\":\"set\",\"n\":7,\"tags\":[1,2],\"v\":[0.5,3],\"j\":{\"k\":[null,true,1.5]}}\n");
+  CHECK(rows(db->query("get a count")) == "{\"count\":6}\n");
+  // As a statement's parameters too (a put, and a read that decodes them).
+  auto put = db->prepare("put a {n: $1, name: $2}");
+  REQUIRE(put.is_ok());
+  const std::string two = listed({Value::integer(30), Value::text("w")});
+  QueryResult out;
+  std::optional<Params> given;
+  REQUIRE(Params::listed(two, &given).is_ok());
+  REQUIRE(put->query(*given, &out).is_ok());
+  auto get = db->prepare("get a where n = $1 select name");
+  REQUIRE(get.is_ok());
+  const std::string thirty = listed({Value::integer(30)});
+  REQUIRE(Params::listed(thirty, &given).is_ok());
+  REQUIRE(get->query(*given, &out).is_ok());
+  CHECK(rows(Result<QueryResult>(out)) == "{\"id\":8,\"name\":\"w\"}\n");
+  // The same errors as values get, naming the statement; nothing written.
+  const std::string bad = listed({Value::text("not a number")});
+  auto err = db->batch({{"put a {n: 1}", {}, {}}, {"put a {n: $1}", {}, bad}});
+  CHECK(err.status().to_string() ==
+        db->batch({{"put a {n: 1}", {}, {}}, {"put a {n: $1}", {Value::text("not a number")}, {}}}).status().to_string());
+  CHECK(err.status().message().find("statement 2") != std::string::npos);
+  const Value pair = Value::list({Value::integer(3), Value::integer(4)});
+  CHECK(db->batch({{"put a {j: norm($1)}", {}, listed({pair})}}).status().to_string() ==
+        db->batch({{"put a {j: norm($1)}", {pair}, {}}}).status().to_string());
+  CHECK(db->batch({{"put a {n: $2}", {}, listed({})}}).status().message().find("was not given") !=
+        std::string::npos);
+  // Damaged lists: refused as malformed before anything runs.
+  std::string vecref = listed({Value::integer(1)});
+  vecref[2] = 12;  // a tag-12 reference is no parameter
+  for (const std::string& damaged : {two.substr(0, two.size() - 1), two + "x", std::string("\x05\x01\x02", 3), vecref}) {
+    CHECK_FALSE(Params::listed(damaged, &given).is_ok());
+    auto r = db->batch({{"put a {n: 1}", {}, {}}, {"put a {n: $1, name: $2}", {}, damaged}});
+    CHECK(r.status().code() == Code::Invalid);
+    CHECK(r.status().message().find("statement 2: malformed parameters") == 0);
+  }
+  CHECK(rows(db->query("get a count")) == "{\"count\":7}\n");
+}
+
 TEST_CASE("a put's {id} rows written over the rows a reused result held") {
   auto fs = make_memory_file_system();
   auto db = open_memory(*fs);

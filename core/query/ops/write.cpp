@@ -409,8 +409,13 @@ static Status type_encoded_documents(const Collection& c, std::string_view enc, 
 // path gives).
 static bool encode_body(const Expr& e, const Evaluator& ev, std::string& out) {
   switch (e.kind) {
-    case ExprKind::Literal:
-    case ExprKind::Param: {
+    case ExprKind::Param:
+      if (std::string_view given = ev.params().encoded(e.param); !given.empty()) {  // already a list item's encoding
+        out.append(given);
+        return true;
+      }
+      [[fallthrough]];
+    case ExprKind::Literal: {
       const Value* v = ev.ref(e);
       if (!v) return false;
       encode_item(out, *v, false);  // a null too: a field given as null is typed as absent
