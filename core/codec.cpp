@@ -168,7 +168,22 @@ void skip_value(Reader& r, int depth, bool refs) {
     case kInt: case kTimestamp: r.varint(); return;
     case kFloat: r.u64(); return;
     case kText: case kBytes: r.str(); return;
-    case kList: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) skip_value(r, depth + 1, refs); return; }
+    case kList: {
+      uint64_t n = r.varint();
+      for (uint64_t i = 0; i < n && r.ok(); i++) {
+        // Numbers stepped over here: lists of them (embeddings) are the long ones.
+        const uint8_t item = r.left() ? (uint8_t)*r.pos() : kNull;
+        if (item == kFloat && depth < kMaxDepth) {
+          r.bytes(9);
+        } else if (item == kInt && depth < kMaxDepth) {
+          r.u8();
+          r.skip_varint();
+        } else {
+          skip_value(r, depth + 1, refs);
+        }
+      }
+      return;
+    }
     case kObject: { uint64_t n = r.varint(); for (uint64_t i = 0; i < n && r.ok(); i++) { r.str(); skip_value(r, depth + 1, refs); } return; }
     case kVecF32: case kVecF16: {
       uint64_t n = r.varint(), item = tag == kVecF32 ? 4 : 2;

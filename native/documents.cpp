@@ -26,6 +26,18 @@ namespace od = simdjson::ondemand;
 inline bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 inline bool digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 
+// A count written before what it counts, once known: one byte is kept for
+// it (most are under 128), the items moved up where it needs more.
+void put_count(std::string* out, size_t at, uint64_t n) {
+  if (n < 0x80) {
+    (*out)[at] = static_cast<char>(n);
+    return;
+  }
+  std::string v;
+  put_varint(v, n);
+  out->replace(at, 1, v);
+}
+
 // ---------------------------------------------------------------------------
 // Numbers of a vector: each as parse_json reads it, then to float.
 
@@ -81,12 +93,12 @@ bool extended_nearest(uint64_t m, int e, double* out) {
   }
 }
 
-// The JSON number at p, as the engine makes a vector element of what
-// parse_json reads: an integer in int64's range as that integer, anything
-// with a fraction or an exponent as the nearest double; then to float.
-// Returns the end of the number, or nullptr for anything else (malformed, an
-// integer beyond int64, a double out of range).
-const char* read_number(const char* p, float* out) {
+// The JSON number at p as parse_json reads it: an integer in int64's range
+// as that integer (*is_int set, *i), anything with a fraction or an
+// exponent as the nearest double (*d). Returns the end of the number, or
+// nullptr for anything else (malformed, an integer beyond int64, a double
+// out of range).
+[[gnu::always_inline]] inline const char* read_json_number(const char* p, bool* is_int, int64_t* i, double* out) {
   const char* start = p;
   const bool neg = *p == '-';
   p += neg;
@@ -148,10 +160,10 @@ const char* read_number(const char* p, float* out) {
     } while (digit(*p));
     exp10 += eneg ? -e : e;
   }
+  *is_int = !is_float;
   if (!is_float) {
     if (dropped || m > (neg ? 9223372036854775808ull : 9223372036854775807ull)) return nullptr;
-    const int64_t v = neg ? static_cast<int64_t>(0 - m) : static_cast<int64_t>(m);
-    *out = static_cast<float>(static_cast<double>(v));
+    *i = neg ? static_cast<int64_t>(0 - m) : static_cast<int64_t>(m);
     return p;
   }
   double d;
@@ -165,7 +177,19 @@ const char* read_number(const char* p, float* out) {
     auto r = std::from_chars(start, p, d);
     if (r.ec != std::errc() || r.ptr != p) return nullptr;
   }
-  *out = static_cast<float>(d);
+  *out = d;
+  return p;
+}
+
+// The same number as the engine makes a vector element of it: through
+// int64 or double, then to float.
+inline const char* read_number(const char* p, float* out) {
+  bool is_int;
+  int64_t i;
+  double d;
+  p = read_json_number(p, &is_int, &i, &d);
+  if (!p) return nullptr;
+  *out = is_int ? static_cast<float>(static_cast<double>(i)) : static_cast<float>(d);
   return p;
 }
 
@@ -276,6 +300,49 @@ bool parse_number_array(std::string_view text, std::vector<float>* out) {
   return p == end;
 }
 
+const char* encode_number_list(const char* p, std::string* out) {
+  if (*p != '[') return nullptr;
+  p++;
+  while (json_space(*p)) p++;
+  put_u8(*out, kList);
+  const size_t count_at = out->size();
+  out->push_back(0);
+  uint64_t n = 0;
+  if (*p == ']') return p + 1;
+  for (;;) {
+    bool is_int;
+    int64_t i;
+    double d;
+    p = read_json_number(p, &is_int, &i, &d);
+    if (!p) return nullptr;
+    char item[1 + 10];  // a tag, then a varint or 8 bytes
+    size_t len = 1;
+    if (is_int) {
+      item[0] = static_cast<char>(kInt);
+      for (uint64_t z = zigzag(i);; z >>= 7) {
+        item[len++] = static_cast<char>(z < 0x80 ? z : (z & 0x7F) | 0x80);
+        if (z < 0x80) break;
+      }
+    } else {
+      item[0] = static_cast<char>(kFloat);
+      memcpy(item + 1, &d, 8);
+      len = 9;
+    }
+    out->append(item, len);
+    n++;
+    while (json_space(*p)) p++;
+    if (*p == ',') {
+      p++;
+      while (json_space(*p)) p++;
+      continue;
+    }
+    if (*p != ']') return nullptr;
+    break;
+  }
+  put_count(out, count_at, n);
+  return p + 1;
+}
+
 // ---------------------------------------------------------------------------
 
 DocumentReader::DocumentReader(Database& db, std::string_view collection) {
@@ -303,21 +370,6 @@ const DocumentReader::VectorField* DocumentReader::vector_field(std::string_view
 }
 
 
-namespace {
-
-// A count written before what it counts, once known: one byte is kept for
-// it (most are under 128), the items moved up where it needs more.
-void put_count(std::string* out, size_t at, uint64_t n) {
-  if (n < 0x80) {
-    (*out)[at] = static_cast<char>(n);
-    return;
-  }
-  std::string v;
-  put_varint(v, n);
-  out->replace(at, 1, v);
-}
-
-}  // namespace
 
 bool DocumentReader::encode(od::document_reference& d, std::string* out) const {
   od::object obj;
@@ -367,6 +419,24 @@ bool DocumentReader::encode_object(od::object& obj, std::string* out, int depth,
   return true;
 }
 
+namespace {
+// `[` and a number after it (the token the reader stands at: its text goes
+// on in the padded buffer).
+bool starts_number_list(std::string_view token) {
+  if (token.empty() || token[0] != '[') return false;
+  const char* p = token.data() + 1;
+  while (json_space(*p)) p++;
+  return *p == '-' || digit(*p);
+}
+// Whether what follows `end` in `raw` is white space alone.
+bool only_space(const char* end, std::string_view raw) {
+  const char* stop = raw.data() + raw.size();
+  if (end > stop) return false;
+  while (end < stop && json_space(*end)) end++;
+  return end == stop;
+}
+}  // namespace
+
 bool DocumentReader::encode_value(od::value v, std::string* out, int depth) const {
   if (depth > kMaxDepth) return false;
   od::json_type t;
@@ -377,6 +447,16 @@ bool DocumentReader::encode_value(od::value v, std::string* out, int depth) cons
       return !v.get_object().get(obj) && encode_object(obj, out, depth + 1, false);
     }
     case od::json_type::array: {
+      // A list of numbers (an embedding) read from its text at once, without
+      // a value of the reader per number; anything else the way below.
+      const std::string_view token = v.raw_json_token();
+      if (depth < kMaxDepth && starts_number_list(token)) {
+        const size_t at = out->size();
+        const char* end = encode_number_list(token.data(), out);
+        std::string_view raw;
+        if (end) return !v.raw_json().get(raw) && raw.data() == token.data() && only_space(end, raw);
+        out->resize(at);
+      }
       od::array arr;
       if (v.get_array().get(arr)) return false;
       put_u8(*out, kList);

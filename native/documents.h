@@ -93,4 +93,12 @@ class DocumentReader {
 // must follow the text.
 bool parse_number_array(std::string_view text, std::vector<float>* out);
 
+// A JSON array of numbers at p (its `[`), appended to *out in the value
+// encoding of the list parse_json makes of it (each number an int64 or the
+// nearest double, as parse_json reads it). Returns the end of the array
+// (past its `]`), or nullptr when p holds anything else (not only numbers,
+// malformed, an integer beyond int64): *out may then hold part of it. At
+// least 64 readable bytes must follow the array (simdjson's padding).
+const char* encode_number_list(const char* p, std::string* out);
+
 }  // namespace kitfox

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../fuzz/import_compare.h"
+#include "codec.h"
 #include "db.h"
 #include "documents.h"
 #include "importer.h"
@@ -163,6 +164,76 @@ TEST_CASE("import: parse_number_array reads numbers as parse_json and the engine
     } else {
       // Only integers beyond int64 (parse_json refuses them) may fall back.
       CHECK((!ref || t.find_first_of(".eE") == std::string::npos));
+    }
+  }
+}
+
+TEST_CASE("import: encode_number_list writes the encoding of parse_json's list, or declines") {
+  // The encoding of parse_json's value, and of encode_number_list's read
+  // over a padded copy (with the text's length checked).
+  auto want = [](const std::string& t, std::string* out) {
+    auto v = parse_json(t);
+    if (!v.is_ok()) return false;
+    out->clear();
+    encode_item(*out, *v, false);
+    return true;
+  };
+  auto got = [](const std::string& t, std::string* out) {
+    std::string padded = t;
+    padded.append(64, '\0');
+    out->clear();
+    const char* end = encode_number_list(padded.data(), out);
+    if (end) CHECK(end == padded.data() + t.find_last_of(']') + 1);
+    return end != nullptr;
+  };
+  std::vector<std::string> fast = {
+      "[]", "[ ]", "[0]", "[-0]", "[-0.0]", "[1, 2, 3]", "[ 1 ,\n2\t,\r3 ]", "[1.5, -2.25, 3e2, 4E-2, 5e+3]",
+      "[9007199254740993]", "[9223372036854775807]", "[-9223372036854775808]", "[1e22, 1e-22, 1e23]",
+      "[1e308, 2.2250738585072014e-308]", "[123456789012345678901234567890.5]", "[12345678901234567890e-10]",
+      "[0.1, 0.2, 0.30000000000000004]", "[63, 64, -64, -65, 8191, 8192, 1000000]",
+  };
+  std::string many = "[";  // a count of more than one byte
+  for (int i = 0; i < 300; i++) many += (i ? "," : "") + std::to_string(i * 37 - 5000) + (i % 3 ? ".25" : "");
+  fast.push_back(many + "]");
+  for (const std::string& t : fast) {
+    std::string a, b;
+    INFO(t);
+    REQUIRE(want(t, &b));
+    CHECK(got(t, &a));
+    CHECK(a == b);
+  }
+  for (const char* t : {"", "[", "[1", "[1,]", "[,1]", "[01]", "[1.]", "[-]", "[+1]", "[1e]", "[1 2]", "[\"1\"]",
+                        "[1, null]", "[1, [2]]", "[1, {}]", "[NaN]", "[9223372036854775808]", "[-9223372036854775809]",
+                        "[1e400]", "[1,2,3", "{}"}) {
+    std::string a;
+    INFO(t);
+    CHECK_FALSE(got(t, &a));
+  }
+  // Random numbers in every form JSON writers produce: the same bytes.
+  std::mt19937_64 rng(16);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  const char* forms[] = {"%.17g", "%.9g", "%g", "%.3f", "%e", "%.0f", "%.12e", "%.16g"};
+  for (int round = 0; round < 2000; round++) {
+    std::string t = "[";
+    for (int i = 0; i < 16; i++) {
+      char buf[64];
+      const double mag = std::pow(10.0, static_cast<int>(rng() % 80) - 40);
+      switch (rng() % 3) {
+        case 0: snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng() % 2000000) - 1000000); break;
+        case 1: snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(rng() >> (rng() % 64))); break;
+        default: snprintf(buf, sizeof buf, forms[rng() % 8], unit(rng) * mag); break;
+      }
+      t += (i ? (rng() % 4 ? "," : " ,\n ") : "") + std::string(buf);
+    }
+    t += "]";
+    std::string a, b;
+    INFO(t);
+    const bool ref = want(t, &b);
+    if (got(t, &a)) {
+      REQUIRE(ref);
+      CHECK(a == b);
+    } else {
+      CHECK(!ref);  // only what parse_json refuses (an integer beyond int64)
     }
   }
 }
