@@ -8,7 +8,7 @@
 #   bash bench/server_bench.sh [OPTIONS]
 #
 # Options (the rest go to server_bench: --quick, --only LIST, --rows N, --requests N, --rounds N,
-# --load-rows N, --seconds S, --writers LIST, --recon-rows N, --recon-seconds S, --wait-quiet S, --out PATH;
+# --load-rows N, --no-load-index, --seconds S, --writers LIST, --recon-rows N, --recon-seconds S, --wait-quiet S, --out PATH;
 # server_bench --help lists them all):
 #   --build DIR      where kitfox and bench/server_bench are (default build-bench)
 #   --kitfox PATH    the kitfox CLI to serve with (default DIR/kitfox)
