@@ -1195,6 +1195,7 @@ struct Bench {
              "of a load with the index counts the first near after it too (kitfox could defer work to it; "
              "PostgreSQL's index is complete when the load returns). Other processes used %s CPUs just before.\n\n",
              kHnswKitfox, kHnswPg, others.c_str());
+    if (ways == 1) s += "This run loaded without the vector index only (`--no-load-index`).\n\n";
     double copy_rate[2] = {0, 0}, pg_best[2] = {0, 0}, kf_best[2] = {0, 0};
     std::string kf_best_way[2], pg_best_way[2];
     for (auto& r : results)

@@ -82,35 +82,33 @@ const std::vector<Value>& Params::one_unset() {
   return one;
 }
 
-Status Params::listed(std::string_view list, std::optional<Params>* out) {
+Status Params::split_list(std::string_view list, std::vector<std::string_view>* items) {
   Reader r(list);
   const uint8_t tag = r.u8();
   const uint64_t n = r.varint();
-  if (!r.ok() || tag != kList || n > r.left()) return Status(Code::Invalid, "malformed parameters (not a list)");
-  for (uint64_t i = 0; i < n && r.ok(); i++) skip_value(r, 1, false);  // an item, as the list's decode counts it
-  if (!r.ok() || !r.done()) return Status(Code::Invalid, "malformed parameters");
-  Params& p = out->emplace(one_unset());
-  p.encoded_ = list;
-  p.listed_ = true;
-  p.count_ = n;
+  if (!r.ok() || tag != kList) return Status(Code::Invalid, "parameters must be a list");
+  if (n > r.left()) return Status(Code::Invalid, "malformed parameters");
+  const size_t first = items->size();
+  items->reserve(first + n);
+  for (uint64_t i = 0; i < n && r.ok(); i++) {
+    const char* at = r.pos();
+    skip_value(r, 1, false);  // an item, as the list's decode counts it
+    items->emplace_back(at, r.pos() - at);
+  }
+  if (!r.ok() || !r.done()) {
+    items->resize(first);
+    return Status(Code::Invalid, "malformed parameters");
+  }
   return Status::ok();
-}
-
-std::string_view Params::item(int64_t n) const {
-  if (n < 1 || (uint64_t)n > count_) return {};
-  Reader r(encoded_);  // checked whole by listed()
-  r.u8();
-  r.varint();
-  for (int64_t i = 1; i < n; i++) skip_value(r, 1, false);
-  const char* at = r.pos();
-  skip_value(r, 1, false);
-  return std::string_view(at, r.pos() - at);
 }
 
 Result<std::vector<Value>> Params::copy() const {
   if (listed_) {
-    std::vector<Value> v;
-    KF_TRY(decode_params(encoded_, 0, &v, nullptr));
+    std::vector<Value> v(count_);
+    for (size_t i = 0; i < count_; i++) {
+      Reader r(items_[i]);
+      if (!decode_value(r, &v[i], 1).is_ok() || !r.done()) return Status(Code::Invalid, "malformed parameters");
+    }
     return v;
   }
   std::vector<Value> v = *values_;

@@ -65,9 +65,10 @@ struct QueryResult {
 struct BatchItem {
   std::string text;
   std::vector<Value> params;
-  // Or, when not empty, its parameters as one encoded list (Params::listed):
-  // what POST /batch reads from JSON with no Value made. A view of bytes
-  // that outlive the batch; `params` is then ignored.
+  // Or, when not empty, its parameters as one encoded list (a list value's
+  // encoding, Params::split_list): what POST /batch reads from JSON with no
+  // Value made. A view of bytes that outlive the batch; `params` is then
+  // ignored.
   std::string_view encoded_params;
 };
 
@@ -112,9 +113,11 @@ struct Prepared;
 //   `values` is null) and the put types the documents from those bytes, as
 //   it types a body of literals, with no Value built for them. That is the
 //   parameter Statement::documents_param() names;
-// - every parameter, as one encoded list (`listed`: POST /batch's items):
-//   a put or an insert whose body is literals and parameters alone splices
-//   each parameter's bytes where the body encodes it (reads_as_given).
+// - every parameter, each its encoding (`listed`: POST /batch's items, the
+//   WASM batch): a put or an insert whose body is literals and parameters
+//   alone splices each parameter's bytes where the body encodes it
+//   (reads_as_given), as they are (an int's varint written longer than it
+//   needs stays so; it reads as the same int).
 // Only those puts read parameters left encoded: any other statement has
 // them decoded first (copy()), and sees null in their place here.
 class Params {
@@ -127,19 +130,28 @@ class Params {
   // A put's `$1` given as its encoded documents, and no other parameter
   // (`put C $1`: kitfox import's batches, POST /docs).
   static Params documents(std::string_view encoded) { return Params(one_unset(), 0, encoded); }
-  // *out: every parameter in `list`, the value encoding of a list of them
-  // (its tag, its count, each item), checked whole here (a tag-12
-  // reference is no parameter); else an error. The bytes outlive the run.
-  static Status listed(std::string_view list, std::optional<Params>* out);
+  // The items of `list`, the value encoding of a list of parameters (its
+  // tag, its count, each item), appended to *items, each checked (a tag-12
+  // reference is no parameter); else an error, and none appended.
+  static Status split_list(std::string_view list, std::vector<std::string_view>* items);
+  // Every parameter left encoded: `items[i]` is $i+1's encoding (as
+  // split_list gives them). The items and their bytes outlive the run.
+  static Params listed(const std::string_view* items, size_t n) {
+    Params p(one_unset());
+    p.items_ = items;
+    p.count_ = n;
+    p.listed_ = true;
+    return p;
+  }
   size_t size() const { return listed_ ? count_ : values_->size(); }
   const Value& operator[](size_t i) const { return listed_ ? one_unset()[0] : (*values_)[i]; }
   // Parameter $n's bytes where it was left encoded; else empty.
   std::string_view encoded(int64_t n) const {
-    if (listed_) return item(n);
+    if (listed_) return n >= 1 && (size_t)n <= count_ ? items_[n - 1] : std::string_view();
     return n >= 1 && (size_t)(n - 1) == at_ ? encoded_ : std::string_view();
   }
   // Whether every parameter is a value (none left encoded).
-  bool values_only() const { return encoded_.empty(); }
+  bool values_only() const { return !listed_ && encoded_.empty(); }
   // Whether every parameter is left encoded (listed).
   bool is_listed() const { return listed_; }
   // The values, those left encoded decoded: a copy that owns everything
@@ -148,12 +160,12 @@ class Params {
 
  private:
   static const std::vector<Value>& one_unset();  // {null}: the place of a parameter given encoded
-  std::string_view item(int64_t n) const;        // $n's bytes in the list
   const std::vector<Value>* values_;
   size_t at_ = SIZE_MAX;
-  std::string_view encoded_;  // the one left encoded, or the list
+  std::string_view encoded_;  // the one left encoded
   bool listed_ = false;
-  size_t count_ = 0;          // the list's
+  const std::string_view* items_ = nullptr;  // listed: each one's encoding
+  size_t count_ = 0;
 };
 
 // A statement parsed and bound once (Database::prepare), run many times with

@@ -85,10 +85,8 @@ bool Engine::may_run_long(std::string_view text, const Params& params) {
   auto r = prepare(text, true);
   if (!r.is_ok()) return false;  // its error comes at once
   const Prepared& p = **r;
-  if (reads_long(p) || p.st.kind == StmtKind::Checkpoint || p.st.kind == StmtKind::Compact) return true;
-  if (reads_as_given(p.st, params)) return statement_long(p, params);
-  auto values = params.copy();  // what it will read
-  return values.is_ok() && statement_long(p, Params(*values));
+  return statement_long(p, params) || reads_long(p) || p.st.kind == StmtKind::Checkpoint ||
+         p.st.kind == StmtKind::Compact;
 }
 
 // A set or del not by id or a definition (writes_long), or a statement
@@ -100,6 +98,12 @@ bool Engine::statement_long(const Prepared& p, const Params& params) const {
   const StmtKind k = p.st.kind;
   if ((k != StmtKind::Get && k != StmtKind::Set && k != StmtKind::Del) || !names_ids(p.st.where.get())) return false;
   constexpr int64_t kLongIds = 1000;
+  if (!params.values_only()) {  // the ids from the values they will be decoded into
+    auto values = params.copy();
+    if (!values.is_ok()) return false;  // its error comes at once
+    const int64_t n = ids_named(Evaluator(Params(*values)), p.st.where.get());
+    return n < 0 || n > kLongIds;
+  }
   const int64_t n = ids_named(Evaluator(params), p.st.where.get());
   return n < 0 || n > kLongIds;
 }
@@ -233,6 +237,17 @@ Status in_statement(size_t i, const Status& s) {
 }  // namespace
 
 Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
+  // The parameters left encoded, each item's in one table (a parameter
+  // looked up by its number), made whole before any Params refers into it.
+  std::vector<std::string_view> encoded;
+  std::vector<size_t> first(items.size() + 1, 0);
+  for (size_t i = 0; i < items.size(); i++) {
+    if (!items[i].encoded_params.empty()) {
+      Status s = Params::split_list(items[i].encoded_params, &encoded);
+      if (!s.is_ok()) return in_statement(i, s);
+    }
+    first[i + 1] = encoded.size();
+  }
   std::vector<PreparedItem> prepared(items.size());
   for (size_t i = 0; i < items.size(); i++) {
     const BatchItem& item = items[i];
@@ -248,8 +263,7 @@ Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& ite
       it.given = Params(item.params);
       continue;
     }
-    Status s = Params::listed(item.encoded_params, &it.given);
-    if (!s.is_ok()) return in_statement(i, s);
+    it.given = Params::listed(encoded.data() + first[i], first[i + 1] - first[i]);
     if (!reads_as_given(it.p->st, *it.given)) {
       auto values = it.given->copy();
       if (!values.is_ok()) return in_statement(i, values.status());

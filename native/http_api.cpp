@@ -122,6 +122,15 @@ Status body_statement(std::string_view body, std::string* text, std::vector<Valu
   return read_statement(v, text, params, "the body ");
 }
 
+// The On-Demand parser of this thread, its buffers kept from request to
+// request; those a body over 8 MiB grew let go before a smaller body.
+simdjson::ondemand::parser& body_parser(size_t body_bytes) {
+  constexpr size_t kKeep = 8 << 20;
+  thread_local simdjson::ondemand::parser parser;
+  if (parser.capacity() > kKeep && body_bytes <= kKeep) parser = simdjson::ondemand::parser();
+  return parser;
+}
+
 bool is_identifier(std::string_view s) {
   if (s.empty() || s.size() > 256) return false;
   for (size_t i = 0; i < s.size(); i++) {
@@ -301,7 +310,7 @@ bool Api::put_statement(std::string_view body, std::string* text, std::vector<Va
   if (q >= body.size() || body[q] != '"' || !is_put_text(body.substr(q + 1))) return false;
   namespace od = simdjson::ondemand;
   const simdjson::padded_string padded(body);
-  thread_local od::parser parser;  // its buffers kept from request to request
+  od::parser& parser = body_parser(body.size());
   od::document doc;
   od::object obj;
   if (parser.iterate(padded).get(doc) || doc.get_object().get(obj)) return false;
@@ -389,7 +398,7 @@ ApiResponse Api::query(std::string_view body, bool ndjson, bool on_loop) {
 bool Api::read_batch(std::string_view body, std::vector<BatchItem>* items, std::string* encoded) {
   namespace od = simdjson::ondemand;
   const simdjson::padded_string padded(body);
-  thread_local od::parser parser;  // its buffers kept from request to request
+  od::parser& parser = body_parser(body.size());
   od::document doc;
   od::array arr;
   if (parser.iterate(padded).get(doc) || doc.get_array().get(arr)) return false;
@@ -453,13 +462,16 @@ ApiResponse Api::batch(std::string_view body, bool on_loop) {
       if (!s.is_ok()) return from_status(s);
     }
   }
-  if (on_loop)
+  if (on_loop) {
+    thread_local std::vector<std::string_view> listed;  // an item's parameters (a body on the loop is small)
     for (const BatchItem& item : items) {
-      std::optional<Params> listed;
+      listed.clear();
       if (item.encoded_params.empty() ? runs_long(item.text, item.params)
-                                      : Params::listed(item.encoded_params, &listed).is_ok() && runs_long(item.text, *listed))
+                                      : Params::split_list(item.encoded_params, &listed).is_ok() &&
+                                            runs_long(item.text, Params::listed(listed.data(), listed.size())))
         return deferred();
     }
+  }
   count_ran(on_loop);
   if (straight) batches_read_straight_.fetch_add(1, std::memory_order_relaxed);
   uint64_t durable_at = 0;

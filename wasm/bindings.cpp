@@ -193,7 +193,7 @@ int batch(int h, uint32_t len) {
   Reader rd(g_in.data(), len);
   const uint8_t tag = rd.u8();
   const uint64_t n = rd.varint();
-  if (!rd.ok() || tag != kList || n > rd.left()) return fail(Status(Code::Invalid, "malformed batch"));
+  if (!rd.ok() || tag != kList || n > rd.left() / 4) return fail(Status(Code::Invalid, "malformed batch"));  // 4 bytes an entry at least
   std::vector<BatchItem> items(n);
   for (BatchItem& it : items) {
     const uint8_t pair = rd.u8();

@@ -4,7 +4,9 @@
 // every failure); a failed request changes nothing; and POST /docs, which
 // reads with the fast document reader, writes exactly what a put of the same
 // body read by parse_json writes, or fails where it fails; so does POST
-// /query against its statement run with parse_json's values.
+// /query against its statement run with parse_json's values, and POST
+// /batch (whose parameters are read straight into their encoding) against
+// Database::batch given parse_json's values.
 #include <cstdint>
 #include <string>
 
@@ -122,6 +124,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if ((a.status == 200) != ref_ok) fuzz::fail("POST /query and parse_json's values disagree on success: " + a.body);
     if (all_rows(*db, "t") != all_rows(*ref, "t") || all_rows(*db, "u") != all_rows(*ref, "u"))
       fuzz::fail("POST /query wrote other documents than the statement with parse_json's values");
+    ref->close();
+  }
+  // POST /batch: the same as Database::batch given parse_json's values.
+  if (r.method == "POST" && r.target == std::string_view("/batch") && r.content_type == std::string_view("application/json") &&
+      (pick & 0x80) == 0) {
+    auto fs2 = make_memory_file_system();
+    auto ref = fuzz::sample_db(*fs2);
+    bool ref_ok = false;
+    auto v = parse_json(body);
+    if (v.is_ok() && v->kind() == Kind::List) {
+      std::vector<BatchItem> items;
+      bool shaped = true;
+      for (const Value& s : v->items()) {
+        const Value* text = s.kind() == Kind::Object ? s.get("query") : nullptr;
+        const Value* params = s.get("params");
+        for (const std::string& k : s.keys()) shaped &= k == "query" || k == "params";
+        shaped = shaped && text && text->kind() == Kind::Text && (!params || params->is_null() || params->kind() == Kind::List);
+        if (!shaped) break;
+        BatchItem& it = items.emplace_back();
+        it.text = text->as_string();
+        if (params && !params->is_null()) it.params = params->items();
+      }
+      ref_ok = shaped && ref->batch(items).is_ok();
+    }
+    if ((a.status == 200) != ref_ok) fuzz::fail("POST /batch and parse_json's values disagree on success: " + a.body);
+    if (all_rows(*db, "t") != all_rows(*ref, "t") || all_rows(*db, "u") != all_rows(*ref, "u"))
+      fuzz::fail("POST /batch wrote other documents than Database::batch with parse_json's values");
     ref->close();
   }
   db->close();

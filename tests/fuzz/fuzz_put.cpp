@@ -7,7 +7,6 @@
 // the same list decoded. The input is the parameter list as the binding
 // gets it.
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "codec.h"
@@ -53,8 +52,8 @@ Outcome run(std::string_view input, Way way) {
   return o;
 }
 
-// kListedPut with the list as given (Params::listed): the outcome, or
-// nothing when the list is refused as malformed.
+// kListedPut with the list as given (Params::split_list, Params::listed):
+// the outcome, or nothing when the list is refused as malformed.
 bool run_listed(std::string_view input, Outcome* o) {
   auto fs = make_memory_file_system();
   auto r = Database::open(*fs, "p.kfdb", fuzz::quiet_options());
@@ -63,10 +62,10 @@ bool run_listed(std::string_view input, Outcome* o) {
   if (!db->query(kSchema).is_ok()) fuzz::fail("create the collection");
   auto put = db->prepare(kListedPut);
   if (!put.is_ok()) fuzz::fail("prepare the put");
-  std::optional<Params> given;
-  if (!Params::listed(input, &given).is_ok()) return false;
+  std::vector<std::string_view> items;
+  if (!Params::split_list(input, &items).is_ok()) return false;
   QueryResult out;
-  o->status = put->query(*given, &out).to_string();
+  o->status = put->query(Params::listed(items.data(), items.size()), &out).to_string();
   for (const Value& row : out.rows) o->rows += to_json(row) + "\n";
   auto all = db->query("get p");
   if (!all.is_ok()) fuzz::fail("read back: " + all.status().to_string());
@@ -92,8 +91,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool decodes = decode_params(input, 0, &values, nullptr).is_ok();
   Outcome listed;
   if (run_listed(input, &listed) != decodes)
-    fuzz::fail(decodes ? "a list decode_params reads was refused by Params::listed"
-                       : "a list decode_params refuses was taken by Params::listed");
+    fuzz::fail(decodes ? "a list decode_params reads was refused by Params::split_list"
+                       : "a list decode_params refuses was taken by Params::split_list");
   if (decodes) same(run(input, Way::Listed), listed, "listed");
   return 0;
 }

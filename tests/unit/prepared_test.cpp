@@ -586,14 +586,16 @@ TEST_CASE("every parameter left in its encoding (Params::listed): a put splices 
   REQUIRE(put.is_ok());
   const std::string two = listed({Value::integer(30), Value::text("w")});
   QueryResult out;
-  std::optional<Params> given;
-  REQUIRE(Params::listed(two, &given).is_ok());
-  REQUIRE(put->query(*given, &out).is_ok());
+  std::vector<std::string_view> items;
+  REQUIRE(Params::split_list(two, &items).is_ok());
+  REQUIRE(items.size() == 2);
+  REQUIRE(put->query(Params::listed(items.data(), items.size()), &out).is_ok());
   auto get = db->prepare("get a where n = $1 select name");
   REQUIRE(get.is_ok());
   const std::string thirty = listed({Value::integer(30)});
-  REQUIRE(Params::listed(thirty, &given).is_ok());
-  REQUIRE(get->query(*given, &out).is_ok());
+  items.clear();
+  REQUIRE(Params::split_list(thirty, &items).is_ok());
+  REQUIRE(get->query(Params::listed(items.data(), items.size()), &out).is_ok());
   CHECK(rows(Result<QueryResult>(out)) == "{\"id\":8,\"name\":\"w\"}\n");
   // The same errors as values get, naming the statement; nothing written.
   const std::string bad = listed({Value::text("not a number")});
@@ -610,10 +612,13 @@ TEST_CASE("every parameter left in its encoding (Params::listed): a put splices 
   std::string vecref = listed({Value::integer(1)});
   vecref[2] = 12;  // a tag-12 reference is no parameter
   for (const std::string& damaged : {two.substr(0, two.size() - 1), two + "x", std::string("\x05\x01\x02", 3), vecref}) {
-    CHECK_FALSE(Params::listed(damaged, &given).is_ok());
+    items.clear();
+    CHECK_FALSE(Params::split_list(damaged, &items).is_ok());
+    CHECK(items.empty());
     auto r = db->batch({{"put a {n: 1}", {}, {}}, {"put a {n: $1, name: $2}", {}, damaged}});
     CHECK(r.status().code() == Code::Invalid);
-    CHECK(r.status().message().find("statement 2: malformed parameters") == 0);
+    CHECK(r.status().message().rfind("statement 2: ", 0) == 0);
+    CHECK(r.status().message().find("parameters") != std::string::npos);
   }
   CHECK(rows(db->query("get a count")) == "{\"count\":7}\n");
 }
