@@ -3,8 +3,9 @@
 //   1. the pin (begin_image), under the gate and the shared lock: the
 //      catalog, every collection's id index (its blocks shared, not copied),
 //      of each vector index what writes change in place (HnswIndex::pin:
-//      its graph and level-0 lists; the table is appended to only, so just
-//      what the last image does not hold), the arena's segments, and where
+//      its graph and level-0 lists; the table is appended to only: what the
+//      last image does not hold is frozen just before, a moment under the
+//      write lock, and shared, not copied), the arena's segments, and where
 //      the file's tail ends;
 //   2. the rest of the image, built from the pin, written to NAME~~ a
 //      piece behind another and flushed (finish_image, write_image) with no
@@ -614,6 +615,7 @@ Status Engine::check_all_extents() {
 Status Engine::checkpoint_locked() {
   if (lazy_) KF_TRY(check_all_extents());
   KF_TRY(check_writable());
+  for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.freeze(); });
   NewImage img;
   KF_TRY(begin_image(&img, false));
   KF_TRY(finish_image(&img));
@@ -649,6 +651,12 @@ Status Engine::checkpoint() {
   // the writers wait throughout, as where there is no atomic rename or no
   // thread.
   bool carry = port::kThreads && fs_.atomic_replace();
+  {
+    // The vector tables' parts since the last image frozen, for the pins to
+    // share, not copy: a moment under the write lock (readers read there).
+    std::unique_lock lk(mu_);
+    for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.freeze(); });
+  }
   NewImage img;
   {
     std::shared_lock lk(mu_);

@@ -243,7 +243,8 @@ void HnswIndex::add_l0(uint32_t node) {
 
 void HnswIndex::rebase(const char* table, const char* links0) {
   base_ = table;
-  base_n_ = (uint32_t)node_doc_.size();
+  base_n_ = frozen_end_ = (uint32_t)node_doc_.size();
+  frozen_.reset();
   extra_.release();
   lazy_table_.reset();
   lazy_links_.reset();
@@ -458,7 +459,8 @@ void HnswIndex::put(int64_t doc, const float* v) {
 }
 
 void HnswIndex::drop_pending() {
-  while (levels_.size() > linked_ && refs_.back() == 0) {
+  // (Not into a frozen part: one found there stays, a node without a document.)
+  while (levels_.size() > linked_ && levels_.size() > frozen_end_ && refs_.back() == 0) {
     changes_++;  // only when it drops one: a rollback calls it on every index
     tombstones_--;
     uint32_t n = (uint32_t)levels_.size() - 1;
@@ -874,14 +876,19 @@ bool get_array(Reader& r, Array* v, uint64_t n) {
 }
 }  // namespace
 
-// Appends n bytes at p, an extent's (lazy: read and checked first; damaged
-// blocks as zeros).
-static void append_extent(std::string& out, const char* p, size_t n, LazyExtent* lazy) {
-  if (!n) return;
-  if (!lazy) return (void)out.append(p, n);
-  size_t at = out.size();
-  out.resize(at + n);
-  lazy->copy_to(out.data() + at);
+void HnswIndex::freeze() {
+  if (!extra_.size()) return;  // nothing since the image, or since the last freeze
+  if (frozen_) {
+    auto both = std::make_shared<GrowBuffer>();
+    both->resize(frozen_->size() + extra_.size());
+    memcpy(both->data(), frozen_->data(), frozen_->size());
+    memcpy(both->data() + frozen_->size(), extra_.data(), extra_.size());
+    frozen_ = std::move(both);
+  } else {
+    frozen_ = std::make_shared<GrowBuffer>(std::move(extra_));
+  }
+  extra_.release();
+  frozen_end_ = (uint32_t)levels_.size();
 }
 
 void HnswIndex::pin(Pin* out) const {
@@ -905,14 +912,24 @@ void HnswIndex::pin(Pin* out) const {
     put_u32(meta, node);
     put_u64(meta, (uint64_t)doc);
   }
-  size_t base_bytes = (size_t)base_n_ * vbytes_;
-  if (lazy_table_ && !lazy_table_->clean()) {  // blocks unread: a copy, read and checked
-    append_extent(out->rest, base_, base_bytes, lazy_table_.get());
-  } else {
-    out->base = base_;
-    out->base_bytes = base_bytes;
+  out->base_bytes = (size_t)base_n_ * vbytes_;
+  out->base = base_;
+  if (lazy_table_ && !lazy_table_->clean() && out->base_bytes) {  // blocks unread: a copy, read and checked (damaged ones as zeros)
+    out->base_copy.resize(out->base_bytes);
+    lazy_table_->copy_to(out->base_copy.data());
+    out->base = out->base_copy.data();
   }
-  out->rest.append(extra_.data(), extra_.size());
+  if (!extra_.size()) {
+    out->rest_owner = frozen_;
+  } else {  // nodes since the freeze (or no freeze): frozen and since copied together
+    const size_t frozen = frozen_ ? frozen_->size() : 0;
+    auto both = std::make_shared<GrowBuffer>();
+    both->resize(frozen + extra_.size());
+    if (frozen) memcpy(both->data(), frozen_->data(), frozen);
+    memcpy(both->data() + frozen, extra_.data(), extra_.size());
+    out->rest_owner = std::move(both);
+  }
+  if (out->rest_owner) out->rest = std::string_view(out->rest_owner->data(), out->rest_owner->size());
 
   std::string& graph = out->graph;
   put_u32(graph, 5);  // layout version (5: fingerprints of the stored bytes, 4 lanes)
@@ -998,6 +1015,8 @@ std::unique_ptr<HnswIndex> HnswIndex::pinned_copy() const {
   c->copy_ = true;
   c->base_ = base_;
   c->base_n_ = base_n_;
+  c->frozen_ = frozen_;  // never written: shared
+  c->frozen_end_ = frozen_end_;
   c->extra_.resize(extra_.size());
   if (extra_.size()) memcpy(c->extra_.data(), extra_.data(), extra_.size());
   auto copy = [](const auto& from, auto& to) { to.assign(from.data(), from.data() + from.size()); };
@@ -1049,15 +1068,18 @@ void HnswIndex::Pin::doc_nodes(std::vector<std::pair<int64_t, uint32_t>>* out) c
 }
 
 void HnswIndex::rebase_prefix(const char* table, const char* links0, size_t nodes) {
-  size_t drop = (nodes - base_n_) * vbytes_;  // the image's part of extra_
-  if (drop) {  // the rest (added since the pin, a few) into memory of their own
-    std::string kept(extra_.data() + drop, extra_.size() - drop);
-    extra_.release();
-    extra_.resize(kept.size());
-    if (!kept.empty()) memcpy(extra_.data(), kept.data(), kept.size());
+  // The image holds the nodes below `nodes`: after a freeze at the pin, the
+  // frozen part, let go (the pin's copy went with the pin); the nodes since
+  // stay where they are. Else those from `nodes` on into memory of their own.
+  if (nodes != frozen_end_) {
+    GrowBuffer kept;
+    kept.resize((levels_.size() - nodes) * vbytes_);
+    for (size_t i = nodes; i < levels_.size(); i++) memcpy(kept.data() + (i - nodes) * vbytes_, raw((uint32_t)i), vbytes_);
+    extra_ = std::move(kept);
   }
+  frozen_.reset();
   base_ = table;
-  base_n_ = (uint32_t)nodes;
+  base_n_ = frozen_end_ = (uint32_t)nodes;
   lazy_table_.reset();
   // The blocks no write changed since they were last read in place are the
   // new image's: every one of their nodes is below `nodes`.
@@ -1091,7 +1113,8 @@ bool HnswIndex::load_table(std::string_view meta, const ExtentRef& ext, const Ex
   for (uint32_t x : refs_) refsum += x, tombstones_ += x == 0;
   if (refsum != docs || nm > refsum) return false;
   base_ = table.data();
-  base_n_ = (uint32_t)n;
+  base_n_ = frozen_end_ = (uint32_t)n;
+  frozen_.reset();
   extra_.release();
   lazy_table_.reset();
   if (how.lazy && n) lazy_table_ = std::make_unique<LazyExtent>(ext, how.read, how.chunk);
@@ -1227,7 +1250,7 @@ size_t HnswIndex::memory_bytes() const {
     std::lock_guard g(maps_mu_);
     maps = doc_node_.size() * 32 + fp_nodes_.size() * 32;
   }
-  return extra_.size() + levels_.size() + fp_.size() * 4 + inv_.size() * 4 + node_doc_.size() * 8 +
+  return (frozen_ ? frozen_->size() : 0) + extra_.size() + levels_.size() + fp_.size() * 4 + inv_.size() * 4 + node_doc_.size() * 8 +
          refs_.size() * 4 + l0_pool_.size() * 4 + l0_slot_.size() * 4 + upper_off_.size() * 4 + upper_.size() * 4 +
          maps;
 }

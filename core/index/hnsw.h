@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -170,14 +171,25 @@ class HnswIndex {
     size_t nodes = 0;
     uint32_t table_item_bytes = 0, links_item_bytes = 0;  // as below, for the extents
     std::string meta, graph, links0;
-    const char* base = nullptr;  // the table's first base_bytes, in the last image
+    const char* base = nullptr;  // the table's first base_bytes: in the last image, or in base_copy
     size_t base_bytes = 0;
-    std::string rest;            // the table after them
+    std::vector<char> base_copy;  // the image's part read and checked, where blocks of it were unread
+    // The table after them: the part freeze() froze, shared with the index
+    // (never written again), or a copy where nodes came after the freeze.
+    std::shared_ptr<const GrowBuffer> rest_owner;
+    std::string_view rest;
     // Each document's node at the pin, sorted by document (built from
     // meta); where a document is listed twice, the last is its node.
     void doc_nodes(std::vector<std::pair<int64_t, uint32_t>>* out) const;
   };
-  // Reads every lazily loaded block first.
+  // The table's nodes added since the last image frozen: moved, not
+  // copied, into memory the pins that follow share, never written again
+  // (the nodes added after go to a new part). Under a lock that keeps
+  // readers and writers out: it moves what readers read. A part a
+  // checkpoint that did not finish froze is copied together with the new one.
+  void freeze();
+  // Reads every lazily loaded block first. Right after freeze(), with no
+  // write between, it copies no vector (else those since are copied).
   void pin(Pin* out) const;
   // The table's part in the last image (bytes no write changes, alive while
   // the image's arena segment is), for a pinned read; false while blocks of
@@ -248,7 +260,10 @@ class HnswIndex {
 
  private:
   const char* raw(uint32_t node) const {
-    if (node >= base_n_) return extra_.data() + (size_t)(node - base_n_) * vbytes_;
+    if (node >= base_n_) {
+      if (node >= frozen_end_) return extra_.data() + (size_t)(node - frozen_end_) * vbytes_;
+      return frozen_->data() + (size_t)(node - base_n_) * vbytes_;
+    }
     if (lazy_table_ && !lazy_table_->clean()) return lazy_table_->need((uint64_t)node * vbytes_, vbytes_);
     return base_ + (size_t)node * vbytes_;
   }
@@ -307,9 +322,13 @@ class HnswIndex {
   size_t ahead_bytes_;     // of a neighbour's vector loaded ahead while its list is scanned (port::prefetch)
   bool batch_dists_;       // search_layer: a node's neighbour distances before comparing them
 
-  // Vector table: nodes below base_n_ in a loaded image, the rest here.
+  // Vector table: nodes below base_n_ in a loaded image; those up to
+  // frozen_end_ in the part a checkpoint's pin froze (freeze(): shared with
+  // the pin; none, and frozen_end_ == base_n_, after the switch); the rest here.
   const char* base_ = nullptr;
   uint32_t base_n_ = 0;
+  std::shared_ptr<const GrowBuffer> frozen_;
+  uint32_t frozen_end_ = 0;
   GrowBuffer extra_;
   // Blocks of the table and the level-0 lists still to read (lazy loading).
   mutable std::unique_ptr<LazyExtent> lazy_table_, lazy_links_;

@@ -440,17 +440,40 @@ TEST_CASE("pin and load: the same answers, the vector table used in place") {
 }
 
 TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table changes no answer") {
-  // What a checkpoint does: pin, let writes go on, write the pin as the
-  // image, then point the live index's first nodes and its untouched lists
-  // into that image.
+  // What a checkpoint does: freeze the table's part since the image, pin,
+  // let writes go on, write the pin as the image, then point the live
+  // index's first nodes and its untouched lists into that image. Also with
+  // no freeze (the pin copies the table), and after a checkpoint that did
+  // not finish (a frozen part, nodes after it, frozen again: one part).
+  for (const char* how : {"frozen", "not frozen", "frozen twice"}) {
+  INFO(how);
+  const std::string way = how;
   const uint32_t dim = 16;
   bench::Clustered gen(dim, 6);
   auto pts = gen.points(1500, 3);
   auto idx = build(pts, dim, HnswParams{}, 2);
+  if (way == "frozen twice") {
+    idx->freeze();
+    std::vector<float> v;
+    REQUIRE(idx->prepare(&pts[0], &v, "v").is_ok());
+    for (int k = 0; k < 3; k++) v[k] += 0.5f;
+    idx->put(1501, v.data());
+    idx->link_pending(1);
+  }
+  const int64_t docs_at_pin = way == "frozen twice" ? 1501 : 1500;
   std::map<int64_t, int64_t> node_at_pin;
-  for (int64_t d = 1; d <= 1500; d++) node_at_pin[d] = idx->node_of(d);
+  for (int64_t d = 1; d <= docs_at_pin; d++) node_at_pin[d] = idx->node_of(d);
+  std::vector<float> first_added;
+  idx->vector_of(1400, &first_added);
+  const size_t memory_at_pin = idx->memory_bytes();
+  if (way != "not frozen") idx->freeze();
+  CHECK(idx->memory_bytes() == memory_at_pin);  // moved, not copied
   HnswIndex::Pin pin;
   idx->pin(&pin);
+  // Frozen, the pin shares the index's part (the index holds it too); else a copy of its own.
+  REQUIRE(pin.rest_owner);
+  CHECK(pin.rest_owner.use_count() == (way == "not frozen" ? 1 : 2));
+  CHECK(pin.rest.size() == (size_t)docs_at_pin * idx->dim() * 4);
   std::string table;
   table_of(pin, table);
   const std::string graph_at_pin = idx->graph_bytes();
@@ -465,8 +488,11 @@ TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table chan
   REQUIRE(idx->prepare(&more[0], &v, "v").is_ok());
   idx->put(6, v.data());
   idx->link_pending(2);
-  // The pin still holds the index as it stood.
-  CHECK(pin.nodes == 1500);
+  // The pin still holds the index as it stood; the frozen part reads as before.
+  CHECK(pin.nodes == (size_t)docs_at_pin);
+  std::vector<float> again;
+  idx->vector_of(1400, &again);
+  CHECK(again == first_added);
   HnswIndex back(dim, false, HnswParams{});
   auto ref = [](std::string_view bytes) {
     ExtentRef e;
@@ -478,7 +504,7 @@ TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table chan
   CHECK(back.graph_bytes() == graph_at_pin);
   std::vector<std::pair<int64_t, uint32_t>> docs;
   pin.doc_nodes(&docs);
-  REQUIRE(docs.size() == 1500);
+  REQUIRE(docs.size() == (size_t)docs_at_pin);
   for (auto& [d, n] : docs) CHECK(node_at_pin[d] == (int64_t)n);
   // Rebased onto the image's table (and its lists, where the index still
   // read them in place), the live index answers as before.
@@ -501,7 +527,41 @@ TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table chan
     for (size_t k = 0; k < after.size(); k++) CHECK(after[k].node == before[i][k].node);
   }
   CHECK(idx->node_of(5) == -1);
-  CHECK(idx->node_of(2299) >= 1500);
+  CHECK(idx->node_of(2299) >= docs_at_pin);
+  // The frozen part let go by the index: the pin holds the last of it.
+  if (way != "not frozen") CHECK(pin.rest_owner.use_count() == 1);
+  }
+}
+
+TEST_CASE("a node not yet linked when its table part was frozen is not dropped from it") {
+  const uint32_t dim = 8;
+  bench::Clustered gen(dim, 3);
+  auto pts = gen.points(40, 5);
+  auto idx = build(pts, dim, HnswParams{}, 1);
+  std::vector<float> v;
+  REQUIRE(idx->prepare(&pts[0], &v, "v").is_ok());
+  for (float& x : v) x += 1.0f;
+  idx->put(100, v.data());  // pending: not linked yet
+  REQUIRE(idx->pending() == 1);
+  idx->freeze();
+  idx->remove(100);
+  idx->drop_pending();  // a rollback's: the node stays in the frozen part, with no document
+  CHECK(idx->nodes() == 41);
+  CHECK(idx->node_of(100) == -1);
+  REQUIRE(idx->prepare(&pts[dim], &v, "v").is_ok());
+  for (float& x : v) x -= 1.0f;
+  idx->put(101, v.data());  // after it, in the part since
+  idx->drop_pending();
+  CHECK(idx->nodes() == 42);
+  idx->remove(101);
+  idx->drop_pending();  // this one goes
+  CHECK(idx->nodes() == 41);
+  idx->link_pending(1);
+  std::vector<float> q;
+  REQUIRE(idx->prepare_query(&pts[2 * dim], &q, "q").is_ok());
+  std::vector<Hit> hits;
+  idx->search(q.data(), 40, 100, nullptr, &hits);
+  CHECK(hits.size() == 40);
 }
 
 TEST_CASE("after a load, a change copies the level-0 blocks it changes, not every list; the graph is the same") {
