@@ -88,8 +88,7 @@ Status Params::split_list(std::string_view list, std::vector<std::string_view>* 
   const uint64_t n = r.varint();
   if (!r.ok() || tag != kList) return Status(Code::Invalid, "parameters must be a list");
   if (n > r.left()) return Status(Code::Invalid, "malformed parameters");
-  const size_t first = items->size();
-  items->reserve(first + n);
+  const size_t first = items->size();  // (no reserve: a batch appends list after list)
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     const char* at = r.pos();
     skip_value(r, 1, false);  // an item, as the list's decode counts it

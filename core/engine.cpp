@@ -239,12 +239,16 @@ Status in_statement(size_t i, const Status& s) {
 Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
   // The parameters left encoded, each item's in one table (a parameter
   // looked up by its number), made whole before any Params refers into it.
+  // A malformed list is reported where the statement is, after the
+  // errors of the statements before it.
   std::vector<std::string_view> encoded;
   std::vector<size_t> first(items.size() + 1, 0);
-  for (size_t i = 0; i < items.size(); i++) {
+  size_t bad = items.size();
+  Status bad_list;
+  for (size_t i = 0; i < items.size() && bad == items.size(); i++) {
     if (!items[i].encoded_params.empty()) {
-      Status s = Params::split_list(items[i].encoded_params, &encoded);
-      if (!s.is_ok()) return in_statement(i, s);
+      bad_list = Params::split_list(items[i].encoded_params, &encoded);
+      if (!bad_list.is_ok()) bad = i;
     }
     first[i + 1] = encoded.size();
   }
@@ -259,6 +263,7 @@ Result<std::vector<QueryResult>> Engine::batch(const std::vector<BatchItem>& ite
       if (!p.is_ok()) return in_statement(i, p.status());
       it.p = std::move(p.value());
     }
+    if (i == bad) return in_statement(i, bad_list);
     if (item.encoded_params.empty()) {
       it.given = Params(item.params);
       continue;
