@@ -323,9 +323,20 @@ bool Engine::append_vectors(NewImage* img, ImageColl& ic, std::atomic<bool>* hur
 
 // The pins' copies let go once they are in the image (on the checkpoint's
 // thread: not at idle priority, where a free could hold another thread's
-// heap lock while it waits for a CPU).
+// heap lock while it waits for a CPU); but a table's frozen part, which the
+// index lets go at the switch under the locks: freed after them
+// (release_tables), not there.
 void Engine::release_vectors(ImageColl& ic) {
-  for (VectorPin& vp : ic.vectors) vp.pin = HnswIndex::Pin();
+  for (VectorPin& vp : ic.vectors) {
+    HnswIndex::Pin kept;
+    kept.rest_owner = std::move(vp.pin.rest_owner);
+    vp.pin = std::move(kept);
+  }
+}
+
+void Engine::release_tables(NewImage& img) {
+  for (ImageColl& ic : img.colls)
+    for (VectorPin& vp : ic.vectors) vp.pin.rest_owner.reset();
 }
 
 // The pin, under a lock that keeps writes out (the gate and the shared lock,
@@ -651,9 +662,15 @@ Status Engine::checkpoint() {
   // the writers wait throughout, as where there is no atomic rename or no
   // thread.
   bool carry = port::kThreads && fs_.atomic_replace();
+  // The vector tables' parts since the last image frozen, for the pins to
+  // share, not copy: a moment under the write lock (readers read there),
+  // taken only when there is one (the gate keeps the tables as they are).
+  bool to_freeze = false;
   {
-    // The vector tables' parts since the last image frozen, for the pins to
-    // share, not copy: a moment under the write lock (readers read there).
+    std::shared_lock lk(mu_);
+    for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) { to_freeze = to_freeze || idx.would_freeze(); });
+  }
+  if (to_freeze) {
     std::unique_lock lk(mu_);
     for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.freeze(); });
   }
@@ -758,6 +775,7 @@ Status Engine::checkpoint() {
   }
   gate.unlock();
   holding.reset();
+  release_tables(img);
   move_to_image(img);
   return Status::ok();
 }

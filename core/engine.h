@@ -525,6 +525,7 @@ class Engine {
   // once *hurry was set, to go on from there in the next call.
   bool append_vectors(NewImage* img, ImageColl& ic, std::atomic<bool>* hurry);
   static void release_vectors(ImageColl& ic);
+  static void release_tables(NewImage& img);
   bool told_to_hurry(std::atomic<bool>* hurry, IdleStep step);
   Status image_documents(NewImage* img, std::atomic<bool>* hurry);
   void image_vectors(NewImage* img, std::atomic<bool>* hurry);

@@ -877,16 +877,8 @@ bool get_array(Reader& r, Array* v, uint64_t n) {
 }  // namespace
 
 void HnswIndex::freeze() {
-  if (!extra_.size()) return;  // nothing since the image, or since the last freeze
-  if (frozen_) {
-    auto both = std::make_shared<GrowBuffer>();
-    both->resize(frozen_->size() + extra_.size());
-    memcpy(both->data(), frozen_->data(), frozen_->size());
-    memcpy(both->data() + frozen_->size(), extra_.data(), extra_.size());
-    frozen_ = std::move(both);
-  } else {
-    frozen_ = std::make_shared<GrowBuffer>(std::move(extra_));
-  }
+  if (!would_freeze()) return;  // nothing since the image or the last freeze, or a frozen part left
+  frozen_ = std::make_shared<GrowBuffer>(std::move(extra_));
   extra_.release();
   frozen_end_ = (uint32_t)levels_.size();
 }
@@ -929,7 +921,7 @@ void HnswIndex::pin(Pin* out) const {
     memcpy(both->data() + frozen, extra_.data(), extra_.size());
     out->rest_owner = std::move(both);
   }
-  if (out->rest_owner) out->rest = std::string_view(out->rest_owner->data(), out->rest_owner->size());
+  out->rest = out->rest_owner ? std::string_view(out->rest_owner->data(), out->rest_owner->size()) : std::string_view();
 
   std::string& graph = out->graph;
   put_u32(graph, 5);  // layout version (5: fingerprints of the stored bytes, 4 lanes)

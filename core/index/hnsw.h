@@ -167,7 +167,12 @@ class HnswIndex {
   // writes them with none held: what writes change in place (meta, graph,
   // level-0 lists) is copied; of the table, which writes only append to,
   // the part the last image holds is referred to, the rest copied.
-  struct Pin {
+  struct Pin {  // moved, never copied: `base` may point into its own base_copy
+    Pin() = default;
+    Pin(Pin&&) = default;
+    Pin& operator=(Pin&&) = default;
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
     size_t nodes = 0;
     uint32_t table_item_bytes = 0, links_item_bytes = 0;  // as below, for the extents
     std::string meta, graph, links0;
@@ -185,9 +190,11 @@ class HnswIndex {
   // The table's nodes added since the last image frozen: moved, not
   // copied, into memory the pins that follow share, never written again
   // (the nodes added after go to a new part). Under a lock that keeps
-  // readers and writers out: it moves what readers read. A part a
-  // checkpoint that did not finish froze is copied together with the new one.
+  // readers and writers out: it moves what readers read. Where a
+  // checkpoint that did not finish left a frozen part, nothing is frozen
+  // (the pin copies the nodes after it, under a lock readers share).
   void freeze();
+  bool would_freeze() const { return extra_.size() && !frozen_; }
   // Reads every lazily loaded block first. Right after freeze(), with no
   // write between, it copies no vector (else those since are copied).
   void pin(Pin* out) const;
@@ -204,8 +211,9 @@ class HnswIndex {
   // A copy for a pinned read's exact search (executor.cpp), made under a
   // lock that keeps writes out: the table's part in the last image shared
   // (call only when image_table() is true; the bytes stay alive while the
-  // image's arena segment does), the vectors added since and the per-node
-  // arrays a search reads copied (13 bytes a node, 17 for cosine), no graph. It
+  // image's arena segment does), and its frozen part (freeze()), the
+  // vectors added since and the per-node arrays a search reads copied
+  // (13 bytes a node, 17 for cosine), no graph. It
   // answers exact(), docs_of(), node_of(), distance_to() and vector_of()
   // as this index did at the copy; it is never written (search() runs exact).
   // Its arrays are those of the last copy this thread let go (keep_copy,
@@ -214,9 +222,9 @@ class HnswIndex {
   std::unique_ptr<HnswIndex> pinned_copy() const;
   static void keep_copy(std::unique_ptr<HnswIndex> copy);
   // Whether pinned_copy() costs little beside an exact search: at most a
-  // quarter of the table added since the last image (before a first
-  // checkpoint, all of it is), and documents sharing nodes (copied one by
-  // one) at most a quarter of the nodes.
+  // quarter of the table added since the last image or its last freeze
+  // (before a first checkpoint, all of it is), and documents sharing nodes
+  // (copied one by one) at most a quarter of the nodes.
   bool cheap_to_copy() const {
     return extra_.size() * 4 <= nodes() * vbytes_ && more_docs_.size() * 4 <= nodes();
   }
