@@ -26,6 +26,23 @@ namespace od = simdjson::ondemand;
 inline bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 inline bool digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 
+// After a list's item: white space, then a comma and the white space after
+// it (*p past them: another item), or its `]` (*p past it: the end); else
+// malformed.
+enum class After { Item, End, Bad };
+inline After after_item(const char** p) {
+  const char* q = *p;
+  while (json_space(*q)) q++;
+  if (*q == ',') {
+    q++;
+    while (json_space(*q)) q++;
+    *p = q;
+    return After::Item;
+  }
+  *p = q + 1;
+  return *q == ']' ? After::End : After::Bad;
+}
+
 // A count written before what it counts, once known: one byte is kept for
 // it (most are under 128), the items moved up where it needs more.
 void put_count(std::string* out, size_t at, uint64_t n) {
@@ -283,14 +300,9 @@ bool parse_number_array(std::string_view text, std::vector<float>* out) {
       p = read_number(p, &w[n]);
       if (!p || p >= end) return false;
       n++;
-      while (json_space(*p)) p++;
-      if (*p == ',') {
-        p++;
-        while (json_space(*p)) p++;
-        continue;
-      }
-      if (*p != ']') return false;
-      p++;
+      const After a = after_item(&p);
+      if (a == After::Item) continue;
+      if (a == After::Bad) return false;
       break;
     }
   }
@@ -330,17 +342,13 @@ const char* encode_number_list(const char* p, std::string* out) {
     }
     out->append(item, len);
     n++;
-    while (json_space(*p)) p++;
-    if (*p == ',') {
-      p++;
-      while (json_space(*p)) p++;
-      continue;
-    }
-    if (*p != ']') return nullptr;
+    const After a = after_item(&p);
+    if (a == After::Item) continue;
+    if (a == After::Bad) return nullptr;
     break;
   }
   put_count(out, count_at, n);
-  return p + 1;
+  return p;
 }
 
 // ---------------------------------------------------------------------------

@@ -131,6 +131,30 @@ simdjson::ondemand::parser& body_parser(size_t body_bytes) {
   return parser;
 }
 
+// The fields of a statement's object, {"query": TEXT, "params": ...}: the
+// query's text into *query, the params' value handed to `params` (false:
+// not taken). False for another key or one given twice, a query that is not
+// text, or no query.
+template <typename F>
+bool statement_fields(simdjson::ondemand::object& obj, std::string_view* query, F&& params) {
+  bool has_query = false, has_params = false;
+  for (auto f : obj) {
+    simdjson::ondemand::field field;
+    std::string_view key;
+    if (std::move(f).get(field) || field.unescaped_key(false).get(key)) return false;
+    if (key == "query" && !has_query) {
+      if (field.value().get_string(false).get(*query)) return false;
+      has_query = true;
+    } else if (key == "params" && !has_params) {
+      if (!params(field.value())) return false;
+      has_params = true;
+    } else {
+      return false;  // another key, or one given twice
+    }
+  }
+  return has_query;
+}
+
 bool is_identifier(std::string_view s) {
   if (s.empty() || s.size() > 256) return false;
   for (size_t i = 0; i < s.size(); i++) {
@@ -315,22 +339,10 @@ bool Api::put_statement(std::string_view body, std::string* text, std::vector<Va
   od::object obj;
   if (parser.iterate(padded).get(doc) || doc.get_object().get(obj)) return false;
   std::string_view query, raw;
-  bool has_query = false, has_params = false;
-  for (auto f : obj) {
-    od::field field;
-    std::string_view key;
-    if (std::move(f).get(field) || field.unescaped_key(false).get(key)) return false;
-    if (key == "query" && !has_query) {
-      if (field.value().get_string(false).get(query)) return false;
-      has_query = true;
-    } else if (key == "params" && !has_params) {
-      if (field.value().raw_json().get(raw)) return false;
-      has_params = true;
-    } else {
-      return false;  // another key, or one given twice
-    }
-  }
-  if (!has_query || !has_params || !doc.at_end()) return false;
+  bool has_params = false;
+  if (!statement_fields(obj, &query, [&](od::value& v) { return has_params = !v.raw_json().get(raw); }) ||
+      !has_params || !doc.at_end())
+    return false;
   text->assign(query);
   std::string collection;
   const int64_t n = db_.documents_param(*text, &collection);
@@ -411,30 +423,18 @@ bool Api::read_batch(std::string_view body, std::vector<BatchItem>* items, std::
     od::object obj;
     if (e.get_object().get(obj)) return false;
     BatchItem& item = items->emplace_back();
-    bool has_query = false, has_params = false;
-    for (auto f : obj) {
-      od::field field;
-      std::string_view key;
-      if (std::move(f).get(field) || field.unescaped_key(false).get(key)) return false;
-      if (key == "query" && !has_query) {
-        std::string_view query;
-        if (field.value().get_string(false).get(query)) return false;
-        item.text.assign(query);
-        has_query = true;
-      } else if (key == "params" && !has_params) {
-        od::json_type t;
-        bool null = false;
-        if (field.value().type().get(t)) return false;
-        if (t == od::json_type::null ? field.value().is_null().get(null) || !null
-                                     : t != od::json_type::array || !values.encode(field.value(), encoded, 2))
-          return false;
-        has_params = !null;
-      } else {
-        return false;  // another key, or one given twice
-      }
-    }
-    if (!has_query) return false;
-    if (!has_params) {  // none: an empty list
+    std::string_view query;
+    bool listed = false;
+    const bool read = statement_fields(obj, &query, [&](od::value& v) {
+      od::json_type t;
+      bool null = false;
+      if (v.type().get(t)) return false;
+      if (t == od::json_type::null) return !v.is_null().get(null) && null;
+      return listed = t == od::json_type::array && values.encode(v, encoded, 2);
+    });
+    if (!read) return false;
+    item.text.assign(query);
+    if (!listed) {  // none, or null: an empty list
       put_u8(*encoded, kList);
       put_u8(*encoded, 0);
     }

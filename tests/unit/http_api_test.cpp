@@ -32,6 +32,17 @@ ApiResponse post(Api& api, std::string_view path, std::string_view body, std::st
   return got.get();
 }
 
+// A counter of /stats's "server" object.
+int64_t server_stat(Api& api, const std::string& name) {
+  ApiRequest r;
+  r.method = "GET";
+  r.target = "/stats";
+  const std::string body = api.handle(r).body;
+  const size_t at = body.find("\"" + name + "\":");
+  REQUIRE(at != std::string::npos);
+  return std::stoll(body.substr(at + name.size() + 3));
+}
+
 std::unique_ptr<Database> open_db(FileSystem& fs, SyncMode sync = SyncMode::Off) {
   OpenOptions o;
   o.sync = sync;
@@ -199,15 +210,7 @@ TEST_CASE("http api: a put's documents in /query are read as /docs reads them, w
   auto all = [&](const char* c) { return post(api, "/query", std::string(R"j({"query": "get )j") + c + "\"}").body; };
   CHECK(all("a") == all("b"));
   // Read straight (/stats counts it): the put above, not the ones below that go to parse_json.
-  auto straight = [&] {
-    ApiRequest r;
-    r.method = "GET";
-    r.target = "/stats";
-    const std::string body = api.handle(r).body;
-    const size_t at = body.find("\"puts_read_straight\":");
-    REQUIRE(at != std::string::npos);
-    return std::stoll(body.substr(at + 21));
-  };
+  auto straight = [&] { return server_stat(api, "puts_read_straight"); };
   CHECK(straight() == 1);
   CHECK(all("a").find("[1,2.5,-300]") != std::string::npos);
   // The documents as the second parameter, the params before the query, a scalar beside them.
@@ -255,15 +258,7 @@ TEST_CASE("http api: /batch reads its statements' parameters straight, with pars
   Api api(*db, "");
   for (const char* c : {"a", "b"})
     REQUIRE(db->query(std::string("create collection ") + c + " (v vector<3>, tags [int], m int, j json, s text)").is_ok());
-  auto straight = [&] {
-    ApiRequest r;
-    r.method = "GET";
-    r.target = "/stats";
-    const std::string body = api.handle(r).body;
-    const size_t at = body.find("\"batches_read_straight\":");
-    REQUIRE(at != std::string::npos);
-    return std::stoll(body.substr(at + 24));
-  };
+  auto straight = [&] { return server_stat(api, "batches_read_straight"); };
   // Statements of every kind with parameters of every kind; "C" stands
   // for the collection.
   const std::vector<std::pair<std::string, std::string>> items = {

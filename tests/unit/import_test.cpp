@@ -105,6 +105,26 @@ bool reference_numbers(const std::string& text, std::vector<float>* out) {
   return true;
 }
 
+// 16 numbers in the forms JSON writers print (integers, unsigned ones past
+// int64 at times, doubles of every magnitude each way printf prints them),
+// as a JSON array with white space here and there.
+std::string random_numbers(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(-1, 1);
+  static const char* const forms[] = {"%.17g", "%.9g", "%g", "%.3f", "%e", "%.0f", "%.12e", "%.16g"};
+  std::string t = "[";
+  for (int i = 0; i < 16; i++) {
+    char buf[64];
+    const double mag = std::pow(10.0, static_cast<int>(rng() % 80) - 40);
+    switch (rng() % 3) {
+      case 0: snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng() % 2000000) - 1000000); break;
+      case 1: snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(rng() >> (rng() % 64))); break;
+      default: snprintf(buf, sizeof buf, forms[rng() % 8], unit(rng) * mag); break;
+    }
+    t += (i ? (rng() % 4 ? "," : " ,\n ") : "") + std::string(buf);
+  }
+  return t + "]";
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && (a.empty() || memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
@@ -140,21 +160,8 @@ TEST_CASE("import: parse_number_array reads numbers as parse_json and the engine
   }
   // Random numbers in every form JSON writers produce: the same floats, bit for bit.
   std::mt19937_64 rng(15);
-  std::uniform_real_distribution<double> unit(-1, 1);
-  const char* forms[] = {"%.17g", "%.9g", "%g", "%.3f", "%e", "%.0f", "%.12e"};
   for (int round = 0; round < 2000; round++) {
-    std::string t = "[";
-    for (int i = 0; i < 16; i++) {
-      char buf[64];
-      const double mag = std::pow(10.0, static_cast<int>(rng() % 80) - 40);
-      switch (rng() % 3) {
-        case 0: snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng() % 2000000) - 1000000); break;
-        case 1: snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(rng() >> (rng() % 64))); break;
-        default: snprintf(buf, sizeof buf, forms[rng() % 7], unit(rng) * mag); break;
-      }
-      t += (i ? (rng() % 4 ? "," : " ,\n ") : "") + std::string(buf);
-    }
-    t += "]";
+    const std::string t = random_numbers(rng);
     std::vector<float> got, want;
     INFO(t);
     const bool ref = reference_numbers(t, &want);
@@ -211,21 +218,8 @@ TEST_CASE("import: encode_number_list writes the encoding of parse_json's list, 
   }
   // Random numbers in every form JSON writers produce: the same bytes.
   std::mt19937_64 rng(16);
-  std::uniform_real_distribution<double> unit(-1, 1);
-  const char* forms[] = {"%.17g", "%.9g", "%g", "%.3f", "%e", "%.0f", "%.12e", "%.16g"};
   for (int round = 0; round < 2000; round++) {
-    std::string t = "[";
-    for (int i = 0; i < 16; i++) {
-      char buf[64];
-      const double mag = std::pow(10.0, static_cast<int>(rng() % 80) - 40);
-      switch (rng() % 3) {
-        case 0: snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng() % 2000000) - 1000000); break;
-        case 1: snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(rng() >> (rng() % 64))); break;
-        default: snprintf(buf, sizeof buf, forms[rng() % 8], unit(rng) * mag); break;
-      }
-      t += (i ? (rng() % 4 ? "," : " ,\n ") : "") + std::string(buf);
-    }
-    t += "]";
+    const std::string t = random_numbers(rng);
     std::string a, b;
     INFO(t);
     const bool ref = want(t, &b);
