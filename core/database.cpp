@@ -229,6 +229,7 @@ const std::string& Statement::text() const {
 }
 bool Statement::is_write() const { return p_ && p_->st.is_write(); }
 int64_t Statement::documents_param() const { return p_ ? kitfox::documents_param(p_->st) : 0; }
+bool Statement::splices_params() const { return p_ && kitfox::splices_params(p_->st); }
 
 Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
   return engine_->batch(items, durable_at);

@@ -188,6 +188,10 @@ class Statement {
   // For a put or insert whose body is a parameter (`put t $1`), its number:
   // the one parameter that may be given encoded; else 0.
   int64_t documents_param() const;
+  // Whether a run reads its parameters as given in their encoding
+  // (Params::listed), with no value made: a put or an insert whose body is
+  // literals and parameters. Any other decodes them.
+  bool splices_params() const;
   const std::string& text() const;
   bool is_write() const;
   explicit operator bool() const { return p_ != nullptr; }

@@ -149,10 +149,14 @@ bool values_alone(const Expr& e) {
 }
 }  // namespace
 
+bool splices_params(const ParsedStatement& st) {
+  return (st.kind == StmtKind::Put || st.kind == StmtKind::Insert) && !st.explain && st.body && values_alone(*st.body);
+}
+
 bool reads_as_given(const ParsedStatement& st, const Params& params) {
   if (params.values_only()) return true;
   if (!params.is_listed()) return !params.encoded(documents_param(st)).empty();
-  return (st.kind == StmtKind::Put || st.kind == StmtKind::Insert) && !st.explain && st.body && values_alone(*st.body);
+  return splices_params(st);
 }
 
 Status Engine::run(Prepared& p, const Params& params, QueryResult* out,

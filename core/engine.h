@@ -188,6 +188,9 @@ int64_t documents_param(const ParsedStatement& st);
 // put or an insert whose body is literals and parameters alone, which the
 // put encodes anyway. Else they are decoded first (Params::copy).
 bool reads_as_given(const ParsedStatement& st, const Params& params);
+// A put or an insert whose body is literals and parameters alone (no
+// explain): what reads every parameter left encoded (listed).
+bool splices_params(const ParsedStatement& st);
 
 // A write waiting in the engine's queue to land (sync.cpp): the first in
 // the queue lands those behind it too.

@@ -89,10 +89,7 @@ uint32_t input(uint32_t n) {
 enum Flags { kParamsJson = 1, kRowsJson = 2 };
 
 // The parameters in `raw`: a binary-encoded list value, or JSON text.
-// Parameter $`documents` (0: none; see Statement::documents_param), a
-// put's documents, is left in its encoding: *encoded is set to its bytes.
-Status read_params(std::string_view raw, int flags, std::vector<Value>* params, int64_t documents = 0,
-                   std::string_view* encoded = nullptr) {
+Status read_params(std::string_view raw, int flags, std::vector<Value>* params) {
   params->clear();
   if (raw.empty()) return Status::ok();
   if (flags & kParamsJson) {
@@ -102,7 +99,7 @@ Status read_params(std::string_view raw, int flags, std::vector<Value>* params, 
     *params = std::move(r.value().mutable_items());
     return Status::ok();
   }
-  return decode_params(raw, documents, params, encoded);
+  return decode_params(raw, 0, params, nullptr);
 }
 
 // Leaves the rows in the output buffer; returns their count or -1.
@@ -164,14 +161,20 @@ int run(int h, int st, uint32_t params_len, int flags) {
     return fail(Status(Code::Invalid, "the statement was finalized"));
   if (params_len > g_in.size()) return fail(Status(Code::Invalid, "input past the buffer"));
   const Statement& stmt = *s->stmts[st - 1];
-  // A put's documents are typed from their encoding, not built as values.
-  const int64_t docs = stmt.documents_param();
+  const std::string_view raw(g_in.data(), params_len);
+  // A put of literals and parameters (`put t $1`, `put t {name: $1, v: $2}`)
+  // splices them from their encoding into its documents, no value built.
+  if (!(flags & kParamsJson) && !raw.empty() && stmt.splices_params()) {
+    static std::vector<std::string_view> items;  // one thread: kept from call to call
+    items.clear();
+    Status ps = Params::split_list(raw, &items);
+    if (!ps) return fail(ps);
+    return output_rows(stmt.query(Params::listed(items.data(), items.size()), &g_rows), flags);
+  }
   std::vector<Value> params;
-  std::string_view encoded;
-  Status ps = read_params(std::string_view(g_in.data(), params_len), flags, &params, docs, &encoded);
+  Status ps = read_params(raw, flags, &params);
   if (!ps) return fail(ps);
-  if (encoded.empty()) return output_rows(stmt.query(params, &g_rows), flags);
-  return output_rows(stmt.query(Params(params, (size_t)docs - 1, encoded), &g_rows), flags);
+  return output_rows(stmt.query(params, &g_rows), flags);
 }
 
 void finalize(int h, int st) {
