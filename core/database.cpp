@@ -86,8 +86,8 @@ Status Params::split_list(std::string_view list, std::vector<std::string_view>* 
   Reader r(list);
   const uint8_t tag = r.u8();
   const uint64_t n = r.varint();
-  if (!r.ok() || tag != kList) return Status(Code::Invalid, "parameters must be a list");
-  if (n > r.left()) return Status(Code::Invalid, "malformed parameters");
+  if (tag != kList) return Status(Code::Invalid, "parameters must be a list");
+  if (!r.ok() || n > r.left()) return Status(Code::Invalid, "malformed parameters");
   const size_t first = items->size();  // (no reserve: a batch appends list after list)
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     const char* at = r.pos();

@@ -108,13 +108,14 @@ struct Prepared;
 // The parameters of one run of a statement ($1 is the first): the caller's
 // values, by reference (they outlive the run). A host whose parameters
 // arrive in the codec's value encoding may leave them there, two ways:
-// - the documents of a put (the WASM binding, kitfox import, POST /docs):
+// - the documents of a put (kitfox import, POST /docs, a put `$n` in
+//   POST /query):
 //   parameter `encoded_at` (0-based) is given as `encoded` (its entry in
 //   `values` is null) and the put types the documents from those bytes, as
 //   it types a body of literals, with no Value built for them. That is the
 //   parameter Statement::documents_param() names;
 // - every parameter, each its encoding (`listed`: POST /batch's items, the
-//   WASM batch): a put or an insert whose body is literals and parameters
+//   WASM binding's runs and batches): a put or an insert whose body is literals and parameters
 //   alone splices each parameter's bytes where the body encodes it
 //   (reads_as_given), as they are (an int's varint written longer than it
 //   needs stays so; it reads as the same int).

@@ -169,7 +169,9 @@ int run(int h, int st, uint32_t params_len, int flags) {
     items.clear();
     Status ps = Params::split_list(raw, &items);
     if (!ps) return fail(ps);
-    return output_rows(stmt.query(Params::listed(items.data(), items.size()), &g_rows), flags);
+    const int n = output_rows(stmt.query(Params::listed(items.data(), items.size()), &g_rows), flags);
+    if (items.capacity() > 4096) std::vector<std::string_view>().swap(items);  // a long list is not kept
+    return n;
   }
   std::vector<Value> params;
   Status ps = read_params(raw, flags, &params);

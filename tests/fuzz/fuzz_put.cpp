@@ -1,9 +1,9 @@
-// A put's documents typed from their encoding, as the WASM binding passes
-// them (decode_params leaving `$1` encoded, Statement::query with Params),
+// A put's documents typed from their encoding, as kitfox import and POST
+// /docs pass them (decode_params leaving `$1` encoded, Params),
 // against the same bytes decoded into values first: the same error, at the
 // same place, or the same {id} rows and the same documents stored. And a
 // put of a body of parameters with every parameter left encoded
-// (Params::listed, as POST /batch and the WASM batch give them) against
+// (Params::listed, as POST /batch and the WASM binding give them) against
 // the same list decoded. The input is the parameter list as the binding
 // gets it.
 #include <cstdint>
