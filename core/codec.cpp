@@ -196,24 +196,15 @@ void skip_value(Reader& r, int depth, bool refs) {
   }
 }
 
-Status decode_params(std::string_view list, int64_t documents, std::vector<Value>* values,
-                     std::string_view* encoded) {
+Status decode_params(std::string_view list, std::vector<Value>* values) {
   values->clear();
   Reader rd(list);
   if (rd.u8() != kList) return Status(Code::Invalid, "parameters must be a list");
   uint64_t n = rd.varint();
   if (!rd.ok() || n > rd.left()) return Status(Code::Invalid, "malformed parameters");
   values->resize(n);
-  for (uint64_t i = 0; i < n; i++) {
-    if ((int64_t)i + 1 == documents && encoded) {
-      const char* at = rd.pos();
-      skip_value(rd, 1, false);  // an item of the list, as the list's decode counts it
-      if (!rd.ok()) return Status(Code::Invalid, "malformed parameters");
-      *encoded = std::string_view(at, rd.pos() - at);
-    } else if (!decode_value(rd, &(*values)[i], 1).is_ok()) {
-      return Status(Code::Invalid, "malformed parameters");
-    }
-  }
+  for (uint64_t i = 0; i < n; i++)
+    if (!decode_value(rd, &(*values)[i], 1).is_ok()) return Status(Code::Invalid, "malformed parameters");
   if (!rd.done()) return Status(Code::Invalid, "malformed parameters");
   return Status::ok();
 }

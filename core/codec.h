@@ -194,12 +194,9 @@ void skip_value(Reader& r, int depth = 0, bool refs = true);
 }
 void encode_vector_ref(std::string& out, uint64_t node);
 // A statement's parameters given as one encoded list value (as the WASM
-// binding gets them), each decoded into `values` but parameter $`documents`
-// (0: none; see Statement::documents_param, a put's documents) when
-// `encoded` is given: that one is checked whole (no tag 12) and left in
-// its encoding, *encoded set to its bytes (its value stays null).
-Status decode_params(std::string_view list, int64_t documents, std::vector<Value>* values,
-                     std::string_view* encoded);
+// binding gets them), each decoded into `values`. (Left in their encoding
+// instead: Params::split_list.)
+Status decode_params(std::string_view list, std::vector<Value>* values);
 
 // `fields` holds the document's typed values by field name (no id); the body
 // is appended to `out`.

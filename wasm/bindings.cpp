@@ -99,7 +99,7 @@ Status read_params(std::string_view raw, int flags, std::vector<Value>* params) 
     *params = std::move(r.value().mutable_items());
     return Status::ok();
   }
-  return decode_params(raw, 0, params, nullptr);
+  return decode_params(raw, params);
 }
 
 // Leaves the rows in the output buffer; returns their count or -1.

@@ -1,5 +1,5 @@
 // A put's documents typed from their encoding, as kitfox import and POST
-// /docs pass them (decode_params leaving `$1` encoded, Params),
+// /docs pass them (`$1` left encoded, Params),
 // against the same bytes decoded into values first: the same error, at the
 // same place, or the same {id} rows and the same documents stored. And a
 // put of a body of parameters with every parameter left encoded
@@ -39,11 +39,26 @@ Outcome run(std::string_view input, Way way) {
   if (!put.is_ok()) fuzz::fail("prepare the put");
   Outcome o;
   std::vector<Value> values;
-  std::string_view bytes;
-  const bool documents = way == Way::Documents;
-  Status s = decode_params(input, documents ? put->documents_param() : 0, &values, documents ? &bytes : nullptr);
   QueryResult out;
-  if (s.is_ok()) s = documents && !bytes.empty() ? put->query(Params(values, 0, bytes), &out) : put->query(values, &out);
+  Status s;
+  if (way == Way::Documents) {  // $1 left in its encoding (Params), the rest values
+    std::vector<std::string_view> items;
+    s = Params::split_list(input, &items);
+    if (s.is_ok()) {
+      auto decoded = Params::listed(items.data(), items.size()).copy();
+      s = decoded.status();
+      if (s.is_ok()) values = std::move(*decoded);
+    }
+    if (s.is_ok() && !items.empty()) {
+      values[0] = Value();
+      s = put->query(Params(values, 0, items[0]), &out);
+    } else if (s.is_ok()) {
+      s = put->query(values, &out);
+    }
+  } else {
+    s = decode_params(input, &values);
+    if (s.is_ok()) s = put->query(values, &out);
+  }
   o.status = s.to_string();
   for (const Value& row : out.rows) o.rows += to_json(row) + "\n";
   auto all = db->query("get p");
@@ -88,7 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Every parameter left encoded: refused as malformed exactly where
   // decode_params refuses the list.
   std::vector<Value> values;
-  const bool decodes = decode_params(input, 0, &values, nullptr).is_ok();
+  const bool decodes = decode_params(input, &values).is_ok();
   Outcome listed;
   if (run_listed(input, &listed) != decodes)
     fuzz::fail(decodes ? "a list decode_params reads was refused by Params::split_list"
