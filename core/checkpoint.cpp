@@ -3,10 +3,11 @@
 //   1. the pin (begin_image), under the gate and the shared lock: the
 //      catalog, every collection's id index (its blocks shared, not copied),
 //      of each vector index what writes change in place (HnswIndex::pin:
-//      its graph and level-0 lists; the table is appended to only: what the
-//      last image does not hold is frozen just before, a moment under the
-//      write lock, and shared, not copied), the arena's segments, and where
-//      the file's tail ends;
+//      its graph copied, its level-0 lists' blocks shared, a write copying
+//      a block it changes; the table is appended to only: what the last
+//      image does not hold is frozen just before, a moment under the write
+//      lock, and shared, not copied), the arena's segments, and where the
+//      file's tail ends;
 //   2. the rest of the image, built from the pin, written to NAME~~ a
 //      piece behind another and flushed (finish_image, write_image) with no
 //      lock held: writes land meanwhile in the old file's tail and in new
@@ -305,12 +306,12 @@ bool Engine::append_vectors(NewImage* img, ImageColl& ic, std::atomic<bool>* hur
     // or graph, referred to, not copied.
     if (!vp.table.begun()) {
       // The table's two parts (the last image's, the rest) copied once, into the image.
-      vp.table.begin(out, format::kVectors, vp.table_head, vp.pin.meta, {vp.pin.base, vp.pin.base_bytes}, vp.pin.rest,
-                     vp.pin.table_item_bytes, short_frame_bytes);
+      vp.table.begin(out, format::kVectors, vp.table_head, vp.pin.meta, vp.pin.table, vp.pin.table_item_bytes,
+                     short_frame_bytes);
     }
     if (!copy(vp.table)) return false;
     if (!vp.links.begun()) {
-      vp.links.begin(out, format::kGraph, vp.links_head, vp.pin.graph, vp.pin.links0, {}, vp.pin.links_item_bytes,
+      vp.links.begin(out, format::kGraph, vp.links_head, vp.pin.graph, vp.pin.links0, vp.pin.links_item_bytes,
                      short_frame_bytes);
     }
     if (!copy(vp.links)) return false;
@@ -323,20 +324,25 @@ bool Engine::append_vectors(NewImage* img, ImageColl& ic, std::atomic<bool>* hur
 
 // The pins' copies let go once they are in the image (on the checkpoint's
 // thread: not at idle priority, where a free could hold another thread's
-// heap lock while it waits for a CPU); but a table's frozen part, which the
+// heap lock while it waits for a CPU); but what the pins share with the
+// indexes (a table's frozen part, the level-0 lists' chunks), which an
 // index lets go at the switch under the locks: freed after them
 // (release_tables), not there.
 void Engine::release_vectors(ImageColl& ic) {
   for (VectorPin& vp : ic.vectors) {
     HnswIndex::Pin kept;
     kept.rest_owner = std::move(vp.pin.rest_owner);
+    kept.links0_owners = std::move(vp.pin.links0_owners);
     vp.pin = std::move(kept);
   }
 }
 
 void Engine::release_tables(NewImage& img) {
   for (ImageColl& ic : img.colls)
-    for (VectorPin& vp : ic.vectors) vp.pin.rest_owner.reset();
+    for (VectorPin& vp : ic.vectors) {
+      vp.pin.rest_owner.reset();
+      vp.pin.links0_owners.clear();
+    }
 }
 
 // The pin, under a lock that keeps writes out (the gate and the shared lock,
@@ -703,7 +709,7 @@ Status Engine::checkpoint() {
     uint64_t documents = 0, vector_bytes = 0;
     for (const ImageColl& ic : img.colls) {
       documents += ic.pinned.size();
-      for (const VectorPin& vp : ic.vectors) vector_bytes += vp.pin.base_bytes + vp.pin.rest.size() + vp.pin.links0.size();
+      for (const VectorPin& vp : ic.vectors) vector_bytes += vp.pin.base_bytes + vp.pin.rest.size() + vp.pin.links0_bytes();
     }
     const int budget_ms = idle_budget_ms >= 0
                               ? idle_budget_ms

@@ -198,8 +198,7 @@ uint32_t* HnswIndex::links(uint32_t node, int level) {
 const uint32_t* HnswIndex::links(uint32_t node, int level) const {
   if (level == 0) {
     const size_t stride = l0_stride();
-    if (const uint32_t s = l0_slot_[node >> kL0Shift]; s != kInImage)
-      return l0_pool_.data() + (((size_t)s << kL0Shift) + (node & kL0Mask)) * stride;
+    if (const uint32_t* p = l0_blk_[node >> kL0Shift]) return p + (size_t)(node & kL0Mask) * stride;
     if (lazy_links_ && !lazy_links_->clean())
       return reinterpret_cast<const uint32_t*>(lazy_links_->need((uint64_t)node * stride * 4, stride * 4));
     return l0_ + (size_t)node * stride;
@@ -207,19 +206,90 @@ const uint32_t* HnswIndex::links(uint32_t node, int level) const {
   return &upper_[upper_off_[node] + (size_t)(level - 1) * (1 + p_.m)];
 }
 
-uint32_t* HnswIndex::own_block(uint32_t b) {
+uint32_t* HnswIndex::own_block_copy(uint32_t b) {
   const size_t words = l0_block_words();
-  uint32_t s = l0_slot_[b];
-  if (s == kInImage) {
-    s = (uint32_t)(l0_pool_.size() / words);
-    l0_pool_.resize(l0_pool_.size() + words);  // written below, each word once
+  uint32_t* from = l0_blk_[b];
+  uint32_t* to = take_block();
+  if (from) {  // a pin's: it goes on reading `from`, used again once its checkpoint is over
+    memcpy(to, from, words * 4);
+    l0_retired_.push_back(from);
+    l0_shared_[b] = 0;
+  } else {
     const uint32_t first = b << kL0Shift, end = std::max(first, std::min<uint32_t>(l0_image_n_, first + kL0Mask + 1));
-    uint32_t* to = l0_pool_.data() + (size_t)s * words;
     copy_image_lists(first, end, reinterpret_cast<char*>(to));
     std::fill(to + (size_t)(end - first) * l0_stride(), to + words, 0u);  // past the image's last node
-    l0_slot_[b] = s;
+    l0_used_++;
   }
-  return l0_pool_.data() + (size_t)s * words;
+  l0_blk_[b] = to;
+  return to;
+}
+
+uint32_t* HnswIndex::take_block() {
+  if (l0_free_.empty()) {
+    // Chunks double up to a huge page's worth of blocks: a small index
+    // takes little, a big one whole huge pages.
+    const size_t bytes = l0_block_words() * 4, most = std::max<size_t>(1, kHugePage / bytes);
+    size_t have = 0;
+    for (const L0Chunk& c : l0_chunks_) have += c.blocks;
+    const size_t n = std::min(most, std::max<size_t>(1, have));
+    std::shared_ptr<char> mem = n == most && kHugeBlocks ? huge_block(n * bytes)
+                                                         : std::shared_ptr<char>(new char[n * bytes], std::default_delete<char[]>());
+    if (!mem) std::abort();  // out of memory, as a std::vector would
+    for (size_t i = n; i-- > 0;) l0_free_.push_back(reinterpret_cast<uint32_t*>(mem.get() + i * bytes));
+    l0_chunks_.push_back({std::move(mem), n});
+  }
+  uint32_t* p = l0_free_.back();
+  l0_free_.pop_back();
+  return p;
+}
+
+void HnswIndex::reuse_retired() {
+  l0_free_.insert(l0_free_.end(), l0_retired_.begin(), l0_retired_.end());
+  l0_retired_.clear();
+}
+
+void HnswIndex::l0_in_image(size_t blocks) {
+  l0_blk_.assign(blocks, nullptr);
+  l0_shared_.assign(blocks, 0);
+  l0_chunks_.clear();  // freed here unless a pin holds them
+  l0_free_.clear();
+  l0_retired_.clear();
+  l0_used_ = 0;
+}
+
+void HnswIndex::trim_chunks() {
+  if (l0_retired_.size()) return;  // a pin may read them
+  if (!l0_used_) {
+    l0_chunks_.clear();
+    l0_free_.clear();
+    return;
+  }
+  std::sort(l0_chunks_.begin(), l0_chunks_.end(), [](const L0Chunk& a, const L0Chunk& b) { return a.mem.get() < b.mem.get(); });
+  auto chunk_of = [&](const uint32_t* p) {
+    auto it = std::upper_bound(l0_chunks_.begin(), l0_chunks_.end(), reinterpret_cast<const char*>(p),
+                               [](const char* x, const L0Chunk& c) { return x < c.mem.get(); });
+    return (size_t)(it - l0_chunks_.begin()) - 1;
+  };
+  std::vector<uint32_t> used(l0_chunks_.size());
+  for (const uint32_t* p : l0_blk_)
+    if (p) used[chunk_of(p)]++;
+  size_t kept = 0;
+  for (size_t i = 0; i < l0_chunks_.size(); i++) kept += used[i] != 0;
+  if (kept == l0_chunks_.size()) return;
+  std::vector<uint32_t*> free;
+  for (uint32_t* p : l0_free_)
+    if (used[chunk_of(p)]) free.push_back(p);
+  size_t to = 0;
+  for (size_t i = 0; i < l0_chunks_.size(); i++)
+    if (used[i]) l0_chunks_[to++] = std::move(l0_chunks_[i]);
+  l0_chunks_.resize(to);
+  l0_free_ = std::move(free);
+}
+
+size_t HnswIndex::level0_chunk_bytes() const {
+  size_t blocks = 0;
+  for (const L0Chunk& c : l0_chunks_) blocks += c.blocks;
+  return blocks * l0_block_words() * 4;
 }
 
 void HnswIndex::copy_image_lists(uint32_t first, uint32_t end, char* to) const {
@@ -233,9 +303,10 @@ void HnswIndex::copy_image_lists(uint32_t first, uint32_t end, char* to) const {
 
 void HnswIndex::add_l0(uint32_t node) {
   const uint32_t b = node >> kL0Shift;
-  if (b == l0_slot_.size()) {  // a new block: each list is written as its node comes
-    l0_slot_.push_back((uint32_t)(l0_pool_.size() / l0_block_words()));
-    l0_pool_.resize(l0_pool_.size() + l0_block_words());
+  if (b == l0_blk_.size()) {  // a new block: each list is written as its node comes
+    l0_blk_.push_back(take_block());
+    l0_shared_.push_back(0);
+    l0_used_++;
   }
   uint32_t* ls = own_block(b) + (size_t)(node & kL0Mask) * l0_stride();
   std::fill(ls, ls + l0_stride(), 0u);  // a node dropped before may have left its list
@@ -248,8 +319,7 @@ void HnswIndex::rebase(const char* table, const char* links0) {
   extra_.release();
   lazy_table_.reset();
   lazy_links_.reset();
-  l0_pool_.release();
-  l0_slot_.assign(((size_t)levels_.size() + kL0Mask) >> kL0Shift, kInImage);
+  l0_in_image(((size_t)levels_.size() + kL0Mask) >> kL0Shift);
   l0_ = reinterpret_cast<const uint32_t*>(links0);
   l0_image_n_ = (uint32_t)levels_.size();
 }
@@ -796,6 +866,9 @@ void HnswIndex::link_pending(int threads) {
   std::vector<uint32_t> group_start;
   while (linked_ < levels_.size()) {
     uint32_t s = linked_, e = (uint32_t)std::min<size_t>(levels_.size(), s + kChunk);
+    // The chunk's blocks its own (a pin since its nodes came may share
+    // them): A writes their lists from several threads.
+    for (uint32_t b = s >> kL0Shift; b <= (e - 1) >> kL0Shift; b++) own_block(b);
     // A: each node on its own (in parallel): search the graph as it stood
     // before the chunk, pre-select neighbours, then write the node's own
     // lists from them plus the chunk's earlier nodes. Nothing links to a
@@ -883,8 +956,9 @@ void HnswIndex::freeze() {
   frozen_end_ = (uint32_t)levels_.size();
 }
 
-void HnswIndex::pin(Pin* out) const {
+void HnswIndex::pin(Pin* out) {
   read_all();
+  reuse_retired();  // the last pin's checkpoint is over
   size_t n = levels_.size();
   out->nodes = n;
   out->table_item_bytes = table_item_bytes();
@@ -922,37 +996,70 @@ void HnswIndex::pin(Pin* out) const {
     out->rest_owner = std::move(both);
   }
   out->rest = out->rest_owner ? std::string_view(out->rest_owner->data(), out->rest_owner->size()) : std::string_view();
+  out->table[0] = std::string_view(out->base, out->base_bytes);
+  out->table[1] = out->rest;
+  put_graph(out->graph);
+  // The level-0 lists block by block, referred to where they are: the
+  // index's blocks, shared from here on; the image's (damaged lists copied
+  // as zeros).
+  const size_t stride_bytes = l0_stride() * 4, blocks = (n + kL0Mask) >> kL0Shift;
+  const bool image_whole = !lazy_links_ || lazy_links_->clean();
+  auto count = [&](size_t b) { return std::min<size_t>(n - (b << kL0Shift), kL0Mask + 1); };
+  if (!image_whole) {
+    size_t copy = 0;
+    for (size_t b = 0; b < blocks; b++) copy += l0_blk_[b] ? 0 : count(b) * stride_bytes;
+    out->links0_copy.resize(copy);  // filled below: never grown, so the pieces stay where they are
+  }
+  auto add = [&](const char* p, size_t bytes) {  // a piece, or the last one longer where they meet
+    std::string_view* last = out->links0.empty() ? nullptr : &out->links0.back();
+    if (last && last->data() + last->size() == p) *last = std::string_view(last->data(), last->size() + bytes);
+    else out->links0.emplace_back(p, bytes);
+  };
+  size_t copied = 0;
+  for (size_t b = 0; b < blocks; b++) {
+    const size_t bytes = count(b) * stride_bytes;
+    if (const uint32_t* p = l0_blk_[b]) {
+      l0_shared_[b] = 1;
+      add(reinterpret_cast<const char*>(p), bytes);
+    } else if (image_whole) {
+      add(reinterpret_cast<const char*>(l0_ + (b << kL0Shift) * l0_stride()), bytes);
+    } else {
+      char* to = out->links0_copy.data() + copied;
+      copy_image_lists((uint32_t)(b << kL0Shift), (uint32_t)((b << kL0Shift) + count(b)), to);
+      add(to, bytes);
+      copied += bytes;
+    }
+  }
+  for (const L0Chunk& c : l0_chunks_) out->links0_owners.push_back(c.mem);
+}
 
-  std::string& graph = out->graph;
+void HnswIndex::put_graph(std::string& graph) const {
   put_u32(graph, 5);  // layout version (5: fingerprints of the stored bytes, 4 lanes)
   put_u32(graph, (uint32_t)p_.metric);
   put_u32(graph, p_.m);
   put_u32(graph, p_.ef_construction);
-  put_u64(graph, n);
+  put_u64(graph, levels_.size());
   put_u64(graph, (uint64_t)entry_);
   put_u32(graph, (uint32_t)max_level_);
-  // Level-0 lists block by block: the pool's, or the image's (damaged
-  // lists as zeros).
-  const size_t stride = l0_stride();
-  out->links0.reserve(n * stride * 4);
-  for (size_t first = 0; first < n; first += kL0Mask + 1) {
-    const size_t count = std::min<size_t>(n - first, kL0Mask + 1);
-    const uint32_t slot = l0_slot_[first >> kL0Shift];
-    if (slot != kInImage) {
-      out->links0.append(reinterpret_cast<const char*>(l0_pool_.data() + (size_t)slot * l0_block_words()),
-                         count * stride * 4);
-    } else {
-      const size_t at = out->links0.size();
-      out->links0.resize(at + count * stride * 4);
-      copy_image_lists((uint32_t)first, (uint32_t)(first + count), out->links0.data() + at);
-    }
-  }
   put_array(graph, levels_);
   put_array(graph, fp_);
   put_array(graph, inv_);
   put_array(graph, upper_off_);
   put_u64(graph, upper_.size());
   put_array(graph, upper_);
+}
+
+size_t HnswIndex::Pin::links0_bytes() const {
+  size_t bytes = 0;
+  for (std::string_view p : links0) bytes += p.size();
+  return bytes;
+}
+
+std::string HnswIndex::Pin::links0_string() const {
+  std::string all;
+  all.reserve(links0_bytes());
+  for (std::string_view p : links0) all.append(p);
+  return all;
 }
 
 bool HnswIndex::image_table(ImageTable* out) const {
@@ -1073,8 +1180,19 @@ void HnswIndex::rebase_prefix(const char* table, const char* links0, size_t node
   base_ = table;
   base_n_ = frozen_end_ = (uint32_t)nodes;
   lazy_table_.reset();
-  // The blocks no write changed since they were last read in place are the
-  // new image's: every one of their nodes is below `nodes`.
+  // The blocks no write changed since the pin (read in place from the
+  // last image, or shared with the pin) are the new image's: every one of
+  // their nodes is below `nodes` (a node added to a block copies it).
+  const size_t pinned = std::min(l0_blk_.size(), (nodes + kL0Mask) >> kL0Shift);
+  for (size_t b = 0; b < pinned; b++)
+    if (l0_blk_[b] && l0_shared_[b]) {
+      l0_free_.push_back(l0_blk_[b]);
+      l0_blk_[b] = nullptr;
+      l0_shared_[b] = 0;
+      l0_used_--;
+    }
+  reuse_retired();
+  trim_chunks();  // the pin's hold on them let go after the locks (Engine::release_tables)
   l0_ = reinterpret_cast<const uint32_t*>(links0);
   l0_image_n_ = (uint32_t)nodes;
   lazy_links_.reset();  // every block was read at the pin
@@ -1125,8 +1243,7 @@ void HnswIndex::clear_graph() {
   levels_.clear();
   fp_.clear();
   inv_.clear();
-  l0_pool_.clear();
-  l0_slot_.clear();
+  l0_in_image(0);
   l0_ = nullptr;
   l0_image_n_ = 0;
   lazy_links_.reset();
@@ -1193,8 +1310,7 @@ bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const
     clear_graph();
     return false;
   }
-  l0_pool_.clear();
-  l0_slot_.assign((n + kL0Mask) >> kL0Shift, kInImage);
+  l0_in_image((n + kL0Mask) >> kL0Shift);
   l0_ = view;
   l0_image_n_ = (uint32_t)n;
   lazy_links_.reset();
@@ -1211,7 +1327,6 @@ bool HnswIndex::load_graph(std::string_view graph, const ExtentRef& links, const
 void HnswIndex::rebuild_graph(int threads) {
   clear_graph();
   size_t n = node_doc_.size();
-  l0_pool_.reserve(((n + kL0Mask) >> kL0Shift) * l0_block_words());
   std::vector<float> tmp(dim_);
   for (uint32_t node = 0; node < n; node++) {
     const float* v = vec(node, tmp.data());
@@ -1243,14 +1358,16 @@ size_t HnswIndex::memory_bytes() const {
     maps = doc_node_.size() * 32 + fp_nodes_.size() * 32;
   }
   return (frozen_ ? frozen_->size() : 0) + extra_.size() + levels_.size() + fp_.size() * 4 + inv_.size() * 4 + node_doc_.size() * 8 +
-         refs_.size() * 4 + l0_pool_.size() * 4 + l0_slot_.size() * 4 + upper_off_.size() * 4 + upper_.size() * 4 +
+         refs_.size() * 4 + level0_chunk_bytes() + l0_blk_.size() * 9 + upper_off_.size() * 4 + upper_.size() * 4 +
          maps;
 }
 
 std::string HnswIndex::graph_bytes() const {
-  Pin p;
-  pin(&p);
-  return p.graph + p.links0;
+  std::string out;
+  put_graph(out);
+  const size_t n = levels_.size();
+  for (uint32_t node = 0; node < n; node++) out.append(reinterpret_cast<const char*>(links(node, 0)), l0_stride() * 4);
+  return out;
 }
 
 }  // namespace kitfox

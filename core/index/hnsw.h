@@ -164,9 +164,12 @@ class HnswIndex {
   // `graph` (all but the level-0 lists) and `links0` (those), as flat
   // little-endian arrays; the caller keeps the table and links 16-byte
   // aligned. A checkpoint pins them under a lock that keeps writes out, and
-  // writes them with none held: what writes change in place (meta, graph,
-  // level-0 lists) is copied; of the table, which writes only append to,
-  // the part the last image holds is referred to, the rest copied.
+  // writes them with none held: what writes change in place (meta, graph)
+  // is copied; the level-0 lists are referred to where they are, block by
+  // block (in the last image, or in memory the pin shares: a write to a
+  // block a pin shares copies it first); of the table, which writes only
+  // append to, the part the last image holds is referred to, the part
+  // freeze() froze shared.
   struct Pin {  // moved, never copied: `base` may point into its own base_copy
     Pin() = default;
     Pin(Pin&&) = default;
@@ -175,7 +178,7 @@ class HnswIndex {
     Pin& operator=(const Pin&) = delete;
     size_t nodes = 0;
     uint32_t table_item_bytes = 0, links_item_bytes = 0;  // as below, for the extents
-    std::string meta, graph, links0;
+    std::string meta, graph;
     const char* base = nullptr;  // the table's first base_bytes: in the last image, or in base_copy
     size_t base_bytes = 0;
     std::vector<char> base_copy;  // the image's part read and checked, where blocks of it were unread
@@ -183,6 +186,16 @@ class HnswIndex {
     // (never written again), or a copy where nodes came after the freeze.
     std::shared_ptr<const GrowBuffer> rest_owner;
     std::string_view rest;
+    std::string_view table[2];  // {base, base_bytes} and rest: the table's bytes in order
+    // The level-0 lists in order, in pieces: the index's blocks (alive
+    // while links0_owners are, never written while the pin is read), the
+    // last image's (alive while its arena segment is), or links0_copy (the
+    // image's where some of its blocks were damaged: read as zeros).
+    std::vector<std::string_view> links0;
+    std::vector<std::shared_ptr<char>> links0_owners;
+    std::string links0_copy;
+    size_t links0_bytes() const;
+    std::string links0_string() const;  // all of them, one after another (tests)
     // Each document's node at the pin, sorted by document (built from
     // meta); where a document is listed twice, the last is its node.
     void doc_nodes(std::vector<std::pair<int64_t, uint32_t>>* out) const;
@@ -196,8 +209,11 @@ class HnswIndex {
   void freeze();
   bool would_freeze() const { return extra_.size() && !frozen_; }
   // Reads every lazily loaded block first. Right after freeze(), with no
-  // write between, it copies no vector (else those since are copied).
-  void pin(Pin* out) const;
+  // write between, it copies no vector (else those since are copied). It
+  // marks the blocks of level-0 lists it shares, so writers must be kept
+  // out (readers need not be); the blocks a write copied away from an
+  // earlier pin are used again from here on (that pin's checkpoint is over).
+  void pin(Pin* out);
   // The table's part in the last image (bytes no write changes, alive while
   // the image's arena segment is), for a pinned read; false while blocks of
   // it are still to be read and checked.
@@ -230,9 +246,10 @@ class HnswIndex {
   }
   // After a checkpoint that wrote a pin of this index and writes that
   // changed it since: the image holds its first `nodes` vectors at `table`
-  // (the same bytes: a node's vector never changes) and, where no write
-  // changed the level-0 lists since they were last read in place, those
-  // lists at `links0`. Nothing of the index then lies in an older image.
+  // (the same bytes: a node's vector never changes) and, for each block of
+  // level-0 lists no write changed since the pin, those lists at `links0`:
+  // read there from now on, the block's memory freed. Nothing of the index
+  // then lies in an older image.
   void rebase_prefix(const char* table, const char* links0, size_t nodes);
   // Bytes per vector in the table, per node in links0 (extent items).
   uint32_t table_item_bytes() const { return (uint32_t)vbytes_; }
@@ -259,12 +276,14 @@ class HnswIndex {
   void rebuild_graph(int threads);
 
   size_t memory_bytes() const;
-  // Bytes of level-0 lists in memory of the index's own; the rest are read
-  // in place from the image they were loaded from.
-  size_t level0_owned_bytes() const { return l0_pool_.size() * 4; }
+  // Bytes of level-0 lists in memory of the index's own (blocks in use);
+  // the rest are read in place from the image they were loaded from.
+  size_t level0_owned_bytes() const { return l0_used_ * l0_block_words() * 4; }
   static constexpr uint32_t kLevel0BlockNodes = 256;
   // The graph's bytes, for the native/WASM identity test.
   std::string graph_bytes() const;
+  // Memory taken for blocks of level-0 lists, in use or free (for tests).
+  size_t level0_chunk_bytes() const;
 
  private:
   const char* raw(uint32_t node) const {
@@ -276,6 +295,7 @@ class HnswIndex {
     return base_ + (size_t)node * vbytes_;
   }
   void read_all() const;  // every lazily loaded block
+  void put_graph(std::string& graph) const;  // the graph's record body but the level-0 lists
   const float* vec(uint32_t node, float* scratch) const;  // the stored vector as f32
   void normalized(uint32_t node, float* out) const;       // as a query: normalised for cosine
   float kernel_to(const float* a, uint32_t node) const;
@@ -352,22 +372,48 @@ class HnswIndex {
   // Level-0 lists, per node: count, 2m slots, in blocks of 256 nodes.
   // After a load a block is read in place from the image (l0_) until a
   // change to one of its lists copies that block, and only that one, into
-  // l0_pool_ (own_block): a write after an open or a checkpoint copies the
-  // blocks its links touch (33 KiB each at m = 16, at most 2m + 1 of them
-  // a node), never every node's lists. Blocks of nodes added since are in
-  // the pool from the start. l0_slot_[b] is block b's place in the pool, or
-  // kInImage.
-  static constexpr uint32_t kL0Shift = 8, kL0Mask = (1u << kL0Shift) - 1, kInImage = ~0u;
+  // memory of the index's own (own_block): a write after an open or a
+  // checkpoint copies the blocks its links touch (33 KiB each at m = 16, at
+  // most 2m + 1 of them a node), never every node's lists. Blocks of nodes
+  // added since are in memory of their own from the start. l0_blk_[b] is
+  // block b's lists, or null: in the image.
+  //
+  // A checkpoint's pin shares the blocks (l0_shared_[b]): a write to one
+  // copies it to another block first, and the pin's (`retired`) is used
+  // again once the checkpoint is over (the next pin, or the switch to the
+  // image it wrote, which reads the blocks no write changed from there).
+  // Blocks are carved from chunks of memory (up to a huge page each,
+  // asked for huge pages: searches read the lists at random), kept while
+  // any block of theirs is in use or a pin holds them.
+  static constexpr uint32_t kL0Shift = 8, kL0Mask = (1u << kL0Shift) - 1;
   static_assert(kLevel0BlockNodes == 1u << kL0Shift);
   size_t l0_stride() const { return 1 + 2 * (size_t)p_.m; }
   size_t l0_block_words() const { return l0_stride() << kL0Shift; }
-  uint32_t* own_block(uint32_t b);  // the block's pool copy (made if it has none); writers alone
+  // The block's memory of the index's own, unshared (copied from the image
+  // or from a pin's if it was not); writers alone.
+  uint32_t* own_block(uint32_t b) {
+    uint32_t* p = l0_blk_[b];
+    return p && !l0_shared_[b] ? p : own_block_copy(b);
+  }
+  uint32_t* own_block_copy(uint32_t b);
+  uint32_t* take_block();          // a block of memory, from the free ones or a new chunk
+  void give_block(uint32_t* p);    // back to the free ones
+  void reuse_retired();            // the blocks a pin shared and writes copied away: free
+  void l0_in_image(size_t blocks); // every block read from the image (l0_); its memory let go
+  void trim_chunks();              // chunks with no block in use let go
   // The image's lists of nodes [first, end) copied to `to` (lazily loaded
   // ones read and checked first; damaged ones as zeros).
   void copy_image_lists(uint32_t first, uint32_t end, char* to) const;
-  void add_l0(uint32_t node);       // a new node's list, empty, in the pool
-  GrowArray<uint32_t> l0_pool_{HugePages{}};  // grows with no copy (huge_pages.h)
-  std::vector<uint32_t> l0_slot_;
+  void add_l0(uint32_t node);       // a new node's list, empty, in memory of its own
+  std::vector<uint32_t*> l0_blk_;
+  std::vector<uint8_t> l0_shared_;
+  struct L0Chunk {
+    std::shared_ptr<char> mem;
+    size_t blocks;
+  };
+  std::vector<L0Chunk> l0_chunks_;
+  std::vector<uint32_t*> l0_free_, l0_retired_;
+  size_t l0_used_ = 0;            // blocks in l0_blk_ with memory
   const uint32_t* l0_ = nullptr;  // the image's lists: nodes below l0_image_n_
   uint32_t l0_image_n_ = 0;
   GrowArray<uint32_t> upper_off_; // per node: offset in upper_ (levels 1..L, each count + m slots)

@@ -39,12 +39,14 @@ static void block_crcs(std::string_view bytes, uint32_t block_bytes, uint64_t b0
 }
 
 void ExtentCopy::begin(std::string& out, uint8_t kind, std::string_view head, std::string_view head_rest,
-                       std::string_view a, std::string_view b, uint32_t item_bytes, uint64_t short_max) {
-  a_ = a;
-  b_ = b;
+                       std::span<const std::string_view> parts, uint32_t item_bytes, uint64_t short_max) {
+  parts_ = parts;
+  part_ = part_at_ = 0;
   block_ = extent_block_bytes(item_bytes);
   short_max_ = short_max;
-  const uint64_t bytes = (uint64_t)a.size() + b.size();
+  uint64_t bytes = 0;
+  for (std::string_view p : parts) bytes += p.size();
+  total_ = bytes;
   const uint64_t n = block_count(bytes, block_);
   const uint64_t body = head.size() + head_rest.size() + 4 + 8 + n * 4;  // before the padding
   // The record's frame is chosen before its padding (up to 64 bytes more).
@@ -72,18 +74,15 @@ void ExtentCopy::begin(std::string& out, uint8_t kind, std::string_view head, st
 
 bool ExtentCopy::step(std::string& out, uint64_t bytes) {
   if (done_) return true;
-  const uint64_t total = (uint64_t)a_.size() + b_.size();
-  uint64_t n = std::min(total - copied_, std::max<uint64_t>(bytes / block_, 1) * block_);
-  uint64_t pos = copied_;
-  if (pos < a_.size()) {
-    const size_t k = (size_t)std::min<uint64_t>(n, a_.size() - pos);
-    out.append(a_.data() + pos, k);
-    pos += k;
+  uint64_t n = std::min(total_ - copied_, std::max<uint64_t>(bytes / block_, 1) * block_);
+  const uint64_t pos = copied_ + n;
+  while (n) {
+    const std::string_view p = parts_[part_];
+    const size_t k = (size_t)std::min<uint64_t>(n, p.size() - part_at_);
+    out.append(p.data() + part_at_, k);
     n -= k;
-  }
-  if (n) {
-    out.append(b_.data() + (pos - a_.size()), (size_t)n);
-    pos += n;
+    part_at_ += k;
+    if (part_at_ == p.size()) part_++, part_at_ = 0;
   }
   // The blocks that landed: whole ones, and at the end the last.
   uint32_t crcs[192];
@@ -95,7 +94,7 @@ bool ExtentCopy::step(std::string& out, uint64_t bytes) {
     b += k;
   }
   copied_ = pos;
-  if (copied_ < total) return false;
+  if (copied_ < total_) return false;
   close_record(out, ext_, short_max_);
   close_record_at(out, rec_, rec_end_);
   done_ = true;

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,23 +43,24 @@ constexpr uint32_t kExtentBlockTarget = 1024;
 constexpr uint32_t kMaxExtentBlockBytes = 1 << 20;
 uint32_t extent_block_bytes(uint32_t item_bytes);
 // A record (`kind`: its head, then the block size, count and checksums of
-// an extent, then padding) and the Extent after it holding the bytes of `a`
-// then `b` (one extent in two parts, as a vector table's image part and the
-// rest), its first byte 64-byte aligned in the file, appended to `out` a step
-// at a time: a checkpoint's build can stop between two steps and go on
-// later. Each step copies whole blocks and checksums them where they
-// landed, while they are in cache. Until done(), nothing else may be
-// appended to `out` nor the bytes from where the copy began be written
-// out (the checksums and both frames are filled in as it goes and at the
-// end), and `a` and `b` must stay where they are. Nothing is allocated but
-// what `out` grows by.
+// an extent, then padding) and the Extent after it holding the bytes of
+// `parts` one after another (one extent in pieces, as a vector table's image
+// part and the rest, or level-0 lists in blocks of their own), its first
+// byte 64-byte aligned in the file, appended to `out` a step at a time: a
+// checkpoint's build can stop between two steps and go on later. Each step
+// copies whole blocks and checksums them where they landed, while they are
+// in cache. Until done(), nothing else may be appended to `out` nor the
+// bytes from where the copy began be written out (the checksums and both
+// frames are filled in as it goes and at the end), and the list of parts
+// and their bytes must stay where they are. Nothing is allocated but what
+// `out` grows by.
 class ExtentCopy {
  public:
   // Both records' heads (the owning record's head is `head` then
   // `head_rest`); the checksums are filled in as the blocks land. Either
   // frame is long past `short_max`.
   void begin(std::string& out, uint8_t kind, std::string_view head, std::string_view head_rest,
-             std::string_view a, std::string_view b, uint32_t item_bytes, uint64_t short_max);
+             std::span<const std::string_view> parts, uint32_t item_bytes, uint64_t short_max);
   // Copies about `bytes` more (whole blocks, at least one), and closes both
   // records once all are in: then true.
   bool step(std::string& out, uint64_t bytes);
@@ -67,7 +69,9 @@ class ExtentCopy {
   uint64_t at() const { return at_; }  // the extent's first byte in `out`
 
  private:
-  std::string_view a_, b_;
+  std::span<const std::string_view> parts_;
+  size_t part_ = 0, part_at_ = 0;  // where the next byte comes from
+  uint64_t total_ = 0;
   uint32_t block_ = 0;
   uint64_t short_max_ = 0;
   uint64_t rec_ = 0;     // the owning record's frame in `out`

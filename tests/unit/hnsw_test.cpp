@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <list>
 #include <map>
 #ifdef __linux__
 #include <sys/mman.h>
@@ -28,6 +29,25 @@ namespace {
 void table_of(const HnswIndex::Pin& pin, std::string& out) {
   out.append(pin.base, pin.base_bytes);
   out += pin.rest;
+}
+
+// A point along a line (a tiny wobble off it, by `salt`): numbered in
+// order along it, a node's neighbours have numbers close to its own, so a
+// change touches few level-0 blocks.
+std::vector<float> point_on_line(uint32_t dim, double x, uint32_t salt) {
+  std::vector<float> p(dim);
+  p[0] = (float)x;
+  for (uint32_t k = 1; k < dim; k++) p[k] = 1e-4f * (float)std::sin(1.7 * (x * 1000 + salt) * k);
+  return p;
+}
+// n of them, 0.001 apart from `from` on.
+std::vector<float> points_on_line(uint32_t dim, size_t n, double from, uint32_t salt) {
+  std::vector<float> pts;
+  for (size_t i = 0; i < n; i++) {
+    auto p = point_on_line(dim, from + (double)i * 1e-3, salt);
+    pts.insert(pts.end(), p.begin(), p.end());
+  }
+  return pts;
 }
 
 std::unique_ptr<HnswIndex> build(const std::vector<float>& pts, uint32_t dim, HnswParams p, int threads, bool f16 = false) {
@@ -65,15 +85,16 @@ namespace {
 // open loads it.
 struct Image {
   HnswIndex::Pin pin;
-  std::string vecs;
-  explicit Image(const HnswIndex& idx) {
+  std::string vecs, links;
+  explicit Image(HnswIndex& idx) {
     idx.pin(&pin);
     table_of(pin, vecs);
+    links = pin.links0_string();
   }
   void load(HnswIndex& x) const {
     ExtentRef t, l;
     t.bytes = vecs;
-    l.bytes = pin.links0;
+    l.bytes = links;
     REQUIRE(x.load_table(pin.meta, t));
     REQUIRE(x.load_graph(pin.graph, l));
   }
@@ -394,7 +415,7 @@ TEST_CASE("pin and load: the same answers, the vector table used in place") {
   idx->remove(7);
   HnswIndex::Pin pin;
   idx->pin(&pin);
-  std::string vecs, &meta = pin.meta, &graph = pin.graph, &links = pin.links0;
+  std::string vecs, &meta = pin.meta, &graph = pin.graph, links = pin.links0_string();
   table_of(pin, vecs);
   auto ref = [](std::string_view bytes) {
     ExtentRef e;
@@ -501,7 +522,8 @@ TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table chan
     return e;
   };
   REQUIRE(back.load_table(pin.meta, ref(table)));
-  REQUIRE(back.load_graph(pin.graph, ref(pin.links0)));
+  const std::string links = pin.links0_string();
+  REQUIRE(back.load_graph(pin.graph, ref(links)));
   CHECK(back.graph_bytes() == graph_at_pin);
   std::vector<std::pair<int64_t, uint32_t>> docs;
   pin.doc_nodes(&docs);
@@ -518,7 +540,7 @@ TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table chan
   }
   std::vector<float> stored_before, stored_after;
   idx->vector_of(1700, &stored_before);
-  idx->rebase_prefix(table.data(), pin.links0.data(), pin.nodes);
+  idx->rebase_prefix(table.data(), links.data(), pin.nodes);
   idx->vector_of(1700, &stored_after);
   CHECK(stored_before == stored_after);
   for (size_t i = 0; i < 20; i++) {
@@ -606,20 +628,9 @@ TEST_CASE("a copy for a pinned read shares the frozen part and answers as the in
 }
 
 TEST_CASE("after a load, a change copies the level-0 blocks it changes, not every list; the graph is the same") {
-  // Points along a line, numbered in order along it: a node's neighbours
-  // have numbers close to its own, so a change touches few blocks.
   const uint32_t dim = 16;
-  auto on_line = [&](double x, uint32_t salt) {
-    std::vector<float> p(dim);
-    p[0] = (float)x;
-    for (uint32_t k = 1; k < dim; k++) p[k] = 1e-4f * (float)std::sin(1.7 * (x * 1000 + salt) * k);
-    return p;
-  };
-  std::vector<float> pts;
-  for (uint32_t i = 0; i < 12000; i++) {
-    auto p = on_line(i * 1e-3, 0);
-    pts.insert(pts.end(), p.begin(), p.end());
-  }
+  auto on_line = [&](double x, uint32_t salt) { return point_on_line(dim, x, salt); };
+  const std::vector<float> pts = points_on_line(dim, 12000, 0, 0);
   HnswParams l2;
   l2.metric = Metric::L2;
   auto idx = build(pts, dim, l2, 2);
@@ -634,7 +645,8 @@ TEST_CASE("after a load, a change copies the level-0 blocks it changes, not ever
   };
   HnswIndex back(dim, false, l2);
   REQUIRE(back.load_table(pin.meta, ref(table)));
-  REQUIRE(back.load_graph(pin.graph, ref(pin.links0)));
+  const std::string links = pin.links0_string();
+  REQUIRE(back.load_graph(pin.graph, ref(links)));
   CHECK(back.level0_owned_bytes() == 0);
   const size_t block = HnswIndex::kLevel0BlockNodes * (1 + 2 * HnswParams{}.m) * 4;
   // A new node: the image's last block (partly full) is copied, no other.
@@ -682,7 +694,8 @@ TEST_CASE("after a load, a change copies the level-0 blocks it changes, not ever
     REQUIRE(back.prepare_query(&qs[i * dim], &q[i], "q").is_ok());
     back.search(q[i].data(), 10, 64, nullptr, &before[i]);
   }
-  back.rebase(table2.data(), again.links0.data());
+  const std::string links2 = again.links0_string();
+  back.rebase(table2.data(), links2.data());
   CHECK(back.level0_owned_bytes() == 0);
   CHECK(back.graph_bytes() == idx->graph_bytes());
   for (size_t i = 0; i < 10; i++) {
@@ -690,6 +703,113 @@ TEST_CASE("after a load, a change copies the level-0 blocks it changes, not ever
     back.search(q[i].data(), 10, 64, nullptr, &after);
     REQUIRE(after.size() == before[i].size());
     for (size_t k = 0; k < after.size(); k++) CHECK(after[k].node == before[i][k].node);
+  }
+}
+
+TEST_CASE("a pin shares the level-0 blocks: a write copies one first; the switch reads the unchanged ones from the image") {
+  // Two indexes given the same writes build the same graph (determinism):
+  // `twin` is never pinned, so any write that reached a pinned block, or
+  // any block read from the wrong place after a switch, shows as a
+  // difference between them.
+  // Points along a line: writes at its end touch the last blocks alone.
+  const uint32_t dim = 8;
+  HnswParams l2;
+  l2.metric = Metric::L2;
+  auto idx = build(points_on_line(dim, 3000, 0, 0), dim, l2, 2), twin = build(points_on_line(dim, 3000, 0, 0), dim, l2, 1);
+  const size_t block = HnswIndex::kLevel0BlockNodes * (1 + 2 * HnswParams{}.m) * 4;
+  const size_t blocks = (3000 + 255) / 256;
+  CHECK(idx->level0_owned_bytes() == blocks * block);
+  auto ref = [](std::string_view bytes) {
+    ExtentRef e;
+    e.bytes = bytes;
+    return e;
+  };
+  int64_t next_doc = 10000;
+  double at = 3.0;  // where the line goes on
+  std::list<std::string> images;  // the bytes the indexes read in place
+  auto write_both = [&](size_t puts, int64_t removed, uint32_t salt) {
+    auto more = points_on_line(dim, puts, at, salt);
+    at += (double)puts * 1e-3;
+    std::vector<float> v;
+    for (size_t i = 0; i < puts; i++, next_doc++) {
+      REQUIRE(idx->prepare(&more[i * dim], &v, "v").is_ok());
+      idx->put(next_doc, v.data());
+      twin->put(next_doc, v.data());
+    }
+    idx->remove(removed);
+    twin->remove(removed);
+    idx->link_pending(2);
+    twin->link_pending(1);
+  };
+  for (std::string way : {"writes after the pin", "no write after the pin", "a pin let go, then another"}) {
+    CAPTURE(way);
+    HnswIndex::Pin pin;
+    if (way == "a pin let go, then another") {
+      HnswIndex::Pin gone;  // a checkpoint that did not finish
+      idx->pin(&gone);
+      write_both(40, 3, 5);
+      // Its blocks, copied away by the writes, are used again from the next pin on.
+    }
+    if (way == "no write after the pin") write_both(100, 4, 6);  // some blocks the index's
+    REQUIRE(idx->level0_owned_bytes() > 0);
+    const size_t chunk_bytes = idx->level0_chunk_bytes();
+    idx->pin(&pin);
+    CHECK(idx->level0_chunk_bytes() == chunk_bytes);  // shared, not copied
+    CHECK(pin.links0_owners.size() > 0);  // (a block per chunk; pieces where they meet)
+    CHECK(pin.links0.size() <= pin.links0_owners.size() + 1);  // here: the image's blocks, then the index's
+    CHECK(pin.links0_copy.empty());
+    CHECK(pin.links0_bytes() == pin.nodes * (1 + 2 * HnswParams{}.m) * 4);
+    const std::string& at_pin = images.emplace_back(pin.links0_string());
+    const std::string graph_at_pin = idx->graph_bytes();
+    CHECK(graph_at_pin == twin->graph_bytes());
+    const size_t owned_at_pin = idx->level0_owned_bytes();
+    if (way != "no write after the pin") write_both(300, 7 + (int64_t)pin.nodes % 5, 12);
+    else CHECK(idx->level0_owned_bytes() == owned_at_pin);
+    // The pin reads the lists as they stood.
+    CHECK(pin.links0_string() == at_pin);
+    CHECK(idx->graph_bytes() == twin->graph_bytes());
+    // The image written from the pin, and the switch to it.
+    std::string& table = images.emplace_back();
+    table_of(pin, table);
+    HnswIndex back(dim, false, l2);
+    REQUIRE(back.load_table(pin.meta, ref(table)));
+    REQUIRE(back.load_graph(pin.graph, ref(at_pin)));
+    CHECK(back.graph_bytes() == graph_at_pin);
+    idx->rebase_prefix(table.data(), at_pin.data(), pin.nodes);
+    CHECK(idx->graph_bytes() == twin->graph_bytes());
+    if (way == "no write after the pin") {
+      CHECK(idx->level0_owned_bytes() == 0);  // every list in the image,
+      CHECK(idx->level0_chunk_bytes() == 0);  // no memory kept for them:
+      for (const auto& chunk : pin.links0_owners) CHECK(chunk.use_count() == 1);  // the pin's hold is the last
+    } else {
+      // The blocks the writes changed stay the index's (the line's last
+      // ones and those its new nodes are in); the others are the image's.
+      CHECK(idx->level0_owned_bytes() > 0);
+      CHECK(idx->level0_owned_bytes() <= 4 * block);  // of 13 or more
+    }
+    // Writes after the switch go on from the image's lists and its own.
+    write_both(60, 20 + (int64_t)pin.nodes % 7, 13);
+    CHECK(idx->graph_bytes() == twin->graph_bytes());
+    pin = HnswIndex::Pin();
+    // The tables as a new image would have them: read from copies of their own from here on.
+    HnswIndex::Pin all;
+    idx->pin(&all);
+    std::string &table2 = images.emplace_back(), &links2 = images.emplace_back(all.links0_string());
+    table_of(all, table2);
+    idx->rebase(table2.data(), links2.data());
+    CHECK(idx->graph_bytes() == twin->graph_bytes());
+    CHECK(idx->level0_owned_bytes() == 0);
+    CHECK(idx->level0_chunk_bytes() == 0);
+  }
+  auto qs = points_on_line(dim, 20, 0.5, 9);
+  std::vector<float> q;
+  std::vector<Hit> a, b;
+  for (size_t i = 0; i < 20; i++) {
+    REQUIRE(idx->prepare_query(&qs[i * dim], &q, "q").is_ok());
+    idx->search(q.data(), 10, 64, nullptr, &a);
+    twin->search(q.data(), 10, 64, nullptr, &b);
+    REQUIRE(a.size() == b.size());
+    for (size_t k = 0; k < a.size(); k++) CHECK(a[k].node == b[k].node);
   }
 }
 

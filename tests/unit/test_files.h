@@ -87,7 +87,8 @@ inline std::string extent_checksums(std::string_view a, std::string_view b, uint
                                     uint64_t step = 1 << 20, size_t before = 0) {
   std::string out(format::kHeaderSize + before, 'h');
   ExtentCopy x;
-  x.begin(out, format::kVectors, "he", "ad", a, b, item_bytes, kMaxRecordBytes);
+  const std::string_view parts[2] = {a, b};
+  x.begin(out, format::kVectors, "he", "ad", parts, item_bytes, kMaxRecordBytes);
   while (!x.step(out, step)) CHECK_FALSE(x.done());
   CHECK(x.done());
   RecordView rec, ext;
