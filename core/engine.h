@@ -540,6 +540,7 @@ class Engine {
   Status replace_file(const NewImage& img);
   void switch_image(NewImage& img);
   void move_to_image(NewImage& img);
+  void free_in_pieces(File& old);
   Status check_all_extents();
   Status checkpoint_locked();
   void checkpoint_if_due();  // after a write, with no lock held

@@ -39,6 +39,9 @@ class Arena {
   // wasted. Natively only (where a load can be started without waiting).
   void prefetch(uint64_t loc) const;
   std::string_view segment(uint32_t i) const { return {segs_[i]->data, segs_[i]->size}; }
+  // Whether the mapped file a reset() was given is still mapped: by a
+  // segment, or by a view holding one (any thread may ask).
+  bool maps_a_file() const { return !mapped_.expired(); }
   size_t memory_bytes() const;
 
  private:
@@ -87,6 +90,7 @@ class Arena {
     return b;
   }
   std::vector<std::shared_ptr<Seg>> segs_;
+  std::weak_ptr<const Seg> mapped_;  // the segment of a mapped file
   uint32_t open_from_ = 1;  // appends go to segments from this one on
 };
 

@@ -54,6 +54,7 @@ struct Faults {
   std::atomic<bool> fail_write{false};
   std::atomic<int> sync_delay_us{0};  // a slow disk, so flushes can be shared
   std::atomic<bool> fills_ahead{false};  // what File::fills_ahead() answers
+  std::atomic<bool> map_files{false};    // File::map() passed on (else no file is mapped)
 
   // A flush can be held until released; writes and flushes are announced,
   // so a test waits for them (not for time).
@@ -67,6 +68,8 @@ struct Faults {
   int unflushed_replaces = 0;
   // File::write_behind calls: file, offset, bytes, made in the idle class.
   std::vector<std::tuple<std::string, uint64_t, uint64_t, bool>> behind;
+  // truncate() calls: the name the file was opened by, the size asked for.
+  std::vector<std::pair<std::string, uint64_t>> truncates;
   // write() calls, flushes and replace() calls made in the idle class.
   int idle_writes = 0, idle_syncs = 0, idle_replaces = 0;
   void hold(bool on) {
@@ -100,6 +103,7 @@ class FaultyFile : public File {
  public:
   FaultyFile(std::unique_ptr<File> f, Faults* x, std::string name) : f_(std::move(f)), x_(x), name_(std::move(name)) {}
   Status read(uint64_t o, void* b, size_t n, size_t* got) override { return f_->read(o, b, n, got); }
+  std::unique_ptr<Mapping> map(uint64_t size) override { return x_->map_files ? f_->map(size) : nullptr; }
   bool fills_ahead() const override { return x_->fills_ahead; }
   void write_behind(uint64_t o, uint64_t n) override {
     {
@@ -136,6 +140,7 @@ class FaultyFile : public File {
     {
       std::lock_guard g(x_->m);
       x_->dirty[name_] = true;
+      x_->truncates.emplace_back(name_, n);
     }
     return f_->truncate(n);
   }

@@ -268,6 +268,14 @@ TEST_CASE("a checkpoint beside the writers writes its image in pieces, then zero
   CHECK(pieces >= 12);
   CHECK(next >= 3000u * 4000u);
   CHECK(faults.idle_replaces == 0);
+  // The old file (opened as "db") was freed from its end a megabyte at a
+  // time, down to nothing, before it was closed.
+  std::vector<uint64_t> sizes;
+  for (auto& [name, size] : faults.truncates)
+    if (name == "db") sizes.push_back(size);
+  REQUIRE(sizes.size() >= 12);
+  CHECK(sizes.back() == 0);
+  for (size_t i = 1; i < sizes.size(); i++) CHECK(sizes[i - 1] - sizes[i] == (i + 1 < sizes.size() ? 1u << 20 : sizes[i - 1]));
   // After the image, a megabyte of zeros came with it: the next write goes
   // over them, the file's size unchanged.
   const uint64_t end = db->stats().file_bytes;
@@ -3225,6 +3233,73 @@ size_t unmatched(const QueryResult& r) {
     if (!kids || kids->items().size() != 1 || kids->items()[0].get("v")->as_int() != row.get("v")->as_int()) n++;
   }
   return n;
+}
+
+TEST_CASE("the file an open mapped is freed in pieces after a checkpoint only once no read maps it") {
+  kitfox::testing::TempDir dir;
+  auto posix = make_posix_file_system();
+  Faults faults;
+  faults.map_files = true;
+  FaultyFs fs(*posix, &faults);
+  const std::string name = dir.file("db");
+  {
+    auto db = open_db(fs, name);
+    REQUIRE(db->query("create collection t (n int, s text)").is_ok());
+    std::vector<Value> docs;
+    for (int i = 0; i < 3000; i++) {
+      Value d = Value::object();
+      d.append("n", Value::integer(i));
+      d.append("s", Value::text(std::string(1000, (char)('a' + i % 26))));
+      docs.push_back(std::move(d));
+    }
+    REQUIRE(db->query("put t $1", {Value::list(std::move(docs))}).is_ok());
+    REQUIRE(db->close().is_ok());
+  }
+  auto db = open_db(fs, name);  // its image read from the mapped file
+  Engine& eng = DatabaseTesting::engine(*db);
+
+  const std::string whole = "get t select count(*), sum(n), min(s), max(s)";
+  auto alone = db->query(whole);
+  REQUIRE(alone.is_ok());
+  // A checkpoint while a pinned read holds the mapping: the old file is
+  // not cut short under it (its pages read past the end would fault).
+  REQUIRE(db->query("put t {n: 5000, s: \"x\"}").is_ok());
+  int calls = 0;
+  eng.pinned_hook = [&] {
+    if (!calls++) CHECK(db->checkpoint().is_ok());
+  };
+  const uint64_t pinned = db->stats().reads_pinned;
+  auto during = db->query("get t select count(*), sum(n), min(s), max(s) where n < 5000");
+  eng.pinned_hook = nullptr;
+  REQUIRE(during.is_ok());
+  CHECK(calls == 1);
+  CHECK(db->stats().reads_pinned == pinned + 1);
+  CHECK(to_json(Value::list(during->rows)) == to_json(Value::list(alone->rows)));
+  {
+    std::lock_guard g(faults.m);
+    // The side file emptied as the checkpoint began, and nothing else.
+    for (auto& [file, size] : faults.truncates) CHECK((file == name + "~~" && size == 0));
+    faults.truncates.clear();
+  }
+  // The next one's old file (the first one's side file), which nothing
+  // maps, is freed a megabyte at a time from its end.
+  REQUIRE(db->query("put t {n: 5001, s: \"y\"}").is_ok());
+  REQUIRE(db->checkpoint().is_ok());
+  {
+    std::lock_guard g(faults.m);
+    REQUIRE(faults.truncates.size() >= 4);  // the new side file emptied, then 3 MB and more in pieces
+    for (auto& [file, size] : faults.truncates) CHECK(file == name + "~~");
+    CHECK(faults.truncates[0].second == 0);
+    for (size_t i = 2; i < faults.truncates.size(); i++)
+      CHECK(faults.truncates[i - 1].second - faults.truncates[i].second <= (1u << 20));
+    CHECK(faults.truncates[1].second >= 3000u * 1000u - (1u << 20));
+    CHECK(faults.truncates.back().second == 0);
+  }
+  CHECK(count(*db) == 3002);
+  REQUIRE(db->close().is_ok());
+  auto again = open_db(fs, name);
+  CHECK(count(*again) == 3002);
+  CHECK(again->open_report().warnings.empty());
 }
 
 TEST_CASE("a pinned read's lookups through a @hash index answer as of its start") {
