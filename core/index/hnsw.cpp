@@ -244,7 +244,7 @@ uint32_t* HnswIndex::take_block() {
 }
 
 void HnswIndex::reuse_retired() {
-  l0_free_.insert(l0_free_.end(), l0_retired_.begin(), l0_retired_.end());
+  for (uint32_t* p : l0_retired_) l0_free_.push_back(p);
   l0_retired_.clear();
 }
 
@@ -264,11 +264,16 @@ void HnswIndex::trim_chunks() {
     l0_free_.clear();
     return;
   }
-  std::sort(l0_chunks_.begin(), l0_chunks_.end(), [](const L0Chunk& a, const L0Chunk& b) { return a.mem.get() < b.mem.get(); });
-  auto chunk_of = [&](const uint32_t* p) {
-    auto it = std::upper_bound(l0_chunks_.begin(), l0_chunks_.end(), reinterpret_cast<const char*>(p),
-                               [](const char* x, const L0Chunk& c) { return x < c.mem.get(); });
-    return (size_t)(it - l0_chunks_.begin()) - 1;
+  // Chunks some blocks of which are in use: only natively, where writes go
+  // on beside a checkpoint. (Without threads the pin's blocks are all
+  // unchanged at the switch.)
+  if constexpr (!port::kThreads) return;
+  const size_t bytes = l0_block_words() * 4;
+  auto chunk_of = [&](const uint32_t* p) {  // a few dozen chunks at a million nodes
+    const char* at = reinterpret_cast<const char*>(p);
+    size_t i = 0;
+    while (!(at >= l0_chunks_[i].mem.get() && at < l0_chunks_[i].mem.get() + l0_chunks_[i].blocks * bytes)) i++;
+    return i;
   };
   std::vector<uint32_t> used(l0_chunks_.size());
   for (const uint32_t* p : l0_blk_)

@@ -775,6 +775,7 @@ TEST_CASE("a pin shares the level-0 blocks: a write copies one first; the switch
     REQUIRE(back.load_table(pin.meta, ref(table)));
     REQUIRE(back.load_graph(pin.graph, ref(at_pin)));
     CHECK(back.graph_bytes() == graph_at_pin);
+    const size_t chunks_before = idx->level0_chunk_bytes();
     idx->rebase_prefix(table.data(), at_pin.data(), pin.nodes);
     CHECK(idx->graph_bytes() == twin->graph_bytes());
     if (way == "no write after the pin") {
@@ -786,6 +787,9 @@ TEST_CASE("a pin shares the level-0 blocks: a write copies one first; the switch
       // ones and those its new nodes are in); the others are the image's.
       CHECK(idx->level0_owned_bytes() > 0);
       CHECK(idx->level0_owned_bytes() <= 4 * block);  // of 13 or more
+      // The chunks none of whose blocks are in use let go (natively).
+      CHECK(idx->level0_chunk_bytes() < chunks_before);
+      CHECK(idx->level0_chunk_bytes() >= idx->level0_owned_bytes());
     }
     // Writes after the switch go on from the image's lists and its own.
     write_both(60, 20 + (int64_t)pin.nodes % 7, 13);
