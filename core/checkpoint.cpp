@@ -784,6 +784,7 @@ Status Engine::checkpoint() {
   holding.reset();
   release_tables(img);
   move_to_image(img);
+  img.view = Arena::View();  // its hold on the old image (the file an open mapped, on the first one)
   if (carry) free_in_pieces(*img.file);
   return Status::ok();
 }

@@ -258,7 +258,6 @@ void HnswIndex::l0_in_image(size_t blocks) {
 }
 
 void HnswIndex::trim_chunks() {
-  if (l0_retired_.size()) return;  // a pin may read them
   if (!l0_used_) {
     l0_chunks_.clear();
     l0_free_.clear();
@@ -1013,7 +1012,7 @@ void HnswIndex::pin(Pin* out) {
   if (!image_whole) {
     size_t copy = 0;
     for (size_t b = 0; b < blocks; b++) copy += l0_blk_[b] ? 0 : count(b) * stride_bytes;
-    out->links0_copy.resize(copy);  // filled below: never grown, so the pieces stay where they are
+    out->links0_copy.resize(copy);  // filled below, never grown: the pieces stay where they are
   }
   auto add = [&](const char* p, size_t bytes) {  // a piece, or the last one longer where they meet
     std::string_view* last = out->links0.empty() ? nullptr : &out->links0.back();

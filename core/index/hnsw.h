@@ -193,7 +193,7 @@ class HnswIndex {
     // image's where some of its blocks were damaged: read as zeros).
     std::vector<std::string_view> links0;
     std::vector<std::shared_ptr<char>> links0_owners;
-    std::string links0_copy;
+    std::vector<char> links0_copy;  // (on the heap: a moved pin's pieces stay where they are)
     size_t links0_bytes() const;
     std::string links0_string() const;  // all of them, one after another (tests)
     // Each document's node at the pin, sorted by document (built from
@@ -248,8 +248,9 @@ class HnswIndex {
   // changed it since: the image holds its first `nodes` vectors at `table`
   // (the same bytes: a node's vector never changes) and, for each block of
   // level-0 lists no write changed since the pin, those lists at `links0`:
-  // read there from now on, the block's memory freed. Nothing of the index
-  // then lies in an older image.
+  // read there from now on, the block's memory given back to the index's
+  // free blocks (a chunk none of whose blocks is in use is let go). Nothing
+  // of the index then lies in an older image.
   void rebase_prefix(const char* table, const char* links0, size_t nodes);
   // Bytes per vector in the table, per node in links0 (extent items).
   uint32_t table_item_bytes() const { return (uint32_t)vbytes_; }
@@ -397,7 +398,6 @@ class HnswIndex {
   }
   uint32_t* own_block_copy(uint32_t b);
   uint32_t* take_block();          // a block of memory, from the free ones or a new chunk
-  void give_block(uint32_t* p);    // back to the free ones
   void reuse_retired();            // the blocks a pin shared and writes copied away: free
   void l0_in_image(size_t blocks); // every block read from the image (l0_); its memory let go
   void trim_chunks();              // chunks with no block in use let go

@@ -29,7 +29,7 @@ void Arena::reset(std::unique_ptr<Mapping> seg0) {
   s->data = seg0->data();
   s->size = seg0->size();
   s->map = std::move(seg0);
-  mapped_ = s;
+  if (s->map->of_file()) mapped_ = s;
   segs_.push_back(std::move(s));
 }
 

@@ -39,8 +39,8 @@ class Arena {
   // wasted. Natively only (where a load can be started without waiting).
   void prefetch(uint64_t loc) const;
   std::string_view segment(uint32_t i) const { return {segs_[i]->data, segs_[i]->size}; }
-  // Whether the mapped file a reset() was given is still mapped: by a
-  // segment, or by a view holding one (any thread may ask).
+  // Whether the file a reset() was given mapped (Mapping::of_file) is still
+  // mapped: by a segment, or by a view holding one (any thread may ask).
   bool maps_a_file() const { return !mapped_.expired(); }
   size_t memory_bytes() const;
 

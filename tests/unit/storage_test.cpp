@@ -3297,9 +3297,27 @@ TEST_CASE("the file an open mapped is freed in pieces after a checkpoint only on
   }
   CHECK(count(*db) == 3002);
   REQUIRE(db->close().is_ok());
+  // Opened again (mapped), with no read holding the mapping at its
+  // checkpoint: the file the open mapped is freed in pieces too.
   auto again = open_db(fs, name);
   CHECK(count(*again) == 3002);
   CHECK(again->open_report().warnings.empty());
+  REQUIRE(again->query("put t {n: 5002, s: \"z\"}").is_ok());
+  {
+    std::lock_guard g(faults.m);
+    faults.truncates.clear();
+  }
+  REQUIRE(again->checkpoint().is_ok());
+  {
+    std::lock_guard g(faults.m);
+    std::vector<uint64_t> sizes;
+    for (auto& [file, size] : faults.truncates)
+      if (file == name) sizes.push_back(size);
+    REQUIRE(sizes.size() >= 3);
+    CHECK(sizes.front() >= 3000u * 1000u - (1u << 20));
+    CHECK(sizes.back() == 0);
+  }
+  CHECK(count(*again) == 3003);
 }
 
 TEST_CASE("a pinned read's lookups through a @hash index answer as of its start") {
