@@ -969,7 +969,7 @@ void HnswIndex::pin(Pin* out) {
   out->links_item_bytes = links_item_bytes();
   // Their memory taken whole, huge pages asked for where it is ours: the
   // copies then fault a page each 2 MiB, not each 4 KiB (writers wait for
-  // the pin: 300,000 nodes' 7.6 MB went from 6-8 to 2-3 ms).
+  // the pin: 300,000 nodes' 7.6 MB went from 6-8 to 4-5 ms).
   std::string& meta = out->meta;
   std::string& graph = out->graph;
   meta.reserve(36 + n * 12 + more_docs_.size() * 12);
