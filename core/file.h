@@ -17,9 +17,10 @@ class Mapping {
   virtual ~Mapping() = default;
   virtual const char* data() const = 0;
   virtual size_t size() const = 0;
-  // Whether its pages are the file's (mmap), not bytes read from it: then
-  // a read past a point the file is later truncated to would fault.
-  virtual bool of_file() const { return false; }
+  // Whether its pages may be the file's (mmap), not bytes read from it:
+  // then a read past a point the file is later truncated to would fault.
+  // Said of every mapping but the engine's own read buffers, to be safe.
+  virtual bool of_file() const { return true; }
 };
 
 class File {

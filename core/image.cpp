@@ -22,6 +22,7 @@ std::string at(uint64_t off) { return "at offset " + std::to_string(off); }
 // The file read into memory that is not zeroed first (where it cannot be mapped).
 class ReadBuffer final : public Mapping {
  public:
+  bool of_file() const override { return false; }  // bytes read: the file may be cut short under it
   // A file too big for this build's memory (a WASM build's 4 GiB, or what
   // the host gives it) is an error, not an abort.
   static Result<std::unique_ptr<ReadBuffer>> make(const std::string& name, uint64_t n) {

@@ -96,7 +96,6 @@ class PosixMapping final : public Mapping {
   ~PosixMapping() override { ::munmap(p_, n_); }
   const char* data() const override { return static_cast<const char*>(p_); }
   size_t size() const override { return n_; }
-  bool of_file() const override { return true; }
 
  private:
   void* p_;

@@ -791,10 +791,12 @@ TEST_CASE("a pin shares the level-0 blocks: a write copies one first; the switch
       CHECK(idx->level0_chunk_bytes() < chunks_before);
       CHECK(idx->level0_chunk_bytes() >= idx->level0_owned_bytes());
     }
-    // Writes after the switch go on from the image's lists and its own.
-    write_both(60, 20 + (int64_t)pin.nodes % 7, 13);
-    CHECK(idx->graph_bytes() == twin->graph_bytes());
+    // Writes after the switch go on from the image's lists and its own
+    // (the pin let go first: a chunk trimmed while in use would be freed).
+    const int64_t removed = 20 + (int64_t)pin.nodes % 7;
     pin = HnswIndex::Pin();
+    write_both(60, removed, 13);
+    CHECK(idx->graph_bytes() == twin->graph_bytes());
     // The tables as a new image would have them: read from copies of their own from here on.
     HnswIndex::Pin all;
     idx->pin(&all);
