@@ -383,6 +383,8 @@ Status Engine::begin_image(NewImage* img, bool carry) {
       const Field* f = c->def.field_by_id(fid);
       vp.name = f ? f->name : "#" + std::to_string(fid);
       vp.index = index.get();
+      for (auto& [of, room] : img->rooms)
+        if (of == index.get()) vp.pin = std::move(room);
       index->pin(&vp.pin);
       // The heads of its records in the image, before the pin's meta and
       // graph (made here: the idle thread that may copy them allocates none).
@@ -643,8 +645,29 @@ Status Engine::checkpoint_locked() {
   return Status::ok();
 }
 
+// Each vector index's pin takes its memory, 25-30 bytes a node, and
+// touches its pages here, with no lock held: faulted in under the gate,
+// they kept the writers waiting (100,000 nodes: 1.3 of the pin's 1.5 ms).
+// An index made or dropped meanwhile only misses its room, or leaves one.
+void Engine::make_pin_room(NewImage* img) {
+  std::vector<std::pair<size_t, size_t>> bytes;
+  {
+    std::shared_lock lk(mu_);
+    for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {
+      img->rooms.emplace_back(&idx, HnswIndex::Pin());
+      bytes.push_back(idx.pin_bytes());
+    });
+  }
+  for (size_t i = 0; i < bytes.size(); i++) {  // room for the nodes writes add before the pin
+    auto [meta, graph] = bytes[i];
+    img->rooms[i].second.make_room(meta + meta / 64 + 4096, graph + graph / 64 + 4096);
+  }
+}
+
 Status Engine::checkpoint() {
   std::lock_guard one(checkpoint_mu_);
+  NewImage img;
+  if (port::kThreads) make_pin_room(&img);
   std::unique_lock gate(write_gate_);
   // While it holds the gate writers wait for it (long_write_running).
   std::optional<LongWrites> holding(std::in_place, long_writes_, true);
@@ -681,7 +704,6 @@ Status Engine::checkpoint() {
     std::unique_lock lk(mu_);
     for_each_vindex([](Collection&, uint32_t, HnswIndex& idx) { idx.freeze(); });
   }
-  NewImage img;
   {
     std::shared_lock lk(mu_);
     KF_TRY(check_writable());

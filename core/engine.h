@@ -515,7 +515,11 @@ class Engine {
     bool hurried = false;        // a build at idle priority stopped, for the checkpoint's thread to go on
     uint64_t filled = 0;         // zeros written after the image up to here, for the log to come (log.cpp, fill_ahead)
     std::vector<ImageColl*> to_move;
+    // Pins whose memory was taken before the pin, with no lock held
+    // (make_pin_room), by index: begin_image pins into them.
+    std::vector<std::pair<const HnswIndex*, HnswIndex::Pin>> rooms;
   };
+  void make_pin_room(NewImage* img);
   Status begin_image(NewImage* img, bool carry);
   // A collection's Docs records in the image, from `ids` and `view`; with
   // `hurry`, stopped soon after *hurry is set (ic.resumed), to go on from

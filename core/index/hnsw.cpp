@@ -951,6 +951,19 @@ bool get_array(Reader& r, Array* v, uint64_t n) {
   if (n) memcpy(v->data(), b.data(), b.size());
   return true;
 }
+// An empty string with room for `bytes`, huge pages asked for where it
+// takes new memory; with `touch`, every page of it written once.
+void take_room(std::string& s, size_t bytes, bool touch) {
+  s.clear();
+  if (s.capacity() < bytes) {
+    s.reserve(bytes);
+    advise_huge_pages(s.data(), s.capacity());
+  }
+  if (touch) {
+    s.resize(s.capacity());
+    s.clear();
+  }
+}
 }  // namespace
 
 void HnswIndex::freeze() {
@@ -967,15 +980,14 @@ void HnswIndex::pin(Pin* out) {
   out->nodes = n;
   out->table_item_bytes = table_item_bytes();
   out->links_item_bytes = links_item_bytes();
-  // Their memory taken whole, huge pages asked for where it is ours: the
-  // copies then fault a page each 2 MiB, not each 4 KiB (writers wait for
-  // the pin: 300,000 nodes' 7.6 MB went from 6-8 to 4-5 ms).
+  // Their memory taken whole (unless make_room took it), huge pages asked
+  // for: the copies then fault a page each 2 MiB, not each 4 KiB (writers
+  // wait for the pin: 300,000 nodes' 7.6 MB went from 6-8 to 4-5 ms).
   std::string& meta = out->meta;
   std::string& graph = out->graph;
-  meta.reserve(36 + n * 12 + more_docs_.size() * 12);
-  graph.reserve(48 + n * (9 + (inv_.empty() ? 0 : 4)) + upper_.size() * 4);
-  advise_huge_pages(meta.data(), meta.capacity());
-  advise_huge_pages(graph.data(), graph.capacity());
+  const auto [meta_bytes, graph_bytes] = pin_bytes();
+  take_room(meta, meta_bytes, false);
+  take_room(graph, graph_bytes, false);
   put_u32(meta, 2);  // layout version
   put_u32(meta, dim_);
   put_u32(meta, f16_);
@@ -1059,6 +1071,11 @@ void HnswIndex::put_graph(std::string& graph) const {
   put_array(graph, upper_off_);
   put_u64(graph, upper_.size());
   put_array(graph, upper_);
+}
+
+void HnswIndex::Pin::make_room(size_t meta_bytes, size_t graph_bytes) {
+  take_room(meta, meta_bytes, true);
+  take_room(graph, graph_bytes, true);
 }
 
 size_t HnswIndex::Pin::links0_bytes() const {

@@ -196,6 +196,11 @@ class HnswIndex {
     std::vector<char> links0_copy;  // (on the heap: a moved pin's pieces stay where they are)
     size_t links0_bytes() const;
     std::string links0_string() const;  // all of them, one after another (tests)
+    // Memory for meta and graph taken and its pages touched ahead of pin(),
+    // with no lock held (sized from pin_bytes(), with room for the nodes
+    // writes add meanwhile): the pin, which writers wait for, then copies
+    // into pages that are there.
+    void make_room(size_t meta_bytes, size_t graph_bytes);
     // Each document's node at the pin, sorted by document (built from
     // meta); where a document is listed twice, the last is its node.
     void doc_nodes(std::vector<std::pair<int64_t, uint32_t>>* out) const;
@@ -214,6 +219,11 @@ class HnswIndex {
   // out (readers need not be); the blocks a write copied away from an
   // earlier pin are used again from here on (that pin's checkpoint is over).
   void pin(Pin* out);
+  // The bytes pin() writes to a Pin's meta and graph, as the index stands.
+  std::pair<size_t, size_t> pin_bytes() const {
+    return {36 + (size_t)levels_.size() * 12 + more_docs_.size() * 12,
+            44 + (size_t)levels_.size() * (9 + (inv_.empty() ? 0 : 4)) + upper_.size() * 4};
+  }
   // The table's part in the last image (bytes no write changes, alive while
   // the image's arena segment is), for a pinned read; false while blocks of
   // it are still to be read and checked.
