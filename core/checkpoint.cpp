@@ -732,7 +732,7 @@ Status Engine::checkpoint() {
     uint64_t documents = 0, vector_bytes = 0;
     for (const ImageColl& ic : img.colls) {
       documents += ic.pinned.size();
-      for (const VectorPin& vp : ic.vectors) vector_bytes += vp.pin.base_bytes + vp.pin.rest.size() + vp.pin.links0_bytes();
+      for (const VectorPin& vp : ic.vectors) vector_bytes += vp.pin.table_bytes() + vp.pin.links0_bytes();
     }
     const int budget_ms = idle_budget_ms >= 0
                               ? idle_budget_ms

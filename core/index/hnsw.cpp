@@ -1002,12 +1002,12 @@ void HnswIndex::pin(Pin* out) {
     put_u32(meta, node);
     put_u64(meta, (uint64_t)doc);
   }
-  out->base_bytes = (size_t)base_n_ * vbytes_;
-  out->base = base_;
-  if (lazy_table_ && !lazy_table_->clean() && out->base_bytes) {  // blocks unread: a copy, read and checked (damaged ones as zeros)
-    out->base_copy.resize(out->base_bytes);
+  const size_t base_bytes = (size_t)base_n_ * vbytes_;
+  const char* base = base_;
+  if (lazy_table_ && !lazy_table_->clean() && base_bytes) {  // blocks unread: a copy, read and checked (damaged ones as zeros)
+    out->base_copy.resize(base_bytes);
     lazy_table_->copy_to(out->base_copy.data());
-    out->base = out->base_copy.data();
+    base = out->base_copy.data();
   }
   if (!extra_.size()) {
     out->rest_owner = frozen_;
@@ -1019,9 +1019,8 @@ void HnswIndex::pin(Pin* out) {
     memcpy(both->data() + frozen, extra_.data(), extra_.size());
     out->rest_owner = std::move(both);
   }
-  out->rest = out->rest_owner ? std::string_view(out->rest_owner->data(), out->rest_owner->size()) : std::string_view();
-  out->table[0] = std::string_view(out->base, out->base_bytes);
-  out->table[1] = out->rest;
+  out->table[0] = std::string_view(base, base_bytes);
+  if (out->rest_owner) out->table[1] = std::string_view(out->rest_owner->data(), out->rest_owner->size());
   put_graph(graph);
   // The level-0 lists block by block, referred to where they are: the
   // index's blocks, shared from here on; the image's (damaged lists copied

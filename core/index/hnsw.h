@@ -170,7 +170,7 @@ class HnswIndex {
   // block a pin shares copies it first); of the table, which writes only
   // append to, the part the last image holds is referred to, the part
   // freeze() froze shared.
-  struct Pin {  // moved, never copied: `base` may point into its own base_copy
+  struct Pin {  // moved, never copied: `table[0]` may view its own base_copy
     Pin() = default;
     Pin(Pin&&) = default;
     Pin& operator=(Pin&&) = default;
@@ -179,14 +179,14 @@ class HnswIndex {
     size_t nodes = 0;
     uint32_t table_item_bytes = 0, links_item_bytes = 0;  // as below, for the extents
     std::string meta, graph;
-    const char* base = nullptr;  // the table's first base_bytes: in the last image, or in base_copy
-    size_t base_bytes = 0;
+    // The vector table's bytes in two parts: the last image's (where it
+    // lies, or in base_copy), then the rest: the part freeze() froze,
+    // shared with the index (never written again), or a copy where nodes
+    // came after the freeze (rest_owner holds either).
+    std::string_view table[2];
     std::vector<char> base_copy;  // the image's part read and checked, where blocks of it were unread
-    // The table after them: the part freeze() froze, shared with the index
-    // (never written again), or a copy where nodes came after the freeze.
     std::shared_ptr<const GrowBuffer> rest_owner;
-    std::string_view rest;
-    std::string_view table[2];  // {base, base_bytes} and rest: the table's bytes in order
+    size_t table_bytes() const { return table[0].size() + table[1].size(); }
     // The level-0 lists in order, in pieces: the index's blocks (alive
     // while links0_owners are, never written while the pin is read), the
     // last image's (alive while its arena segment is), or links0_copy (the

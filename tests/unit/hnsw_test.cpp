@@ -27,8 +27,8 @@ namespace {
 
 // A pin's whole vector table: its image part, then the rest.
 void table_of(const HnswIndex::Pin& pin, std::string& out) {
-  out.append(pin.base, pin.base_bytes);
-  out += pin.rest;
+  out += pin.table[0];
+  out += pin.table[1];
 }
 
 // A point along a line (a tiny wobble off it, by `salt`): numbered in
@@ -495,7 +495,7 @@ TEST_CASE("a pin is the index as it stood, and rebase_prefix onto its table chan
   // Frozen, the pin shares the index's part (the index holds it too); else a copy of its own.
   REQUIRE(pin.rest_owner);
   CHECK(pin.rest_owner.use_count() == (way == "frozen" ? 2 : 1));
-  CHECK(pin.rest.size() == (size_t)docs_at_pin * idx->dim() * 4);
+  CHECK(pin.table[1].size() == (size_t)docs_at_pin * idx->dim() * 4);
   std::string table;
   table_of(pin, table);
   const std::string graph_at_pin = idx->graph_bytes();
@@ -607,7 +607,7 @@ TEST_CASE("a copy for a pinned read shares the frozen part and answers as the in
   HnswIndex::Pin pin;
   idx->pin(&pin);  // the frozen part and the 50 after it, copied together
   CHECK(pin.rest_owner.use_count() == 1);
-  CHECK(pin.rest.size() == 350 * dim * 4);
+  CHECK(pin.table[1].size() == 350 * dim * 4);
   auto copy = idx->pinned_copy();
   std::vector<float> q;
   std::vector<Hit> a, b;
