@@ -3,7 +3,8 @@
 //   1. the pin (begin_image), under the gate and the shared lock: the
 //      catalog, every collection's id index (its blocks shared, not copied),
 //      of each vector index what writes change in place (HnswIndex::pin:
-//      its graph copied, its level-0 lists' blocks shared, a write copying
+//      its graph copied, into memory taken before the gate natively
+//      (make_pin_room), its level-0 lists' blocks shared, a write copying
 //      a block it changes; the table is appended to only: what the last
 //      image does not hold is frozen just before, a moment under the write
 //      lock, and shared, not copied), the arena's segments, and where the
@@ -646,21 +647,24 @@ Status Engine::checkpoint_locked() {
 }
 
 // Each vector index's pin takes its memory, 25-30 bytes a node, and
-// touches its pages here, with no lock held: faulted in under the gate,
-// they kept the writers waiting (100,000 nodes: 1.3 of the pin's 1.5 ms).
-// An index made or dropped meanwhile only misses its room, or leaves one.
+// touches its pages here, before the gate: faulted in under it, they kept
+// the writers waiting (100,000 nodes: 1.3 of the pin's 1.5 ms). Sized under
+// the shared lock, taken with no lock held. An index made or dropped
+// meanwhile misses its room, or leaves one unused (or, made at a dropped
+// one's address, takes that one's: pin() grows what is short).
 void Engine::make_pin_room(NewImage* img) {
   std::vector<std::pair<size_t, size_t>> bytes;
   {
     std::shared_lock lk(mu_);
-    for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {
-      img->rooms.emplace_back(&idx, HnswIndex::Pin());
-      bytes.push_back(idx.pin_bytes());
-    });
+    for (auto& [name, c] : colls_)
+      for (auto& [fid, idx] : c->vindex) {  // the pinned ones (begin_image), not the retired
+        img->rooms.emplace_back(idx.get(), HnswIndex::Pin());
+        bytes.push_back(idx->pin_bytes());
+      }
   }
   for (size_t i = 0; i < bytes.size(); i++) {  // room for the nodes writes add before the pin
     auto [meta, graph] = bytes[i];
-    img->rooms[i].second.make_room(meta + meta / 64 + 4096, graph + graph / 64 + 4096);
+    img->rooms[i].second.make_room(meta + meta / 64 + 1024, graph + graph / 64 + 1024);
   }
 }
 
@@ -716,6 +720,7 @@ Status Engine::checkpoint() {
     gate.unlock();  // writes go on, into the old file's tail
     holding.reset();
   }
+  img.rooms = decltype(img.rooms)();  // those no pin took, freed
   // Beside the writers most of a checkpoint's CPU time, its documents and
   // vector tables copied into the image and those bytes into the side
   // file's pages, is spent on CPU time the readers and writers leave

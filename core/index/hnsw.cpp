@@ -1020,7 +1020,7 @@ void HnswIndex::pin(Pin* out) {
     out->rest_owner = std::move(both);
   }
   out->table[0] = std::string_view(base, base_bytes);
-  if (out->rest_owner) out->table[1] = std::string_view(out->rest_owner->data(), out->rest_owner->size());
+  out->table[1] = out->rest_owner ? std::string_view(out->rest_owner->data(), out->rest_owner->size()) : std::string_view();
   put_graph(graph);
   // The level-0 lists block by block, referred to where they are: the
   // index's blocks, shared from here on; the image's (damaged lists copied

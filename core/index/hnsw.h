@@ -218,6 +218,7 @@ class HnswIndex {
   // marks the blocks of level-0 lists it shares, so writers must be kept
   // out (readers need not be); the blocks a write copied away from an
   // earlier pin are used again from here on (that pin's checkpoint is over).
+  // `out` is a new Pin, or one only make_room() touched.
   void pin(Pin* out);
   // The bytes pin() writes to a Pin's meta and graph, as the index stands.
   std::pair<size_t, size_t> pin_bytes() const {

@@ -822,44 +822,47 @@ TEST_CASE("a pin shares the level-0 blocks: a write copies one first; the switch
 TEST_CASE("a pin into room taken before it: the bytes of a pin into none, in the memory taken") {
   const uint32_t dim = 16;
   bench::Clustered gen(dim, 6);
-  // Cosine (inverse norms), upper levels, and documents sharing a node.
-  auto pts = gen.points(3000, 4);
-  auto idx = build(pts, dim, HnswParams{Metric::Cosine, 8, 40, 40}, 2);
-  std::vector<float> v;
-  REQUIRE(idx->prepare(&pts[0], &v, "v").is_ok());
-  for (int64_t doc = 5001; doc <= 5040; doc++) idx->put(doc, v.data());
-  idx->link_pending(1);
-  auto check = [&](size_t added, bool fits) {
-    CAPTURE(added);
-    auto [meta, graph] = idx->pin_bytes();
-    HnswIndex::Pin room;
-    room.make_room(meta + 1024, graph + 1024);
-    const char *m = room.meta.data(), *g = room.graph.data();
-    const size_t mc = room.meta.capacity(), gc = room.graph.capacity();
-    CHECK(room.meta.empty());
-    CHECK(room.meta.capacity() >= meta + 1024);
-    // Writes between the room and the pin, as beside a checkpoint.
-    auto more = gen.points(added, 100 + (uint32_t)added);
-    for (size_t i = 0; i < added; i++) {
-      REQUIRE(idx->prepare(&more[i * dim], &v, "v").is_ok());
-      idx->put((int64_t)(10000 + idx->nodes()), v.data());
-    }
+  // Cosine (inverse norms) and L2 (none), upper levels, and documents sharing a node.
+  for (Metric metric : {Metric::Cosine, Metric::L2}) {
+    CAPTURE((int)metric);
+    auto pts = gen.points(3000, 4);
+    auto idx = build(pts, dim, HnswParams{metric, 8, 40, 40}, 2);
+    std::vector<float> v;
+    REQUIRE(idx->prepare(&pts[0], &v, "v").is_ok());
+    for (int64_t doc = 5001; doc <= 5040; doc++) idx->put(doc, v.data());
     idx->link_pending(1);
-    HnswIndex::Pin fresh;
-    idx->pin(&fresh);
-    idx->pin(&room);
-    CHECK(room.meta == fresh.meta);
-    CHECK(room.graph == fresh.graph);
-    CHECK(room.links0_string() == fresh.links0_string());
-    CHECK(fresh.meta.size() == idx->pin_bytes().first);
-    CHECK(fresh.graph.size() == idx->pin_bytes().second);
-    // Into the memory taken, not memory of its own (of the size it needs).
-    CHECK((room.meta.data() == m && room.meta.capacity() == mc) == fits);
-    CHECK((room.graph.data() == g && room.graph.capacity() == gc) == fits);
-  };
-  check(0, true);
-  check(20, true);    // within the room
-  check(400, false);  // past it: the pin takes new memory, the same bytes
+    auto check = [&](size_t added, bool fits) {
+      CAPTURE(added);
+      auto [meta, graph] = idx->pin_bytes();
+      HnswIndex::Pin room;
+      room.make_room(meta + 1024, graph + 1024);
+      const char *m = room.meta.data(), *g = room.graph.data();
+      const size_t mc = room.meta.capacity(), gc = room.graph.capacity();
+      CHECK(room.meta.empty());
+      CHECK(room.meta.capacity() >= meta + 1024);
+      // Writes between the room and the pin, as beside a checkpoint.
+      auto more = gen.points(added, 100 + (uint32_t)added);
+      for (size_t i = 0; i < added; i++) {
+        REQUIRE(idx->prepare(&more[i * dim], &v, "v").is_ok());
+        idx->put((int64_t)(10000 + idx->nodes()), v.data());
+      }
+      idx->link_pending(1);
+      HnswIndex::Pin fresh;
+      idx->pin(&fresh);
+      idx->pin(&room);
+      CHECK(room.meta == fresh.meta);
+      CHECK(room.graph == fresh.graph);
+      CHECK(room.links0_string() == fresh.links0_string());
+      CHECK(fresh.meta.size() == idx->pin_bytes().first);
+      CHECK(fresh.graph.size() == idx->pin_bytes().second);
+      // Into the memory taken, not memory of its own (of the size it needs).
+      CHECK((room.meta.data() == m && room.meta.capacity() == mc) == fits);
+      CHECK((room.graph.data() == g && room.graph.capacity() == gc) == fits);
+    };
+    check(0, true);
+    check(20, true);    // within the room
+    check(400, false);  // past it: the pin takes new memory, the same bytes
+  }
 }
 
 TEST_CASE("cosine refuses a zero vector; non-finite values are refused") {
