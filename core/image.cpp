@@ -194,11 +194,14 @@ struct Engine::ImageIds {
     ids.append(run, in_run);
     in_run = 0;
   }
+  // A full run into the index: out of line, once every 256 entries (kept
+  // out of the loop below, which is flattened).
+  [[gnu::noinline]] void spill(size_t k) { ids.append(run, k); }
   // The n entries of Docs record r, from where rd stands (rd fails where
   // they are cut short). Out of line: inside apply_image_record the
-  // compiler stops inlining the varints. Flattened: the WASM build compiles
-  // this file for size, which left the reader's calls out of line (an
-  // open in Node took 10-15% longer).
+  // compiler stops inlining the varints. Flattened (its calls inlined; GCC
+  // also inlines theirs): the WASM build compiles this file for size, which
+  // left the reader's calls out of line (an open in Node took 10-15% longer).
   [[gnu::noinline, gnu::flatten]] void read(Reader* rd, uint64_t n, const RecordView& r) {
     // Each entry's place is known only once the one before it is read: the
     // loads are started a stretch ahead (natively), or every line would be a
@@ -225,7 +228,7 @@ struct Engine::ImageIds {
       prev = id;
       run[k_run++] = {id, loc};
       if (k_run == std::size(run)) {
-        ids.append(run, k_run);
+        spill(k_run);
         k_run = 0;
       }
     }
