@@ -220,8 +220,10 @@ struct Engine::ImageIds {
       if constexpr (port::kPrefetch)
         for (const char* want = std::min(end, in.pos() + kAhead); ahead < want; ahead += 64) port::prefetch(ahead, 1);
       const uint64_t loc = base + (uint64_t)(in.pos() - r.body.data());
-      const int64_t id = unzigzag(in.varint());
-      sum += in.str().size();
+      // Each call here at the first level, for the flattening to reach it
+      // (clang inlines one level): ids take more than a byte from 64 on.
+      const int64_t id = unzigzag(in.varint_long());
+      sum += in.bytes(in.varint()).size();
       if (!in.ok()) break;
       in_order = in_order && (!seen || id > prev);
       seen = true;
