@@ -385,7 +385,10 @@ Status Engine::begin_image(NewImage* img, bool carry) {
       vp.name = f ? f->name : "#" + std::to_string(fid);
       vp.index = index.get();
       for (auto& [of, room] : img->rooms)
-        if (of == index.get()) vp.pin = std::move(room);
+        if (of == index.get()) {
+          vp.pin = std::move(room);
+          break;
+        }
       index->pin(&vp.pin);
       // The heads of its records in the image, before the pin's meta and
       // graph (made here: the idle thread that may copy them allocates none).
@@ -737,7 +740,7 @@ Status Engine::checkpoint() {
     uint64_t documents = 0, vector_bytes = 0;
     for (const ImageColl& ic : img.colls) {
       documents += ic.pinned.size();
-      for (const VectorPin& vp : ic.vectors) vector_bytes += vp.pin.table_bytes() + vp.pin.links0_bytes();
+      for (const VectorPin& vp : ic.vectors) vector_bytes += parts_bytes(vp.pin.table) + parts_bytes(vp.pin.links0);
     }
     const int budget_ms = idle_budget_ms >= 0
                               ? idle_budget_ms

@@ -1077,15 +1077,9 @@ void HnswIndex::Pin::make_room(size_t meta_bytes, size_t graph_bytes) {
   take_room(graph, graph_bytes, true);
 }
 
-size_t HnswIndex::Pin::links0_bytes() const {
-  size_t bytes = 0;
-  for (std::string_view p : links0) bytes += p.size();
-  return bytes;
-}
-
 std::string HnswIndex::Pin::links0_string() const {
   std::string all;
-  all.reserve(links0_bytes());
+  all.reserve(parts_bytes(links0));
   for (std::string_view p : links0) all.append(p);
   return all;
 }

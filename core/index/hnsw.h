@@ -186,7 +186,6 @@ class HnswIndex {
     std::string_view table[2];
     std::vector<char> base_copy;  // the image's part read and checked, where blocks of it were unread
     std::shared_ptr<const GrowBuffer> rest_owner;
-    size_t table_bytes() const { return table[0].size() + table[1].size(); }
     // The level-0 lists in order, in pieces: the index's blocks (alive
     // while links0_owners are, never written while the pin is read), the
     // last image's (alive while its arena segment is), or links0_copy (the
@@ -194,7 +193,6 @@ class HnswIndex {
     std::vector<std::string_view> links0;
     std::vector<std::shared_ptr<char>> links0_owners;
     std::vector<char> links0_copy;  // (on the heap: a moved pin's pieces stay where they are)
-    size_t links0_bytes() const;
     std::string links0_string() const;  // all of them, one after another (tests)
     // Memory for meta and graph taken and its pages touched ahead of pin(),
     // with no lock held (sized from pin_bytes(), with room for the nodes

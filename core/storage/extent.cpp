@@ -44,8 +44,7 @@ void ExtentCopy::begin(std::string& out, uint8_t kind, std::string_view head, st
   part_ = part_at_ = 0;
   block_ = extent_block_bytes(item_bytes);
   short_max_ = short_max;
-  uint64_t bytes = 0;
-  for (std::string_view p : parts) bytes += p.size();
+  const uint64_t bytes = parts_bytes(parts);
   total_ = bytes;
   const uint64_t n = block_count(bytes, block_);
   const uint64_t body = head.size() + head_rest.size() + 4 + 8 + n * 4;  // before the padding

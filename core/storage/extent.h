@@ -42,6 +42,12 @@ constexpr uint32_t kExtentBlockTarget = 1024;
 // (256 KiB; a level-0 list is a few KiB). A record saying more is damage.
 constexpr uint32_t kMaxExtentBlockBytes = 1 << 20;
 uint32_t extent_block_bytes(uint32_t item_bytes);
+// The bytes of `parts` one after another.
+inline uint64_t parts_bytes(std::span<const std::string_view> parts) {
+  uint64_t bytes = 0;
+  for (std::string_view p : parts) bytes += p.size();
+  return bytes;
+}
 // A record (`kind`: its head, then the block size, count and checksums of
 // an extent, then padding) and the Extent after it holding the bytes of
 // `parts` one after another (one extent in pieces, as a vector table's image

@@ -758,7 +758,7 @@ TEST_CASE("a pin shares the level-0 blocks: a write copies one first; the switch
     CHECK(pin.links0_owners.size() > 0);  // (a block per chunk; pieces where they meet)
     CHECK(pin.links0.size() <= pin.links0_owners.size() + 1);  // here: the image's blocks, then the index's
     CHECK(pin.links0_copy.empty());
-    CHECK(pin.links0_bytes() == pin.nodes * (1 + 2 * HnswParams{}.m) * 4);
+    CHECK(parts_bytes(pin.links0) == pin.nodes * (1 + 2 * HnswParams{}.m) * 4);
     const std::string& at_pin = images.emplace_back(pin.links0_string());
     const std::string graph_at_pin = idx->graph_bytes();
     CHECK(graph_at_pin == twin->graph_bytes());
