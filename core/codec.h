@@ -84,9 +84,11 @@ class Reader {
     ok_ = false;
     return 0;
   }
-  std::string_view bytes(size_t n) {
+  // n is 64 bits wide: a length read from a varint is checked before it
+  // narrows to a 32-bit size_t (wasm32), where 2^32 + 3 would read as 3.
+  std::string_view bytes(uint64_t n) {
     if (!need(n)) return {};
-    std::string_view s((const char*)p_, n);
+    std::string_view s((const char*)p_, (size_t)n);
     p_ += n;
     return s;
   }
@@ -103,8 +105,8 @@ class Reader {
 
  private:
   // A failed reader stands at its end (fail()), so the length alone says.
-  bool need(size_t n) {
-    if ((size_t)(end_ - p_) >= n) return true;
+  bool need(uint64_t n) {
+    if ((uint64_t)(end_ - p_) >= n) return true;
     fail();
     return false;
   }

@@ -395,6 +395,33 @@ describe('methods', () => {
     db.close();
   });
 
+  test('a text whose length is past 2^32 is malformed in the 32-bit build too, not read as its low bits', async () => {
+    const db = await fresh();
+    const core = db._core;
+    // varint(2^32 + 2) then 'ab': the low 32 bits of the length (2) fit the bytes.
+    const long = [0x82, 0x80, 0x80, 0x80, 0x10];
+    const send = (bytes) => {
+      const ptr = core.kfInput(bytes.length) >>> 0;
+      core.HEAPU8.set(bytes, ptr);
+    };
+    const param = [8, 1, 5, ...long, 97, 98]; // [text of 2^32 + 2 bytes]
+    for (const q of ['put t {name: $1}', 'get t where name = $1']) {
+      const st = db.prepare(q);
+      send(Uint8Array.from(param));
+      assert.equal(core.kfRun(db._h, st._st, param.length, 0), -1, q);
+      assert.match(core.kfLastError().message, /malformed parameters/, q);
+    }
+    // A batch entry's statement text with that length: [[text]].
+    const text = new TextEncoder().encode('put t {n: 1}');
+    const entry = [0x8c, 0x80, 0x80, 0x80, 0x10]; // varint(2^32 + 12)
+    const batch = Uint8Array.from([8, 1, 8, 1, 5, ...entry, ...text]);
+    send(batch);
+    assert.equal(core.kfBatch(db._h, batch.length), -1);
+    assert.match(core.kfLastError().message, /batch/);
+    assert.equal(count(db), 0);
+    db.close();
+  });
+
   test('near keeps prepared statements: many shapes of call, each answered right', async () => {
     const db = await Kitfox.open(':memory:');
     db.query('create collection docs (k int, embed vector<2>)');
