@@ -172,7 +172,7 @@ void skip_value(Reader& r, int depth, bool refs) {
       uint64_t n = r.varint();
       for (uint64_t i = 0; i < n && r.ok(); i++) {
         // Numbers stepped over here: lists of them (embeddings) are the long ones.
-        const uint8_t item = r.left() ? (uint8_t)*r.pos() : kNull;
+        const uint8_t item = r.left() ? (uint8_t)*r.pos() : (uint8_t)kNull;
         if (item == kFloat && depth < kMaxDepth) {
           r.bytes(9);
         } else if (item == kInt && depth < kMaxDepth) {

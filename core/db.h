@@ -69,7 +69,7 @@ struct BatchItem {
   // encoding, Params::split_list): what POST /batch reads from JSON with no
   // Value made. A view of bytes that outlive the batch; `params` is then
   // ignored.
-  std::string_view encoded_params;
+  std::string_view encoded_params = {};
 };
 
 // What open found and did: shown by `kitfox stats` and the CLI on open.
