@@ -120,36 +120,52 @@ inline std::string utc_stamp() {
 
 // ---------------------------------------------------------------- machine
 
+// What every report's Machine table says: the CPU model (and /proc/cpuinfo's
+// text, for programs that read more of it), logical CPUs, RAM, kernel and
+// compiler.
+struct MachineInfo {
+  std::string cpuinfo, cpu = "unknown", kernel = "unknown", compiler;
+  long cpus = 0;
+  uint64_t ram = 0;
+  // A field of the first CPU in /proc/cpuinfo ("" when there is none).
+  std::string cpu_field(const char* key) const {
+    size_t p = cpuinfo.find(key);
+    if (p == std::string::npos) return "";
+    size_t c = cpuinfo.find(':', p), e = cpuinfo.find('\n', p);
+    return trim(cpuinfo.substr(c + 1, e - c - 1));
+  }
+};
+
+inline MachineInfo machine_info() {
+  MachineInfo m;
+  m.cpuinfo = read_text("/proc/cpuinfo");
+  if (std::string cpu = m.cpu_field("model name"); !cpu.empty()) m.cpu = cpu;
+  m.cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::string mem = read_text("/proc/meminfo");
+  size_t p = mem.find("MemTotal:");
+  if (p != std::string::npos) m.ram = std::strtoull(mem.c_str() + p + 9, nullptr, 10) * 1024;
+  struct utsname u;
+  if (::uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
+#if defined(__clang__)
+  m.compiler = std::string("clang ") + __VERSION__;
+#elif defined(__GNUC__)
+  m.compiler = std::string("g++ ") + __VERSION__;
+#else
+  m.compiler = __VERSION__;
+#endif
+  return m;
+}
+
 // The rows every report's Machine table starts with: CPU model, logical
 // CPUs, RAM, kernel, compiler. Each program adds its peers' versions.
 inline std::string machine_rows() {
-  std::string cpu = "unknown";
-  std::string info = read_text("/proc/cpuinfo");
-  size_t p = info.find("model name");
-  if (p != std::string::npos) {
-    size_t c = info.find(':', p), e = info.find('\n', p);
-    cpu = trim(info.substr(c + 1, e - c - 1));
-  }
-  uint64_t ram = 0;
-  std::string mem = read_text("/proc/meminfo");
-  p = mem.find("MemTotal:");
-  if (p != std::string::npos) ram = std::strtoull(mem.c_str() + p + 9, nullptr, 10) * 1024;
-  std::string kernel = "unknown";
-  struct utsname u;
-  if (::uname(&u) == 0) kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
-#if defined(__clang__)
-  std::string compiler = std::string("clang ") + __VERSION__;
-#elif defined(__GNUC__)
-  std::string compiler = std::string("g++ ") + __VERSION__;
-#else
-  std::string compiler = __VERSION__;
-#endif
+  const MachineInfo m = machine_info();
   std::string out;
-  out += "| CPU | " + cpu + " |\n";
-  out += fmt("| logical CPUs | %ld |\n", ::sysconf(_SC_NPROCESSORS_ONLN));
-  out += fmt("| RAM | %.1f GiB |\n", (double)ram / 1073741824.0);
-  out += "| kernel | " + kernel + " |\n";
-  out += "| compiler | " + compiler + " (Release) |\n";
+  out += "| CPU | " + m.cpu + " |\n";
+  out += fmt("| logical CPUs | %ld |\n", m.cpus);
+  out += fmt("| RAM | %.1f GiB |\n", (double)m.ram / 1073741824.0);
+  out += "| kernel | " + m.kernel + " |\n";
+  out += "| compiler | " + m.compiler + " (Release) |\n";
   return out;
 }
 

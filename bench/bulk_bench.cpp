@@ -70,44 +70,6 @@ uint64_t file_size(const std::string& path) {
   return (uint64_t)st.st_size;
 }
 
-
-
-
-// ---------------------------------------------------------------- machine
-
-struct Machine {
-  std::string cpu, kernel, compiler, sqlite;
-  long cpus = 0;
-  uint64_t ram = 0;
-};
-
-Machine describe_machine() {
-  Machine m;
-  std::string info = read_text("/proc/cpuinfo");
-  size_t p = info.find("model name");
-  if (p != std::string::npos) {
-    size_t c = info.find(':', p), e = info.find('\n', p);
-    m.cpu = trim(info.substr(c + 1, e - c - 1));
-  } else {
-    m.cpu = "unknown";
-  }
-  m.cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::string mem = read_text("/proc/meminfo");
-  p = mem.find("MemTotal:");
-  if (p != std::string::npos) m.ram = std::strtoull(mem.c_str() + p + 9, nullptr, 10) * 1024;
-  struct utsname u;
-  if (::uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
-#if defined(__clang__)
-  m.compiler = std::string("clang ") + __VERSION__;
-#elif defined(__GNUC__)
-  m.compiler = std::string("g++ ") + __VERSION__;
-#else
-  m.compiler = __VERSION__;
-#endif
-  m.sqlite = sqlite3_libversion();
-  return m;
-}
-
 // ---------------------------------------------------------------- data
 
 struct Data {
@@ -448,7 +410,6 @@ std::string utc_now() {
 
 int main(int argc, char** argv) {
   Options opt = parse_args(argc, argv);
-  Machine m = describe_machine();
 
   std::string tmpl = opt.dir + "/kitfox-bench-XXXXXX";
   std::vector<char> tbuf(tmpl.begin(), tmpl.end());
@@ -723,12 +684,8 @@ int main(int argc, char** argv) {
   std::string md;
   md += fmt("## kitfox vs SQLite: %s rows (%s)\n\n", grouped(N).c_str(), utc_now().c_str());
   md += "### Machine\n\n| | |\n| --- | --- |\n";
-  md += "| CPU | " + m.cpu + " |\n";
-  md += fmt("| logical CPUs | %ld |\n", m.cpus);
-  md += fmt("| RAM | %.1f GiB |\n", m.ram / 1073741824.0);
-  md += "| kernel | " + m.kernel + " |\n";
-  md += "| compiler | " + m.compiler + " (Release) |\n";
-  md += "| SQLite | " + m.sqlite + " (system libsqlite3) |\n";
+  md += machine_rows();
+  md += std::string("| SQLite | ") + sqlite3_libversion() + " (system libsqlite3) |\n";
   md += "| data directory | " + opt.dir + " (a fresh directory inside it) |\n\n";
 
   md += "### Method\n\n";

@@ -238,43 +238,6 @@ void measure(const std::string& name, F&& body) {
   }
 }
 
-// ================================================================ machine
-
-struct Machine {
-  std::string cpu, kernel, compiler, sqlite;
-  long cpus = 0;
-  uint64_t ram = 0;
-  bool fts5 = false;
-};
-
-Machine describe_machine() {
-  Machine m;
-  std::string info = read_text("/proc/cpuinfo");
-  size_t p = info.find("model name");
-  if (p != std::string::npos) {
-    size_t c = info.find(':', p), e = info.find('\n', p);
-    m.cpu = trim(info.substr(c + 1, e - c - 1));
-  } else {
-    m.cpu = "unknown";
-  }
-  m.cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::string mem = read_text("/proc/meminfo");
-  p = mem.find("MemTotal:");
-  if (p != std::string::npos) m.ram = std::strtoull(mem.c_str() + p + 9, nullptr, 10) * 1024;
-  struct utsname u;
-  if (::uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
-#if defined(__clang__)
-  m.compiler = std::string("clang ") + __VERSION__;
-#elif defined(__GNUC__)
-  m.compiler = std::string("g++ ") + __VERSION__;
-#else
-  m.compiler = __VERSION__;
-#endif
-  m.sqlite = sqlite3_libversion();
-  m.fts5 = sqlite3_compileoption_used("ENABLE_FTS5") != 0;
-  return m;
-}
-
 // ================================================================ SQLite
 
 void sq_exec(sqlite3* db, const std::string& sql) {
@@ -1191,7 +1154,7 @@ std::string runs_text(const std::vector<double>& v) {
 
 int main(int argc, char** argv) {
   Options opt = parse_args(argc, argv);
-  Machine m = describe_machine();
+  const bool fts5 = sqlite3_compileoption_used("ENABLE_FTS5") != 0;
   g_wait_quiet = opt.wait_quiet;
   g_retry_busy = opt.retry_busy;
   const bool profiling = !opt.profile.empty();
@@ -1200,7 +1163,7 @@ int main(int argc, char** argv) {
     opt.filters = !prof_fts;
     opt.fts = prof_fts;
   }
-  if (opt.fts && !m.fts5) die("this libsqlite3 was built without FTS5");
+  if (opt.fts && !fts5) die("this libsqlite3 was built without FTS5");
 
   std::string tmpl = opt.dir + "/kitfox-qbench-XXXXXX";
   std::vector<char> tbuf(tmpl.begin(), tmpl.end());
@@ -2112,12 +2075,8 @@ int main(int argc, char** argv) {
   std::string md;
   md += fmt("## Queries: kitfox vs SQLite, indexes and full text (%s)\n\n", started.c_str());
   md += "### Machine\n\n| | |\n| --- | --- |\n";
-  md += "| CPU | " + m.cpu + " |\n";
-  md += fmt("| logical CPUs | %ld |\n", m.cpus);
-  md += fmt("| RAM | %.1f GiB |\n", (double)m.ram / 1073741824.0);
-  md += "| kernel | " + m.kernel + " |\n";
-  md += "| compiler | " + m.compiler + " (Release) |\n";
-  md += "| SQLite | " + m.sqlite + " (system libsqlite3" + (m.fts5 ? ", FTS5" : "") + ") |\n";
+  md += machine_rows();
+  md += std::string("| SQLite | ") + sqlite3_libversion() + " (system libsqlite3" + (fts5 ? ", FTS5" : "") + ") |\n";
   md += "| data directory | " + opt.dir + " (a fresh directory inside it) |\n";
   md += fmt("| load average at start | %.2f |\n\n", load_at_start);
   md += "One thread, one process. Sizes: " +

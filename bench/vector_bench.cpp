@@ -229,28 +229,17 @@ void measured(const std::string& name, const F& f) {
 
 // ---------------------------------------------------------------- machine
 
-struct Machine {
-  std::string cpu, kernel, compiler, flags, hnswlib, hnswlib_simd, caches;
-  long cpus = 0;
+struct Machine : MachineInfo {
+  std::string flags, hnswlib, hnswlib_simd, caches;
   unsigned hw_threads = 0;
-  uint64_t ram = 0;
 };
 
 Machine describe_machine() {
   Machine m;
-  std::string info = read_text("/proc/cpuinfo");
-  auto field = [&](const char* key) -> std::string {
-    size_t p = info.find(key);
-    if (p == std::string::npos) return "";
-    size_t c = info.find(':', p), e = info.find('\n', p);
-    return trim(info.substr(c + 1, e - c - 1));
-  };
-  m.cpu = field("model name");
-  if (m.cpu.empty()) m.cpu = "unknown";
-  std::string flags = " " + field("flags") + " ";
+  static_cast<MachineInfo&>(m) = machine_info();
+  std::string flags = " " + m.cpu_field("flags") + " ";
   for (const char* f : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512vl", "avx512bw"})
     m.flags += std::string(m.flags.empty() ? "" : ", ") + f + (flags.find(std::string(" ") + f + " ") != std::string::npos ? " yes" : " no");
-  m.cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   for (int i = 0; i < 6; i++) {
     std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
     std::string level = trim(read_text((base + "level").c_str())), type = trim(read_text((base + "type").c_str()));
@@ -259,18 +248,6 @@ Machine describe_machine() {
     m.caches += (m.caches.empty() ? "" : ", ") + std::string("L") + level + " " + size;
   }
   m.hw_threads = std::thread::hardware_concurrency();
-  std::string mem = read_text("/proc/meminfo");
-  size_t p = mem.find("MemTotal:");
-  if (p != std::string::npos) m.ram = std::strtoull(mem.c_str() + p + 9, nullptr, 10) * 1024;
-  struct utsname u;
-  if (::uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
-#if defined(__clang__)
-  m.compiler = std::string("clang ") + __VERSION__;
-#elif defined(__GNUC__)
-  m.compiler = std::string("g++ ") + __VERSION__;
-#else
-  m.compiler = __VERSION__;
-#endif
   if (FILE* f = ::popen("dpkg-query -W -f='${Version}' libhnswlib-dev 2>/dev/null", "r")) {
     char buf[128] = {0};
     size_t n = std::fread(buf, 1, sizeof buf - 1, f);
