@@ -20,12 +20,18 @@ std::string normalize_label(const std::string& s) {
 }
 
 // An aggregate's state in one group (32 bytes; a min's or a max's value
-// lies beside, in the group's bests).
+// lies beside, in the group's bests). An int sum is isum + wraps * 2^64:
+// a running total may leave int64 and come back (9223372036854775807 + 1
+// - 1), so only the whole sum is checked, and the answer does not depend
+// on the order of the rows.
 struct Acc {
   int64_t count = 0;
   int64_t isum = 0;
   double fsum = 0;
   bool any = false, is_float = false;
+  int32_t wraps = 0;
+  // The int sum as a double, wraps included.
+  double int_sum() const { return (double)isum + (double)wraps * 18446744073709551616.0; }
 };
 
 // The groups' numbers found by their key's bytes (key_bytes: equal for keys
@@ -205,6 +211,17 @@ class Grouping {
   size_t groups() const { return groups_ + (whole_ != nullptr); }
   const Status& error() const { return inner_; }
 
+  // Once every row is in: false (inner_ set) when an int sum is outside int64.
+  bool sums_fit() {
+    if (unsettled_ == 0) return true;
+    for (size_t g = 0; g < (whole_ ? 1 : groups_); g++) {
+      const Acc* accs = accs_of(whole_ ? kWhole : g);
+      for (size_t i = 0; i < aggs_.size(); i++)
+        if (accs[i].wraps != 0) return sum_overflows(i);
+    }
+    return true;
+  }
+
   bool add(const Value& doc) {
     Acc* accs = whole_;
     Value* bests = whole_bests_.data();
@@ -242,7 +259,9 @@ class Grouping {
         }
         if (v.kind() == Kind::Float && !a.is_float) {
           a.is_float = true;
-          a.fsum = (double)a.isum;
+          a.fsum = a.int_sum();
+          unsettled_ -= a.wraps != 0;
+          a.wraps = 0;
         }
         if (a.is_float) {
           a.fsum += v.as_number();
@@ -254,8 +273,14 @@ class Grouping {
             a.is_float = true;
             a.fsum = (double)a.isum + (double)v.as_int();
           } else {
-            inner_ = Status(Code::Limit, agg_labels_[i] + " overflows int64", e.pos);
-            return false;
+            // The total wrapped: counted, and checked once every row is in
+            // (finish). 2^30 wraps away from int64 would take as many rows
+            // to come back: such a sum fails here.
+            a.isum = sum;
+            const bool was = a.wraps != 0;
+            a.wraps += v.as_int() < 0 ? -1 : 1;
+            unsettled_ += (a.wraps != 0) - was;
+            if (a.wraps > (1 << 30) || a.wraps < -(1 << 30)) return sum_overflows(i);
           }
         }
       } else if (fn == Fn::Min || fn == Fn::Max) {
@@ -386,7 +411,13 @@ class Grouping {
   std::vector<int> best_of_;       // each aggregate's place in a group's bests (-1: not a min or a max)
   size_t nbests_ = 0;
   Value tmp_;                          // add(): an aggregate's argument that is no field
+  int64_t unsettled_ = 0;              // the int sums outside int64 now (Acc::wraps not 0)
   Status inner_;
+
+  bool sum_overflows(size_t i) {
+    inner_ = Status(Code::Limit, agg_labels_[i] + " overflows int64", aggs_[i]->pos);
+    return false;
+  }
 };
 
 namespace {
@@ -402,6 +433,7 @@ class Aggregate : public Stage {
   }
   Status finish() override {
     KF_TRY(x_.err);
+    if (!g_->sums_fit()) return g_->error();
     g_->write(out_);
     x_.plan.node(node_).rows_out += out_->size();
     return Status::ok();
