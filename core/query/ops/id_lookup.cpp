@@ -42,16 +42,20 @@ int id_value(const Evaluator& ev, const Expr& x, int64_t* id) {
     if (!ev.constant(x, &tmp).is_ok()) return -1;
     v = &tmp;
   }
-  if (v->kind() == Kind::Int) {
-    *id = v->as_int();
-    return 1;
-  }
   if (v->is_null()) return 0;
-  if (v->kind() == Kind::Float && v->as_float() == std::floor(v->as_float()) && std::fabs(v->as_float()) < 9e18) {
-    *id = (int64_t)v->as_float();
-    return 1;
+  return id_of(*v, id) ? 1 : -1;
+}
+
+bool id_of(const Value& v, int64_t* id) {
+  if (v.kind() == Kind::Int) {
+    *id = v.as_int();
+    return true;
   }
-  return -1;
+  if (v.kind() == Kind::Float && v.as_float() == std::floor(v.as_float()) && std::fabs(v.as_float()) < 9e18) {
+    *id = (int64_t)v.as_float();
+    return true;
+  }
+  return false;
 }
 
 bool names_ids(const Expr* w) { return w && (id_operand(w) || id_list_operand(w)); }

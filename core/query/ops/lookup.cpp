@@ -32,8 +32,8 @@ class LookupStage : public Stage {
         s = pinned_ids(*key, &ids);
         if (!s.is_ok()) return x_.fail(std::move(s));
       }
-    } else if (key && key->kind() == Kind::Int) {
-      ids.push_back(key->as_int());
+    } else if (int64_t id; key && id_of(*key, &id)) {
+      ids.push_back(id);
     }
     r.children = Value::list();
     uint64_t t0 = x_.analyze ? ExecContext::now_ns() : 0;

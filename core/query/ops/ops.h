@@ -46,6 +46,9 @@ int plan_id_lookup(Plan& plan, size_t n);
 // again into one result reuses its storage), or none.
 const Expr* point_read(const ParsedStatement& st);
 int id_value(const Evaluator& ev, const Expr& x, int64_t* id);
+// The id an integral number names (an int, or a float such as 2.0, as
+// `id = 2.0` compares): false for any other value.
+bool id_of(const Value& v, int64_t* id);
 Status read_point(Engine& eng, Collection& c, const ParsedStatement& st, const Evaluator& ev, int64_t id,
                   std::vector<Value>* rows);
 // Rows for a list of ids, in its order (missing ones skipped).
