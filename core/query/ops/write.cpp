@@ -6,6 +6,7 @@
 
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "../../engine_limits.h"
 #include "../planner.h"
@@ -319,13 +320,19 @@ class UniqueCheck {
     entries_.push_back(std::move(e));
   }
   Status check() {
+    // A document written twice holds only its last copy's values.
+    std::unordered_map<int64_t, size_t> last;
+    for (size_t i = 0; i < entries_.size(); i++) last[entries_[i].id] = i;
+    const bool rewrites = last.size() != entries_.size();
     for (size_t u = 0; u < uniq_.size(); u++) {
       const SecondaryDef& d = c_.def.secondary[uniq_[u]];
       std::string label = c_.def.field_by_id(d.field_id)->name;
       for (const std::string& k : d.subpath) label += "." + k;
       KF_ASSIGN(SecondaryIndex * idx, eng_.secondary(c_, uniq_[u]));
       std::map<std::string, int64_t> seen;
-      for (const Entry& e : entries_) {
+      for (size_t i = 0; i < entries_.size(); i++) {
+        const Entry& e = entries_[i];
+        if (rewrites && last[e.id] != i) continue;
         const Value& key = e.keys[u];
         if (key.is_null()) continue;
         std::string kb = to_json(key);
