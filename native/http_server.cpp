@@ -140,6 +140,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_header(beast::error_code ec, size_t) {
+    if (closed_) return;
     if (ec) return on_read_error(ec);
     if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
       // The client waits for a word before it sends the body.
@@ -180,6 +181,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read(beast::error_code ec, size_t) {
+    // Closed after the read was done but before this ran (a shutdown or
+    // the watchdog): the request is not run, since no answer could go out.
+    if (closed_) return;
     if (ec) return on_read_error(ec);
     busy_ = true;
     auto& req = parser_->get();
