@@ -33,6 +33,13 @@ constexpr uint32_t kHeaderLimit = 64 << 10;  // bytes of a request's start line 
 constexpr size_t kSmallBody = 16 << 10;  // read into the buffer as it is
 constexpr size_t kBodyRead = 64 << 10;   // the receive size for larger bodies (Beast's most)
 constexpr const char* kServer = "kitfox/0.1.0";
+
+// A field's value without the spaces and tabs around it.
+std::string_view trim_ows(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
 }  // namespace
 
 class Session;
@@ -142,6 +149,15 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_header(beast::error_code ec, size_t) {
     if (closed_) return;
     if (ec) return on_read_error(ec);
+    // A body is framed by its length or by chunks, nothing else: any other
+    // transfer coding (gzip, identity, chunked twice) would leave where the
+    // body ends to guess, and a guess unlike a proxy's in front would read
+    // the body as a request of its own (RFC 9112, 6.3).
+    const auto& fields = parser_->get();
+    const auto codings = fields.equal_range(http::field::transfer_encoding);
+    if (codings.first != codings.second &&
+        (std::next(codings.first) != codings.second || !beast::iequals(trim_ows(codings.first->value()), "chunked")))
+      return respond_error(400, "invalid", "a malformed HTTP request (a Transfer-Encoding other than chunked)");
     if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
       // The client waits for a word before it sends the body.
       cont_.emplace(http::status::continue_, parser_->get().version());

@@ -34,10 +34,10 @@ async function post(url, pathname, body, headers = {}) {
 
 // Sends raw bytes on a new connection; resolves to everything the server
 // sent back before it closed the connection.
-function raw(port, bytes) {
+function raw(port, bytes, { end = false } = {}) {
   return within(
     new Promise((resolve, reject) => {
-      const sock = net.connect(port, '127.0.0.1', () => sock.write(bytes));
+      const sock = net.connect(port, '127.0.0.1', () => (end ? sock.end(bytes) : sock.write(bytes)));
       let got = '';
       sock.setEncoding('utf8');
       sock.on('data', (d) => (got += d));
@@ -153,6 +153,16 @@ test('errors are JSON with the right status, and change nothing', async () => {
     assert.equal(r.headers.get('allow'), 'GET');
     // A malformed request line.
     assert.match(await raw(s.port, 'BAD REQUEST LINE\r\n\r\n'), /^HTTP\/1\.1 400 /);
+    // A transfer coding other than chunked: 400, and what follows the
+    // header is not read as a request of its own.
+    const inner = '{"query":"put t {k: \\"smuggled\\"}"}';
+    const hidden = `POST /query HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`;
+    for (const te of ['Transfer-Encoding: gzip', 'Transfer-Encoding: chunked, chunked', 'Transfer-Encoding: chunked\r\nTransfer-Encoding: identity']) {
+      const got = await raw(s.port, `POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${te}\r\n\r\n${hidden}`, { end: true });
+      assert.match(got, /^HTTP\/1\.1 400 /, te);
+      assert.match(got, /Transfer-Encoding/, te);
+      assert.equal(got.match(/HTTP\/1\.1 /g).length, 1, te);
+    }
     // Nothing changed: one document, the first.
     assert.deepEqual((await post(url, '/query', { query: 'get t select k' })).body.rows, [{ id: 1, k: 'a' }]);
     // The client throws what the server said.
