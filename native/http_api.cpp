@@ -16,7 +16,26 @@ namespace {
 constexpr const char* kEndpoints =
     "POST /query, POST /batch, POST /docs/COLLECTION, POST /prepare, GET /health, GET /stats";
 
-void append_json_string(std::string& out, std::string_view s) { append_json(out, Value::text(std::string(s))); }
+// Bytes that are no UTF-8 (a request's target or a header may hold any,
+// and messages name them) become U+FFFD, so that every answer is JSON.
+std::string utf8_or_replaced(std::string_view s) {
+  if (valid_utf8(s)) return std::string(s);
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = (unsigned char)s[i];
+    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (n && i + n <= s.size() && valid_utf8(s.substr(i, n))) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      i++;
+    }
+  }
+  return out;
+}
+
+void append_json_string(std::string& out, std::string_view s) { append_json(out, Value::text(utf8_or_replaced(s))); }
 
 // Bodies larger than this, and puts of more documents than this (a long
 // write while it lands: Database::long_write_running), run on a thread of

@@ -34,14 +34,13 @@ async function post(url, pathname, body, headers = {}) {
 
 // Sends raw bytes on a new connection; resolves to everything the server
 // sent back before it closed the connection.
-function raw(port, bytes, { end = false } = {}) {
+function raw(port, bytes, { end = false, buffer = false } = {}) {
   return within(
     new Promise((resolve, reject) => {
       const sock = net.connect(port, '127.0.0.1', () => (end ? sock.end(bytes) : sock.write(bytes)));
-      let got = '';
-      sock.setEncoding('utf8');
-      sock.on('data', (d) => (got += d));
-      sock.on('close', () => resolve(got));
+      const got = [];
+      sock.on('data', (d) => got.push(d));
+      sock.on('close', () => resolve(buffer ? Buffer.concat(got) : Buffer.concat(got).toString('utf8')));
       sock.on('error', reject);
     }),
     'the server did not close the connection',
@@ -163,6 +162,13 @@ test('errors are JSON with the right status, and change nothing', async () => {
       assert.match(got, /Transfer-Encoding/, te);
       assert.equal(got.match(/HTTP\/1\.1 /g).length, 1, te);
     }
+    // Bytes that are no UTF-8 in the target: the answer is JSON all the same.
+    const bad = Buffer.concat([Buffer.from('POST /docs/'), Buffer.from([0xc3]),
+      Buffer.from(' HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n[]')]);
+    const answer = await raw(s.port, bad, { end: true, buffer: true });
+    const said = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(answer.subarray(answer.indexOf('\r\n\r\n') + 4)));
+    assert.equal(said.error.code, 'not_found');
+    assert.match(said.error.message, /\ufffd/);
     // Nothing changed: one document, the first.
     assert.deepEqual((await post(url, '/query', { query: 'get t select k' })).body.rows, [{ id: 1, k: 'a' }]);
     // The client throws what the server said.
