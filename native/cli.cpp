@@ -1138,7 +1138,11 @@ int cmd_serve(int argc, char** argv) {
   std::vector<std::string> positional;
   ServerOptions so;
   Options o;
-  if (const char* t = getenv("KITFOX_TOKEN")) so.token = t;
+  if (const char* t = getenv("KITFOX_TOKEN")) {
+    // Set but empty would serve with no token at all: a mistake to refuse.
+    if (!*t) return usage_error("KITFOX_TOKEN is set but empty: set it to the token, or unset it");
+    so.token = t;
+  }
   while (!args.done()) {
     std::string a = args.next();
     if (args.positional()) {
@@ -1212,7 +1216,8 @@ int cmd_serve(int argc, char** argv) {
   auto server = HttpServer::start(*db, so);
   if (!server.is_ok()) {
     print_error(server.status().message());
-    return close_database(db, file, kExitError);
+    // --host that is no address is a bad command line; a port in use is not.
+    return close_database(db, file, server.status().code() == Code::Invalid ? kExitUsage : kExitError);
   }
   std::string host = so.host.find(':') != std::string::npos ? "[" + so.host + "]" : so.host;
   printf("kitfox: serving %s at http://%s:%u\n", file.c_str(), host.c_str(), unsigned((*server)->port()));

@@ -295,9 +295,8 @@ ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
     r.body = "{\"ok\":true}";
     return r;
   }
-  const bool docs = path.rfind("/docs/", 0) == 0;
-  if (path != "/query" && path != "/batch" && path != "/prepare" && path != "/stats" && !docs)
-    return error(404, "not_found", "no endpoint " + std::string(path) + " (the endpoints: " + kEndpoints + ")");
+  // Every request but /health needs the token, one to no endpoint too:
+  // without it a client learns nothing of the server.
   if (!authorized(req.authorization)) {
     ApiResponse r = error(401, "invalid",
                           req.authorization.empty() ? "this server needs a token: send Authorization: Bearer TOKEN"
@@ -305,6 +304,9 @@ ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
     r.unauthorized = true;
     return r;
   }
+  const bool docs = path.rfind("/docs/", 0) == 0;
+  if (path != "/query" && path != "/batch" && path != "/prepare" && path != "/stats" && !docs)
+    return error(404, "not_found", "no endpoint " + std::string(path) + " (the endpoints: " + kEndpoints + ")");
   // While a long write holds the engine's lock, anything that takes it waits.
   if (on_loop && db_.long_write_running()) return deferred();
   if (path == "/stats") {

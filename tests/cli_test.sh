@@ -154,6 +154,14 @@ run_input "$T/bad.kq" "$K" a.kfdb
 check "a failing statement on stdin exits 1" is "$RC" 1
 check "the error names the input line" has "$ERR" "line 2"
 
+# serve refuses a bad command line before it serves (exit 2), the file untouched.
+run env KITFOX_TOKEN= "$K" serve a.kfdb --port 0
+check "serve with KITFOX_TOKEN set but empty is a usage error" is "$RC" 2
+check "serve says KITFOX_TOKEN is empty" has "$ERR" "KITFOX_TOKEN is set but empty"
+run "$K" serve a.kfdb --host nothost --port 0
+check "serve --host that is no address is a usage error" is "$RC" 2
+check "serve names the bad --host" has "$ERR" "--host nothost"
+
 # --- import ----------------------------------------------------------------------
 
 run "$K" a.kfdb -c 'create collection imp (name text, n int)'

@@ -191,6 +191,9 @@ test('a token is asked for, and compared', async () => {
     assert.equal(r.status, 401);
     assert.equal((await fetch(`${s.url}/stats`)).status, 401);
     assert.equal((await fetch(`${s.url}/docs/t`, { method: 'POST' })).status, 401);
+    // A path that is no endpoint too: without the token nothing is told.
+    assert.equal((await fetch(`${s.url}/nowhere`)).status, 401);
+    assert.equal((await fetch(`${s.url}/nowhere`, { headers: { authorization: 'Bearer s3cret' } })).status, 404);
     // The health check needs none.
     assert.equal((await fetch(`${s.url}/health`)).status, 200);
     r = await post(s.url, '/query', { query: 'collections' }, { authorization: 'Bearer s3cret' });
@@ -525,6 +528,6 @@ test('bad command lines are refused with usage', () => {
   r = run([]);
   assert.equal(r.code, 2);
   r = run([fresh(), '--host', 'not-an-address']);
-  assert.equal(r.code, 1);
+  assert.equal(r.code, 2);
   assert.match(r.stderr, /not an IP address/);
 });

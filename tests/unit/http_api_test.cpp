@@ -98,8 +98,9 @@ TEST_CASE("http api: the token") {
   CHECK(post(api, "/query", body, "application/json", "Bearer TOK-123").status == 401);  // the token's is not
   CHECK(post(api, "/query", body, "application/json", "Basic tok-123").status == 401);
   CHECK(post(api, "/query", body, "application/json", "tok-123").status == 401);
-  // Unknown paths are 404 before the token is asked for; health needs none.
-  CHECK(post(api, "/nowhere", body).status == 404);
+  // Unknown paths ask for the token too (401), and are 404 with it; health needs none.
+  CHECK(post(api, "/nowhere", body).status == 401);
+  CHECK(post(api, "/nowhere", body, "application/json", "Bearer tok-123").status == 404);
   ApiRequest health;
   health.method = "GET";
   health.target = "/health?probe=1";
