@@ -286,7 +286,17 @@ static bool digits(std::string_view s, size_t& p, int n, int* out) {
 bool parse_timestamp(std::string_view s, int64_t* ms) {
   size_t p = 0;
   int y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
-  if (!digits(s, p, 4, &y) || p >= s.size() || s[p++] != '-') return false;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    // An expanded year, as format_timestamp writes one outside 0000-9999
+    // (and a JavaScript Date's toISOString): a sign and six digits, -000000
+    // not allowed.
+    const bool minus = s[p++] == '-';
+    if (!digits(s, p, 6, &y) || (minus && y == 0)) return false;
+    if (minus) y = -y;
+  } else if (!digits(s, p, 4, &y)) {
+    return false;
+  }
+  if (p >= s.size() || s[p++] != '-') return false;
   if (!digits(s, p, 2, &mo) || p >= s.size() || s[p++] != '-') return false;
   if (!digits(s, p, 2, &d)) return false;
   if (mo < 1 || mo > 12 || d < 1) return false;

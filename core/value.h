@@ -291,8 +291,10 @@ uint64_t sort_prefix(const Value& v);
 // holds what compares equal together (a @hash index, a query's groups).
 void key_bytes(std::string& out, const Value& v);
 
-// A timestamp (ms since epoch, UTC) as ISO-8601 "YYYY-MM-DDTHH:MM:SS.sssZ",
-// and back. parse accepts a date, date+time, fractional seconds, Z or +hh:mm.
+// A timestamp (ms since epoch, UTC) as ISO-8601 "YYYY-MM-DDTHH:MM:SS.sssZ"
+// (outside years 0000-9999 "+YYYYYY-..." or "-YYYYYY-...", as JavaScript
+// writes them), and back. parse accepts a date, date+time, fractional
+// seconds, Z or +hh:mm, and both forms of the year.
 std::string format_timestamp(int64_t ms);
 // The double nearest to f's shortest decimal form (what reading back the
 // shortest text that round-trips f would give: 0.1f -> 0.1, not

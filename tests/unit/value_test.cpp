@@ -48,6 +48,30 @@ TEST_CASE("timestamps: ISO-8601 in and out") {
   CHECK_FALSE(parse_timestamp("2024-01-01x", &ms));
 }
 
+TEST_CASE("timestamps outside years 0000-9999 are written with an expanded year, and read back") {
+  // Every such time the engine takes (8.64e15 ms either side of 1970) and
+  // some within: what format writes, parse reads as the same time.
+  for (int64_t t : {int64_t(8640000000000000), int64_t(-8640000000000000), int64_t(253402300800000) /* 10000-01-01 */,
+                    int64_t(253402300799999), int64_t(-62167219200000) /* 0000-01-01 */, int64_t(-62167219200001),
+                    int64_t(-62198755200000) /* -000001-01-01 */, int64_t(-8639999999999999), int64_t(123456789)}) {
+    const std::string text = format_timestamp(t);
+    int64_t back = 0;
+    INFO(text);
+    REQUIRE(parse_timestamp(text, &back));
+    CHECK(back == t);
+  }
+  CHECK(format_timestamp(253402300800000) == "+010000-01-01T00:00:00.000Z");
+  CHECK(format_timestamp(-62167219200001) == "-000001-12-31T23:59:59.999Z");
+  int64_t ms;
+  REQUIRE(parse_timestamp("+275760-09-13T00:00:00.000Z", &ms));
+  CHECK(ms == 8640000000000000);
+  REQUIRE(parse_timestamp("-000004-02-29", &ms));  // year -4 is a leap year
+  CHECK_FALSE(parse_timestamp("-000003-02-29", &ms));
+  CHECK_FALSE(parse_timestamp("-000000-01-01", &ms));  // no negative zero
+  CHECK_FALSE(parse_timestamp("+10000-01-01", &ms));   // six digits after a sign
+  CHECK_FALSE(parse_timestamp("+0100000-01-01", &ms));
+}
+
 TEST_CASE("UTF-8 validation") {
   CHECK(valid_utf8("plain ascii text, long enough for the fast path"));
   CHECK(valid_utf8("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\xa6\x8a"));
