@@ -6,7 +6,6 @@
 
 #include <map>
 #include <set>
-#include <unordered_map>
 
 #include "../../engine_limits.h"
 #include "../planner.h"
@@ -320,19 +319,20 @@ class UniqueCheck {
     entries_.push_back(std::move(e));
   }
   Status check() {
-    // A document written twice holds only its last copy's values.
-    std::unordered_map<int64_t, size_t> last;
-    for (size_t i = 0; i < entries_.size(); i++) last[entries_[i].id] = i;
-    const bool rewrites = last.size() != entries_.size();
+    // A document written twice holds only its last copy's values: an entry
+    // is superseded when a later one has its id (written_ holds each id once).
+    if (written_.size() != entries_.size()) {
+      std::set<int64_t> later;
+      for (size_t i = entries_.size(); i-- > 0;) entries_[i].superseded = !later.insert(entries_[i].id).second;
+    }
     for (size_t u = 0; u < uniq_.size(); u++) {
       const SecondaryDef& d = c_.def.secondary[uniq_[u]];
       std::string label = c_.def.field_by_id(d.field_id)->name;
       for (const std::string& k : d.subpath) label += "." + k;
       KF_ASSIGN(SecondaryIndex * idx, eng_.secondary(c_, uniq_[u]));
       std::map<std::string, int64_t> seen;
-      for (size_t i = 0; i < entries_.size(); i++) {
-        const Entry& e = entries_[i];
-        if (rewrites && last[e.id] != i) continue;
+      for (const Entry& e : entries_) {
+        if (e.superseded) continue;
         const Value& key = e.keys[u];
         if (key.is_null()) continue;
         std::string kb = to_json(key);
@@ -357,6 +357,7 @@ class UniqueCheck {
     int64_t id;
     int64_t pos;
     std::vector<Value> keys;
+    bool superseded = false;  // a later entry writes the same document
   };
   Engine& eng_;
   Collection& c_;
