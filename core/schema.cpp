@@ -74,38 +74,52 @@ static Status not_utf8(const std::string& what) {
   return Status(Code::Type, "'" + what + "' is not valid UTF-8 text");
 }
 
+// Where in a json field's value a member or an element lies: a chain up to
+// the field, made into text only for an error ("'j.a[2]'").
+struct JsonPlace {
+  const std::string& field;
+  const JsonPlace* up = nullptr;
+  std::string_view key = {};  // a member's key, or
+  size_t index = 0;      // an element's index
+  bool element = false;
+  std::string text() const {
+    if (!up) return field;
+    return up->text() + (element ? "[" + std::to_string(index) + "]" : "." + std::string(key));
+  }
+};
+
 // json fields hold plain JSON: timestamps become ISO text, vectors number
 // lists; texts and keys are UTF-8.
-static Status to_json_value(const Value& in, const std::string& what, int depth, Value* out) {
-  if (depth > kMaxDepth) return Status(Code::Limit, "value of '" + what + "' nested deeper than " + std::to_string(kMaxDepth) + " levels");
+static Status to_json_value(const Value& in, const JsonPlace& at, int depth, Value* out) {
+  if (depth > kMaxDepth) return Status(Code::Limit, "value of '" + at.text() + "' nested deeper than " + std::to_string(kMaxDepth) + " levels");
   switch (in.kind()) {
     case Kind::Text:
-      if (!valid_utf8(in.as_string())) return not_utf8(what);
+      if (!valid_utf8(in.as_string())) return not_utf8(at.text());
       *out = in;
       return Status::ok();
     case Kind::Timestamp:
-      if (!in_date_range(in.as_int())) return out_of_range(in.as_int(), what);
+      if (!in_date_range(in.as_int())) return out_of_range(in.as_int(), at.text());
       *out = Value::text(format_timestamp(in.as_int()));
       return Status::ok();
-    case Kind::Bytes: return mismatch(in, "json", what);
+    case Kind::Bytes: return mismatch(in, "json", at.text());
     case Kind::Vector: {
       *out = Value::list();
       for (float f : in.vec()) {
-        if (!std::isfinite(f)) return Status(Code::Type, "'" + what + "' must be a finite number");
+        if (!std::isfinite(f)) return Status(Code::Type, "'" + at.text() + "' must be a finite number");
         out->push(Value::real(f));
       }
       return Status::ok();
     }
     case Kind::Float:
-      if (!std::isfinite(in.as_float())) return Status(Code::Type, "'" + what + "' must be a finite number");
+      if (!std::isfinite(in.as_float())) return Status(Code::Type, "'" + at.text() + "' must be a finite number");
       *out = in;
       return Status::ok();
     case Kind::List: {
       *out = Value::list();
       out->mutable_items().reserve(in.items().size());
-      for (const Value& v : in.items()) {
+      for (size_t i = 0; i < in.items().size(); i++) {
         Value c;
-        KF_TRY(to_json_value(v, what, depth + 1, &c));
+        KF_TRY(to_json_value(in.items()[i], JsonPlace{at.field, &at, {}, i, true}, depth + 1, &c));
         out->push(std::move(c));
       }
       return Status::ok();
@@ -113,9 +127,9 @@ static Status to_json_value(const Value& in, const std::string& what, int depth,
     case Kind::Object: {
       *out = Value::object();
       for (size_t i = 0; i < in.items().size(); i++) {
-        if (!valid_utf8(in.keys()[i])) return not_utf8(what);
+        if (!valid_utf8(in.keys()[i])) return not_utf8(at.text());
         Value c;
-        KF_TRY(to_json_value(in.items()[i], what, depth + 1, &c));
+        KF_TRY(to_json_value(in.items()[i], JsonPlace{at.field, &at, in.keys()[i]}, depth + 1, &c));
         out->append(in.keys()[i], std::move(c));
       }
       return Status::ok();
@@ -170,7 +184,7 @@ static Status coerce_scalar(const Value& in, TypeKind k, const std::string& what
       return Status::ok();
     }
     case TypeKind::Json:
-      return to_json_value(in, what, 0, out);
+      return to_json_value(in, JsonPlace{what}, 0, out);
     default:
       return mismatch(in, scalar_name(k), what);
   }

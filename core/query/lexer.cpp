@@ -159,7 +159,9 @@ Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::st
           if (t.text == "9223372036854775808" && after_minus) {
             t.i = INT64_MIN;  // the parser negates it back
           } else {
-            return Status(Code::Limit, "integer " + std::string(t.text) + " is out of range (int64)", start);
+            // Named as written, with its sign (the minus is a token of its own).
+            return Status(Code::Limit, "integer " + std::string(after_minus ? "-" : "") + std::string(t.text) +
+                                           " is out of range (int64)", start);
           }
         }
       }

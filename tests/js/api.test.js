@@ -211,6 +211,9 @@ describe('errors', () => {
     assert.throws(() => db.query('put t {v: $1}', [new Float32Array([1, Infinity, 2])]), { code: 'type' });
     assert.throws(() => db.query('put t {f: $1}', [NaN]), { code: 'type' });
     assert.throws(() => db.query('put t {v: $1}', [new Float32Array([1, 2])]), { code: 'type' });
+    // Inside a json field the error names where: 'j.a.b', 'j.list[1]'.
+    assert.throws(() => db.query('put t {j: $1}', [{ a: { b: NaN } }]), { code: 'type', message: /'j\.a\.b' must be a finite number/ });
+    assert.throws(() => db.query('put t {j: $1}', [{ list: [1, -Infinity] }]), { code: 'type', message: /'j\.list\[1\]' must be a finite number/ });
     assert.equal(count(db), 0);
     db.close();
   });

@@ -772,7 +772,7 @@ TEST_CASE("text that is not UTF-8 is refused wherever a value holds it: a field,
   CHECK(status("put t {body: $1}", bad) == "type error at 7: 'body' is not valid UTF-8 text");
   CHECK(status("put t {tags: $1}", Value::list({Value::text("x"), bad})) ==
         "type error at 7: 'tags[1]' is not valid UTF-8 text");
-  CHECK(status("put t {j: $1}", nested) == "type error at 7: 'j' is not valid UTF-8 text");
+  CHECK(status("put t {j: $1}", nested) == "type error at 7: 'j.k[1]' is not valid UTF-8 text");
   CHECK(status("put t {j: $1}", bad_key) == "type error at 7: 'j' is not valid UTF-8 text");
   CHECK(status("put t {lj: $1}", Value::list({bad})) == "type error at 7: 'lj[0]' is not valid UTF-8 text");
   CHECK(status("set t {body: $1} where id = 1", bad) == "type error at 7: 'body' is not valid UTF-8 text");
