@@ -93,16 +93,39 @@ static Result<std::unique_ptr<Mapping>> read_lazily(File& f, const std::string& 
 }
 
 
-// True when `bytes` hold a header and a whole image ending the file.
-static bool whole_image(std::string_view bytes) {
-  if (!check_header(bytes).empty()) return false;
+// What a file's bytes hold: a header and a whole image (ImageEnd read),
+// the image's last sequence, and the last of the whole write records in
+// order after it.
+struct ImageSpan {
+  bool whole = false;        // a header and an image up to its ImageEnd
+  bool ends_file = false;    // nothing after the ImageEnd
+  uint64_t image_seq = 0;    // the ImageEnd's last sequence
+  uint64_t last_seq = 0;     // the last write's after it, in order (image_seq if none)
+};
+
+static ImageSpan image_span(std::string_view bytes) {
+  ImageSpan out;
+  if (!check_header(bytes).empty()) return out;
   uint64_t off = format::kHeaderSize;
   RecordView r;
   while (read_record(bytes, off, &r) == ScanResult::Ok) {
     off = r.end;
-    if (r.kind == format::kImageEnd) return off == bytes.size();
+    if (r.kind != format::kImageEnd) continue;
+    if (r.body.size() < 8) return out;
+    out.whole = true;
+    out.ends_file = off == bytes.size();
+    memcpy(&out.image_seq, r.body.data(), 8);
+    out.last_seq = out.image_seq;
+    while (read_record(bytes, off, &r) == ScanResult::Ok && r.kind == format::kWrite && r.body.size() >= 8) {
+      uint64_t seq;
+      memcpy(&seq, r.body.data(), 8);
+      if (seq != out.last_seq + 1) break;
+      out.last_seq = seq;
+      off = r.end;
+    }
+    return out;
   }
-  return false;
+  return out;
 }
 
 Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& name, const OpenOptions& o) {
@@ -126,13 +149,32 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
       KF_ASSIGN(uint64_t size, f->size());
       KF_ASSIGN(bytes, read_whole(*f, side, size));
     }
-    if (whole_image({bytes->data(), bytes->size()})) {
+    const ImageSpan given = image_span({bytes->data(), bytes->size()});
+    bytes.reset();
+    bool stale = false;
+    if (given.whole && given.ends_file) {
+      // NAME holding writes past the side file's image had the image put in
+      // its place already (a write lands in NAME only after that): the side
+      // file is left over, from a host whose removal of it did not last.
+      KF_ASSIGN(bool name_exists, fs.exists(name));
+      if (name_exists) {
+        KF_ASSIGN(auto f, fs.open(name, OpenFlags{false, true}));
+        KF_ASSIGN(uint64_t size, f->size());
+        KF_ASSIGN(auto held, read_whole(*f, name, size));
+        const ImageSpan now = image_span({held->data(), held->size()});
+        stale = now.whole && now.last_seq > given.image_seq;
+      }
+    }
+    if (given.whole && given.ends_file && !stale) {
       KF_TRY(fs.replace(side, name));
       e->report_.side_file_restored = true;
       e->report_.warnings.push_back("finished an interrupted checkpoint: the complete new image in '" + side +
                                     "' replaced the file");
     } else {
       KF_TRY(fs.remove(side));
+      if (stale)
+        e->report_.warnings.push_back("removed '" + side + "', a checkpoint's image that '" + name +
+                                      "' holds already, with later writes");
     }
   }
 
@@ -551,11 +593,12 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     ScanResult s = read_record(file, off, &r);
     if (s == ScanResult::End) break;
     uint64_t want_seq = seq_ + writes.size() + 1;
-    auto in_order = [&](const RecordView& w) {
+    auto seq_of = [](const RecordView& w) {
       uint64_t seq = 0;
       if (w.kind == format::kWrite && w.body.size() >= 8) memcpy(&seq, w.body.data(), 8);
-      return seq == want_seq;
+      return seq;
     };
+    auto in_order = [&](const RecordView& w) { return seq_of(w) == want_seq; };
     if (s == ScanResult::Ok && in_order(r)) {
       writes.push_back(r);
       off = r.end;
@@ -586,7 +629,11 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
           }
       }
     }
-    if (!next && !only_length) {
+    // A whole write past the one due where the one due should start: no
+    // crash leaves that (each write lies where the one before it ends), so
+    // a write is missing: damage, not a torn tail.
+    const bool ahead = s == ScanResult::Ok && seq_of(r) > want_seq;
+    if (!next && !only_length && !ahead) {
       report_.torn_bytes = data_end - off;  // an unfinished last write: never acknowledged
       break;
     }
@@ -602,7 +649,9 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     damage = off;
     damage_what = only_length ? "a write record with a damaged length field (whole otherwise)"
                   : s != ScanResult::Ok ? "a damaged record (checksum mismatch or bad length) in the write log, with later writes after it"
-                                        : "an out-of-order record in the write log";
+                  : ahead ? "write " + std::to_string(seq_of(r)) + " where write " + std::to_string(want_seq) +
+                                " should be (a write before it is missing)"
+                          : "an out-of-order record in the write log";
     break;
   }
 

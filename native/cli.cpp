@@ -458,8 +458,8 @@ void print_open_report(const OpenReport& r, const std::string& file) {
   for (const std::string& w : r.warnings) fprintf(stderr, "kitfox: warning: %s\n", w.c_str());
   if (r.torn_bytes > 0) {
     fprintf(stderr,
-            "kitfox: cut off a torn tail of %llu bytes at the end of %s (an unfinished write; nothing "
-            "acknowledged was lost)\n",
+            "kitfox: cut off a torn tail of %llu bytes at the end of %s (read as a write a crash cut "
+            "short, never acknowledged)\n",
             static_cast<unsigned long long>(r.torn_bytes), file.c_str());
   }
   if (r.recovered_bytes > 0) {

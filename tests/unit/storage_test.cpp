@@ -344,6 +344,36 @@ TEST_CASE("a damaged record in the middle of the tail is damage, not a torn tail
   CHECK(db->open_report().recovered_bytes == bytes.size() - third.offset);
 }
 
+TEST_CASE("a whole write where an earlier one should be is damage, last in the log too: a write is missing") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 2, 3);
+  const std::string bytes = read_file(*fs, "db");
+  auto recs = records(bytes);
+  const RecordView& second = recs[recs.size() - 2];
+  REQUIRE(second.kind == format::kWrite);
+  // The second write's bytes gone: the third, whole, follows the first. A
+  // crash cannot leave that (each write lies where the one before it ends).
+  for (size_t zeros : {0, 4096}) {
+    CAPTURE(zeros);
+    const std::string bad = bytes.substr(0, second.offset) + bytes.substr(second.end) + std::string(zeros, '\0');
+    write_file(*fs, "db", bad);
+    auto r = Database::open(*fs, "db", plain());
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == Code::Corrupt);
+    CHECK(r.status().message().find("at offset " + std::to_string(second.offset) + ":") != std::string::npos);
+    CHECK(r.status().message().find("a write before it is missing") != std::string::npos);
+    CHECK(read_file(*fs, "db") == bad);
+    OpenOptions o = no_checkpoint();
+    o.recover = true;
+    auto db = open_db(*fs, "db", o);
+    CHECK(db->open_report().torn_bytes == 0);
+    CHECK(db->open_report().recovered_offset == second.offset);
+    CHECK(count(*db) == 2 + 1);
+    db->close();
+    REQUIRE(fs->remove("db.damaged").is_ok());
+  }
+}
+
 TEST_CASE("a damaged length in any tail record is damage, never a torn tail; recover keeps the record") {
   auto fs = make_memory_file_system();
   make_db(*fs, 300, 5);
@@ -525,12 +555,51 @@ TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, i
   CHECK_FALSE(*fs->exists("db~~"));
   // A crash after the side image was flushed, before the host's copy
   // replaced the file (a checkpoint that holds the writers throughout, as
-  // where replace() copies: OPFS).
-  write_file(*fs, "db~", whole);
+  // where replace() copies: OPFS): the file holds no write the image lacks.
+  {
+    auto db = open_db(*fs);
+    REQUIRE(db->checkpoint().is_ok());
+    db->close();
+  }
+  const std::string whole6 = read_file(*fs, "db");
+  write_file(*fs, "db", whole);
+  write_file(*fs, "db~", whole6);
   {
     auto db = open_db(*fs);
     CHECK(db->open_report().side_file_restored);
-    CHECK(count(*db) == 5);
+    CHECK(count(*db) == 6);
+  }
+  CHECK_FALSE(*fs->exists("db~"));
+  // A side image the file holds already, with writes after it: left over
+  // from a host whose removal of it did not last. It is removed, and the
+  // writes stay.
+  {
+    auto db = open_db(*fs);
+    REQUIRE(db->query("put t {name: \"after the copy\"}").is_ok());
+    db->close();
+  }
+  write_file(*fs, "db~", whole6);
+  {
+    auto db = open_db(*fs);
+    CHECK_FALSE(db->open_report().side_file_restored);
+    CHECK(count(*db) == 7);
+    bool said = false;
+    for (const std::string& w : db->open_report().warnings) said |= w.find("removed 'db~'") != std::string::npos;
+    CHECK(said);
+  }
+  CHECK_FALSE(*fs->exists("db~"));
+  // An older side image than the file's own (the file checkpointed since):
+  // removed too.
+  {
+    auto db = open_db(*fs);
+    REQUIRE(db->checkpoint().is_ok());
+    db->close();
+  }
+  write_file(*fs, "db~", whole);
+  {
+    auto db = open_db(*fs);
+    CHECK_FALSE(db->open_report().side_file_restored);
+    CHECK(count(*db) == 7);
   }
   CHECK_FALSE(*fs->exists("db~"));
   // A crash while writing the side image: the file is untouched.
@@ -538,7 +607,7 @@ TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, i
   {
     auto db = open_db(*fs);
     CHECK_FALSE(db->open_report().side_file_restored);
-    CHECK(count(*db) == 5);
+    CHECK(count(*db) == 7);
   }
   CHECK_FALSE(*fs->exists("db~"));
 }
