@@ -123,7 +123,8 @@ Status Engine::bound(Prepared& p) {
 
 Status Engine::bind_now(Prepared& p) {
   std::shared_lock lk(mu_);
-  return bound(p);
+  KF_TRY(bound(p));
+  return check_document_keys(*this, p.st);
 }
 
 int64_t documents_param(const ParsedStatement& st) {

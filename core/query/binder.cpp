@@ -1,5 +1,6 @@
 #include "binder.h"
 
+#include "../codec.h"
 #include "../engine.h"
 
 namespace kitfox {
@@ -31,6 +32,59 @@ Status check_expr(const CollectionDef& def, const Expr& e) {
 }
 
 namespace {
+
+// The keys of a put's or insert's documents written in the statement: each
+// `id` or a field of the collection, as the run would find (a document
+// given as a parameter is checked when it runs).
+Status check_keys(const CollectionDef& def, const Expr& doc) {
+  auto check = [&](std::string_view k, int64_t pos) {
+    return k == "id" || def.field(k) ? Status::ok() : not_found_field(std::string(k), def, pos);
+  };
+  switch (doc.kind) {
+    case ExprKind::ObjectLit:
+      for (size_t i = 0; i < doc.keys.size(); i++) KF_TRY(check(doc.keys[i], doc.kids[i]->pos));
+      return Status::ok();
+    case ExprKind::ListLit:
+      for (const ExprPtr& k : doc.kids) KF_TRY(check_keys(def, *k));
+      return Status::ok();
+    case ExprKind::Literal: {
+      if (doc.encoded.empty()) {  // a document of literals among parameters, folded into its value
+        if (doc.value.kind() != Kind::Object) return Status::ok();
+        const LiteralPositions* lp = doc.parts.get();
+        for (size_t j = 0; j < doc.value.keys().size(); j++)
+          KF_TRY(check(doc.value.keys()[j], lp && j < lp->key.size() ? lp->key[j] : doc.pos));
+        return Status::ok();
+      }
+      // Folded literals: one document or a list of them, in the codec's
+      // encoding; where each key stood in doc.parts (as the run reads them).
+      const LiteralPositions* lp = doc.parts.get();
+      Reader r(doc.encoded);
+      const bool list = (uint8_t)doc.encoded[0] == kList;
+      uint64_t n = 1;
+      if (list) {
+        r.u8();
+        n = r.varint();
+      }
+      for (uint64_t i = 0; i < n && r.ok(); i++) {
+        if (!r.left() || (uint8_t)*r.pos() != kObject) {  // not a document: the run says so
+          skip_value(r);
+          continue;
+        }
+        r.u8();
+        const uint64_t keys = r.varint();
+        const size_t base = lp && list && i < lp->item.size() ? lp->key_start[i] : 0;
+        const size_t have = !lp ? 0 : list ? (i < lp->item.size() ? lp->key_start[i + 1] - base : 0) : lp->key.size();
+        for (uint64_t j = 0; j < keys && r.ok(); j++) {
+          const std::string_view k = r.str();
+          KF_TRY(check(k, j < have ? lp->key[base + j] : list && lp && i < lp->item.size() ? lp->item[i] : doc.pos));
+          skip_value(r);
+        }
+      }
+      return Status::ok();
+    }
+    default: return Status::ok();
+  }
+}
 
 const CollectionDef* def_of(const Engine& eng, const std::string& name) {
   auto it = eng.collections().find(name);
@@ -82,6 +136,12 @@ Status bind(const Engine& eng, const ParsedStatement& st) {
       return Status::ok();
     default: return Status::ok();
   }
+}
+
+Status check_document_keys(const Engine& eng, const ParsedStatement& st) {
+  if ((st.kind != StmtKind::Put && st.kind != StmtKind::Insert) || !st.body) return Status::ok();
+  const CollectionDef* def = def_of(eng, st.collection);
+  return def ? check_keys(*def, *st.body) : Status::ok();
 }
 
 }  // namespace kitfox

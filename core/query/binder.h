@@ -19,6 +19,11 @@ class Engine;
 // (create, alter, drop, indexes) are checked when they run. Call under the
 // engine's lock; the answer holds until the catalog changes.
 Status bind(const Engine& eng, const ParsedStatement& st);
+// The keys of the documents a put or insert writes in its text: each `id`
+// or a field of its collection. Asked when a statement is prepared to run
+// later (bind_now), so that prepare reports an unknown field at once; a
+// statement run at once finds the same as it types its documents.
+Status check_document_keys(const Engine& eng, const ParsedStatement& st);
 
 Status no_collection(const std::string& name, int64_t pos);
 Status not_found_field(const std::string& name, const CollectionDef& def, int64_t pos);

@@ -137,6 +137,11 @@ TEST_CASE("http api: media types, rows as NDJSON, prepare") {
   ApiResponse bad = post(api, "/prepare", R"j({"query": "get t where m = 1"})j");
   CHECK(bad.status == 400);
   CHECK(bad.body.find(R"j("position":12)j") != std::string::npos);
+  // A put's documents in the text: an unknown field is reported too.
+  ApiResponse put = post(api, "/prepare", R"j({"query": "put t {nosuch: 1}"})j");
+  CHECK(put.status == 400);
+  CHECK(put.body.find("unknown field 'nosuch'") != std::string::npos);
+  CHECK(put.body.find(R"j("position":7)j") != std::string::npos);
   // Prepare ran nothing.
   CHECK(post(api, "/query", R"j({"query": "get t count"})j").body == R"j({"rows":[{"count":3}]})j");
   db->close();

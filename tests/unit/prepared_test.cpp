@@ -65,6 +65,28 @@ TEST_CASE("prepare reports a syntax error or an unknown name at once") {
   REQUIRE_FALSE(field.is_ok());
   CHECK(field.status().message() == "unknown field 'm' in collection 't'");
   CHECK(field.status().position() == 12);
+  // A put's or insert's documents written in the text: each key, where it
+  // stands, whether the documents are all literals or hold parameters.
+  struct Case {
+    const char* text;
+    int64_t pos;
+  };
+  for (const Case& c : {Case{"put t {nosuch: 1}", 7}, Case{"insert t [{n: 1}, {id: 5, nosuch: 2}]", 26},
+                        Case{"put t {n: $1, nosuch: 2}", 14}, Case{"put t [{n: $1}, {nosuch: $2}]", 17},
+                        Case{"put t [{n: 1}, {n: $1}, {n: 2, nosuch: 3}]", 31}}) {
+    const std::string text = c.text;
+    CAPTURE(text);
+    auto put = db->prepare(c.text);
+    REQUIRE_FALSE(put.is_ok());
+    CHECK(put.status().message() == "unknown field 'nosuch' in collection 't'");
+    CHECK(put.status().position() == c.pos);
+    // Run at once, the same error at the same place.
+    auto run = db->query(c.text, {Value::integer(1), Value::integer(2)});
+    REQUIRE_FALSE(run.is_ok());
+    CHECK(run.status().message() == put.status().message());
+    CHECK(run.status().position() == c.pos);
+  }
+  CHECK(db->prepare("put t [{id: 3, n: 1}, $1]").is_ok());  // a document given as a parameter is checked as it runs
 }
 
 TEST_CASE("a prepared statement is bound again after alter, create index and drop") {
