@@ -182,7 +182,10 @@ struct ErrorLocator {
     size_t start = ++p;
     while (p < s.size() && s[p] != '"') {
       if ((unsigned char)s[p] < 0x20) return false;
-      if (s[p] == '\\') p++;
+      if (s[p] == '\\') {
+        if (!escape()) return false;  // p at the backslash
+        continue;
+      }
       p++;
     }
     if (p >= s.size()) return false;
@@ -190,11 +193,75 @@ struct ErrorLocator {
     p++;
     return true;
   }
+  // Four hex digits at `at`, their value in *v.
+  bool hex4(size_t at, unsigned* v) const {
+    if (at + 4 > s.size()) return false;
+    *v = 0;
+    for (size_t i = at; i < at + 4; i++) {
+      const char c = s[i];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) return false;
+      *v = *v * 16 + (unsigned)d;
+    }
+    return true;
+  }
+  // An escape at p (a backslash): one of \" \\ / b f n r t, or \u with
+  // four hex digits, a high surrogate followed by a low one.
+  bool escape() {
+    if (p + 1 >= s.size()) return false;
+    const char e = s[p + 1];
+    if (e != 'u') {
+      if (!strchr("\"\\/bfnrt", e)) return false;
+      p += 2;
+      return true;
+    }
+    unsigned cp;
+    if (!hex4(p + 2, &cp) || (cp >= 0xDC00 && cp <= 0xDFFF)) return false;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      unsigned low;
+      if (p + 7 >= s.size() || s[p + 6] != '\\' || s[p + 7] != 'u' || !hex4(p + 8, &low) || low < 0xDC00 || low > 0xDFFF)
+        return false;
+      p += 12;
+      return true;
+    }
+    p += 6;
+    return true;
+  }
+  // A number as JSON writes one, in range: otherwise p stays at its start.
   bool num() {
-    size_t start = p;
-    if (p < s.size() && s[p] == '-') p++;
-    while (p < s.size() && ((s[p] >= '0' && s[p] <= '9') || s[p] == '.' || s[p] == 'e' || s[p] == 'E' || s[p] == '+' || s[p] == '-')) p++;
-    return p > start;
+    const size_t start = p, n = s.size();
+    auto digits = [&] {
+      const size_t from = p;
+      while (p < n && s[p] >= '0' && s[p] <= '9') p++;
+      return p > from;
+    };
+    auto fail = [&] { p = start; return false; };
+    if (p < n && s[p] == '-') p++;
+    if (p < n && s[p] == '0') p++;
+    else if (!digits()) return fail();
+    bool integer = true;
+    if (p < n && s[p] == '.') {
+      integer = false;
+      p++;
+      if (!digits()) return fail();
+    }
+    if (p < n && (s[p] == 'e' || s[p] == 'E')) {
+      integer = false;
+      p++;
+      if (p < n && (s[p] == '+' || s[p] == '-')) p++;
+      if (!digits()) return fail();
+    }
+    const std::string text(s.substr(start, p - start));
+    if (integer) {  // past 64 bits: out of range
+      int64_t i;
+      uint64_t u;
+      const char* b = text.data();
+      const char* e = b + text.size();
+      if (std::from_chars(b, e, i).ec != std::errc() && std::from_chars(b, e, u).ec != std::errc()) return fail();
+    } else if (!std::isfinite(std::strtod(text.c_str(), nullptr))) {
+      return fail();
+    }
+    return true;
   }
   bool value() {
     ws();

@@ -119,6 +119,26 @@ TEST_CASE("JSON in: values, and errors that name the offset") {
   CHECK_FALSE(huge.is_ok());
   auto badutf = parse_json("\"\xff\"");
   CHECK(badutf.status().code() == Code::Json);
+  // Numbers and strings simdjson refuses: the byte where each goes wrong.
+  struct Bad {
+    const char* text;
+    size_t at;
+  };
+  for (const Bad& b : {Bad{"[1, 99999999999999999999]", 4}, Bad{"[1.2.3]", 4}, Bad{"[-]", 1}, Bad{"[01]", 2},
+                       Bad{"[1, 1e999]", 4}, Bad{"[1.]", 1}, Bad{"[1e+]", 1}, Bad{R"(["ok", "\x"])", 8},
+                       Bad{R"(["\ud800"])", 2}, Bad{R"(["\udc00x"])", 2}, Bad{R"(["\ud800\u0041"])", 2},
+                       Bad{R"({"k": "\u12g4"})", 7}}) {
+    const std::string text = b.text;
+    CAPTURE(text);
+    auto r = parse_json(text);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("at byte " + std::to_string(b.at)) != std::string::npos);
+  }
+  // And what is right still parses: escapes, a surrogate pair, numbers.
+  auto good = parse_json(R"(["\"\\\/\b\f\n\r\t", "\ud83e\udd8a", "\u00e9", 0, -0.5, 1E+2, 18446744073709551615])");
+  CHECK(good.status().code() == Code::Limit);  // the last is past int64: out of range, not malformed
+  auto fine = parse_json(R"(["\"\\\/\b\f\n\r\t", "\ud83e\udd8a", "\u00e9", 0, -0.5, 1E+2])");
+  REQUIRE(fine.is_ok());
   std::string deep(100, '[');
   deep += std::string(100, ']');
   auto d = parse_json(deep);
