@@ -669,6 +669,18 @@ struct Importer::Impl {
     if (!writer_.submit(std::move(b))) writer_ok();
   }
 
+  // The engine numbers a batch's documents from 1 ("document 100: ..."):
+  // the number in the input instead, and no position (the statement's).
+  static Status in_input(const Status& s, uint64_t first_doc) {
+    constexpr std::string_view kDoc = "document ";
+    const std::string& m = s.message();
+    size_t e = kDoc.size();
+    uint64_t n = 0;
+    while (m.rfind(kDoc, 0) == 0 && e < m.size() && e < kDoc.size() + 19 && m[e] >= '0' && m[e] <= '9') n = n * 10 + uint64_t(m[e++] - '0');
+    if (e == kDoc.size() || m.compare(e, 2, ": ") != 0 || n == 0) return without_position(s);
+    return Status(s.code(), std::string(kDoc) + std::to_string(first_doc + n - 1) + m.substr(e));
+  }
+
   // False (after reporting the failed batch, once) when a batch failed.
   bool writer_ok() {
     if (!writer_.failed()) return true;
@@ -676,7 +688,7 @@ struct Importer::Impl {
       failure_reported_ = true;
       const auto& f = writer_.failure();
       clear_progress();
-      say("kitfox: error: " + without_position(f.status).to_string());
+      say("kitfox: error: " + in_input(f.status, f.first_doc).to_string());
       char buf[200];
       snprintf(buf, sizeof buf, "the failing batch held documents %llu to %llu of the input (lines %llu to %llu of ",
                static_cast<unsigned long long>(f.first_doc), static_cast<unsigned long long>(f.last_doc),

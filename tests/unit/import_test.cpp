@@ -425,6 +425,9 @@ TEST_CASE("import: errors name the line, the byte and the batch") {
   CHECK(o.imported == 2);
   CHECK(o.messages.find("the failing batch held documents 3 to 4 of the input (lines 3 to 4 of input)") !=
         std::string::npos);
+  // The engine's "document N" is the input's number, not the batch's.
+  CHECK(o.messages.find("document 4: ") != std::string::npos);
+  CHECK(o.messages.find("document 2: ") == std::string::npos);
   // A vector of the wrong dimension: the engine's own message.
   o = same_as_plain("{\"v\": [1, 2, 3]}\n", 10);
   CHECK(o.messages.find("vector 'v' has 3 dimensions, expected 4") != std::string::npos);
