@@ -60,7 +60,8 @@ usage:
   kitfox --help | --version
 
 FILE is created when it does not exist (except by the commands, which need an
-existing database). FILE :memory: is a database in memory, gone when the
+existing database, and leave an empty file as it is). FILE :memory: is a
+database in memory, gone when the
 command ends (kitfox :memory: -c ..., kitfox serve :memory:).
 
 options:
@@ -908,6 +909,14 @@ bool require_existing(FileSystem& fs, const std::string& file) {
   }
   if (!*e) {
     print_error("no database at " + file);
+    return false;
+  }
+  // An empty file would be made a new database by the open: a command that
+  // needs a database leaves it as it is.
+  struct stat st;
+  if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+    print_error(file + " is an empty file (0 bytes), not a database: `kitfox " + file +
+                " -c ...` makes a new database in it");
     return false;
   }
   return true;

@@ -286,6 +286,15 @@ check "data survives a compaction" is "$OUT" $'{"count":4}\n{"count":8}'
 run "$K" stats "$D/missing.kfdb"
 check "stats of a missing database fails" is "$RC" 1
 check "stats does not create a database" test ! -e "$D/missing.kfdb"
+: >"$D/empty.kfdb"
+for cmd in stats checkpoint; do
+  run "$K" $cmd "$D/empty.kfdb"
+  check "$cmd of an empty file fails" is "$RC" 1
+  check "$cmd says the file is empty" has "$ERR" "is an empty file (0 bytes)"
+  check "$cmd leaves an empty file as it is" is "$(stat -c %s "$D/empty.kfdb")" 0
+done
+run "$K" import "$D/empty.kfdb" t /dev/null
+check "import into an empty file fails, the file as it is" is "$RC/$(stat -c %s "$D/empty.kfdb")" "1/0"
 
 # --- stats checks every block of a vector index ---------------------------------
 
