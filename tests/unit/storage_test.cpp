@@ -543,16 +543,21 @@ TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, i
     REQUIRE(db->query("put t {name: \"later\"}").is_ok());
     db->close();
   }
+  // The file opened with `bytes` left beside it as `side`: whether they
+  // were put in its place, and the documents then; the side file is gone
+  // either way. Returns the open's warnings.
+  auto open_beside = [&](const std::string& side, const std::string& bytes, bool restored, int64_t docs) {
+    write_file(*fs, side, bytes);
+    auto db = open_db(*fs);
+    CHECK(db->open_report().side_file_restored == restored);
+    CHECK(count(*db) == docs);
+    CHECK_FALSE(*fs->exists(side));
+    return db->open_report().warnings;
+  };
   // A checkpoint that carries the writes landing beside it writes db~~ and
   // puts it in place by the rename alone: a leftover one may lack writes
   // the file holds (here the later put), whole image or not.
-  write_file(*fs, "db~~", whole);
-  {
-    auto db = open_db(*fs);
-    CHECK_FALSE(db->open_report().side_file_restored);
-    CHECK(count(*db) == 6);
-  }
-  CHECK_FALSE(*fs->exists("db~~"));
+  open_beside("db~~", whole, false, 6);
   // A crash after the side image was flushed, before the host's copy
   // replaced the file (a checkpoint that holds the writers throughout, as
   // where replace() copies: OPFS): the file holds no write the image lacks.
@@ -563,13 +568,7 @@ TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, i
   }
   const std::string whole6 = read_file(*fs, "db");
   write_file(*fs, "db", whole);
-  write_file(*fs, "db~", whole6);
-  {
-    auto db = open_db(*fs);
-    CHECK(db->open_report().side_file_restored);
-    CHECK(count(*db) == 6);
-  }
-  CHECK_FALSE(*fs->exists("db~"));
+  open_beside("db~", whole6, true, 6);
   // A side image the file holds already, with writes after it: left over
   // from a host whose removal of it did not last. It is removed, and the
   // writes stay.
@@ -578,16 +577,9 @@ TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, i
     REQUIRE(db->query("put t {name: \"after the copy\"}").is_ok());
     db->close();
   }
-  write_file(*fs, "db~", whole6);
-  {
-    auto db = open_db(*fs);
-    CHECK_FALSE(db->open_report().side_file_restored);
-    CHECK(count(*db) == 7);
-    bool said = false;
-    for (const std::string& w : db->open_report().warnings) said |= w.find("removed 'db~'") != std::string::npos;
-    CHECK(said);
-  }
-  CHECK_FALSE(*fs->exists("db~"));
+  bool said = false;
+  for (const std::string& w : open_beside("db~", whole6, false, 7)) said |= w.find("removed 'db~'") != std::string::npos;
+  CHECK(said);
   // An older side image than the file's own (the file checkpointed since):
   // removed too.
   {
@@ -595,21 +587,9 @@ TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, i
     REQUIRE(db->checkpoint().is_ok());
     db->close();
   }
-  write_file(*fs, "db~", whole);
-  {
-    auto db = open_db(*fs);
-    CHECK_FALSE(db->open_report().side_file_restored);
-    CHECK(count(*db) == 7);
-  }
-  CHECK_FALSE(*fs->exists("db~"));
+  open_beside("db~", whole, false, 7);
   // A crash while writing the side image: the file is untouched.
-  write_file(*fs, "db~", whole.substr(0, whole.size() - 3));
-  {
-    auto db = open_db(*fs);
-    CHECK_FALSE(db->open_report().side_file_restored);
-    CHECK(count(*db) == 7);
-  }
-  CHECK_FALSE(*fs->exists("db~"));
+  open_beside("db~", whole.substr(0, whole.size() - 3), false, 7);
 }
 
 // The file with its Docs record's body made anew by edit(cid, count,
