@@ -162,7 +162,9 @@ Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& 
         KF_ASSIGN(uint64_t size, f->size());
         KF_ASSIGN(auto held, read_whole(*f, name, size));
         const ImageSpan now = image_span({held->data(), held->size()});
-        stale = now.whole && now.last_seq > given.image_seq;
+        // (An image of sequence 0 is never stale: `recover` writes one when
+        // it stops inside the image, beside a NAME that has writes.)
+        stale = given.image_seq > 0 && now.whole && now.last_seq > given.image_seq;
       }
     }
     if (given.whole && given.ends_file && !stale) {

@@ -211,7 +211,7 @@ struct ErrorLocator {
     if (p + 1 >= s.size()) return false;
     const char e = s[p + 1];
     if (e != 'u') {
-      if (!strchr("\"\\/bfnrt", e)) return false;
+      if (e == '\0' || !strchr("\"\\/bfnrt", e)) return false;
       p += 2;
       return true;
     }

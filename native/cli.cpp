@@ -1198,6 +1198,7 @@ int cmd_serve(int argc, char** argv) {
     }
   }
   if (positional.size() != 1) return usage_error("serve needs FILE");
+  if (Status h = HttpServer::check_host(so.host); !h.is_ok()) return usage_error(h.message());
   const std::string& file = positional[0];
   OpenOptions opts;
   if (!open_options(o, true, &opts)) return kExitUsage;
@@ -1225,8 +1226,7 @@ int cmd_serve(int argc, char** argv) {
   auto server = HttpServer::start(*db, so);
   if (!server.is_ok()) {
     print_error(server.status().message());
-    // --host that is no address is a bad command line; a port in use is not.
-    return close_database(db, file, server.status().code() == Code::Invalid ? kExitUsage : kExitError);
+    return close_database(db, file, kExitError);
   }
   std::string host = so.host.find(':') != std::string::npos ? "[" + so.host + "]" : so.host;
   printf("kitfox: serving %s at http://%s:%u\n", file.c_str(), host.c_str(), unsigned((*server)->port()));

@@ -388,13 +388,20 @@ void HttpServer::Impl::accept() {
   });
 }
 
+Status HttpServer::check_host(const std::string& host) {
+  beast::error_code ec;
+  net::ip::make_address(host, ec);
+  if (ec) return Status(Code::Invalid, "--host " + host + ": not an IP address (" + ec.message() + ")");
+  return Status::ok();
+}
+
 Result<std::unique_ptr<HttpServer>> HttpServer::start(Database& db, const ServerOptions& options) {
   ServerOptions o = options;
   if (o.loops == 0) o.loops = unsigned(std::max(1, port::cores()));
   if (o.threads == 0) o.threads = unsigned(std::max(4, port::cores()));
+  KF_TRY(check_host(o.host));
   beast::error_code ec;
   auto address = net::ip::make_address(o.host, ec);
-  if (ec) return Status(Code::Invalid, "--host " + o.host + ": not an IP address (" + ec.message() + ")");
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->impl_ = std::make_unique<Impl>(db, o);
   Impl& s = *server->impl_;

@@ -38,6 +38,9 @@ class HttpServer {
  public:
   // Listens and starts the threads; the server answers once this returns.
   static Result<std::unique_ptr<HttpServer>> start(Database& db, const ServerOptions& options);
+  // Whether `host` is an address to listen on (start's own check, for a
+  // command line to make before it opens the database).
+  static Status check_host(const std::string& host);
   ~HttpServer();  // shutdown()
 
   uint16_t port() const;  // the port listened on (the one chosen, for port 0)

@@ -158,9 +158,10 @@ check "the error names the input line" has "$ERR" "line 2"
 run env KITFOX_TOKEN= "$K" serve a.kfdb --port 0
 check "serve with KITFOX_TOKEN set but empty is a usage error" is "$RC" 2
 check "serve says KITFOX_TOKEN is empty" has "$ERR" "KITFOX_TOKEN is set but empty"
-run "$K" serve a.kfdb --host nothost --port 0
+run "$K" serve "$D/never.kfdb" --host nothost --port 0
 check "serve --host that is no address is a usage error" is "$RC" 2
 check "serve names the bad --host" has "$ERR" "--host nothost"
+check "serve with a bad --host opens no database" test ! -e "$D/never.kfdb"
 
 # --- import ----------------------------------------------------------------------
 

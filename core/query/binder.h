@@ -21,8 +21,9 @@ class Engine;
 Status bind(const Engine& eng, const ParsedStatement& st);
 // The keys of the documents a put or insert writes in its text: each `id`
 // or a field of its collection. Asked when a statement is prepared to run
-// later (bind_now), so that prepare reports an unknown field at once; a
-// statement run at once finds the same as it types its documents.
+// later (bind_now: prepare, and a write queued in a transaction), so that
+// an unknown field is reported at once; a statement run at once finds it as
+// it types its documents (after any error of a document before it).
 Status check_document_keys(const Engine& eng, const ParsedStatement& st);
 
 Status no_collection(const std::string& name, int64_t pos);

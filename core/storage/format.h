@@ -25,10 +25,12 @@
 //          `u64 sequence | ops...`, appended after ImageEnd.
 //
 // Opening reads the file in one pass. A bad tail record (past the end of the
-// file, a checksum mismatch, out of sequence) with no whole later Write after
-// it is a torn tail: it is cut off and reported (it was never acknowledged as
-// durable, as an acknowledged write is flushed whole). Any other bad record is
-// damage, and so is one that checks with the length that ends it where the
+// file, a checksum mismatch, a sequence behind the one due) with no whole later
+// Write after it is a torn tail: it is cut off and reported (it was never
+// acknowledged as durable, as an acknowledged write is flushed whole). Any
+// other bad record is damage: a whole Write past the one due (each Write lies
+// where the one before it ends, so one is missing), and one that checks with
+// the length that ends it where the
 // next Write starts or at the end of the file (the checksum covers the
 // length: only the length field changed). Damage fails the open with an error
 // naming the offset, unless `recover` is asked for, which keeps a record whose
@@ -47,8 +49,10 @@
 // Replacing the image: on a file system with atomic rename, NAME~ is renamed
 // over NAME. Where there is none (OPFS), the host copies NAME~ over NAME. On
 // open, a NAME~ that holds a whole image (ImageEnd and nothing after it) wins
-// and replaces NAME; any other NAME~ is a checkpoint that never finished and
-// is deleted. A checkpoint that lets writes go on beside it (natively, with
+// and replaces NAME, unless NAME holds Writes past that image's sequence (the
+// image was put in place already and a write landed after it: a leftover
+// whose removal did not last); that one, and any other NAME~ (a checkpoint
+// that never finished), is deleted. A checkpoint that lets writes go on beside it (natively, with
 // atomic rename) writes NAME~~ instead, and copies those writes from NAME's
 // tail after its image: NAME~~ is only ever made the file by the rename, and
 // a leftover one is deleted on open (it may lack writes that NAME holds).

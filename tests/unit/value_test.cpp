@@ -134,6 +134,10 @@ TEST_CASE("JSON in: values, and errors that name the offset") {
     REQUIRE_FALSE(r.is_ok());
     CHECK(r.status().message().find("at byte " + std::to_string(b.at)) != std::string::npos);
   }
+  // A backslash before a NUL byte is no escape.
+  auto nul = parse_json(std::string("[\"a\\\0\"]", 7));
+  REQUIRE_FALSE(nul.is_ok());
+  CHECK(nul.status().message().find("at byte 3") != std::string::npos);
   // And what is right still parses: escapes, a surrogate pair, numbers.
   auto good = parse_json(R"(["\"\\\/\b\f\n\r\t", "\ud83e\udd8a", "\u00e9", 0, -0.5, 1E+2, 18446744073709551615])");
   CHECK(good.status().code() == Code::Limit);  // the last is past int64: out of range, not malformed
