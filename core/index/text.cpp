@@ -59,10 +59,21 @@ uint32_t lower(uint32_t cp) {
   if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)) return cp + 32;   // Latin-1
   if (cp >= 0x100 && cp <= 0x17F) {                                 // Latin Extended-A: pairs
     if ((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) return cp % 2 ? cp + 1 : cp;
+    if (cp == 0x178) return 0xFF;                                   // Ÿ: its small letter is Latin-1's
     if (cp == 0x130 || cp == 0x131 || cp == 0x138 || cp == 0x149 || cp == 0x17F) return cp;
     return cp % 2 == 0 ? cp + 1 : cp;
   }
   if (cp >= 0x391 && cp <= 0x3AB && cp != 0x3A2) return cp + 32;   // Greek
+  if (cp >= 0x386 && cp <= 0x38F) {                                 // Greek capitals with tonos
+    switch (cp) {
+      case 0x386: return 0x3AC;                                     // Ά
+      case 0x388: case 0x389: case 0x38A: return cp + 37;           // Έ Ή Ί
+      case 0x38C: return 0x3CC;                                     // Ό
+      case 0x38E: case 0x38F: return cp + 63;                       // Ύ Ώ
+      default: return cp;
+    }
+  }
+  if (cp == 0x3C2) return 0x3C3;                                    // final ς folds to σ, as σ ends a capital word
   if (cp >= 0x410 && cp <= 0x42F) return cp + 32;                  // Cyrillic
   if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
   return cp;

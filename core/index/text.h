@@ -1,8 +1,9 @@
 // Full-text search: a tokenizer for Unicode text and a BM25 inverted index
 // with a WAND top-k.
 //
-// Tokens: text is lowercased (ASCII, Latin-1, Latin Extended-A, Greek,
-// Cyrillic) and split on everything that is not a letter or a digit; runs of
+// Tokens: text is lowercased (ASCII, Latin-1, Latin Extended-A, Greek with
+// its accented capitals and final ς read as σ, Cyrillic) and split on
+// everything that is not a letter or a digit; runs of
 // CJK characters (Han, Hiragana, Katakana, Hangul) become overlapping
 // character bigrams (a lone character stays a token).
 //

@@ -93,6 +93,10 @@ TEST_CASE("tokenizer: lowercases, splits on non-letters, keeps digits, bigrams C
   CHECK(toks("Hello, World! HNSW-graphs 2024") == std::vector<std::string>{"hello", "world", "hnsw", "graphs", "2024"});
   CHECK(toks("Ça ÉTÉ déjà") == std::vector<std::string>{"ça", "été", "déjà"});
   CHECK(toks("ΑΒΓ Привет") == std::vector<std::string>{"αβγ", "привет"});
+  // Greek capitals with tonos, final sigma, and Ÿ (whose small letter is Latin-1's).
+  CHECK(toks("ΆΈΉΊΌΎΏ άέήίόύώ") == std::vector<std::string>{"άέήίόύώ", "άέήίόύώ"});
+  CHECK(toks("ΣΊΣΥΦΟΣ Σίσυφος") == std::vector<std::string>{"σίσυφοσ", "σίσυφοσ"});
+  CHECK(toks("ŸVES ÿves Źródło") == std::vector<std::string>{"ÿves", "ÿves", "źródło"});
   CHECK(toks("向量数据库") == std::vector<std::string>{"向量", "量数", "数据", "据库"});
   CHECK(toks("数") == std::vector<std::string>{"数"});
   CHECK(toks("kitfox是数据库") == std::vector<std::string>{"kitfox", "是数", "数据", "据库"});
