@@ -59,10 +59,10 @@ usage:
                [--timeout SECONDS]
   kitfox --help | --version
 
-FILE is created when it does not exist (except by the commands, which need an
-existing database, and leave an empty file as it is). FILE :memory: is a
-database in memory, gone when the
-command ends (kitfox :memory: -c ..., kitfox serve :memory:).
+FILE is created when it does not exist (by serve too; import, stats,
+checkpoint and compact need an existing database, and leave an empty file
+as it is). FILE :memory: is a database in memory, gone when the command
+ends (kitfox :memory: -c ..., kitfox serve :memory:).
 
 options:
   -c STATEMENT    run one statement; repeat to run several, in order. The run

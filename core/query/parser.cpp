@@ -874,7 +874,7 @@ Status Parser::get_clauses(ParsedStatement* st) {
     } else if (accept_kw("lookup")) {
       // Everything after `lookup ... on ...` belongs to the looked-up
       // collection: its clauses, and a nested lookup.
-      if (depth_ > 4) return Status(Code::Limit, "lookups nest at most 4 levels", t.pos);
+      if (depth_ > 4) return Status(Code::Limit, "a lookup nests at most 4 more inside it (5 in a chain)", t.pos);
       auto lk = std::make_unique<Lookup>();
       lk->pos = t.pos;
       KF_TRY(name(&lk->collection, &lk->pos, "a collection name"));
