@@ -143,6 +143,7 @@ Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::st
         }
       }
       const bool after_minus = !out->empty() && out->back().kind == Tok::Minus;
+      const int64_t minus_pos = after_minus ? out->back().pos : 0;
       Token& t = out->emplace_back();
       t.pos = start;
       t.text = s.substr(start, p - start);
@@ -161,7 +162,7 @@ Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::st
           } else {
             // Named as written, with its sign (the minus is a token of its own).
             return Status(Code::Limit, "integer " + std::string(after_minus ? "-" : "") + std::string(t.text) +
-                                           " is out of range (int64)", start);
+                                           " is out of range (int64)", after_minus ? minus_pos : start);
           }
         }
       }
