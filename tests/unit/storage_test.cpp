@@ -36,6 +36,7 @@ using kitfox::testing::eventually;
 using kitfox::testing::read_file;
 using kitfox::testing::extent_checksums;
 using kitfox::testing::records;
+using kitfox::testing::tail_writes;
 using kitfox::testing::write_file;
 
 namespace {
@@ -74,6 +75,26 @@ int64_t count(Database& db, const char* coll = "t") {
   auto r = db.query(std::string("get ") + coll + " count");
   REQUIRE(r.is_ok());
   return r->rows[0].get("count")->as_int();
+}
+
+// `bad` as the file "db": refused as damage at `offset` (saying `says`),
+// the file left as it is; then opened with recover, which keeps what came
+// before the damage (no torn tail cut).
+std::unique_ptr<Database> refused_then_recovered(FileSystem& fs, const std::string& bad, uint64_t offset,
+                                                 const char* says = "") {
+  write_file(fs, "db", bad);
+  auto r = Database::open(fs, "db", plain());
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == Code::Corrupt);
+  CHECK(r.status().message().find("at offset " + std::to_string(offset) + ":") != std::string::npos);
+  CHECK(r.status().message().find(says) != std::string::npos);
+  CHECK(read_file(fs, "db") == bad);
+  OpenOptions o = no_checkpoint();
+  o.recover = true;
+  auto db = open_db(fs, "db", o);
+  CHECK(db->open_report().torn_bytes == 0);
+  CHECK(db->open_report().recovered_offset == offset);
+  return db;
 }
 
 // A query's rows, a line each.
@@ -326,9 +347,7 @@ TEST_CASE("a damaged record in the middle of the tail is damage, not a torn tail
   auto fs = make_memory_file_system();
   make_db(*fs, 2, 6);
   std::string bytes = read_file(*fs, "db");
-  auto recs = records(bytes);
-  const RecordView& third = recs[recs.size() - 4];
-  REQUIRE(third.kind == format::kWrite);
+  const RecordView third = tail_writes(bytes, 4)[0];
   std::string bad = bytes;
   bad[third.offset + 12] ^= 1;
   write_file(*fs, "db", bad);
@@ -348,26 +367,13 @@ TEST_CASE("a whole write where an earlier one should be is damage, last in the l
   auto fs = make_memory_file_system();
   make_db(*fs, 2, 3);
   const std::string bytes = read_file(*fs, "db");
-  auto recs = records(bytes);
-  const RecordView& second = recs[recs.size() - 2];
-  REQUIRE(second.kind == format::kWrite);
+  const RecordView second = tail_writes(bytes, 2)[0];
   // The second write's bytes gone: the third, whole, follows the first. A
   // crash cannot leave that (each write lies where the one before it ends).
   for (size_t zeros : {0, 4096}) {
     CAPTURE(zeros);
     const std::string bad = bytes.substr(0, second.offset) + bytes.substr(second.end) + std::string(zeros, '\0');
-    write_file(*fs, "db", bad);
-    auto r = Database::open(*fs, "db", plain());
-    REQUIRE_FALSE(r.is_ok());
-    CHECK(r.status().code() == Code::Corrupt);
-    CHECK(r.status().message().find("at offset " + std::to_string(second.offset) + ":") != std::string::npos);
-    CHECK(r.status().message().find("a write before it is missing") != std::string::npos);
-    CHECK(read_file(*fs, "db") == bad);
-    OpenOptions o = no_checkpoint();
-    o.recover = true;
-    auto db = open_db(*fs, "db", o);
-    CHECK(db->open_report().torn_bytes == 0);
-    CHECK(db->open_report().recovered_offset == second.offset);
+    auto db = refused_then_recovered(*fs, bad, second.offset, "a write before it is missing");
     CHECK(count(*db) == 2 + 1);
     db->close();
     REQUIRE(fs->remove("db.damaged").is_ok());
@@ -378,9 +384,7 @@ TEST_CASE("a damaged length in any tail record is damage, never a torn tail; rec
   auto fs = make_memory_file_system();
   make_db(*fs, 300, 5);
   const std::string bytes = read_file(*fs, "db");
-  auto recs = records(bytes);
-  std::vector<RecordView> tail(recs.end() - 5, recs.end());
-  for (const RecordView& w : tail) REQUIRE(w.kind == format::kWrite);
+  const std::vector<RecordView> tail = tail_writes(bytes, 5);
   // Every byte of every tail record's length: a length past the end of the
   // file, or short, or long, with later writes after it or none (the last).
   // And the same with zeros written ahead of the log after the last record.
@@ -420,23 +424,12 @@ TEST_CASE("a torn write followed by a whole later write is damage; recover keeps
   auto fs = make_memory_file_system();
   make_db(*fs, 3, 4);
   const std::string bytes = read_file(*fs, "db");
-  auto recs = records(bytes);
-  const RecordView& second = recs[recs.size() - 3];
-  REQUIRE(second.kind == format::kWrite);
+  const RecordView second = tail_writes(bytes, 3)[0];
   // The second write's body damaged as well as its length: it cannot be put right.
   std::string bad = bytes;
   bad[second.offset + 3] ^= 0x10;
   bad[second.offset + 14] ^= 0x01;
-  write_file(*fs, "db", bad);
-  auto r = Database::open(*fs, "db", plain());
-  REQUIRE_FALSE(r.is_ok());
-  CHECK(r.status().message().find("at offset " + std::to_string(second.offset) + ":") != std::string::npos);
-  CHECK(read_file(*fs, "db") == bad);
-  OpenOptions o = no_checkpoint();
-  o.recover = true;
-  auto db = open_db(*fs, "db", o);
-  CHECK(db->open_report().torn_bytes == 0);
-  CHECK(db->open_report().recovered_offset == second.offset);
+  auto db = refused_then_recovered(*fs, bad, second.offset);
   CHECK(count(*db) == 3 + 1);
   CHECK(read_file(*fs, "db.damaged") == bad);
 }

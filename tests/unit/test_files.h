@@ -78,6 +78,16 @@ inline std::vector<RecordView> records(const std::string& file) {
   return v;
 }
 
+// The write records of a file's tail: the last `n` records, each a Write
+// (views into `file`, which must outlive them).
+inline std::vector<RecordView> tail_writes(const std::string& file, size_t n) {
+  std::vector<RecordView> recs = records(file);
+  REQUIRE(recs.size() >= n);
+  std::vector<RecordView> tail(recs.end() - (ptrdiff_t)n, recs.end());
+  for (const RecordView& w : tail) REQUIRE(w.kind == format::kWrite);
+  return tail;
+}
+
 // The checksums a record carries for an extent of `a` then `b` (`u32 block
 // bytes | u64 count | count x u32 crc32c`), from the two records a
 // checkpoint appends (ExtentCopy), `step` bytes a step, after a file header
