@@ -18,6 +18,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "cli_text.h"
 #include "http_api.h"
 #include "port.h"
 
@@ -33,13 +34,6 @@ constexpr uint32_t kHeaderLimit = 64 << 10;  // bytes of a request's start line 
 constexpr size_t kSmallBody = 16 << 10;  // read into the buffer as it is
 constexpr size_t kBodyRead = 64 << 10;   // the receive size for larger bodies (Beast's most)
 constexpr const char* kServer = "kitfox/0.1.0";
-
-// A field's value without the spaces and tabs around it.
-std::string_view trim_ows(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  return v;
-}
 }  // namespace
 
 class Session;
@@ -156,7 +150,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& fields = parser_->get();
     const auto codings = fields.equal_range(http::field::transfer_encoding);
     if (codings.first != codings.second &&
-        (std::next(codings.first) != codings.second || !beast::iequals(trim_ows(codings.first->value()), "chunked")))
+        (std::next(codings.first) != codings.second || !beast::iequals(trim(codings.first->value()), "chunked")))
       return respond_error(400, "invalid", "a malformed HTTP request (a Transfer-Encoding other than chunked)");
     if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
       // The client waits for a word before it sends the body.

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "../schema.h"
@@ -41,6 +42,13 @@ struct LiteralPositions {
   std::vector<int64_t> item;
   std::vector<uint32_t> key_start;
   std::vector<int64_t> key;
+  // Where document i's keys stood: the object literal's own (`list` false),
+  // or list element i's (none past the elements recorded).
+  std::span<const int64_t> keys_of(size_t i, bool list) const {
+    if (!list) return key;
+    if (i >= item.size()) return {};
+    return std::span<const int64_t>(key).subspan(key_start[i], key_start[i + 1] - key_start[i]);
+  }
 };
 
 struct Expr {

@@ -50,9 +50,9 @@ Status check_keys(const CollectionDef& def, const Expr& doc) {
     case ExprKind::Literal: {
       if (doc.encoded.empty()) {  // a document of literals among parameters, folded into its value
         if (doc.value.kind() != Kind::Object) return Status::ok();
-        const LiteralPositions* lp = doc.parts.get();
+        const std::span<const int64_t> at = doc.parts ? doc.parts->keys_of(0, false) : std::span<const int64_t>();
         for (size_t j = 0; j < doc.value.keys().size(); j++)
-          KF_TRY(check(doc.value.keys()[j], lp && j < lp->key.size() ? lp->key[j] : doc.pos));
+          KF_TRY(check(doc.value.keys()[j], j < at.size() ? at[j] : doc.pos));
         return Status::ok();
       }
       // Folded literals: one document or a list of them, in the codec's
@@ -72,11 +72,11 @@ Status check_keys(const CollectionDef& def, const Expr& doc) {
         }
         r.u8();
         const uint64_t keys = r.varint();
-        const size_t base = lp && list && i < lp->item.size() ? lp->key_start[i] : 0;
-        const size_t have = !lp ? 0 : list ? (i < lp->item.size() ? lp->key_start[i + 1] - base : 0) : lp->key.size();
+        const std::span<const int64_t> at = lp ? lp->keys_of(i, list) : std::span<const int64_t>();
+        const int64_t doc_pos = lp && list && i < lp->item.size() ? lp->item[i] : doc.pos;
         for (uint64_t j = 0; j < keys && r.ok(); j++) {
           const std::string_view k = r.str();
-          KF_TRY(check(k, j < have ? lp->key[base + j] : list && lp && i < lp->item.size() ? lp->item[i] : doc.pos));
+          KF_TRY(check(k, j < at.size() ? at[j] : doc_pos));
           skip_value(r);
         }
       }

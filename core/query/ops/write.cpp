@@ -390,11 +390,10 @@ static Status type_encoded_documents(const Collection& c, std::string_view enc, 
     PreparedDocs::Doc& d = out->docs[i];
     KeyPositions keys;
     d.pos = pos;
-    if (lp && !is_list) {
-      keys = {lp->key.data(), lp->key.size()};
-    } else if (lp) {
-      d.pos = lp->item[i];
-      keys = {lp->key.data() + lp->key_start[i], (size_t)(lp->key_start[i + 1] - lp->key_start[i])};
+    if (lp) {
+      if (is_list) d.pos = lp->item[i];
+      const std::span<const int64_t> at = lp->keys_of(i, is_list);
+      keys = {at.data(), at.size()};
     }
     Status s = type_literal_document(c, r, keys, &d, out->bodies);
     if (s.is_ok()) s = check_doc_size(d.len, d.pos);
