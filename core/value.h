@@ -303,5 +303,9 @@ double float_as_shortest_double(float f);
 bool parse_timestamp(std::string_view s, int64_t* ms);
 
 bool valid_utf8(std::string_view s);
+// Decodes the UTF-8 sequence starting at s[i]: stores the code point in *cp and
+// returns its length in bytes (>= 1). A malformed or truncated sequence counts
+// as one byte decoding to U+FFFD.
+size_t utf8_decode(std::string_view s, size_t i, uint32_t* cp);
 
 }  // namespace kitfox

@@ -22,15 +22,11 @@ std::string utf8_or_replaced(std::string_view s) {
   if (valid_utf8(s)) return std::string(s);
   std::string out;
   for (size_t i = 0; i < s.size();) {
-    const unsigned char c = (unsigned char)s[i];
-    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (n && i + n <= s.size() && valid_utf8(s.substr(i, n))) {
-      out.append(s.substr(i, n));
-      i += n;
-    } else {
-      out += "\xEF\xBF\xBD";
-      i++;
-    }
+    uint32_t cp;
+    const size_t n = utf8_decode(s, i, &cp);
+    if (cp == 0xFFFD && n == 1) out += "\xEF\xBF\xBD";
+    else out.append(s.substr(i, n));
+    i += n;
   }
   return out;
 }

@@ -15,47 +15,6 @@
 
 namespace kitfox {
 
-// ---------------------------------------------------------------------------
-// UTF-8
-
-size_t utf8_decode(std::string_view s, size_t i, uint32_t* cp) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned c = b(i);
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  }
-  size_t len;
-  uint32_t v, min;
-  if ((c & 0xE0) == 0xC0) {
-    len = 2, v = c & 0x1F, min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    len = 3, v = c & 0x0F, min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    len = 4, v = c & 0x07, min = 0x10000;
-  } else {
-    *cp = 0xFFFD;
-    return 1;
-  }
-  if (i + len > s.size()) {
-    *cp = 0xFFFD;
-    return 1;
-  }
-  for (size_t k = 1; k < len; k++) {
-    if ((b(i + k) & 0xC0) != 0x80) {
-      *cp = 0xFFFD;
-      return 1;
-    }
-    v = (v << 6) | (b(i + k) & 0x3F);
-  }
-  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
-    *cp = 0xFFFD;
-    return 1;
-  }
-  *cp = v;
-  return len;
-}
-
 namespace {
 
 struct Range {

@@ -14,12 +14,9 @@
 #include <string_view>
 #include <vector>
 
-namespace kitfox {
+#include "value.h"  // utf8_decode
 
-// Decodes the UTF-8 sequence starting at s[i]: stores the code point in *cp and
-// returns its length in bytes (>= 1). A malformed or truncated sequence counts
-// as one byte decoding to U+FFFD.
-size_t utf8_decode(std::string_view s, size_t i, uint32_t* cp);
+namespace kitfox {
 
 // Terminal columns of one code point: 0 for combining marks and zero-width
 // characters, 2 for East Asian wide characters and most emoji, else 1.
