@@ -82,6 +82,48 @@ TEST_CASE("UTF-8 validation") {
   CHECK_FALSE(valid_utf8("abcdefgh\xff"));
 }
 
+TEST_CASE("UTF-8 decoding: code points, and one U+FFFD byte where validation refuses") {
+  const auto one = [](std::string_view s) {
+    uint32_t cp = 0;
+    const size_t n = utf8_decode(s, 0, &cp);
+    return std::pair<size_t, uint32_t>(n, cp);
+  };
+  CHECK(one("a") == std::pair<size_t, uint32_t>(1, 'a'));
+  CHECK(one("\xc3\xa9") == std::pair<size_t, uint32_t>(2, 0xE9));
+  CHECK(one("\xe6\x97\xa5") == std::pair<size_t, uint32_t>(3, 0x65E5));
+  CHECK(one("\xf0\x9f\xa6\x8a") == std::pair<size_t, uint32_t>(4, 0x1F98A));
+  CHECK(one("\xef\xbf\xbd") == std::pair<size_t, uint32_t>(3, 0xFFFD));  // U+FFFD itself: three bytes
+  for (const char* bad : {"\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff", "\x80", "\xe6\x97"})
+    CHECK(one(bad) == std::pair<size_t, uint32_t>(1, 0xFFFD));
+  // Over every string of up to 3 bytes from a set that covers each class of
+  // byte, decoding and validation agree: valid exactly when no step is a
+  // one-byte U+FFFD.
+  const unsigned char bytes[] = {0x41, 0x7f, 0x80, 0x8f, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0,
+                                 0xed, 0xee, 0xef, 0xf0, 0xf4, 0xf5, 0xf7, 0xf8, 0xff};
+  size_t strings = 0;
+  const auto check = [&](const std::string& t) {
+    bool decoded = true;
+    for (size_t i = 0; i < t.size();) {
+      uint32_t cp;
+      const size_t n = utf8_decode(t, i, &cp);
+      if (n == 1 && cp == 0xFFFD) decoded = false;
+      i += n;
+    }
+    if (decoded != valid_utf8(t)) FAIL_CHECK("disagree on a string of " << t.size() << " bytes");
+    strings++;
+  };
+  for (unsigned char a : bytes) {
+    check(std::string(1, (char)a));
+    for (unsigned char b : bytes) {
+      check(std::string{(char)a, (char)b});
+      for (unsigned char c : bytes) check(std::string{(char)a, (char)b, (char)c});
+      for (unsigned char c : bytes)
+        for (unsigned char d : {0x80, 0x8f, 0xbf, 0x41}) check(std::string{(char)a, (char)b, (char)c, (char)d});
+    }
+  }
+  CHECK(strings > 10000);
+}
+
 TEST_CASE("value order: kinds, then values; ints and floats numerically") {
   CHECK(compare(Value(), Value::boolean(false)) < 0);
   CHECK(compare(Value::integer(2), Value::real(2.5)) < 0);
