@@ -150,6 +150,7 @@ struct PreparedDocs {
   };
   std::vector<Doc> docs;
   std::string bodies;  // every document encoded, one after another
+  bool listed = false;  // given as a list (errors name a document by its number in it)
   bool ready = false;
   // The collection they were made for: valid while the catalog is as it
   // was then (a batch holds the gate; a queued write makes them again when

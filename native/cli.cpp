@@ -1061,11 +1061,11 @@ int cmd_import(int argc, char** argv) {
 
   const double rate = secs > 0 ? static_cast<double>(imported) / secs : 0;
   if (ok) {
-    fprintf(stderr, "imported %llu documents into %s in %.2f s (%.0f rows/s)\n",
-            static_cast<unsigned long long>(imported), collection.c_str(), secs, rate);
+    fprintf(stderr, "imported %llu document%s into %s in %.2f s (%.0f rows/s)\n",
+            static_cast<unsigned long long>(imported), imported == 1 ? "" : "s", collection.c_str(), secs, rate);
   } else {
-    fprintf(stderr, "kitfox: imported %llu documents into %s before the error\n",
-            static_cast<unsigned long long>(imported), collection.c_str());
+    fprintf(stderr, "kitfox: imported %llu document%s into %s before the error\n",
+            static_cast<unsigned long long>(imported), imported == 1 ? "" : "s", collection.c_str());
   }
   // The checkpoint the engine's close makes when the tail is worth it (1 MiB,
   // or a quarter of the image: Engine::checkpoint_worthwhile), which the

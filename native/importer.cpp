@@ -669,15 +669,32 @@ struct Importer::Impl {
     if (!writer_.submit(std::move(b))) writer_ok();
   }
 
-  // The engine numbers a batch's documents from 1 ("document 100: ..."):
-  // the number in the input instead, and no position (the statement's).
+  // The engine numbers a batch's documents from 1 ("document 100: ...",
+  // and a second one a unique value is given to, "... to document 7
+  // too; ..."): the numbers in the input instead, and no position (the
+  // statement's).
   static Status in_input(const Status& s, uint64_t first_doc) {
     constexpr std::string_view kDoc = "document ";
-    const std::string& m = s.message();
-    size_t e = kDoc.size();
-    uint64_t n = 0;
-    while (m.rfind(kDoc, 0) == 0 && e < m.size() && e < kDoc.size() + 19 && m[e] >= '0' && m[e] <= '9') n = n * 10 + uint64_t(m[e++] - '0');
-    if (e == kDoc.size() || m.compare(e, 2, ": ") != 0 || n == 0) return without_position(s);
+    std::string m = s.message();
+    // The number at m[at], or 0 when none is there.
+    const auto number_at = [&](size_t at, size_t* end) {
+      uint64_t n = 0;
+      size_t e = at;
+      while (e < m.size() && e < at + 19 && m[e] >= '0' && m[e] <= '9') n = n * 10 + uint64_t(m[e++] - '0');
+      *end = e;
+      return n;
+    };
+    size_t e;
+    const uint64_t n = m.rfind(kDoc, 0) == 0 ? number_at(kDoc.size(), &e) : 0;
+    if (n == 0 || m.compare(e, 2, ": ") != 0) return without_position(s);
+    constexpr std::string_view kToo = " too; nothing was written";
+    const size_t to = m.rfind(" to document ");
+    if (to != std::string::npos && to > e) {
+      const size_t at = to + 13;
+      size_t end;
+      const uint64_t other = number_at(at, &end);
+      if (other && m.compare(end, std::string::npos, kToo) == 0) m.replace(at, end - at, std::to_string(first_doc + other - 1));
+    }
     return Status(s.code(), std::string(kDoc) + std::to_string(first_doc + n - 1) + m.substr(e));
   }
 

@@ -186,6 +186,19 @@ check "import a JSON array reports the count" has "$ERR" "imported 2 documents"
 run "$K" a.kfdb -c 'get imp count'
 check "both imports are in the collection" has "$OUT" '{"count":5}'
 
+# A unique value given twice in one batch of a later part of the input:
+# both documents named by their numbers in the input.
+run "$K" a.kfdb -c 'create collection uniq (k text @unique)'
+printf '{"k":"a"}\n{"k":"b"}\n{"k":"c"}\n{"k":"c"}\n' >"$T/uniq.ndjson"
+run "$K" import a.kfdb uniq "$T/uniq.ndjson" --batch 2
+check "a unique value given twice fails the import" is "$RC" 1
+check "both documents are named by their numbers in the input" has "$ERR" "document 4: unique 'k': \"c\" is given to document 3 too"
+check "the batch before it was imported" has "$ERR" "imported 2 documents"
+printf '{"k":"d"}\n{"k":"a"}\n' >"$T/uniq2.ndjson"
+run "$K" import a.kfdb uniq "$T/uniq2.ndjson" --batch 1
+check "a value held already names the holder by its id" has "$ERR" "document 2: unique 'k': \"a\" is already held by the document with id 1"
+check "one document, not one documents" has "$ERR" "imported 1 document into"
+
 printf '{"name":"f","n":6}\n{"name":"g","n":7}\n{"name": oops}\n{"name":"h","n":8}\n' >"$T/bad.ndjson"
 run "$K" import a.kfdb imp "$T/bad.ndjson"
 check "a malformed NDJSON line fails the import" is "$RC" 1
@@ -198,7 +211,7 @@ printf '[{"name":"i"},\n {"name": nope}]\n' >"$T/bad.json"
 run "$K" import a.kfdb imp "$T/bad.json"
 check "a malformed JSON array fails the import" is "$RC" 1
 check "the error names a byte offset" has "$ERR" "byte"
-check "the element before the bad one was imported" has "$ERR" "imported 1 documents"
+check "the element before the bad one was imported" has "$ERR" "imported 1 document into"
 
 run "$K" a.kfdb -c 'create collection vec (label int, v vector<4>, h vector<2, f16>)'
 printf '{"label": 1, "v": [1, 2, 3, 4]}\n{"label": 2, "v": [0.5, -1e-3, 3e2, -0], "h": [1.5, 2]}\r\n\n{"v": [255,0,13,73], "label": 3}\n' >"$T/vec.ndjson"

@@ -135,6 +135,14 @@ test('errors are JSON with the right status, and change nothing', async () => {
     assert.equal(r.status, 400);
     assert.match(nd.error.message, /^line 2: /);
     error(await post(url, '/docs/t', [{ k: 'a', n: 9 }]), 409, 'constraint');
+    // A unique value given twice in the body, or held already: the documents
+    // named by their numbers in the body, a stored one by its id.
+    r = await post(url, '/docs/t', [{ k: 'p' }, { k: 'q' }, { k: 'p' }]);
+    error(r, 409, 'constraint');
+    assert.match(r.body.error.message, /^document 3: unique 'k': "p" is given to document 1 too; nothing was written/);
+    r = await post(url, '/docs/t', [{ k: 'p' }, { k: 'a' }]);
+    error(r, 409, 'constraint');
+    assert.match(r.body.error.message, /^document 2: unique 'k': "a" is already held by the document with id 1;/);
     // Not JSON: refused before anything runs (a page of another origin can
     // send a form or text without asking first, never JSON).
     r = await fetch(`${url}/query`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"query":"del t"}' });

@@ -3124,7 +3124,7 @@ TEST_CASE("after a reopen, a put's @unique check builds its index beside the loc
   db = open_db(*mem);
   auto taken = db->query("put u {email: \"a42@x\", n: 0}");
   REQUIRE_FALSE(taken.is_ok());
-  CHECK(taken.status().message().find("already held by document 42") != std::string::npos);
+  CHECK(taken.status().message().find("already held by the document with id 42") != std::string::npos);
   CHECK(db->stats().built_beside == 1);
   REQUIRE(db->query("put u {email: \"new@x\", n: 0}").is_ok());
   CHECK(db->stats().built_beside == 1);

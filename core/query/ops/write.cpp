@@ -304,10 +304,12 @@ class UniqueCheck {
       if (c.def.secondary[i].kind == IndexKind::Unique) uniq_.push_back(i);
   }
   bool active() const { return !uniq_.empty(); }
-  // `doc` holds the new field values by name.
-  void add(int64_t id, const Value& doc, int64_t pos) {
+  // `doc` holds the new field values by name; `number`: its number in a
+  // put's list (from 1), which errors name it by (its id may be one the
+  // put would have given), or 0: errors name it by its id.
+  void add(int64_t id, const Value& doc, int64_t pos, size_t number = 0) {
     if (uniq_.empty()) return;
-    Entry e{id, pos, {}};
+    Entry e{id, pos, number, {}};
     for (size_t i : uniq_) {
       const SecondaryDef& d = c_.def.secondary[i];
       const Field* f = c_.def.field_by_id(d.field_id);
@@ -330,22 +332,28 @@ class UniqueCheck {
       std::string label = c_.def.field_by_id(d.field_id)->name;
       for (const std::string& k : d.subpath) label += "." + k;
       KF_ASSIGN(SecondaryIndex * idx, eng_.secondary(c_, uniq_[u]));
-      std::map<std::string, int64_t> seen;
+      std::map<std::string, const Entry*> seen;
       for (const Entry& e : entries_) {
         if (e.superseded) continue;
         const Value& key = e.keys[u];
         if (key.is_null()) continue;
         std::string kb = to_json(key);
+        // A document of a put's list is named first by its number
+        // ("document 3: ..."), as its other errors are.
+        const std::string lead = e.number ? "document " + std::to_string(e.number) + ": " : std::string();
         auto it = seen.find(kb);
-        if (it != seen.end() && it->second != e.id)
-          return Status(Code::Constraint, "unique '" + label + "': " + kb + " is given to documents " +
-                                              std::to_string(it->second) + " and " + std::to_string(e.id) + "; nothing was written", e.pos);
-        seen[kb] = e.id;
+        if (it != seen.end() && it->second->id != e.id) {
+          const Entry& first = *it->second;
+          const std::string who = e.number ? "document " + std::to_string(first.number) + " too"
+                                           : "documents " + std::to_string(first.id) + " and " + std::to_string(e.id);
+          return Status(Code::Constraint, lead + "unique '" + label + "': " + kb + " is given to " + who + "; nothing was written", e.pos);
+        }
+        seen[kb] = &e;
         std::vector<int64_t> holders;
         idx->equal(key, &holders);
         for (int64_t h : holders)
           if (h != e.id && !written_.count(h))
-            return Status(Code::Constraint, "unique '" + label + "': " + kb + " is already held by document " +
+            return Status(Code::Constraint, lead + "unique '" + label + "': " + kb + " is already held by the document with id " +
                                                 std::to_string(h) + "; nothing was written", e.pos);
       }
     }
@@ -356,6 +364,7 @@ class UniqueCheck {
   struct Entry {
     int64_t id;
     int64_t pos;
+    size_t number;  // in a put's list, from 1; or 0
     std::vector<Value> keys;
     bool superseded = false;  // a later entry writes the same document
   };
@@ -385,6 +394,7 @@ static Status type_encoded_documents(const Collection& c, std::string_view enc, 
   for (const SecondaryDef& d : c.def.secondary) unique |= d.kind == IndexKind::Unique;
   out->docs.clear();
   out->docs.resize(n);
+  out->listed = is_list;
   out->bodies.clear();
   for (size_t i = 0; i < n; i++) {
     PreparedDocs::Doc& d = out->docs[i];
@@ -493,7 +503,9 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
   std::vector<int64_t> seen;  // insert: ids given in this statement
   docs.landed = false;
   batch->reserve(batch->bytes() + docs.bodies.size() + docs.docs.size() * 16);  // each op: a body and a few varints
-  for (PreparedDocs::Doc& d : docs.docs) {
+  const bool listed = docs.listed;
+  for (size_t i = 0; i < docs.docs.size(); i++) {
+    PreparedDocs::Doc& d = docs.docs[i];
     int64_t id = d.id;
     if (!d.has_id) {
       if (next_id == INT64_MAX) return Status(Code::Limit, "no ids left in '" + c.def.name + "'", d.pos);
@@ -507,7 +519,7 @@ Status land_documents(Engine& eng, Collection& c, const ParsedStatement& st, Pre
       seen.push_back(id);
     }
     batch->put(c.def.id, id, docs.body(d));
-    if (unique.active()) unique.add(id, d.fields, d.pos);
+    if (unique.active()) unique.add(id, d.fields, d.pos, listed ? i + 1 : 0);
     d.id = id;  // for its row (an id it gave stays as given)
   }
   docs.landed = true;
