@@ -66,8 +66,17 @@ export async function acquireLock(file, method = 'auto') {
   }
 }
 
+// The lock's abstract name, padded with NULs to the whole sun_path (108
+// bytes on Linux): the address Node binds for any abstract name, and so the
+// one native kitfox binds. Deno binds a name as long as it is given, so it
+// is given the padded one; Bun cannot bind a name of 108 bytes through
+// node:net (EINVAL), so it binds this one through libc (bunSocketLock).
+const SUN_PATH = 108;
+
 function socketLock(file, key) {
-  const name = '\0kitfox-lock:' + crypto.createHash('sha256').update(key).digest('hex');
+  const short = '\0kitfox-lock:' + crypto.createHash('sha256').update(key).digest('hex');
+  const name = short + '\0'.repeat(SUN_PATH - short.length);
+  if (process.versions.bun) return bunSocketLock(file, name);
   return new Promise((resolve, reject) => {
     const server = net.createServer((conn) => conn.destroy());
     server.once('error', (e) => {
@@ -81,6 +90,56 @@ function socketLock(file, key) {
       resolve({ release: () => server.close() });
     });
   });
+}
+
+// Bun: socket(2), bind(2) and listen(2) called through bun:ffi, with the
+// whole sockaddr_un (the family, then the 108 bytes of `name`).
+const BUN_FFI = 'bun:ffi'; // not a literal import: bundlers leave it alone
+const AF_UNIX = 1, SOCK_STREAM = 1, SOCK_CLOEXEC = 0o2000000, EADDRINUSE = 98;
+
+async function bunSocketLock(file, name) {
+  const { dlopen, read } = await import(BUN_FFI);
+  const calls = {
+    socket: { args: ['i32', 'i32', 'i32'], returns: 'i32' },
+    bind: { args: ['i32', 'ptr', 'u32'], returns: 'i32' },
+    listen: { args: ['i32', 'i32'], returns: 'i32' },
+    close: { args: ['i32'], returns: 'i32' },
+    __errno_location: { args: [], returns: 'ptr' },
+  };
+  let libc = null;
+  for (const lib of ['libc.so.6', 'libc.so']) {
+    try {
+      libc = dlopen(lib, calls);
+      break;
+    } catch {}
+  }
+  if (!libc) throw kitfoxError('io', `taking the writer lock of '${file}': Bun cannot load libc to bind the lock's socket (open with lock: 'file' instead)`);
+  const c = libc.symbols;
+  const fail = (what) => {
+    const errno = read.i32(c.__errno_location(), 0);
+    return errno === EADDRINUSE ? lockedError(file) : kitfoxError('io', `taking the writer lock of '${file}': ${what} failed (errno ${errno})`);
+  };
+  const fd = c.socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    const e = fail('socket');
+    libc.close();
+    throw e;
+  }
+  const addr = new Uint8Array(2 + SUN_PATH);
+  addr[0] = AF_UNIX; // sa_family_t, little-endian
+  for (let i = 0; i < SUN_PATH; i++) addr[2 + i] = name.charCodeAt(i);
+  if (c.bind(fd, addr, addr.length) !== 0 || c.listen(fd, 1) !== 0) {
+    const e = fail('bind');
+    c.close(fd);
+    libc.close();
+    throw e;
+  }
+  return {
+    release() {
+      c.close(fd);
+      libc.close();
+    },
+  };
 }
 
 // Linux: the start time of a process (clock ticks since boot), to tell a

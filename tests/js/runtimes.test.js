@@ -7,13 +7,13 @@
 // bytes and export(), bundled as wrangler bundles (`workerd serve
 // wrangler.json`, with esbuild and the `workerd` export condition).
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
-import { cliLines, root, startServer, tempDir, within } from './helpers.js';
+import { cliLines, root, runCli, startServer, tempDir, within } from './helpers.js';
 import { bins, pack, project, startWorkerd } from './package.js';
 
 const run = promisify(execFile);
@@ -74,6 +74,66 @@ Kitfox.open(':memory:').then((db) => {
       assert.deepEqual(cliLines([path.join(data, 'notes.kfdb'), '-c', 'get notes count']), ['{"count":3}']);
     });
   }
+});
+
+describe('Node, Deno, Bun and the native build exclude each other', { skip: process.platform !== 'linux' }, () => {
+  let dir;
+  before(() => {
+    dir = project(tarball, { 'lock-check.mjs': fs.readFileSync(path.join(root, 'tests/js/fixtures/lock-check.mjs'), 'utf8') });
+  });
+  const env = () => ({ ...process.env, DENO_DIR: path.join(tempDir(), '.deno'), NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' });
+  const command = {
+    node: (...a) => [process.execPath, ['lock-check.mjs', ...a]],
+    deno: (...a) => [bins.deno, ['run', '--allow-read', '--allow-write', '--allow-env', '--allow-sys', '--allow-net', '--no-prompt', 'lock-check.mjs', ...a]],
+    bun: (...a) => [bins.bun, ['run', 'lock-check.mjs', ...a]],
+  };
+  const opens = async (name, file) => {
+    const [cmd, args] = command[name]('try', file);
+    const { stdout } = await within(run(cmd, args, { cwd: dir, env: env() }), `${name} never finished`);
+    return JSON.parse(stdout.trim().split('\n').pop());
+  };
+  // Each runtime holds a database; every other one (and the CLI) is locked
+  // out while it does, and opens it once it closed.
+  for (const holderName of Object.keys(command)) {
+    test(`held by ${holderName}`, async () => {
+      const file = path.join(tempDir(`kitfox-lock-${holderName}-`), 'held.kfdb');
+      const [cmd, args] = command[holderName]('hold', file);
+      const holder = spawn(cmd, args, { cwd: dir, env: env(), stdio: ['pipe', 'pipe', 'inherit'] });
+      try {
+        let out = '';
+        let heard = () => {};
+        holder.stdout.setEncoding('utf8').on('data', (d) => ((out += d), heard()));
+        const said = (word) =>
+          within(
+            new Promise((resolve, reject) => {
+              heard = () => out.split('\n').includes(word) && resolve();
+              holder.once('exit', (code) => reject(new Error(`${holderName} exited (${code}) before '${word}': ${out}`)));
+              heard();
+            }),
+            `${holderName} never said '${word}'`,
+          );
+        await said('ready');
+        for (const other of Object.keys(command)) assert.deepEqual(await opens(other, file), { code: 'locked' }, `${other} beside ${holderName}`);
+        assert.throws(() => runCli([file, '-c', 'get t count']), (e) => /locked/.test(String(e.stderr)), `the CLI beside ${holderName}`);
+        holder.stdin.write('close\n');
+        await said('closed');
+        holder.stdin.end();
+        for (const other of Object.keys(command)) assert.deepEqual(await opens(other, file), { opened: true }, `${other} after ${holderName}`);
+      } finally {
+        if (holder.exitCode === null && holder.signalCode === null) holder.kill('SIGKILL');
+      }
+    });
+  }
+  test('held by the native build', async () => {
+    const file = path.join(tempDir('kitfox-lock-native-'), 'held.kfdb');
+    const server = await startServer(file);
+    try {
+      for (const other of Object.keys(command)) assert.deepEqual(await opens(other, file), { code: 'locked' }, `${other} beside kitfox serve`);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+    for (const other of Object.keys(command)) assert.deepEqual(await opens(other, file), { opened: true }, `${other} after kitfox serve`);
+  });
 });
 
 describe('Node, Deno and Bun reach kitfox serve through kitfox/http from the packed package', () => {
