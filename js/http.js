@@ -15,20 +15,117 @@ import { IDENT, checkName, nearStatement } from './statements.js';
 
 export { KitfoxError };
 
-// Typed arrays (vectors) as arrays of numbers; a BigInt as a number when it
-// fits a double exactly.
-function replacer(key, v) {
-  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return Array.from(v);
-  if (typeof v === 'bigint') {
-    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER))
-      throw kitfoxError('invalid', `the integer ${v} does not travel as JSON without losing digits`);
-    return Number(v);
+// Values as JSON text, refused where the embedded API refuses them (and
+// where JSON cannot carry them), never changed on the way: a Float32Array
+// or Float64Array (a vector) as an array of numbers; a Uint8Array or an
+// ArrayBuffer as base64 text (what the engine reads into a bytes field); a
+// Date as ISO-8601 text; an integer beyond 2^53, a number or a BigInt, as
+// its exact digits (JSON.stringify would write 2 ** 60 as
+// 1152921504606847000, another integer). `where` names the value in
+// errors ("$1", "document 2").
+const MAX_DEPTH = 64;
+const TWO63 = 2 ** 63;
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const LONE_SURROGATE = /\p{Cs}/u;
+
+class BadValue extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
   }
-  return v;
 }
 
-function json(value) {
-  return JSON.stringify(value, replacer);
+function numberText(v) {
+  if (!Number.isFinite(v)) throw new BadValue('type', `${v} is not a finite number`);
+  if (Number.isSafeInteger(v)) return String(v);
+  if (Number.isInteger(v)) return v < TWO63 && v >= -TWO63 ? BigInt(v).toString() : v.toExponential(); // a float past int64, as the embedded API stores it
+  return String(v);
+}
+
+function base64(u8) {
+  let bin = '';
+  for (let i = 0; i < u8.length; i += 0x8000) bin += String.fromCharCode.apply(null, u8.subarray(i, i + 0x8000));
+  return btoa(bin);
+}
+
+function write(v, out, path, depth) {
+  switch (typeof v) {
+    case 'string':
+      if (LONE_SURROGATE.test(v)) throw new BadValue('type', 'a string with an unpaired UTF-16 surrogate cannot be stored');
+      out.push(JSON.stringify(v));
+      return;
+    case 'number':
+      out.push(numberText(v));
+      return;
+    case 'boolean':
+      out.push(v ? 'true' : 'false');
+      return;
+    case 'bigint':
+      if (v < INT64_MIN || v > INT64_MAX) throw new BadValue('type', `${v} is out of the 64-bit integer range`);
+      out.push(v.toString());
+      return;
+    case 'undefined':
+      out.push('null');
+      return;
+    case 'object':
+      break;
+    default:
+      throw new BadValue('type', `a ${typeof v} cannot be stored`);
+  }
+  if (v === null) return void out.push('null');
+  if (depth > MAX_DEPTH) throw new BadValue('limit', `nested deeper than ${MAX_DEPTH} levels`);
+  if (Array.isArray(v) || v instanceof Float32Array || v instanceof Float64Array) {
+    out.push('[');
+    for (let i = 0; i < v.length; i++) {
+      if (i) out.push(',');
+      path.push(`[${i}]`);
+      write(v[i], out, path, depth + 1);
+      path.pop();
+    }
+    out.push(']');
+  } else if (v instanceof Uint8Array || v instanceof ArrayBuffer) {
+    out.push(`"${base64(v instanceof ArrayBuffer ? new Uint8Array(v) : v)}"`);
+  } else if (v instanceof Date) {
+    if (Number.isNaN(v.getTime())) throw new BadValue('type', 'an invalid Date');
+    out.push(`"${v.toISOString()}"`);
+  } else {
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) {
+      const what = proto?.constructor?.name || 'object of a class';
+      throw new BadValue('type', `a ${what} cannot be stored (use a plain object, an Array, a Float32Array, a Uint8Array or a Date)`);
+    }
+    out.push('{');
+    let first = true;
+    for (const k of Object.keys(v)) {
+      if (!first) out.push(',');
+      first = false;
+      path.push(`.${k}`);
+      write(k, out, path, depth + 1);
+      out.push(':');
+      write(v[k], out, path, depth + 1);
+      path.pop();
+    }
+    out.push('}');
+  }
+}
+
+// One value as JSON text; `where` names it in an error ("parameter $2.tags[1]: ...").
+function valueJSON(v, where) {
+  const out = [];
+  const path = [];
+  try {
+    write(v, out, path, 1);
+  } catch (e) {
+    if (!(e instanceof BadValue)) throw e;
+    throw kitfoxError(e.code, `${where}${path.join('')}: ${e.message}`);
+  }
+  return out.join('');
+}
+
+// Parameters as a JSON array, each named by its number in errors.
+function paramsJSON(params, prefix = '') {
+  return `[${checkParams(params).map((p, i) => valueJSON(p, `${prefix}parameter $${i + 1}`)).join(',')}]`;
 }
 
 // The message as the engine words it: "syntax error at 12: expected ...".
@@ -72,20 +169,24 @@ export class KitfoxClient {
     this.url = String(url).replace(/\/+$/, '');
     const { token, fetch: f = globalThis.fetch } = options;
     if (typeof f !== 'function') throw kitfoxError('invalid', 'no fetch here: give one as the fetch option');
-    this._fetch = f;
+    // Called as a plain function: a browser's or a Worker's fetch refuses to
+    // run as a method of another object ("Illegal invocation").
+    this._fetch = (input, init) => f(input, init);
+    if (token !== undefined && token !== null && (typeof token !== 'string' || !/^[\x21-\x7e]*$/.test(token)))
+      throw kitfoxError('invalid', 'the token must be text of printable ASCII characters without spaces (it travels in an HTTP header)');
     this._headers = token ? { authorization: `Bearer ${token}` } : {};
   }
 
   async _send(method, path, body, contentType = 'application/json', accept = 'application/json') {
     const headers = { ...this._headers, accept };
     if (body !== undefined) headers['content-type'] = contentType;
-    let res;
+    let res, text;
     try {
       res = await this._fetch(`${this.url}${path}`, { method, headers, body });
+      text = await res.text(); // the connection may fail while the answer comes
     } catch (e) {
       throw kitfoxError('io', `${method} ${this.url}${path} failed: ${e?.cause?.message ?? e?.message ?? e}`);
     }
-    const text = await res.text();
     if (!res.ok) {
       let parsed = null;
       try {
@@ -96,15 +197,23 @@ export class KitfoxClient {
     return text;
   }
 
-  async _json(method, path, body, contentType) {
-    return JSON.parse(await this._send(method, path, body, contentType));
+  // The answer's JSON object, and its member `key` when given: an answer
+  // without it is no kitfox server's.
+  async _json(method, path, body, key) {
+    const text = await this._send(method, path, body);
+    let r;
+    try {
+      r = JSON.parse(text);
+    } catch {}
+    const ok = r !== null && typeof r === 'object' && (key === undefined || Array.isArray(r[key]));
+    if (!ok) throw kitfoxError('io', `${method} ${this.url}${path}: the answer is not a kitfox server's (${key ? `no "${key}" in ` : ''}${JSON.stringify(text.slice(0, 80))})`);
+    return key === undefined ? r : r[key];
   }
 
   // Runs one statement; resolves to its rows.
   async query(text, params) {
     if (typeof text !== 'string') throw kitfoxError('invalid', 'a statement must be a string');
-    const r = await this._json('POST', '/query', json({ query: text, params: checkParams(params) }));
-    return r.rows;
+    return this._json('POST', '/query', `{"query":${JSON.stringify(text)},"params":${paramsJSON(params)}}`, 'rows');
   }
 
   // Runs one statement; resolves to each row's JSON text as the server wrote
@@ -112,7 +221,7 @@ export class KitfoxClient {
   // or JSON text.
   async queryJSON(text, params) {
     if (typeof text !== 'string') throw kitfoxError('invalid', 'a statement must be a string');
-    const p = typeof params === 'string' ? params : json(checkParams(params));
+    const p = typeof params === 'string' ? params : paramsJSON(params);
     const body = `{"query":${JSON.stringify(text)},"params":${p}}`;
     const out = await this._send('POST', '/query', body, 'application/json', 'application/x-ndjson');
     return out === '' ? [] : out.replace(/\n$/, '').split('\n');
@@ -126,10 +235,10 @@ export class KitfoxClient {
       const [text, params = []] = Array.isArray(s) ? s : [s];
       if (typeof text !== 'string') throw kitfoxError('invalid', `batch entry ${i + 1}: a statement must be a string`);
       if (!Array.isArray(params)) throw kitfoxError('invalid', `batch entry ${i + 1}: params must be an array`);
-      return { query: text, params };
+      return `{"query":${JSON.stringify(text)},"params":${paramsJSON(params, `batch entry ${i + 1}: `)}}`;
     });
-    const r = await this._json('POST', '/batch', json(items));
-    return r.results.map((x) => x.rows);
+    const results = await this._json('POST', '/batch', `[${items.join(',')}]`, 'results');
+    return results.map((x) => x?.rows);
   }
 
   // Nearest neighbours, as the embedded near().
@@ -143,15 +252,14 @@ export class KitfoxClient {
   async put(collection, docs) {
     checkName('collection', collection, IDENT);
     if (!Array.isArray(docs)) throw kitfoxError('invalid', 'put takes an array of documents');
-    const r = await this._json('POST', `/docs/${collection}`, json(docs));
-    return r.ids;
+    return this._json('POST', `/docs/${collection}`, `[${docs.map((d, i) => valueJSON(d, `document ${i + 1}`)).join(',')}]`, 'ids');
   }
 
   // Checks a statement on the server as the embedded prepare() does (it
   // parses and binds it); resolves to a statement to run with parameters.
   async prepare(text) {
     if (typeof text !== 'string') throw kitfoxError('invalid', 'a statement must be a string');
-    const r = await this._json('POST', '/prepare', json({ query: text }));
+    const r = await this._json('POST', '/prepare', JSON.stringify({ query: text }));
     return new HttpStatement(this, text, r.write);
   }
 

@@ -88,6 +88,87 @@ test('every endpoint answers, and kitfox/http has the embedded methods', async (
   }
 });
 
+test('kitfox/http sends values as the embedded API takes them, or refuses them as it does', async () => {
+  const s = await startServer(fresh());
+  try {
+    // fetch is called as a plain function: a browser's or a Worker's
+    // refuses to run as a method of another object.
+    const fetchAlone = function (input, init) {
+      'use strict';
+      if (this !== undefined) throw new TypeError('Illegal invocation');
+      return fetch(input, init);
+    };
+    const db = await connect(s.url, { fetch: fetchAlone });
+    await db.query('create collection v (i int, f float, b bytes, t text, ts timestamp, j json, e vector<3>)');
+    // Integers beyond 2^53 keep every digit: a number (exact in a double)
+    // and a BigInt; JSON.stringify would write 2 ** 60 as another integer.
+    await db.query('put v {i: $1}', [2 ** 60]);
+    await db.query('put v {i: $1}', [-(2 ** 63)]);
+    await db.query('put v {i: $1}', [2n ** 62n + 1n]);
+    await db.batch([['put v {i: $1}', [2 ** 60 + 2 ** 8]]]);
+    assert.deepEqual(await db.queryJSON('get v select i'), [
+      '{"id":1,"i":1152921504606846976}',
+      '{"id":2,"i":-9223372036854775808}',
+      '{"id":3,"i":4611686018427387905}',
+      '{"id":4,"i":1152921504606847232}',
+    ]);
+    // Bytes as base64, a Date as ISO-8601 text, vectors as numbers.
+    const ids = await db.put('v', [
+      { b: new Uint8Array([104, 105, 0, 255]), ts: new Date(Date.UTC(2024, 0, 2)), e: new Float32Array([0.5, 0, 1]) },
+      { b: new Uint8Array([1, 2]).buffer, j: { deep: [new Uint8Array([7])] } },
+    ]);
+    assert.deepEqual(await db.queryJSON('get v select b, ts, e, j where id in $1', [ids]), [
+      '{"id":5,"b":"aGkA/w==","ts":"2024-01-02T00:00:00.000Z","e":[0.5,0,1],"j":null}',
+      '{"id":6,"b":"AQI=","ts":null,"e":null,"j":{"deep":["Bw=="]}}',
+    ]);
+    // Refused on the client, as the embedded API refuses them, naming where.
+    const refused = [
+      [() => db.query('put v {f: $1}', [NaN]), 'type', /parameter \$1: NaN is not a finite number/],
+      [() => db.query('put v {f: $1}', [-Infinity]), 'type', /parameter \$1: -Infinity is not a finite number/],
+      [() => db.query('put v {ts: $1}', [new Date('nope')]), 'type', /parameter \$1: an invalid Date/],
+      [() => db.query('put v {j: $1}', [{ a: [1, new Map()] }]), 'type', /parameter \$1\.a\[1\]: a Map cannot be stored/],
+      [() => db.query('put v {e: $1}', [new Int8Array(3)]), 'type', /a Int8Array cannot be stored/],
+      [() => db.query('put v {i: $1}', [2n ** 63n]), 'type', /out of the 64-bit integer range/],
+      [() => db.query('put v {t: $1}', ['\ud800']), 'type', /unpaired UTF-16 surrogate/],
+      [() => db.near('v', 'e', new Float32Array([1, NaN, 0])), 'type', /parameter \$1\[1\]: NaN is not a finite number/],
+      [() => db.batch([['get v'], ['put v {f: $1}', [Infinity]]]), 'type', /batch entry 2: parameter \$1: Infinity/],
+      [() => db.put('v', [{ f: 1 }, { f: NaN }]), 'type', /document 2\.f: NaN is not a finite number/],
+    ];
+    for (const [call, code, message] of refused)
+      await assert.rejects(call(), (e) => e instanceof KitfoxError && e.code === code && message.test(e.message), String(message));
+    assert.deepEqual(await db.query('get v count'), [{ count: 6 }]);
+    // A token must travel in a header.
+    assert.throws(() => new KitfoxClient(s.url, { token: 'tök€n' }), (e) => e.code === 'invalid' && /token/.test(e.message));
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
+test("kitfox/http: an answer that is not a kitfox server's, or cut short, is an io error", async () => {
+  const http = await import('node:http');
+  const answers = {
+    '/health': (res) => res.end('{"ok":true}'),
+    '/query': (res) => res.end('<html>a proxy page</html>'),
+    '/batch': (res) => res.end('{}'),
+    '/docs/t': (res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('{"ids":[1,');
+      res.socket.destroy(); // the connection fails while the answer comes
+    },
+  };
+  const server = http.createServer((req, res) => answers[req.url](res));
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const db = await connect(`http://127.0.0.1:${server.address().port}`);
+    await assert.rejects(db.query('get t'), (e) => e instanceof KitfoxError && e.code === 'io' && /not a kitfox server's.*<html>/.test(e.message));
+    await assert.rejects(db.batch(['get t']), (e) => e instanceof KitfoxError && e.code === 'io' && /no "results"/.test(e.message));
+    await assert.rejects(db.put('t', [{}]), (e) => e instanceof KitfoxError && e.code === 'io' && /POST .*\/docs\/t failed/.test(e.message));
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});
+
 test('errors are JSON with the right status, and change nothing', async () => {
   const s = await startServer(fresh());
   try {
