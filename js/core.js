@@ -4,12 +4,38 @@
 // comes from the platform layer: Node's (dist/kitfox-core.js) or the web
 // one (dist/kitfox-core.web.js, no Node code), over the same .wasm.
 import { currentPlatform } from './platform/current.js';
-import { KitfoxError, kitfoxError } from './errors.js';
+import { HostError, KitfoxError, kitfoxError } from './errors.js';
 
 // Host error codes as kitfox::Code values (core/status.h).
 const HOST_CODES = { not_found: 3, locked: 10, io: 8, invalid: 12 };
 
 let loading = null;
+
+// What the calls that answer must give back (js/hosts/README.md); the
+// others' values are not read. A host that breaks this fails the call with
+// 'invalid', as if it threw, so the engine never reads a value that was
+// not meant (an async host's Promise, a size of undefined, a BigInt).
+const isCount = (r) => typeof r === 'number' && Number.isSafeInteger(r) && r >= 0;
+const HOST_RESULTS = {
+  open: [(r) => isCount(r) && r <= 0x7fffffff, 'a file id (an integer from 0 to 2^31 - 1)'],
+  read: [(r, args) => isCount(r) && r <= args[2].length, 'the number of bytes read (an integer from 0 to the length of dest)'],
+  size: [isCount, 'the size in bytes (an integer >= 0)'],
+  exists: [(r) => typeof r === 'boolean', 'true or false'],
+};
+
+function hostResult(method, r, args) {
+  if (r !== null && (typeof r === 'object' || typeof r === 'function') && typeof r.then === 'function') {
+    r.then(undefined, () => {}); // no answer either way: not an unhandled rejection
+    throw new HostError('invalid', `the host's ${method} returned a Promise: a host's calls are synchronous (docs/wasm.md, "Host file layers")`);
+  }
+  const want = HOST_RESULTS[method];
+  if (!want) return 0;
+  if (!want[0](r, args)) {
+    const what = typeof r === 'bigint' ? `the BigInt ${r}` : typeof r === 'string' ? `the text ${JSON.stringify(r.slice(0, 40))}` : String(r);
+    throw new HostError('invalid', `the host's ${method} returned ${what}, not ${want[1]}`);
+  }
+  return r === true ? 1 : r === false ? 0 : r;
+}
 
 // A call into the module that threw instead of returning (a trap: the stack
 // ran out, memory could not grow, an abort) leaves the module's state
@@ -83,9 +109,7 @@ async function init(wasm) {
 
   mod.kfHostCall = (id, method, args) => {
     try {
-      const host = hosts.get(id);
-      const r = host[method](...args);
-      return r === true ? 1 : r === false || r === undefined ? 0 : r;
+      return hostResult(method, hosts.get(id)[method](...args), args);
     } catch (e) {
       mod.kfHostError = {
         code: HOST_CODES[e && e.code] ?? HOST_CODES.io,

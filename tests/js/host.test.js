@@ -67,6 +67,50 @@ test('a host is checked, and its errors become KitfoxError', async () => {
   await assert.rejects(Kitfox.open('x.kfdb', { host: plain }), (e) => e.code === 'io' && /disk on fire/.test(e.message));
 });
 
+test('a host call that gives back what it must not fails with invalid, and loses nothing', async () => {
+  // A database with one document, kept in storage the broken hosts share.
+  const storage = new Map();
+  const good = await Kitfox.open('app.kfdb', { host: new MapHost(storage), sync: 'always' });
+  good.query('create collection t (n int)');
+  good.query('put t {n: 1}');
+  good.close();
+  const bytes = () => storage.get('app.kfdb').bytes.slice(0, storage.get('app.kfdb').size);
+  const before = bytes();
+  // Another database, open all along: a broken host never takes it down.
+  const other = await Kitfox.open(':memory:');
+  other.query('create collection o (n int)');
+  const broken = {
+    // An async host: its Promises are no answers (and their rejections
+    // are not left unhandled).
+    'an async size': (h) => (h.size = async () => { throw new Error('later'); }),
+    'an async open': (h) => (h.open = async () => 1),
+    'a size of undefined': (h) => { const size = h.size.bind(h); h.size = (id) => void size(id); },
+    'a BigInt size': (h) => { const size = h.size.bind(h); h.size = (id) => BigInt(size(id)); },
+    'a read past dest': (h) => (h.read = (id, off, dest) => dest.length + 1),
+    'exists as a number': (h) => (h.exists = () => 1),
+  };
+  const said = {
+    'an async size': /the host's size returned a Promise: a host's calls are synchronous/,
+    'an async open': /the host's open returned a Promise/,
+    'a size of undefined': /the host's size returned undefined, not the size in bytes/,
+    'a BigInt size': /the host's size returned the BigInt \d+n?, not the size/,
+    'a read past dest': /the host's read returned \d+, not the number of bytes read/,
+    'exists as a number': /the host's exists returned 1, not true or false/,
+  };
+  for (const [name, breakIt] of Object.entries(broken)) {
+    const host = new MapHost(storage);
+    breakIt(host);
+    await assert.rejects(Kitfox.open('app.kfdb', { host }), (e) => e instanceof KitfoxError && e.code === 'invalid' && said[name].test(e.message), name);
+    assert.deepEqual(bytes(), before, `${name}: the file is as it was`);
+    other.query('put o {n: 1}');
+  }
+  assert.deepEqual(other.query('get o count'), [{ count: Object.keys(broken).length }]);
+  other.close();
+  const again = await Kitfox.open('app.kfdb', { host: new MapHost(storage) });
+  assert.deepEqual(again.query('get t'), [{ id: 1, n: 1 }]);
+  again.close();
+});
+
 // The module loads once per process: each case is a fresh one.
 async function fresh(code) {
   const { stdout } = await within(run(process.execPath, ['--input-type=module', '-e', code], { cwd: root }), 'node never finished');
