@@ -382,10 +382,11 @@ export class Kitfox {
     });
     const enc = encodeParams(pairs);
     const core = this._core;
-    const ptr = core.kfInput(enc.length) >>> 0;
+    const ptr = this._call((c) => c.kfInput(enc.length)) >>> 0;
     core.HEAPU8.set(enc, ptr);
     const n = this._call((c) => c.kfBatch(h, enc.length));
     if (n < 0) throw core.kfLastError();
+    this._wrote();
     return decodeBatch(this._output());
   }
 

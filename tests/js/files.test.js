@@ -62,32 +62,43 @@ describe('persistence', () => {
   test('in the period mode a timer flushes the last write, with no write after it', async () => {
     // The single-threaded engine flushes in the period mode on a write that
     // comes a period after the last flush; for the last write of a burst,
-    // Kitfox sets a timer (js/kitfox.js, _run) that calls kfSync. The test
+    // Kitfox sets a timer (js/kitfox.js, _wrote) that calls kfSync, after
+    // a write of each kind: a statement, a prepared one, a batch. The test
     // waits for that call (an event, with only a safety bound), not for a
     // guessed time; close() flushes anyway, so the file cannot tell.
-    const file = newPath();
-    const db = await Kitfox.open(file, { sync: 10 });
-    const core = db._core;
-    const kfSync = core.kfSync;
-    let flushed;
-    const timerRan = new Promise((resolve) => (flushed = resolve));
-    core.kfSync = (h, ...rest) => {
-      const rc = kfSync.call(core, h, ...rest);
-      if (h === db._h) flushed(rc);
-      return rc;
+    const writes = {
+      query: (db) => db.query('put t {n: 1}'),
+      prepared: (db) => db.prepare('put t {n: $1}').query([1]),
+      batch: (db) => db.batch([['put t {n: 1}']]),
     };
-    try {
-      db.query('create collection t (n int)');
-      db.query('put t {n: 1}');
-      const rc = await within(timerRan, 'the period timer never flushed');
-      assert.ok(rc >= 0, `kfSync from the timer failed (${rc})`);
-    } finally {
-      core.kfSync = kfSync;
+    for (const [way, write] of Object.entries(writes)) {
+      const file = newPath();
+      const db = await Kitfox.open(file, { sync: 10 });
+      const core = db._core;
+      const kfSync = core.kfSync;
+      let flushed;
+      const nextFlush = () => new Promise((resolve) => (flushed = resolve));
+      core.kfSync = (h, ...rest) => {
+        const rc = kfSync.call(core, h, ...rest);
+        if (h === db._h) flushed(rc);
+        return rc;
+      };
+      try {
+        let timerRan = nextFlush();
+        db.query('create collection t (n int)');
+        await within(timerRan, `the period timer never flushed the create (${way})`);
+        timerRan = nextFlush();
+        write(db);
+        const rc = await within(timerRan, `the period timer never flushed after a write by ${way}`);
+        assert.ok(rc >= 0, `kfSync from the timer failed (${rc}, ${way})`);
+      } finally {
+        core.kfSync = kfSync;
+      }
+      db.close();
+      const again = await Kitfox.open(file);
+      assert.equal(again.query('get t count')[0].count, 1, way);
+      again.close();
     }
-    db.close();
-    const again = await Kitfox.open(file);
-    assert.equal(again.query('get t count')[0].count, 1);
-    again.close();
   });
 
   test('create: false refuses a missing file', async () => {
