@@ -258,6 +258,7 @@ ApiResponse Api::handle(const ApiRequest& req, bool on_loop) {
   ApiResponse r = route(req, on_loop);
   if (r.defer) return r;
   r.allow_origin = std::move(allow_origin);
+  r.head = req.method == "HEAD";
   return r;
 }
 
@@ -278,7 +279,8 @@ void Api::when_durable(ApiResponse response, std::function<void(ApiResponse)> se
 
 ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
   std::string_view path = req.target.substr(0, req.target.find('?'));
-  const bool get = req.method == "GET", post = req.method == "POST";
+  // HEAD is GET without the body (RFC 9110, 9.3.2): every GET takes it.
+  const bool get = req.method == "GET" || req.method == "HEAD", post = req.method == "POST";
   auto only = [&](const char* method) {
     ApiResponse r = error(405, "invalid",
                           std::string(req.method) + " is not allowed on " + std::string(path) + " (only " + method + ")");
@@ -286,7 +288,7 @@ ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
     return r;
   };
   if (path == "/health") {
-    if (!get) return only("GET");
+    if (!get) return only("GET, HEAD");
     ApiResponse r;
     r.body = "{\"ok\":true}";
     return r;
@@ -306,7 +308,7 @@ ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
   // While a long write holds the engine's lock, anything that takes it waits.
   if (on_loop && db_.long_write_running()) return deferred();
   if (path == "/stats") {
-    if (!get) return only("GET");
+    if (!get) return only("GET, HEAD");
     return stats();
   }
   if (!post) return only("POST");

@@ -44,6 +44,7 @@ struct ApiResponse {
   std::string body;      // JSON, or NDJSON rows (see content_type)
   const char* content_type = "application/json";
   const char* allow = nullptr;  // for 405: the methods the path takes
+  bool head = false;            // the answer to HEAD: the headers of the GET's, no body
   bool unauthorized = false;    // 401: send WWW-Authenticate
   // CORS: the origin to allow (Access-Control-Allow-Origin), "" for none;
   // with `preflight`, the answer to an OPTIONS request (204, no body).

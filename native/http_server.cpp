@@ -274,8 +274,12 @@ class Session : public std::enable_shared_from_this<Session> {
       }
     }
     res_->keep_alive(keep_alive && !stopping_);
-    res_->body() = std::move(a.body);
-    res_->prepare_payload();
+    if (a.head) {
+      res_->content_length(a.body.size());  // what a GET would send; nothing follows
+    } else {
+      res_->body() = std::move(a.body);
+      res_->prepare_payload();
+    }
     parser_.reset();  // the request's body is not needed any more
     busy_ = false;    // from here the deadline holds: the client must take the response
     arm();

@@ -52,6 +52,14 @@ test('every endpoint answers, and kitfox/http has the embedded methods', async (
   try {
     const db = await connect(s.url);
     assert.deepEqual(await db.health(), { ok: true });
+    // HEAD is GET without the body: a GET pipelined after it on the same
+    // connection is read as the next response, so no body came between.
+    const both = await raw(s.port, 'HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.match(both, /^HTTP\/1\.1 200 OK\r\n[^]*?Content-Length: 11\r\n\r\nHTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{"ok":true\}$/);
+    assert.equal((await fetch(`${s.url}/stats`, { method: 'HEAD' })).status, 200);
+    const del = await fetch(`${s.url}/health`, { method: 'DELETE' });
+    assert.equal(del.status, 405);
+    assert.equal(del.headers.get('allow'), 'GET, HEAD');
     await db.query('create collection notes (title text @unique, n int, embed vector<3> @hnsw)');
     assert.deepEqual(await db.put('notes', [
       { title: 'a', n: 1, embed: [1, 0, 0] },
@@ -238,7 +246,7 @@ test('errors are JSON with the right status, and change nothing', async () => {
     assert.equal(r.headers.get('allow'), 'POST');
     r = await fetch(`${url}/health`, { method: 'POST' });
     assert.equal(r.status, 405);
-    assert.equal(r.headers.get('allow'), 'GET');
+    assert.equal(r.headers.get('allow'), 'GET, HEAD');
     // A malformed request line.
     assert.match(await raw(s.port, 'BAD REQUEST LINE\r\n\r\n'), /^HTTP\/1\.1 400 /);
     // A transfer coding other than chunked: 400, and what follows the
