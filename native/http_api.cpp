@@ -279,6 +279,13 @@ void Api::when_durable(ApiResponse response, std::function<void(ApiResponse)> se
 
 ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
   std::string_view path = req.target.substr(0, req.target.find('?'));
+  // The absolute form (`GET http://host:7700/health`, as a proxy sends it),
+  // which a server must take (RFC 9112, 3.2.2): its path.
+  for (std::string_view scheme : {"http://", "https://"})
+    if (path.size() >= scheme.size() && std::equal(scheme.begin(), scheme.end(), path.begin(), [](char a, char b) { return a == (b | 0x20); })) {
+      const size_t slash = path.find('/', scheme.size());
+      path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
+    }
   // HEAD is GET without the body (RFC 9110, 9.3.2): every GET takes it.
   const bool get = req.method == "GET" || req.method == "HEAD", post = req.method == "POST";
   auto only = [&](const char* method) {

@@ -57,6 +57,9 @@ test('every endpoint answers, and kitfox/http has the embedded methods', async (
     const both = await raw(s.port, 'HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     assert.match(both, /^HTTP\/1\.1 200 OK\r\n[^]*?Content-Length: 11\r\n\r\nHTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{"ok":true\}$/);
     assert.equal((await fetch(`${s.url}/stats`, { method: 'HEAD' })).status, 200);
+    // The absolute form of a target, as a proxy sends it.
+    for (const target of [`${s.url}/health`, `HTTP://127.0.0.1:${s.port}/health?x=1`])
+      assert.match(await raw(s.port, `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`), /^HTTP\/1\.1 200 OK\r\n[^]*\{"ok":true\}$/, target);
     const del = await fetch(`${s.url}/health`, { method: 'DELETE' });
     assert.equal(del.status, 405);
     assert.equal(del.headers.get('allow'), 'GET, HEAD');
