@@ -672,13 +672,19 @@ void Engine::make_pin_room(NewImage* img) {
 }
 
 Status Engine::checkpoint() {
+  CallsInFlight::Scope in(calls_);
+  if (!in) return closed_error();
+  return checkpoint_now();
+}
+
+Status Engine::checkpoint_now() {
   std::lock_guard one(checkpoint_mu_);
   NewImage img;
   if (port::kThreads) make_pin_room(&img);
   std::unique_lock gate(write_gate_);
   // While it holds the gate writers wait for it (long_write_running).
   std::optional<LongWrites> holding(std::in_place, long_writes_, true);
-  if (closed_) return Status(Code::Invalid, "the database is closed");
+  if (closed_) return closed_error();
   if (lazy_) {
     bool damaged;
     {
@@ -766,7 +772,7 @@ Status Engine::checkpoint() {
   // The old file's writes flushed now, beside the readers and writers: the
   // rename's flush of the directory would otherwise wait for them under the
   // gate (ext4 commits them with it), as long as `sync = off` let them pile up.
-  if (st.is_ok()) st = sync();
+  if (st.is_ok()) st = sync_to_written();
   // The writes that landed meanwhile, copied in rounds while more land, the
   // copy flushed once it holds more than a last piece: the gate then waits
   // for at most a last piece copied and two flushed.

@@ -283,7 +283,12 @@ class Database {
   // graphs not read yet, returns the bytes still unread (0: all in memory).
   // A host calls it when idle after open.
   uint64_t warm(uint64_t budget);
-  Status close();       // checkpoints when worthwhile, flushes, releases the file
+  // Checkpoints when worthwhile, flushes, releases the file. Calls under way
+  // on other threads end first; calls from then on fail ("the database is
+  // closed"). After a failed flush or write it answers that failure, since
+  // what was written since the last good flush may be lost. A second
+  // close() answers what the first did.
+  Status close();
 
   Stats stats();
   const OpenReport& open_report() const;

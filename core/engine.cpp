@@ -168,11 +168,12 @@ Status Engine::run(Prepared& p, const Params& params, QueryResult* out,
     KF_ASSIGN(auto values, params.copy());
     return run(p, Params(values), out, durable_at);
   }
-  if (closed_) return Status(Code::Invalid, "the database is closed");
+  CallsInFlight::Scope in(calls_);
+  if (!in || closed_) return closed_error();
   switch (st.kind) {
     case StmtKind::Checkpoint:
     case StmtKind::Compact:
-      KF_TRY(checkpoint());
+      KF_TRY(checkpoint_now());
       out->rows.clear();
       return Status::ok();
     case StmtKind::Begin:
@@ -296,7 +297,8 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
       return in_statement(i, Status(Code::Invalid, "only put, insert, set, del and reads can be part of a batch",
                                     items[i].p->st.pos));
   }
-  if (closed_) return Status(Code::Invalid, "the database is closed");
+  CallsInFlight::Scope in(calls_);
+  if (!in || closed_) return closed_error();
   std::vector<QueryResult> out;
   out.reserve(items.size());
   uint64_t wait_seq = 0;
@@ -422,7 +424,11 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
 
 
 Status Engine::close() {
-  if (closed_) return Status::ok();
+  std::lock_guard one_close(close_mu_);
+  if (closed_) return closed_status_;
+  // New calls fail from here; those under way end first (a durable write's
+  // flush included: the flusher still runs).
+  calls_.close();
   stop_checker();
   if (checkpointer_.running()) {
     {
@@ -443,17 +449,22 @@ Status Engine::close() {
   // A checkpoint or a write another thread is running ends first.
   std::lock_guard one(checkpoint_mu_);
   std::lock_guard gate(write_gate_);
-  if (closed_) return Status::ok();
   Status st;
   {
     std::unique_lock lk(mu_);
     if (!failed_ && opts_.auto_checkpoint && checkpoint_worthwhile(true)) st = checkpoint_locked();
   }
-  if (st.is_ok() && !failed_) st = sync();
+  if (st.is_ok() && !failed_) st = sync_to_written();
+  // A failed flush or write before: what it did not make durable is not
+  // now either, and close() says so rather than answer ok.
+  if (st.is_ok() && failed_) st = Status(Code::Failed, failure_ + "; what was written since the last flush that succeeded may be lost");
   closed_ = true;
   file_.reset();
+  closed_status_ = st;
   return st;
 }
+
+Status Engine::closed_error() { return Status(Code::Invalid, "the database is closed"); }
 
 Stats Engine::stats() {
   std::shared_lock lk(mu_);

@@ -136,6 +136,54 @@ class FairSharedMutex {
   uint64_t next_ticket_ = 0, serving_ = 0;  // writers' turns, in order
 };
 
+// The calls under way on an engine (a statement, a batch, a checkpoint, a
+// flush, a warm): close() makes new ones fail and waits for these to end
+// before it lets the file go, so no call reads a file already closed (a
+// pinned read holds no lock, and reads vector blocks on demand). A call
+// that would start once close() began is refused instead.
+class CallsInFlight {
+ public:
+  // False once closing: the call must not run (and is not counted).
+  bool enter() {
+    n_.fetch_add(1);
+    if (!closing_.load()) return true;
+    leave();
+    return false;
+  }
+  void leave() {
+    if (n_.fetch_sub(1) == 1 && closing_.load()) {
+      std::lock_guard g(m_);
+      cv_.notify_all();
+    }
+  }
+  void close() {
+    closing_.store(true);
+    std::unique_lock g(m_);
+    cv_.wait(g, [&] { return n_.load() == 0; });
+  }
+  // enter() and leave() around one call's scope.
+  class Scope {
+   public:
+    explicit Scope(CallsInFlight& c) : c_(c), in_(c.enter()) {}
+    ~Scope() {
+      if (in_) c_.leave();
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    explicit operator bool() const { return in_; }
+
+   private:
+    CallsInFlight& c_;
+    bool in_;
+  };
+
+ private:
+  std::atomic<uint64_t> n_{0};
+  std::atomic<bool> closing_{false};
+  std::mutex m_;
+  std::condition_variable cv_;
+};
+
 // The documents of a put or insert, typed, checked and encoded (what
 // needs no decision of the write lock: prepare_documents runs beside the
 // readers), waiting for their ids and their record (land_documents, under
@@ -668,9 +716,14 @@ class Engine {
   }
 
  public:
-  uint64_t warm(uint64_t budget);
+  uint64_t warm(uint64_t budget);  // see Database::warm (0 once closed)
 
  private:
+  static Status closed_error();
+  // checkpoint() and sync() less the call's count (CallsInFlight), for
+  // what runs inside a call or is stopped by close() itself.
+  Status checkpoint_now();
+  Status sync_to_written();
 
   // Durability: flushes happen outside mu_, shared by concurrent writers.
   std::mutex sync_mu_;
@@ -688,6 +741,9 @@ class Engine {
   std::atomic<bool> failed_{false};
   std::string failure_;
   std::atomic<bool> closed_{false};  // read without a lock by run(); set under the gate
+  CallsInFlight calls_;  // close() waits for them; a call once closing began is refused
+  std::mutex close_mu_;  // one close() at a time: a second one waits, then finds it closed
+  Status closed_status_;  // what the first close() answered, for a second one
   bool opened_ = false;  // open() succeeded
   port::Background flusher_;  // the period mode's flushes; in the always mode, the deferred writes'
   bool stop_flusher_ = false;

@@ -142,6 +142,12 @@ Status Engine::sync_to(uint64_t seq) {
 }
 
 Status Engine::sync() {
+  CallsInFlight::Scope in(calls_);
+  if (!in || closed_) return closed_error();
+  return sync_to_written();
+}
+
+Status Engine::sync_to_written() {
   uint64_t target;
   {
     std::lock_guard g(sync_mu_);
@@ -250,7 +256,7 @@ void Engine::checkpoint_if_due() {
 // The writes are in the file; a failed automatic checkpoint leaves them
 // there and says so in the open report's warnings.
 void Engine::auto_checkpoint() {
-  Status cs = checkpoint();
+  Status cs = checkpoint_now();  // a write's call, or the checkpointer, which close() stops first
   if (!cs.is_ok() && !failed_) {
     std::unique_lock lk(mu_);
     report_.warnings.push_back("automatic checkpoint failed: " + cs.message());

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,6 +56,7 @@ struct Faults {
   std::atomic<int> sync_delay_us{0};  // a slow disk, so flushes can be shared
   std::atomic<bool> fills_ahead{false};  // what File::fills_ahead() answers
   std::atomic<bool> map_files{false};    // File::map() passed on (else no file is mapped)
+  std::function<void()> on_read;         // called before each read, when set (set it before the reads)
 
   // A flush can be held until released; writes and flushes are announced,
   // so a test waits for them (not for time).
@@ -102,7 +104,10 @@ bool eventually(F done) {
 class FaultyFile : public File {
  public:
   FaultyFile(std::unique_ptr<File> f, Faults* x, std::string name) : f_(std::move(f)), x_(x), name_(std::move(name)) {}
-  Status read(uint64_t o, void* b, size_t n, size_t* got) override { return f_->read(o, b, n, got); }
+  Status read(uint64_t o, void* b, size_t n, size_t* got) override {
+    if (x_->on_read) x_->on_read();
+    return f_->read(o, b, n, got);
+  }
   std::unique_ptr<Mapping> map(uint64_t size) override { return x_->map_files ? f_->map(size) : nullptr; }
   bool fills_ahead() const override { return x_->fills_ahead; }
   void write_behind(uint64_t o, uint64_t n) override {

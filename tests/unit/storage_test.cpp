@@ -904,7 +904,11 @@ TEST_CASE("a failed flush refuses later writes until reopened; reads still work"
   CHECK(w2.status().code() == Code::Failed);
   CHECK(w2.status().message().find("reopened") != std::string::npos);
   CHECK(db->query("get t count").is_ok());
-  db->close();
+  // close() does not answer ok: it flushed nothing the failure left unflushed.
+  const Status closed = db->close();
+  CHECK(closed.code() == Code::Failed);
+  CHECK(closed.message().find("may be lost") != std::string::npos);
+  CHECK(db->close().code() == Code::Failed);  // and says so again
   auto db2 = open_db(fs);
   CHECK(db2->query("put t {n: 4}").is_ok());
 }
@@ -3841,4 +3845,90 @@ TEST_CASE("a checkpoint's image is built at idle priority; told to hurry, its ow
     CHECK(other->open_report().warnings.empty());
     CHECK(rows_of(*other) == before);
   }
+}
+
+TEST_CASE("close() from two threads at once: both return, the first's answer, and nothing hangs") {
+  auto fs = make_memory_file_system();
+  for (int round = 0; round < 40; round++) {
+    OpenOptions o;
+    o.sync = round % 2 ? SyncMode::Always : SyncMode::Period;  // a flusher thread to stop in both
+    auto db = open_db(*fs, "db", o);
+    REQUIRE(db->query("create collection if not exists t (n int)").is_ok());
+    REQUIRE(db->query("put t {n: 1}").is_ok());
+    std::atomic<int> ready{0};
+    Status a, b;
+    std::thread other([&] {
+      ready++;
+      while (ready < 2) std::this_thread::yield();
+      b = db->close();
+    });
+    ready++;
+    while (ready < 2) std::this_thread::yield();
+    a = db->close();
+    other.join();
+    CHECK(a.is_ok());
+    CHECK(b.is_ok());
+    CHECK(db->query("get t").status().message() == "the database is closed");
+    CHECK(db->sync().message() == "the database is closed");
+    CHECK(db->checkpoint().message() == "the database is closed");
+  }
+  auto db = open_db(*fs);
+  CHECK(to_json(db->query("get t count")->rows[0]) == "{\"count\":40}");
+}
+
+TEST_CASE("close() waits for a read under way, which reads vector blocks from the file as it goes; warm() after it is 0") {
+  auto mem = make_memory_file_system();  // not mapped: vector blocks are read from the file when first used
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  OpenOptions o = no_checkpoint();
+  o.lazy_extents = true;
+  o.check_in_background = false;
+  {
+    auto db = open_db(fs, "db", o);
+    REQUIRE(db->query("create collection t (e vector<8> @hnsw)").is_ok());
+    std::vector<Value> docs;
+    for (int i = 0; i < 3000; i++) {
+      std::vector<float> v(8);
+      for (int k = 0; k < 8; k++) v[k] = float((i * 7 + k * 13) % 97) + 1;
+      Value d = Value::object();
+      d.set("e", Value::vector(std::move(v)));
+      docs.push_back(std::move(d));
+    }
+    REQUIRE(db->query("put t $1", {Value::list(std::move(docs))}).is_ok());
+    REQUIRE(db->checkpoint().is_ok());
+    REQUIRE(db->close().is_ok());
+  }
+  const std::string near = "get t select id near e $1 limit 3";
+  const Value q = Value::vector(std::vector<float>(8, 1.0f));
+  std::string alone;
+  {
+    auto db = open_db(fs, "db", o);
+    alone = to_json(Value::list(db->query(near, {q})->rows));
+    REQUIRE(db->close().is_ok());
+  }
+  auto db = open_db(fs, "db", o);
+  REQUIRE(db->warm(0) > 0);  // no vector block read yet
+  std::thread closer;
+  std::atomic<bool> close_returned{false}, once{false};
+  Status closed;
+  faults.on_read = [&] {
+    if (once.exchange(true)) return;
+    closer = std::thread([&] {
+      closed = db->close();
+      close_returned = true;
+    });
+    // Once close() has begun, new calls are refused; it has not returned:
+    // this read is under way, and reads the file after this.
+    while (db->sync().is_ok()) std::this_thread::yield();
+    CHECK_FALSE(close_returned.load());
+  };
+  auto during = db->query(near, {q});
+  INFO(during.status().to_string());
+  REQUIRE(during.is_ok());
+  CHECK(to_json(Value::list(during->rows)) == alone);
+  REQUIRE(closer.joinable());  // the read read the file
+  closer.join();
+  faults.on_read = nullptr;
+  CHECK(closed.is_ok());
+  CHECK(db->warm(UINT64_MAX) == 0);
 }
