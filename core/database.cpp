@@ -10,11 +10,34 @@ namespace kitfox {
 // The statements a thread queued since its begin, by thread.
 struct Database::Transactions {
   std::mutex mu;
-  std::map<std::thread::id, std::vector<Engine::PreparedItem>> open;
+  std::map<uint64_t, std::vector<Engine::PreparedItem>> open;  // by ThreadTxns::id
   std::atomic<size_t> count{0};  // open.size(), read without mu: none open, none to look up
 };
 
-Database::Database() : txns_(std::make_unique<Transactions>()) {}
+namespace {
+
+// A thread as its transactions know it: an id no later thread is given
+// (std::thread::id is handed on to the next thread at once), and, when the
+// thread ends, the transactions it left open are dropped (rolled back), so
+// none outlives its thread or is taken over.
+struct ThreadTxns {
+  static inline std::atomic<uint64_t> next{1};
+  const uint64_t id = next.fetch_add(1);
+  std::vector<std::weak_ptr<Database::Transactions>> opened_in;  // where it began one
+  ~ThreadTxns() {
+    for (auto& w : opened_in)
+      if (auto t = w.lock()) {
+        std::lock_guard g(t->mu);
+        t->open.erase(id);
+        t->count = t->open.size();
+      }
+  }
+};
+thread_local ThreadTxns this_thread_txns;
+
+}  // namespace
+
+Database::Database() : txns_(std::make_shared<Transactions>()) {}
 Database::~Database() = default;
 
 Result<std::unique_ptr<Database>> Database::open(FileSystem& fs, const std::string& name, const OpenOptions& o) {
@@ -129,20 +152,22 @@ Status Database::run(const std::shared_ptr<Prepared>& p, const Params& params, Q
 // any other straight to the engine.
 Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out) {
   const StmtKind kind = p->st.kind;
-  auto me = std::this_thread::get_id();
   Transactions& t = *txns_;
   switch (kind) {
     case StmtKind::Begin: {
+      ThreadTxns& mine = this_thread_txns;
       std::lock_guard g(t.mu);
-      if (t.open.count(me)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)", p->st.pos);
-      t.open[me];
+      if (t.open.count(mine.id)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)", p->st.pos);
+      t.open[mine.id];
       t.count = t.open.size();
+      std::erase_if(mine.opened_in, [](const std::weak_ptr<Transactions>& w) { return w.expired(); });
+      mine.opened_in.push_back(txns_);
       out->rows.clear();
       return Status::ok();
     }
     case StmtKind::Rollback: {
       std::lock_guard g(t.mu);
-      if (!t.open.erase(me)) return Status(Code::Invalid, "no transaction is open (rollback without begin)", p->st.pos);
+      if (!t.open.erase(this_thread_txns.id)) return Status(Code::Invalid, "no transaction is open (rollback without begin)", p->st.pos);
       t.count = t.open.size();
       out->rows.clear();
       return Status::ok();
@@ -151,7 +176,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& para
       std::vector<Engine::PreparedItem> items;
       {
         std::lock_guard g(t.mu);
-        auto it = t.open.find(me);
+        auto it = t.open.find(this_thread_txns.id);
         if (it == t.open.end()) return Status(Code::Invalid, "no transaction is open (commit without begin)", p->st.pos);
         items = std::move(it->second);
         t.open.erase(it);
@@ -169,7 +194,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& para
   // at all this thread has none.
   if (t.count.load(std::memory_order_acquire) == 0) return engine_->run(*p, params, out);
   std::unique_lock g(t.mu);
-  auto it = t.open.find(me);
+  auto it = t.open.find(this_thread_txns.id);
   if (it == t.open.end()) {
     g.unlock();
     return engine_->run(*p, params, out);

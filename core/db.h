@@ -215,7 +215,9 @@ class Database {
   // `begin` opens a transaction on this handle for this thread: its writes
   // are queued ({"queued": n}); its reads see the database with the queued
   // writes applied; `commit` lands the writes as one batch and returns their
-  // rows in order; `rollback` drops them. Other threads never see them.
+  // rows in order; `rollback` drops them. Other threads never see them,
+  // and a thread that ends with one open has it dropped (no later thread
+  // takes it over).
   Result<QueryResult> query(std::string_view text, const std::vector<Value>& params = {});
   // The same into *out, its rows written over as Statement::query(params, out) does.
   Status query(std::string_view text, const std::vector<Value>& params, QueryResult* out);
@@ -300,9 +302,14 @@ class Database {
   Status run(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out);
   Status dispatch(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out);
   std::unique_ptr<Engine> engine_;
-  // Open transactions (between begin and commit), per thread.
-  struct Transactions;
-  std::unique_ptr<Transactions> txns_;
+
+ public:
+  struct Transactions;  // database.cpp's (public for its threads' records)
+
+ private:
+  // Open transactions (between begin and commit), per thread; shared
+  // with the threads that began one, which drop theirs when they end.
+  std::shared_ptr<Transactions> txns_;
 };
 
 // Stats as an object: {file_bytes, image_bytes, tail_bytes, tail_records,

@@ -2,6 +2,7 @@
 // shared by threads; the statement cache behind Database::query.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <thread>
 
@@ -233,6 +234,45 @@ TEST_CASE("prepared statements inside a transaction: writes queue, reads see the
   CHECK(other == "{\"count\":0}\n");
   CHECK(rows(db->query("commit")) == "{\"id\":1}\n{\"id\":2}\n");
   CHECK(rows(count->query()) == "{\"count\":2}\n");
+}
+
+TEST_CASE("a thread that ends with a transaction open has it rolled back; no later thread takes it over") {
+  auto fs = make_memory_file_system();
+  auto db = open_memory(*fs);
+  ok(*db, "create collection t (who text)");
+  // Each thread begins, queues a write and ends: the system hands a
+  // thread's id on to the next thread at once, and none of these may find
+  // another's transaction.
+  for (int round = 0; round < 20; round++) {
+    std::string began, queued;
+    std::thread([&] {
+      began = rows(db->query("begin"));
+      queued = rows(db->query("put t {who: \"abandoned\"}"));
+    }).join();
+    CHECK(began == "");
+    CHECK(queued == "{\"queued\":1}\n");
+    std::string put, seen;
+    std::thread([&] {
+      put = rows(db->query("put t {who: \"later\"}"));
+      seen = rows(db->query("get t select who where who = \"abandoned\" count"));
+    }).join();
+    CHECK(put == "{\"id\":" + std::to_string(round + 1) + "}\n");  // landed, not queued
+    CHECK(seen == "{\"count\":0}\n");
+  }
+  CHECK(rows(db->query("get t count")) == "{\"count\":20}\n");
+  // A transaction still open when its database closes is simply gone, and
+  // its thread ending later touches nothing.
+  std::atomic<bool> close_now{false}, closed{false};
+  std::thread late([&] {
+    ok(*db, "begin");
+    close_now = true;
+    while (!closed) std::this_thread::yield();
+  });
+  while (!close_now) std::this_thread::yield();
+  REQUIRE(db->close().is_ok());
+  db.reset();
+  closed = true;
+  late.join();
 }
 
 TEST_CASE("a put whose first document is far larger than the rest reserves at most 64 MiB ahead") {
