@@ -248,7 +248,10 @@ async function handle(r) {
     if (!f) throw invalid(`unknown operation '${r.op}'`);
     const value = await f(r.args || [], r);
     m = { id: r.id, ok: true, value };
-    if (!r.client.remote) transfer = [...transferables(value)];
+    // Rows and an export's bytes are made for this answer: their buffers
+    // go to the page. What a module's call returns may be its own (a
+    // vector it keeps): that is copied.
+    if (!r.client.remote && r.op !== 'call') transfer = [...transferables(value)];
   } catch (e) {
     m = { id: r.id, ok: false, error: errorOf(e) };
   } finally {
@@ -347,7 +350,9 @@ function fromTab(m) {
     c.post({ id: m.id, moved: true });
     return;
   }
-  enqueue({ client: c, id: m.id, op: m.op, args: m.args });
+  // hello (a connect's first call) runs beside another tab's open
+  // transaction: it reads nothing, and a connect must not wait for a commit.
+  enqueue({ client: c, id: m.id, op: m.op, args: m.args, priority: m.op === 'hello' });
 }
 
 const ops = {
@@ -412,6 +417,10 @@ const ops = {
   stats: () => need().stats(),
   async call([name, args, moduleUrl], r) {
     const d = need();
+    // The caller's module: a connection that gave none has none here
+    // either, whatever this worker's own page gave.
+    if (moduleUrl === undefined || moduleUrl === null)
+      throw invalid(`no worker module was given to connect() (its module option), so there is no function '${name}'`);
     const ext = await extensionFor(moduleUrl);
     if (!ext || typeof ext[name] !== 'function')
       throw invalid(`the worker module has no function '${name}'`);
@@ -485,5 +494,5 @@ self.onmessage = (ev) => {
     return;
   }
   // The page's own: resign goes ahead of another tab's open transaction.
-  enqueue({ client: page, id: m.id, op: m.op, args: m.args, priority: m.op === 'resign' || m.op === 'open' });
+  enqueue({ client: page, id: m.id, op: m.op, args: m.args, priority: m.op === 'resign' || m.op === 'open' || m.op === 'hello' });
 };

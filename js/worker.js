@@ -28,6 +28,7 @@
 // Errors are KitfoxError with the engine's code and position. Vectors cross
 // as Float32Array (raw bytes, structured clone; the leader's own worker
 // transfers the rows' vectors to its page).
+import { encodeParamsShared } from './codec.js';
 import { KitfoxError } from './errors.js';
 import { compileGiven } from './core.js';
 import { compileWasm } from './platform/web.js';
@@ -41,6 +42,19 @@ function toError(e) {
 }
 
 const invalid = (detail) => new KitfoxError('invalid', `invalid error: ${detail}`, -1);
+
+// Parameters are checked here as Kitfox checks them, by the same encoder
+// (structured clone would turn a class instance into a plain object, and
+// refuse a function without naming the parameter); what is no array is
+// left for the worker to refuse. A rejected Promise when one cannot be stored.
+function checked(params, send) {
+  try {
+    if (Array.isArray(params)) encodeParamsShared(params);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return send();
+}
 const failed = (detail) => new KitfoxError('failed', `failed error: ${detail}`, -1);
 
 const MAYBE_LANDED =
@@ -65,11 +79,11 @@ export class StatementConnection {
   }
 
   query(params) {
-    return this._run('run', params);
+    return checked(params, () => this._run('run', params));
   }
 
   queryJSON(params) {
-    return this._run('runJSON', params);
+    return checked(params, () => this._run('runJSON', params));
   }
 
   finalize() {
@@ -213,8 +227,15 @@ export class KitfoxConnection {
       return;
     }
     if (m.moved) {
-      // Not run: that leader is stepping down. The next one gets it.
+      // Not run: that leader is stepping down. The next one gets it. A
+      // begin it did not run began nothing there: its transaction is not
+      // lost, and begins on the next leader.
       call.leader = null;
+      const t = call.txn;
+      if (call.kind === 'begin' && t && t.leader === from) {
+        t.leader = null;
+        t.lost = false;
+      }
       this._requeue(call);
       return;
     }
@@ -526,20 +547,23 @@ export class KitfoxConnection {
   }
 
   query(text, params) {
-    return this._call('query', [text, params], { kind: classify(text).kind });
+    return checked(params, () => this._call('query', [text, params], { kind: classify(text).kind }));
   }
 
   queryJSON(text, params) {
-    return this._call('queryJSON', [text, params], { kind: classify(text).kind });
+    return checked(params, () => this._call('queryJSON', [text, params], { kind: classify(text).kind }));
   }
 
   batch(statements) {
     const read = Array.isArray(statements) && statements.every((s) => classify(Array.isArray(s) ? s[0] : s).kind === 'read');
-    return this._call('batch', [statements], { kind: read ? 'read' : 'write' });
+    // As Kitfox.batch encodes them: the [text, params] pairs as one list.
+    const pairs = Array.isArray(statements) && statements.map((s) => (Array.isArray(s) ? [s[0], s[1] ?? []] : [s, []]));
+    const whole = pairs && pairs.every(([text, params]) => typeof text === 'string' && Array.isArray(params));
+    return checked(whole ? pairs : null, () => this._call('batch', [statements], { kind: read ? 'read' : 'write' }));
   }
 
   near(collection, field, vector, options = {}) {
-    return this._call('near', [collection, field, vector, options], { kind: 'read' });
+    return checked(options?.params, () => this._call('near', [collection, field, vector, options], { kind: 'read' }));
   }
 
   checkpoint() {

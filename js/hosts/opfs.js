@@ -38,15 +38,20 @@ export function opfsAvailable() {
 }
 
 // Splits 'a/b/c.kfdb' into its directories and file name; refuses empty
-// parts, '.', '..' and a trailing '~' (the side file's suffix).
+// parts, '.', '..', a trailing '~' (the side file's suffix), a NUL (a
+// browser cuts the name there, so NAME and NAME~ would be one file) and a
+// lone UTF-16 surrogate (no UTF-8 spells it: the engine would name another
+// file).
 export function splitName(name) {
+  const bad = (why) => new HostError('invalid', `invalid error: ${JSON.stringify(name)} is not a valid OPFS database name (${why})`);
+  if (name.includes('\0')) throw bad('it holds a NUL');
+  if (/\p{Cs}/u.test(name)) throw bad('it holds an unpaired UTF-16 surrogate');
   const parts = name.split('/');
   for (const p of parts) {
-    if (p === '' || p === '.' || p === '..')
-      throw new HostError('invalid', `'${name}' is not a valid OPFS database name (empty, '.' or '..' part)`);
+    if (p === '' || p === '.' || p === '..') throw bad("an empty, '.' or '..' part");
   }
   const file = parts.pop();
-  if (file.endsWith('~')) throw new HostError('invalid', `'${name}' ends with '~', which kitfox keeps for its side file`);
+  if (file.endsWith('~')) throw bad("it ends with '~', which kitfox keeps for its side file");
   return { dirs: parts, file };
 }
 
@@ -180,7 +185,10 @@ export class OpfsHost {
       if (!dir) throw new HostError('not_found', `not_found error: database file '${name}' does not exist`);
       // Both files' handles are asked for at once (each is a round trip to
       // the browser's storage process).
-      let [main, side] = await Promise.all([fileHandle(dir, file, false), fileHandle(dir, file + '~', true)]);
+      // create: false makes nothing for a missing database, not even NAME~.
+      let [main, side] = await Promise.all([fileHandle(dir, file, false), fileHandle(dir, file + '~', create)]);
+      if (!main && !side) throw new HostError('not_found', `not_found error: database file '${name}' does not exist`);
+      if (!side) side = await fileHandle(dir, file + '~', true); // NAME is there: its side file is made
       let sideHandle;
       let mainHandle = null;
       if (main) {

@@ -92,6 +92,32 @@ test('errors come back as KitfoxError with code and position', async () => {
   await page.close();
 });
 
+test('create: false makes no file for a missing database; a name OPFS cannot hold is refused, as the engine words it', async () => {
+  const page = await openPage(context, env.url);
+  const r = await page.evaluate(async () => {
+    const said = (p) => p.then((db) => (db.close(), 'opened'), (e) => `${e.code}: ${e.message}`);
+    const out = {};
+    out.missing = await said(kitfox.connect('missing.kfdb', { create: false }));
+    out.missingExclusive = await said(kitfox.connect('missing2.kfdb', { create: false, exclusive: true }));
+    out.files = await opfs.list();
+    out.nul = await said(kitfox.connect('nul\0.kfdb', { exclusive: true }));
+    out.surrogate = await said(kitfox.connect('lone\ud800.kfdb', { exclusive: true }));
+    out.dots = await said(kitfox.connect('a/../b.kfdb', { exclusive: true }));
+    out.tilde = await said(kitfox.connect('x~', { exclusive: true }));
+    out.after = await opfs.list();
+    return out;
+  });
+  assert.equal(r.missing, "not_found: not_found error: database file 'missing.kfdb' does not exist");
+  assert.equal(r.missingExclusive, "not_found: not_found error: database file 'missing2.kfdb' does not exist");
+  assert.deepEqual(Object.keys(r.files).filter((f) => f.startsWith('missing')), [], 'no NAME, no NAME~');
+  assert.equal(r.nul, 'invalid: invalid error: "nul\\u0000.kfdb" is not a valid OPFS database name (it holds a NUL)');
+  assert.equal(r.surrogate, 'invalid: invalid error: "lone\\ud800.kfdb" is not a valid OPFS database name (it holds an unpaired UTF-16 surrogate)');
+  assert.equal(r.dots, 'invalid: invalid error: "a/../b.kfdb" is not a valid OPFS database name (an empty, \'.\' or \'..\' part)');
+  assert.equal(r.tilde, 'invalid: invalid error: "x~" is not a valid OPFS database name (it ends with \'~\', which kitfox keeps for its side file)');
+  assert.deepEqual(Object.keys(r.after).filter((f) => /^(nul|lone|b\.kfdb|x)/.test(f)), [], 'nothing made for a refused name');
+  await page.close();
+});
+
 test('prepared statements in the worker: run with new params, finalize', async () => {
   const page = await openPage(context, env.url);
   const r = await page.evaluate(async () => {

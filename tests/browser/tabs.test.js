@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { serve } from '../../scripts/serve.js';
-import { BROWSER, newContext, openPage, reload, startBrowser } from './helpers.js';
+import { BROWSER, SAFETY_MS, newContext, openPage, reload, startBrowser } from './helpers.js';
 
 let env;
 let context;
@@ -318,6 +318,73 @@ test('a transaction belongs to its tab: the others wait for its end; it fails wh
   assert.deepEqual(r.prepared, ['prepared']);
   assert.deepEqual(r.all, ['a', 'prepared'], 'nothing of the lost transaction landed');
   await b.close();
+});
+
+test("beside another tab's transaction a tab connects; a begin a handover moved begins on the next leader", async () => {
+  const [a, b, c] = await tabs(3, 'beside.kfdb');
+  await a.evaluate(() => db.query('create collection t (n int)'));
+  await c.evaluate(() => db.query('begin'));
+  // A tab connecting now does not wait for c's commit (its first call runs
+  // beside the transaction).
+  const d = await openPage(context, env.url);
+  const connected = await d.evaluate(async (ms) => {
+    const never = new Promise((resolve) => setTimeout(() => resolve('connect() never resolved'), ms));
+    return Promise.race([kitfox.connect('beside.kfdb').then((db) => ((window.db = db), 'connected')), never]);
+  }, SAFETY_MS);
+  assert.equal(connected, 'connected');
+  // b's transaction waits at the leader behind c's; the leader then hands
+  // over, answering it 'moved' (not run): it begins on the next leader.
+  await b.evaluate(() => {
+    window.res = [];
+    const note = (what, p) => p.then(() => res.push(`${what} ok`), (e) => res.push(`${what} ${e.code}: ${e.message}`));
+    note('begin', db.query('begin'));
+    note('put', db.query('put t {n: 1}'));
+    note('commit', db.query('commit'));
+  });
+  await a.evaluate(() => db.close());
+  await c.evaluate(() => db.query('rollback')); // lost with a's worker: nothing to roll back
+  await b.waitForFunction(() => res.length === 3);
+  assert.deepEqual(await b.evaluate(() => res), ['begin ok', 'put ok', 'commit ok']);
+  assert.deepEqual(await d.evaluate(() => db.query('get t select n')), [{ id: 1, n: 1 }]);
+  await closeAll([a, b, c, d]);
+});
+
+test('call() answers a copy of what the module keeps, runs the caller\'s own module only; params are checked as Kitfox checks them', async () => {
+  const [a] = await tabs(1, 'calls.kfdb', { module: '/tests/browser/fixtures/keeps.js' });
+  const [b] = await tabs(1, 'calls.kfdb');
+  await a.evaluate(() => db.query('create collection t (n int, j json)'));
+  // Twice from the leader's own page: the module's vector was not given away.
+  assert.deepEqual(await a.evaluate(async () => [Array.from(await db.call('centroid')), Array.from(await db.call('centroid'))]), [[1, 2, 3, 4], [1, 2, 3, 4]]);
+  // b gave no module: the leader's is not b's.
+  const none = await b.evaluate(() => db.call('centroid').then(() => 'ran', (e) => `${e.code}: ${e.message}`));
+  assert.match(none, /^invalid: invalid error: no worker module was given to connect\(\)/);
+  // What Kitfox refuses is refused here too, naming the parameter, by the
+  // leader's page and a follower's alike; nothing is written.
+  for (const page of [a, b]) {
+    const said = await page.evaluate(async () => {
+      class Point {
+        constructor() {
+          this.x = 1;
+        }
+      }
+      const out = [];
+      const attempt = (p) => p.then(() => out.push('stored'), (e) => out.push(`${e.code}: ${e.message}`));
+      await attempt(db.query('put t {j: $1}', [{ p: new Point() }]));
+      await attempt(db.query('put t {j: $1}', [() => 1]));
+      await attempt(db.batch([['put t {n: 1}'], ['put t {j: $1}', [Symbol('s')]]]));
+      const st = await db.prepare('put t {j: $1}');
+      await attempt(st.query([new Map()]));
+      return out;
+    });
+    assert.deepEqual(said, [
+      'type: type error: parameter $1.p: a Point cannot be stored (use a plain object, an Array, a Float32Array, a Uint8Array or a Date)',
+      'type: type error: parameter $1: a function cannot be stored',
+      'type: type error: parameter $2[1][0]: a symbol cannot be stored',
+      'type: type error: parameter $1: a Map cannot be stored (use a plain object, an Array, a Float32Array, a Uint8Array or a Date)',
+    ]);
+  }
+  assert.deepEqual(await b.evaluate(() => db.query('get t count')), [{ count: 0 }]);
+  await closeAll([a, b]);
 });
 
 test('the change event names the collections written, in every tab, once a write lands', async () => {
