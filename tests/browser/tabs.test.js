@@ -387,6 +387,25 @@ test('call() answers a copy of what the module keeps, runs the caller\'s own mod
   await closeAll([a, b]);
 });
 
+test("a leader whose close() fails (a flush failed before) hands over all the same, and says so", async () => {
+  const [a] = await tabs(1, 'failing.kfdb', { module: '/tests/browser/fixtures/keeps.js', sync: 'always' });
+  const [b] = await tabs(1, 'failing.kfdb');
+  await b.evaluate(() => db.query('create collection t (n int)'));
+  await b.evaluate(() => db.query('put t {n: 1}'));
+  await a.evaluate(() => db.call('breakFlush'));
+  const refused = await b.evaluate(() => db.query('put t {n: 2}').then(() => 'acknowledged', (e) => e.code));
+  assert.notEqual(refused, 'acknowledged');
+  const closed = await a.evaluate(() => db.close().then(() => 'ok', (e) => `${e.code}: ${e.message}`));
+  assert.match(closed, /^failed: /);
+  await b.waitForFunction(() => db.isLeader);
+  const after = await b.evaluate(async () => {
+    await db.query('put t {n: 3}');
+    return (await db.query('get t select n where n != 2')).map((r) => r.n);
+  });
+  assert.deepEqual(after, [1, 3]);
+  await closeAll([a, b]);
+});
+
 test('the change event names the collections written, in every tab, once a write lands', async () => {
   const [a, b] = await tabs(2, 'change.kfdb', { module: '/tests/browser/fixtures/gen.js' });
   await a.evaluate(async () => {
