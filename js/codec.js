@@ -253,22 +253,52 @@ export function encodeParams(params) {
   return shared.bytes();
 }
 
+// Parameter `$k` (`v`, written at `depth`) encoded into e; a value it
+// refuses is named by its path (`${lead}parameter $2.tags[3]: ...`).
+function encodeParam(e, v, k, depth, lead = '') {
+  try {
+    e.value(v, depth);
+  } catch (err) {
+    if (!(err instanceof BadValue)) throw err;
+    const where = v !== null && typeof v === 'object' ? badPath(v, `$${k}`, depth) : null;
+    throw kitfoxError(err.code, `${lead}parameter ${where ?? `$${k}`}: ${err.message}`);
+  }
+}
+
 // The same into the shared encoder (shared.buf), returning the length.
 export function encodeParamsShared(params) {
   const e = shared;
   e.reset();
   e.u8(TAG.list);
   e.varint(params.length);
-  for (let i = 0; i < params.length; i++) {
+  for (let i = 0; i < params.length; i++) encodeParam(e, params[i], i + 1, 1);
+  return e.pos;
+}
+
+// A batch's [text, params] pairs (texts checked to be strings, params
+// arrays), as encodeParams(pairs) encodes them: one list of two-item lists.
+// A value it refuses is named by its entry and parameter ("batch entry 2:
+// parameter $1.tags[3]: ..."). A view into the shared buffer, as encodeParams.
+export function encodeBatch(pairs) {
+  const e = shared;
+  e.reset();
+  e.u8(TAG.list);
+  e.varint(pairs.length);
+  for (let i = 0; i < pairs.length; i++) {
+    const [text, params] = pairs[i];
+    e.u8(TAG.list);
+    e.varint(2);
     try {
-      e.value(params[i], 1);
+      e.value(text, 2);
     } catch (err) {
       if (!(err instanceof BadValue)) throw err;
-      const where = params[i] !== null && typeof params[i] === 'object' ? badPath(params[i], `$${i + 1}`, 1) : null;
-      throw kitfoxError(err.code, `parameter ${where ?? `$${i + 1}`}: ${err.message}`);
+      throw kitfoxError(err.code, `batch entry ${i + 1}: the statement text: ${err.message}`);
     }
+    e.u8(TAG.list);
+    e.varint(params.length);
+    for (let j = 0; j < params.length; j++) encodeParam(e, params[j], j + 1, 3, `batch entry ${i + 1}: `);
   }
-  return e.pos;
+  return shared.bytes();
 }
 
 // The shared encoder's first n bytes copied to heap[at..]: by hand when

@@ -11,7 +11,7 @@
 //   db.close();
 //
 // See kitfox.d.ts for the whole API and docs/wasm.md for how values map.
-import { decodeRowsAt, decodeBatch, encodeParams, encodeParamsShared, copyShared, wellFormed } from './codec.js';
+import { decodeRowsAt, decodeBatch, encodeBatch, encodeParamsShared, copyShared, wellFormed } from './codec.js';
 import { loadCore, trapped } from './core.js';
 import { HostError, KitfoxError, kitfoxError } from './errors.js';
 import { MemoryHost } from './hosts/memory.js';
@@ -380,7 +380,7 @@ export class Kitfox {
       if (!Array.isArray(params)) throw kitfoxError('invalid', `batch entry ${i + 1}: params must be an array`);
       return [text, params];
     });
-    const enc = encodeParams(pairs);
+    const enc = encodeBatch(pairs);
     const core = this._core;
     const ptr = this._call((c) => c.kfInput(enc.length)) >>> 0;
     core.HEAPU8.set(enc, ptr);

@@ -28,7 +28,7 @@
 // Errors are KitfoxError with the engine's code and position. Vectors cross
 // as Float32Array (raw bytes, structured clone; the leader's own worker
 // transfers the rows' vectors to its page).
-import { encodeParamsShared } from './codec.js';
+import { encodeBatch, encodeParamsShared } from './codec.js';
 import { KitfoxError } from './errors.js';
 import { compileGiven } from './core.js';
 import { compileWasm } from './platform/web.js';
@@ -47,9 +47,9 @@ const invalid = (detail) => new KitfoxError('invalid', `invalid error: ${detail}
 // (structured clone would turn a class instance into a plain object, and
 // refuse a function without naming the parameter); what is no array is
 // left for the worker to refuse. A rejected Promise when one cannot be stored.
-function checked(params, send) {
+function checked(params, send, encode = encodeParamsShared) {
   try {
-    if (Array.isArray(params)) encodeParamsShared(params);
+    if (Array.isArray(params)) encode(params);
   } catch (e) {
     return Promise.reject(e);
   }
@@ -559,7 +559,7 @@ export class KitfoxConnection {
     // As Kitfox.batch encodes them: the [text, params] pairs as one list.
     const pairs = Array.isArray(statements) && statements.map((s) => (Array.isArray(s) ? [s[0], s[1] ?? []] : [s, []]));
     const whole = pairs && pairs.every(([text, params]) => typeof text === 'string' && Array.isArray(params));
-    return checked(whole ? pairs : null, () => this._call('batch', [statements], { kind: read ? 'read' : 'write' }));
+    return checked(whole ? pairs : null, () => this._call('batch', [statements], { kind: read ? 'read' : 'write' }), encodeBatch);
   }
 
   near(collection, field, vector, options = {}) {

@@ -379,7 +379,7 @@ test('call() answers a copy of what the module keeps, runs the caller\'s own mod
     assert.deepEqual(said, [
       'type: type error: parameter $1.p: a Point cannot be stored (use a plain object, an Array, a Float32Array, a Uint8Array or a Date)',
       'type: type error: parameter $1: a function cannot be stored',
-      'type: type error: parameter $2[1][0]: a symbol cannot be stored',
+      'type: type error: batch entry 2: parameter $1: a symbol cannot be stored',
       'type: type error: parameter $1: a Map cannot be stored (use a plain object, an Array, a Float32Array, a Uint8Array or a Date)',
     ]);
   }

@@ -285,6 +285,12 @@ describe('methods', () => {
     assert.deepEqual(got[3], { id: 4, n: 9, v: new Float32Array([7, 8, 9]) });
     // A parameter's error names the statement; nothing lands.
     assert.throws(() => db.batch([['put t {n: 1}'], ['put t {v: $1}', [[1, 2]]]]), { code: 'type', message: /statement 2/ });
+    // A value no parameter can be, named by its entry and its parameter's path.
+    assert.throws(() => db.batch([['put t {n: 1}'], ['put t {n: $1, j: $2}', [1, { a: [new Map()] }]]]), {
+      code: 'type',
+      message: /^type error: batch entry 2: parameter \$2\.a\[0\]: a Map cannot be stored/,
+    });
+    assert.throws(() => db.batch([['put t {n: 1}'], ['\ud800']]), { code: 'type', message: /^type error: batch entry 2: the statement text: a string with an unpaired/ });
     assert.equal(count(db), 4);
     db.close();
   });
