@@ -10,21 +10,19 @@ namespace kitfox {
 // The statements a thread queued since its begin, by thread.
 struct Database::Transactions {
   std::mutex mu;
-  std::map<uint64_t, std::vector<Engine::PreparedItem>> open;  // by ThreadTxns::id
+  std::map<uint64_t, std::vector<Engine::PreparedItem>> open;  // by DatabaseThreadTxns::id
   std::atomic<size_t> count{0};  // open.size(), read without mu: none open, none to look up
 };
-
-namespace {
 
 // A thread as its transactions know it: an id no later thread is given
 // (std::thread::id is handed on to the next thread at once), and, when the
 // thread ends, the transactions it left open are dropped (rolled back), so
 // none outlives its thread or is taken over.
-struct ThreadTxns {
+struct DatabaseThreadTxns {
   static inline std::atomic<uint64_t> next{1};
   const uint64_t id = next.fetch_add(1);
   std::vector<std::weak_ptr<Database::Transactions>> opened_in;  // where it began one
-  ~ThreadTxns() {
+  ~DatabaseThreadTxns() {
     for (auto& w : opened_in)
       if (auto t = w.lock()) {
         std::lock_guard g(t->mu);
@@ -32,10 +30,15 @@ struct ThreadTxns {
         t->count = t->open.size();
       }
   }
+  // Notes that this thread began one in `t` (once for each database).
+  void began_in(const std::shared_ptr<Database::Transactions>& t) {
+    std::erase_if(opened_in, [](const auto& w) { return w.expired(); });
+    for (const auto& w : opened_in)
+      if (!w.owner_before(t) && !t.owner_before(w)) return;
+    opened_in.push_back(t);
+  }
 };
-thread_local ThreadTxns this_thread_txns;
-
-}  // namespace
+thread_local DatabaseThreadTxns this_thread_txns;
 
 Database::Database() : txns_(std::make_shared<Transactions>()) {}
 Database::~Database() = default;
@@ -155,13 +158,12 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& para
   Transactions& t = *txns_;
   switch (kind) {
     case StmtKind::Begin: {
-      ThreadTxns& mine = this_thread_txns;
+      DatabaseThreadTxns& mine = this_thread_txns;
       std::lock_guard g(t.mu);
       if (t.open.count(mine.id)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)", p->st.pos);
       t.open[mine.id];
       t.count = t.open.size();
-      std::erase_if(mine.opened_in, [](const std::weak_ptr<Transactions>& w) { return w.expired(); });
-      mine.opened_in.push_back(txns_);
+      mine.began_in(txns_);
       out->rows.clear();
       return Status::ok();
     }

@@ -275,7 +275,9 @@ class Database {
   // (`failed`: acknowledge nothing). Natively it is called from a flusher
   // thread, which one flush serves for every write landed meanwhile (or at
   // once, on this thread, when the point is already flushed): `done` must
-  // not block. Without threads it flushes and calls `done` before it returns.
+  // not block, nor close the database (close() stops that thread). Without
+  // threads it flushes and calls `done` before it returns. After close(),
+  // `done` hears ok when close()'s flush covered the write, else `failed`.
   void when_durable(uint64_t durable_at, std::function<void(const Status&)> done);
 
   Status checkpoint();  // writes a new image, drops the tail
@@ -286,8 +288,8 @@ class Database {
   // A host calls it when idle after open.
   uint64_t warm(uint64_t budget);
   // Checkpoints when worthwhile, flushes, releases the file. Calls under way
-  // on other threads end first; calls from then on fail ("the database is
-  // closed"). After a failed flush or write it answers that failure, since
+  // on other threads end first; statements (and checkpoint, sync, warm) from
+  // then on fail ("the database is closed"). After a failed flush or write it answers that failure, since
   // what was written since the last good flush may be lost. A second
   // close() answers what the first did.
   Status close();
@@ -302,11 +304,8 @@ class Database {
   Status run(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out);
   Status dispatch(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out);
   std::unique_ptr<Engine> engine_;
-
- public:
-  struct Transactions;  // database.cpp's (public for its threads' records)
-
- private:
+  struct Transactions;
+  friend struct DatabaseThreadTxns;  // a thread's record of its transactions (database.cpp)
   // Open transactions (between begin and commit), per thread; shared
   // with the threads that began one, which drop theirs when they end.
   std::shared_ptr<Transactions> txns_;

@@ -169,7 +169,7 @@ Status Engine::run(Prepared& p, const Params& params, QueryResult* out,
     return run(p, Params(values), out, durable_at);
   }
   CallsInFlight::Scope in(calls_);
-  if (!in || closed_) return closed_error();
+  if (!in) return closed_error();
   switch (st.kind) {
     case StmtKind::Checkpoint:
     case StmtKind::Compact:
@@ -298,7 +298,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
                                     items[i].p->st.pos));
   }
   CallsInFlight::Scope in(calls_);
-  if (!in || closed_) return closed_error();
+  if (!in) return closed_error();
   std::vector<QueryResult> out;
   out.reserve(items.size());
   uint64_t wait_seq = 0;
@@ -454,7 +454,11 @@ Status Engine::close() {
     std::unique_lock lk(mu_);
     if (!failed_ && opts_.auto_checkpoint && checkpoint_worthwhile(true)) st = checkpoint_locked();
   }
-  if (st.is_ok() && !failed_) st = sync_to_written();
+  // The flush even after a failed checkpoint: the writes are in the file.
+  if (!failed_) {
+    const Status flushed = sync_to_written();
+    if (st.is_ok()) st = flushed;
+  }
   // A failed flush or write before: what it did not make durable is not
   // now either, and close() says so rather than answer ok.
   if (st.is_ok() && failed_) st = Status(Code::Failed, failure_ + "; what was written since the last flush that succeeded may be lost");

@@ -139,27 +139,35 @@ class FairSharedMutex {
 // The calls under way on an engine (a statement, a batch, a checkpoint, a
 // flush, a warm): close() makes new ones fail and waits for these to end
 // before it lets the file go, so no call reads a file already closed (a
-// pinned read holds no lock, and reads vector blocks on demand). A call
-// that would start once close() began is refused instead.
+// read under the shared lock reads vector blocks from the file as it goes).
+// A call that would start once close() began is refused instead.
+//
+// One word: the count, and a bit that close() sets. While the bit is
+// clear a call comes and goes with one compare-and-swap each way; once it
+// is set, a call that ends takes the mutex to count itself out, so close()
+// (which waits under it) cannot return, and its engine be freed, while
+// that call still touches this.
 class CallsInFlight {
  public:
   // False once closing: the call must not run (and is not counted).
   bool enter() {
-    n_.fetch_add(1);
-    if (!closing_.load()) return true;
-    leave();
-    return false;
+    uint64_t v = n_.load(std::memory_order_relaxed);
+    do {
+      if (v & kClosing) return false;
+    } while (!n_.compare_exchange_weak(v, v + 1, std::memory_order_acquire, std::memory_order_relaxed));
+    return true;
   }
   void leave() {
-    if (n_.fetch_sub(1) == 1 && closing_.load()) {
-      std::lock_guard g(m_);
-      cv_.notify_all();
-    }
+    uint64_t v = n_.load(std::memory_order_relaxed);
+    while (!(v & kClosing))
+      if (n_.compare_exchange_weak(v, v - 1, std::memory_order_release, std::memory_order_relaxed)) return;
+    std::lock_guard g(m_);
+    if (n_.fetch_sub(1, std::memory_order_acq_rel) == (kClosing | 1)) cv_.notify_all();
   }
   void close() {
-    closing_.store(true);
     std::unique_lock g(m_);
-    cv_.wait(g, [&] { return n_.load() == 0; });
+    n_.fetch_or(kClosing, std::memory_order_acq_rel);
+    cv_.wait(g, [&] { return n_.load(std::memory_order_acquire) == kClosing; });
   }
   // enter() and leave() around one call's scope.
   class Scope {
@@ -178,8 +186,8 @@ class CallsInFlight {
   };
 
  private:
+  static constexpr uint64_t kClosing = uint64_t(1) << 63;
   std::atomic<uint64_t> n_{0};
-  std::atomic<bool> closing_{false};
   std::mutex m_;
   std::condition_variable cv_;
 };
@@ -224,7 +232,7 @@ struct PreparedDocs {
       docs.clear();
       bodies.clear();
     }
-    ready = landed = false;
+    ready = landed = listed = false;
     coll = nullptr;
   }
 };

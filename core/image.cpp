@@ -792,7 +792,7 @@ Status Engine::check_extents(bool* repaired) {
 
 uint64_t Engine::warm(uint64_t budget) {
   CallsInFlight::Scope in(calls_);
-  if (!in || closed_) return 0;
+  if (!in) return 0;
   std::shared_lock lk(mu_);  // blocks are read and checked beside the readers
   uint64_t done = 0, left = 0;
   for_each_vindex([&](Collection&, uint32_t, HnswIndex& idx) {

@@ -143,7 +143,7 @@ Status Engine::sync_to(uint64_t seq) {
 
 Status Engine::sync() {
   CallsInFlight::Scope in(calls_);
-  if (!in || closed_) return closed_error();
+  if (!in) return closed_error();
   return sync_to_written();
 }
 
@@ -182,16 +182,27 @@ void Engine::stop_checker() {
 // them back. Without that thread (another sync mode, the WASM build) the
 // caller flushes now.
 void Engine::when_durable(uint64_t seq, std::function<void(const Status&)> done) {
+  Status now;
   {
-    std::lock_guard g(sync_mu_);
-    // stop_flusher_ first: it is set under this mutex before close() joins the thread.
-    if (opts_.sync == SyncMode::Always && !stop_flusher_ && flusher_.running() && !failed_ && synced_seq_ < seq) {
-      durable_waiters_.push_back({seq, std::move(done)});
-      sync_cv_.notify_all();
-      return;
+    CallsInFlight::Scope in(calls_);  // not around done(): it may close the database
+    if (in) {
+      {
+        std::lock_guard g(sync_mu_);
+        // stop_flusher_ first: it is set under this mutex before close() joins the thread.
+        if (opts_.sync == SyncMode::Always && !stop_flusher_ && flusher_.running() && !failed_ && synced_seq_ < seq) {
+          durable_waiters_.push_back({seq, std::move(done)});
+          sync_cv_.notify_all();
+          return;
+        }
+      }
+      now = seq ? sync_to(seq) : Status::ok();
+    } else {
+      // Closed: durable when close()'s flush covered it.
+      std::lock_guard g(sync_mu_);
+      if (synced_seq_ < seq) now = Status(Code::Failed, "the database was closed before this write was flushed");
     }
   }
-  done(seq ? sync_to(seq) : Status::ok());
+  done(now);
 }
 
 // The always mode's flusher: one flush for the deferred writes waiting,

@@ -3932,3 +3932,21 @@ TEST_CASE("close() waits for a read under way, which reads vector blocks from th
   CHECK(closed.is_ok());
   CHECK(db->warm(UINT64_MAX) == 0);
 }
+
+TEST_CASE("when_durable after close(): ok when close()'s flush covered the write") {
+  auto fs = make_memory_file_system();
+  OpenOptions o;
+  o.sync = SyncMode::Always;
+  auto db = open_db(*fs, "db", o);
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  uint64_t at = 0;
+  REQUIRE(db->query_outside_transaction("put t {n: 1}", {}, &at).is_ok());
+  REQUIRE(at > 0);
+  REQUIRE(db->close().is_ok());
+  Status heard = Status(Code::Invalid, "not called");
+  db->when_durable(at, [&](const Status& s) { heard = s; });
+  CHECK(heard.is_ok());
+  heard = Status(Code::Invalid, "not called");
+  db->when_durable(at + 1000, [&](const Status& s) { heard = s; });  // never written: not covered
+  CHECK(heard.code() == Code::Failed);
+}
