@@ -253,15 +253,15 @@ export function encodeParams(params) {
   return shared.bytes();
 }
 
-// Parameter `$k` (`v`, written at `depth`) encoded into e; a value it
-// refuses is named by its path (`${lead}parameter $2.tags[3]: ...`).
-function encodeParam(e, v, k, depth, lead = '') {
+// Value `v` (written at `depth`) encoded into e; a value it refuses is
+// named by `root` and its path in v ("parameter $2.tags[3]: ...").
+function encodeNamed(e, v, root, depth) {
   try {
     e.value(v, depth);
   } catch (err) {
     if (!(err instanceof BadValue)) throw err;
-    const where = v !== null && typeof v === 'object' ? badPath(v, `$${k}`, depth) : null;
-    throw kitfoxError(err.code, `${lead}parameter ${where ?? `$${k}`}: ${err.message}`);
+    const where = v !== null && typeof v === 'object' ? badPath(v, root, depth) : null;
+    throw kitfoxError(err.code, `${where ?? root}: ${err.message}`);
   }
 }
 
@@ -271,8 +271,16 @@ export function encodeParamsShared(params) {
   e.reset();
   e.u8(TAG.list);
   e.varint(params.length);
-  for (let i = 0; i < params.length; i++) encodeParam(e, params[i], i + 1, 1);
+  for (let i = 0; i < params.length; i++) encodeNamed(e, params[i], `parameter $${i + 1}`, 1);
   return e.pos;
+}
+
+// Throws the KitfoxError encodeParams would for `values`, each named by
+// rootOf(i) ("document 3"): for hosts that send values another way (the
+// HTTP client's JSON), so that they refuse what the engine's API refuses.
+export function checkValues(values, rootOf) {
+  shared.reset();
+  for (let i = 0; i < values.length; i++) encodeNamed(shared, values[i], rootOf(i), 1);
 }
 
 // A batch's [text, params] pairs (texts checked to be strings, params
@@ -288,15 +296,10 @@ export function encodeBatch(pairs) {
     const [text, params] = pairs[i];
     e.u8(TAG.list);
     e.varint(2);
-    try {
-      e.value(text, 2);
-    } catch (err) {
-      if (!(err instanceof BadValue)) throw err;
-      throw kitfoxError(err.code, `batch entry ${i + 1}: the statement text: ${err.message}`);
-    }
+    encodeNamed(e, text, `batch entry ${i + 1}: the statement text`, 2);
     e.u8(TAG.list);
     e.varint(params.length);
-    for (let j = 0; j < params.length; j++) encodeParam(e, params[j], j + 1, 3, `batch entry ${i + 1}: `);
+    for (let j = 0; j < params.length; j++) encodeNamed(e, params[j], `batch entry ${i + 1}: parameter $${j + 1}`, 3);
   }
   return shared.bytes();
 }

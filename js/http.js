@@ -10,34 +10,27 @@
 // Values travel as JSON (docs/server.md): vectors go as arrays of numbers
 // and come back as arrays; timestamps come back as ISO-8601 text and bytes
 // as base64 text.
+import { checkValues, encodeBatch } from './codec.js';
 import { KitfoxError, kitfoxError } from './errors.js';
 import { IDENT, checkName, nearStatement } from './statements.js';
 
 export { KitfoxError };
 
-// Values as JSON text, refused where the embedded API refuses them (and
-// where JSON cannot carry them), never changed on the way: a Float32Array
+// Values as JSON text. What the embedded API refuses is refused first, by
+// its own encoder (codec.js checkValues, encodeBatch), with its messages;
+// what JSON cannot carry (NaN, the infinities, which the engine may
+// compare with) is refused here. The rest goes unchanged: a Float32Array
 // or Float64Array (a vector) as an array of numbers; a Uint8Array or an
 // ArrayBuffer as base64 text (what the engine reads into a bytes field); a
 // Date as ISO-8601 text; an integer beyond 2^53, a number or a BigInt, as
 // its exact digits (JSON.stringify would write 2 ** 60 as
-// 1152921504606847000, another integer). `where` names the value in
-// errors ("$1", "document 2").
-const MAX_DEPTH = 64;
+// 1152921504606847000, another integer).
 const TWO63 = 2 ** 63;
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
-const LONE_SURROGATE = /\p{Cs}/u;
 
-class BadValue extends Error {
-  constructor(code, message) {
-    super(message);
-    this.code = code;
-  }
-}
+class NoJSON extends Error {}
 
 function numberText(v) {
-  if (!Number.isFinite(v)) throw new BadValue('type', `${v} is not a finite number`);
+  if (!Number.isFinite(v)) throw new NoJSON(`${v} cannot travel as JSON`);
   if (Number.isSafeInteger(v)) return String(v);
   if (Number.isInteger(v)) return v < TWO63 && v >= -TWO63 ? BigInt(v).toString() : v.toExponential(); // a float past int64, as the embedded API stores it
   return String(v);
@@ -49,83 +42,72 @@ function base64(u8) {
   return btoa(bin);
 }
 
-function write(v, out, path, depth) {
+// `v`, which the encoder took, as JSON; `path` follows it for NoJSON.
+function write(v, out, path) {
   switch (typeof v) {
-    case 'string':
-      if (LONE_SURROGATE.test(v)) throw new BadValue('type', 'a string with an unpaired UTF-16 surrogate cannot be stored');
-      out.push(JSON.stringify(v));
-      return;
     case 'number':
-      out.push(numberText(v));
-      return;
-    case 'boolean':
-      out.push(v ? 'true' : 'false');
-      return;
+      return void out.push(numberText(v));
     case 'bigint':
-      if (v < INT64_MIN || v > INT64_MAX) throw new BadValue('type', `${v} is out of the 64-bit integer range`);
-      out.push(v.toString());
-      return;
-    case 'undefined':
-      out.push('null');
-      return;
+      return void out.push(v.toString());
     case 'object':
       break;
-    default:
-      throw new BadValue('type', `a ${typeof v} cannot be stored`);
+    default: // strings, booleans; undefined as null
+      return void out.push(v === undefined ? 'null' : JSON.stringify(v));
   }
   if (v === null) return void out.push('null');
-  if (depth > MAX_DEPTH) throw new BadValue('limit', `nested deeper than ${MAX_DEPTH} levels`);
   if (Array.isArray(v) || v instanceof Float32Array || v instanceof Float64Array) {
     out.push('[');
     for (let i = 0; i < v.length; i++) {
       if (i) out.push(',');
       path.push(`[${i}]`);
-      write(v[i], out, path, depth + 1);
+      write(v[i], out, path);
       path.pop();
     }
     out.push(']');
   } else if (v instanceof Uint8Array || v instanceof ArrayBuffer) {
     out.push(`"${base64(v instanceof ArrayBuffer ? new Uint8Array(v) : v)}"`);
   } else if (v instanceof Date) {
-    if (Number.isNaN(v.getTime())) throw new BadValue('type', 'an invalid Date');
     out.push(`"${v.toISOString()}"`);
   } else {
-    const proto = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) {
-      const what = proto?.constructor?.name || 'object of a class';
-      throw new BadValue('type', `a ${what} cannot be stored (use a plain object, an Array, a Float32Array, a Uint8Array or a Date)`);
-    }
     out.push('{');
     let first = true;
     for (const k of Object.keys(v)) {
       if (!first) out.push(',');
       first = false;
       path.push(`.${k}`);
-      write(k, out, path, depth + 1);
-      out.push(':');
-      write(v[k], out, path, depth + 1);
+      out.push(JSON.stringify(k), ':');
+      write(v[k], out, path);
       path.pop();
     }
     out.push('}');
   }
 }
 
-// One value as JSON text; `where` names it in an error ("parameter $2.tags[1]: ...").
-function valueJSON(v, where) {
-  const out = [];
+// Values (checked by the encoder) as a JSON array; rootOf(i) names one in
+// an error ("parameter $2.tags[1]: NaN cannot travel as JSON").
+function listJSON(values, rootOf) {
+  const out = ['['];
   const path = [];
-  try {
-    write(v, out, path, 1);
-  } catch (e) {
-    if (!(e instanceof BadValue)) throw e;
-    throw kitfoxError(e.code, `${where}${path.join('')}: ${e.message}`);
+  for (let i = 0; i < values.length; i++) {
+    if (i) out.push(',');
+    try {
+      write(values[i], out, path);
+    } catch (e) {
+      if (!(e instanceof NoJSON)) throw e;
+      throw kitfoxError('type', `${rootOf(i)}${path.join('')}: ${e.message}`);
+    }
   }
+  out.push(']');
   return out.join('');
 }
 
-// Parameters as a JSON array, each named by its number in errors.
-function paramsJSON(params, prefix = '') {
-  return `[${checkParams(params).map((p, i) => valueJSON(p, `${prefix}parameter $${i + 1}`)).join(',')}]`;
+const paramRoot = (i) => `parameter $${i + 1}`;
+
+// Parameters as a JSON array.
+function paramsJSON(params) {
+  const p = checkParams(params);
+  checkValues(p, paramRoot);
+  return listJSON(p, paramRoot);
 }
 
 // The message as the engine words it: "syntax error at 12: expected ...".
@@ -197,17 +179,18 @@ export class KitfoxClient {
     return text;
   }
 
-  // The answer's JSON object, and its member `key` when given: an answer
-  // without it is no kitfox server's.
-  async _json(method, path, body, key) {
+  // The answer's JSON object, or its member `key` (an array), when `shape`
+  // (if given) holds of it: an answer otherwise is no kitfox server's.
+  async _json(method, path, body, key, shape) {
     const text = await this._send(method, path, body);
     let r;
     try {
       r = JSON.parse(text);
     } catch {}
-    const ok = r !== null && typeof r === 'object' && (key === undefined || Array.isArray(r[key]));
+    const got = r !== null && typeof r === 'object' && key !== undefined ? r[key] : r;
+    const ok = got !== null && typeof got === 'object' && (key === undefined || Array.isArray(got)) && (!shape || shape(got));
     if (!ok) throw kitfoxError('io', `${method} ${this.url}${path}: the answer is not a kitfox server's (${key ? `no "${key}" in ` : ''}${JSON.stringify(text.slice(0, 80))})`);
-    return key === undefined ? r : r[key];
+    return got;
   }
 
   // Runs one statement; resolves to its rows.
@@ -235,10 +218,12 @@ export class KitfoxClient {
       const [text, params = []] = Array.isArray(s) ? s : [s];
       if (typeof text !== 'string') throw kitfoxError('invalid', `batch entry ${i + 1}: a statement must be a string`);
       if (!Array.isArray(params)) throw kitfoxError('invalid', `batch entry ${i + 1}: params must be an array`);
-      return `{"query":${JSON.stringify(text)},"params":${paramsJSON(params, `batch entry ${i + 1}: `)}}`;
+      return [text, params];
     });
-    const results = await this._json('POST', '/batch', `[${items.join(',')}]`, 'results');
-    return results.map((x) => x?.rows);
+    encodeBatch(items); // what Kitfox#batch refuses, refused the same way
+    const body = items.map(([text, params], i) => `{"query":${JSON.stringify(text)},"params":${listJSON(params, (j) => `batch entry ${i + 1}: parameter $${j + 1}`)}}`);
+    const results = await this._json('POST', '/batch', `[${body.join(',')}]`, 'results', (r) => r.every((x) => Array.isArray(x?.rows)));
+    return results.map((x) => x.rows);
   }
 
   // Nearest neighbours, as the embedded near().
@@ -252,14 +237,16 @@ export class KitfoxClient {
   async put(collection, docs) {
     checkName('collection', collection, IDENT);
     if (!Array.isArray(docs)) throw kitfoxError('invalid', 'put takes an array of documents');
-    return this._json('POST', `/docs/${collection}`, `[${docs.map((d, i) => valueJSON(d, `document ${i + 1}`)).join(',')}]`, 'ids');
+    const docRoot = (i) => `document ${i + 1}`;
+    checkValues(docs, docRoot);
+    return this._json('POST', `/docs/${collection}`, listJSON(docs, docRoot), 'ids');
   }
 
   // Checks a statement on the server as the embedded prepare() does (it
   // parses and binds it); resolves to a statement to run with parameters.
   async prepare(text) {
     if (typeof text !== 'string') throw kitfoxError('invalid', 'a statement must be a string');
-    const r = await this._json('POST', '/prepare', JSON.stringify({ query: text }));
+    const r = await this._json('POST', '/prepare', JSON.stringify({ query: text }), undefined, (x) => typeof x.write === 'boolean');
     return new HttpStatement(this, text, r.write);
   }
 
@@ -268,7 +255,7 @@ export class KitfoxClient {
   // and the server's own (server: {ranOnLoop, ranHandedOver}).
   async stats() {
     const camel = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c) => c.toUpperCase()), v]));
-    const s = camel(await this._json('GET', '/stats'));
+    const s = camel(await this._json('GET', '/stats', undefined, undefined, (x) => Array.isArray(x.collections)));
     s.collections = s.collections.map(camel);
     if (s.server) s.server = camel(s.server);
     return s;

@@ -93,7 +93,9 @@ function socketLock(file, key) {
 }
 
 // Bun: socket(2), bind(2) and listen(2) called through bun:ffi, with the
-// whole sockaddr_un (the family, then the 108 bytes of `name`).
+// whole sockaddr_un (the family, then the 108 bytes of `name`). Linux only
+// (the 'socket' lock is): its constants (AF_UNIX, SOCK_CLOEXEC, EADDRINUSE)
+// and a little-endian sa_family, which every Linux that Bun runs on has.
 const BUN_FFI = 'bun:ffi'; // not a literal import: bundlers leave it alone
 const AF_UNIX = 1, SOCK_STREAM = 1, SOCK_CLOEXEC = 0o2000000, EADDRINUSE = 98;
 
@@ -128,8 +130,9 @@ async function bunSocketLock(file, name) {
   const addr = new Uint8Array(2 + SUN_PATH);
   addr[0] = AF_UNIX; // sa_family_t, little-endian
   for (let i = 0; i < SUN_PATH; i++) addr[2 + i] = name.charCodeAt(i);
-  if (c.bind(fd, addr, addr.length) !== 0 || c.listen(fd, 1) !== 0) {
-    const e = fail('bind');
+  const bound = c.bind(fd, addr, addr.length) === 0;
+  if (!bound || c.listen(fd, 1) !== 0) {
+    const e = fail(bound ? 'listen' : 'bind');
     c.close(fd);
     libc.close();
     throw e;

@@ -134,16 +134,18 @@ test('kitfox/http sends values as the embedded API takes them, or refuses them a
     ]);
     // Refused on the client, as the embedded API refuses them, naming where.
     const refused = [
-      [() => db.query('put v {f: $1}', [NaN]), 'type', /parameter \$1: NaN is not a finite number/],
-      [() => db.query('put v {f: $1}', [-Infinity]), 'type', /parameter \$1: -Infinity is not a finite number/],
+      [() => db.query('put v {f: $1}', [NaN]), 'type', /parameter \$1: NaN cannot travel as JSON/],
+      [() => db.query('get v where f < $1', [-Infinity]), 'type', /parameter \$1: -Infinity cannot travel as JSON/],
       [() => db.query('put v {ts: $1}', [new Date('nope')]), 'type', /parameter \$1: an invalid Date/],
       [() => db.query('put v {j: $1}', [{ a: [1, new Map()] }]), 'type', /parameter \$1\.a\[1\]: a Map cannot be stored/],
       [() => db.query('put v {e: $1}', [new Int8Array(3)]), 'type', /a Int8Array cannot be stored/],
       [() => db.query('put v {i: $1}', [2n ** 63n]), 'type', /out of the 64-bit integer range/],
       [() => db.query('put v {t: $1}', ['\ud800']), 'type', /unpaired UTF-16 surrogate/],
-      [() => db.near('v', 'e', new Float32Array([1, NaN, 0])), 'type', /parameter \$1\[1\]: NaN is not a finite number/],
-      [() => db.batch([['get v'], ['put v {f: $1}', [Infinity]]]), 'type', /batch entry 2: parameter \$1: Infinity/],
-      [() => db.put('v', [{ f: 1 }, { f: NaN }]), 'type', /document 2\.f: NaN is not a finite number/],
+      [() => db.near('v', 'e', new Float32Array([1, NaN, 0])), 'type', /parameter \$1\[1\]: NaN cannot travel as JSON/],
+      [() => db.batch([['get v'], ['put v {f: $1}', [Infinity]]]), 'type', /batch entry 2: parameter \$1: Infinity cannot travel as JSON/],
+      [() => db.batch([['get v'], ['put v {j: $1}', [{ s: new Set() }]]]), 'type', /batch entry 2: parameter \$1\.s: a Set cannot be stored/],
+      [() => db.put('v', [{ f: 1 }, { f: NaN }]), 'type', /document 2\.f: NaN cannot travel as JSON/],
+      [() => db.put('v', [{ f: 1 }, { j: [() => 1] }]), 'type', /document 2\.j\[0\]: a function cannot be stored/],
     ];
     for (const [call, code, message] of refused)
       await assert.rejects(call(), (e) => e instanceof KitfoxError && e.code === code && message.test(e.message), String(message));
@@ -160,7 +162,9 @@ test("kitfox/http: an answer that is not a kitfox server's, or cut short, is an 
   const answers = {
     '/health': (res) => res.end('{"ok":true}'),
     '/query': (res) => res.end('<html>a proxy page</html>'),
-    '/batch': (res) => res.end('{}'),
+    '/batch': (res) => res.end('{"results":[{"rows":[]},{}]}'),
+    '/prepare': (res) => res.end('{"ok":true}'),
+    '/stats': (res) => res.end('{"file_bytes":1}'),
     '/docs/t': (res) => {
       res.writeHead(200, { 'content-length': '100' });
       res.write('{"ids":[1,');
@@ -172,7 +176,9 @@ test("kitfox/http: an answer that is not a kitfox server's, or cut short, is an 
   try {
     const db = await connect(`http://127.0.0.1:${server.address().port}`);
     await assert.rejects(db.query('get t'), (e) => e instanceof KitfoxError && e.code === 'io' && /not a kitfox server's.*<html>/.test(e.message));
-    await assert.rejects(db.batch(['get t']), (e) => e instanceof KitfoxError && e.code === 'io' && /no "results"/.test(e.message));
+    await assert.rejects(db.batch(['get t', 'get t']), (e) => e instanceof KitfoxError && e.code === 'io' && /no "results"/.test(e.message));
+    await assert.rejects(db.prepare('get t'), (e) => e instanceof KitfoxError && e.code === 'io' && /not a kitfox server's/.test(e.message));
+    await assert.rejects(db.stats(), (e) => e instanceof KitfoxError && e.code === 'io' && /not a kitfox server's/.test(e.message));
     await assert.rejects(db.put('t', [{}]), (e) => e instanceof KitfoxError && e.code === 'io' && /POST .*\/docs\/t failed/.test(e.message));
   } finally {
     server.closeAllConnections();
