@@ -38,7 +38,7 @@ struct DatabaseThreadTxns {
     opened_in.push_back(t);
   }
 };
-thread_local DatabaseThreadTxns this_thread_txns;
+static thread_local DatabaseThreadTxns this_thread_txns;
 
 Database::Database() : txns_(std::make_shared<Transactions>()) {}
 Database::~Database() = default;
