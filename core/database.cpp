@@ -158,6 +158,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& para
   Transactions& t = *txns_;
   switch (kind) {
     case StmtKind::Begin: {
+      if (engine_->closed()) return Status(Code::Invalid, "the database is closed");
       DatabaseThreadTxns& mine = this_thread_txns;
       std::lock_guard g(t.mu);
       if (t.open.count(mine.id)) return Status(Code::Invalid, "a transaction is already open (begin was given twice)", p->st.pos);
@@ -206,6 +207,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& para
   if (!is_read && kind != StmtKind::Put && kind != StmtKind::Insert && kind != StmtKind::Set && kind != StmtKind::Del)
     return Status(Code::Invalid, "only put, insert, set, del and reads can be part of a transaction", p->st.pos);
   if (!is_read) {
+    if (engine_->closed()) return Status(Code::Invalid, "the database is closed");  // nothing queued to a closed database
     KF_TRY(engine_->bind_now(*p));  // an unknown name is reported now, not at commit
     KF_ASSIGN(auto kept, params.copy());
     queue.push_back({p, std::move(kept), std::nullopt});  // kept: the caller's go when it returns

@@ -288,8 +288,8 @@ class Database {
   // A host calls it when idle after open.
   uint64_t warm(uint64_t budget);
   // Checkpoints when worthwhile, flushes, releases the file. Calls under way
-  // on other threads end first; statements (and checkpoint, sync, warm) from
-  // then on fail ("the database is closed"). After a failed flush or write it answers that failure, since
+  // on other threads end first; statements (a transaction's too) and
+  // checkpoint, sync and warm from then on fail ("the database is closed"). After a failed flush or write it answers that failure, since
   // what was written since the last good flush may be lost. A second
   // close() answers what the first did.
   Status close();

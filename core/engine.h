@@ -285,6 +285,7 @@ class Engine {
   Status bind_now(Prepared& p);  // binds it now (an error if a name is unknown)
   bool may_run_long(std::string_view text, const Params& params);  // see Database::may_run_long
   bool long_write_running() const;          // see Database::long_write_running
+  bool closed() const { return closed_; }
   // A statement of a batch and its parameters: the caller's, which outlive
   // the batch (`given`), or a copy it keeps (a transaction's queue). None
   // is left encoded: a batch's statements read values.

@@ -269,7 +269,12 @@ TEST_CASE("a thread that ends with a transaction open has it rolled back; no lat
     while (!closed) std::this_thread::yield();
   });
   while (!close_now) std::this_thread::yield();
+  REQUIRE(db->query("begin").is_ok());
   REQUIRE(db->close().is_ok());
+  // Closed: a write is not queued to it, nor a transaction begun.
+  CHECK(rows(db->query("put t {who: \"late\"}")) == "error: the database is closed");
+  CHECK(rows(db->query("commit")) == "error: the database is closed");
+  CHECK(rows(db->query("begin")) == "error: the database is closed");
   db.reset();
   closed = true;
   late.join();
