@@ -103,6 +103,93 @@ function listJSON(values, rootOf) {
 
 const paramRoot = (i) => `parameter $${i + 1}`;
 
+// An answer's JSON, as JSON.parse reads it but for an integer beyond 2^53,
+// which comes back as a BigInt with every digit, as the embedded API gives
+// it (JSON.parse gives the nearest double: 2 ** 60 + 1 as 2 ** 60). The
+// text is parsed by JSON.parse unless an integer of 16 digits or more lies
+// outside its strings; then by parseExact, slower but exact. A float, which
+// the server writes with a point or an exponent, stays a number.
+const LONG_INT = /"(?:[^"\\]|\\.)*"|(?<![\d.])\d{16,}(?![\d.eE])/g;
+
+function parseAnswer(text) {
+  if (!/\d{16}/.test(text)) return JSON.parse(text);
+  LONG_INT.lastIndex = 0;
+  for (let m; (m = LONG_INT.exec(text)); ) if (m[0][0] !== '"') return parseExact(text);
+  return JSON.parse(text);
+}
+
+const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+const STRING = /"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/y;
+const SPACE = /[ \t\n\r]*/y;
+
+function parseExact(text) {
+  let i = 0;
+  const fail = () => {
+    throw new SyntaxError(`bad JSON at ${i}`);
+  };
+  const space = () => {
+    SPACE.lastIndex = i;
+    SPACE.exec(text);
+    i = SPACE.lastIndex;
+  };
+  const take = (c) => {
+    space();
+    if (text[i] !== c) fail();
+    i++;
+  };
+  const string = () => {
+    STRING.lastIndex = i;
+    const m = STRING.exec(text);
+    if (!m) fail();
+    i = STRING.lastIndex;
+    return JSON.parse(m[0]);
+  };
+  const value = () => {
+    space();
+    const c = text[i];
+    if (c === '"') return string();
+    if (c === '[') {
+      i++;
+      const a = [];
+      space();
+      if (text[i] === ']') return i++, a;
+      for (;;) {
+        a.push(value());
+        space();
+        if (text[i] === ']') return i++, a;
+        take(',');
+      }
+    }
+    if (c === '{') {
+      i++;
+      const o = {};
+      space();
+      if (text[i] === '}') return i++, o;
+      for (;;) {
+        space();
+        const k = string();
+        take(':');
+        // As JSON.parse, "__proto__" is a key like any other.
+        Object.defineProperty(o, k, { value: value(), enumerable: true, writable: true, configurable: true });
+        space();
+        if (text[i] === '}') return i++, o;
+        take(',');
+      }
+    }
+    for (const [word, v] of [['true', true], ['false', false], ['null', null]]) if (text.startsWith(word, i)) return (i += word.length), v;
+    NUMBER.lastIndex = i;
+    const m = NUMBER.exec(text);
+    if (!m) fail();
+    i = NUMBER.lastIndex;
+    const n = Number(m[0]);
+    return m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(n) ? BigInt(m[0]) : n;
+  };
+  const v = value();
+  space();
+  if (i !== text.length) fail();
+  return v;
+}
+
 // Parameters as a JSON array.
 function paramsJSON(params) {
   const p = checkParams(params);
@@ -185,7 +272,7 @@ export class KitfoxClient {
     const text = await this._send(method, path, body);
     let r;
     try {
-      r = JSON.parse(text);
+      r = parseAnswer(text);
     } catch {}
     const got = r !== null && typeof r === 'object' && key !== undefined ? r[key] : r;
     const ok = got !== null && typeof got === 'object' && (key === undefined || Array.isArray(got)) && (!shape || shape(got));

@@ -123,6 +123,14 @@ test('kitfox/http sends values as the embedded API takes them, or refuses them a
       '{"id":3,"i":4611686018427387905}',
       '{"id":4,"i":1152921504606847232}',
     ]);
+    // ... and come back with every digit, as BigInts, as the embedded API
+    // gives them (JSON.parse would round them).
+    assert.deepEqual(await db.query('get v select i where id <= 4'), [
+      { id: 1, i: 2n ** 60n },
+      { id: 2, i: -(2n ** 63n) },
+      { id: 3, i: 2n ** 62n + 1n },
+      { id: 4, i: 2n ** 60n + 2n ** 8n },
+    ]);
     // Bytes as base64, a Date as ISO-8601 text, vectors as numbers.
     const ids = await db.put('v', [
       { b: new Uint8Array([104, 105, 0, 255]), ts: new Date(Date.UTC(2024, 0, 2)), e: new Float32Array([0.5, 0, 1]) },
@@ -150,6 +158,12 @@ test('kitfox/http sends values as the embedded API takes them, or refuses them a
     for (const [call, code, message] of refused)
       await assert.rejects(call(), (e) => e instanceof KitfoxError && e.code === code && message.test(e.message), String(message));
     assert.deepEqual(await db.query('get v count'), [{ count: 6 }]);
+    // In a json field and through batch() too; a float stays a number, and
+    // digits in a text stay text.
+    const [bigId] = await db.put('v', [{ j: { n: [2n ** 53n + 1n, -(2n ** 53n) - 1n, 2 ** 53 - 1] }, f: 2 ** 70, t: '12345678901234567' }]);
+    assert.deepEqual(await db.batch([[`get v select j, f, t where id = ${bigId}`]]), [
+      [{ id: bigId, j: { n: [2n ** 53n + 1n, -(2n ** 53n) - 1n, 2 ** 53 - 1] }, f: 2 ** 70, t: '12345678901234567' }],
+    ]);
     // A token must travel in a header.
     assert.throws(() => new KitfoxClient(s.url, { token: 'tök€n' }), (e) => e.code === 'invalid' && /token/.test(e.message));
   } finally {
