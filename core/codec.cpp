@@ -242,7 +242,7 @@ Status decode_document(const CollectionDef& def, int64_t id, std::string_view bo
     if (!decode_scalar(r, &slot)) KF_TRY(decode_field_value(r, fid, &slot, vs));
   }
   out->keep_members(k);
-  if (!r.ok()) return Status(Code::Corrupt, "document " + std::to_string(id) + " is cut short");
+  if (!r.ok()) return Status(Code::Corrupt, "the document with id " + std::to_string(id) + " is cut short");
   return Status::ok();
 }
 

@@ -131,7 +131,7 @@ Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch) {
             if (!dup.is_ok()) return false;
             int64_t other = tmp.holder(key, e.id);
             if (other >= 0) {
-              dup = Status(Code::Constraint, "cannot create @unique on '" + join(st.index_path) + "': documents " +
+              dup = Status(Code::Constraint, "cannot create @unique on '" + join(st.index_path) + "': the documents with ids " +
                                                  std::to_string(other) + " and " + std::to_string(e.id) + " both hold " + to_json(key), st.index_pos);
               return false;
             }
@@ -167,7 +167,7 @@ Status define(Engine& eng, const ParsedStatement& st, WriteBatch* batch) {
         c->ids.scan([&](const IdEntry& e) {
           bad = decode_field(eng.body(e.loc), f->id, &v, c);
           if (bad.is_ok() && v.kind() == Kind::Vector) bad = shape.prepare(v.vec().data(), &tmp, f->name);
-          if (!bad.is_ok()) bad = Status(bad.code(), "document " + std::to_string(e.id) + ": " + bad.message(), st.index_pos);
+          if (!bad.is_ok()) bad = Status(bad.code(), "the document with id " + std::to_string(e.id) + ": " + bad.message(), st.index_pos);
           return bad.is_ok();
         });
         KF_TRY(bad);

@@ -345,7 +345,7 @@ class UniqueCheck {
         if (it != seen.end() && it->second->id != e.id) {
           const Entry& first = *it->second;
           const std::string who = e.number ? "document " + std::to_string(first.number) + " too"
-                                           : "documents " + std::to_string(first.id) + " and " + std::to_string(e.id);
+                                           : "the documents with ids " + std::to_string(first.id) + " and " + std::to_string(e.id);
           return Status(Code::Constraint, lead + "unique '" + label + "': " + kb + " is given to " + who + "; nothing was written", e.pos);
         }
         seen[kb] = &e;
@@ -589,7 +589,7 @@ Status write_documents(Engine& eng, Collection& c, const ParsedStatement& st, co
             Value cur = fv ? *fv : Value();
             inner = assign_path(&cur, *a.path, 1, a.value, a.pos);
             if (!inner.is_ok()) {
-              inner = Status(inner.code(), "document " + std::to_string(row.id) + ": " + inner.message(), a.pos);
+              inner = Status(inner.code(), "the document with id " + std::to_string(row.id) + ": " + inner.message(), a.pos);
               return false;
             }
             d.set(a.field->name, std::move(cur));
