@@ -327,11 +327,20 @@ async function exportFile() {
 
 // Importing replaces the database file, which only works while no other
 // tab holds it: when this tab closes its connection, another tab of the
-// demo takes the file over at once, and writing it is refused.
+// demo takes the file over at once, and writing it is refused. The file is
+// opened first on its own (from its bytes, in a worker of its own): one
+// that is no kitfox database, or a damaged one, is refused before the
+// database it would replace is touched.
 async function importFile(file) {
   setBusy(true);
   try {
     const bytes = new Uint8Array(await file.arrayBuffer());
+    try {
+      const probe = await connect(bytes.slice());
+      await probe.close();
+    } catch (e) {
+      throw new Error(`${e.message} (the database was left as it was)`);
+    }
     await db?.close();
     db = null;
     try {

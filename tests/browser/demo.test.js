@@ -102,6 +102,17 @@ test('web demo: export the file (the native CLI opens it) and import it back', {
     assert.equal(cli('get docs count'), '{"count":2001}');
     assert.equal(cli('get docs select title where year = 2030'), '{"id":2001,"title":"exported and imported"}');
 
+    // A file that is no kitfox database is refused, and the database it
+    // would have replaced is left as it was.
+    const junk = path.join(dir, 'notes.txt');
+    fs.writeFileSync(junk, 'these are my notes, not a database\n'.repeat(100));
+    await page.setInputFiles('#import', junk);
+    await page.waitForFunction(() => /^Could not open notes\.txt: .*left as it was/.test(document.getElementById('sample-message').textContent));
+    assert.equal(await page.textContent('#stat-docs'), '2,001');
+    await page.fill('#query', 'get docs select title where year = 2030');
+    await page.click('#run');
+    await page.waitForFunction(() => /1 row /.test(document.getElementById('result-count').textContent));
+
     // Delete, then import the exported file.
     await page.click('#delete');
     await page.waitForFunction(() => document.getElementById('sample-message').textContent === 'Deleted.');
