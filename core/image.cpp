@@ -658,12 +658,23 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   }
 
   repaired += given_up_tables_;
+  std::string damaged_name;
   if (damage || repaired) {
     if (damage && !opts_.recover)
       return Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(damage) + ": " + damage_what +
                                        ". Nothing was changed; open with recover (kitfox --recover) to keep everything before it");
     // Keep the damaged original beside the file, then keep what came before.
-    KF_ASSIGN(auto copy, fs_.open(name_ + ".damaged", OpenFlags{true, false}));
+    // A copy an earlier recovery saved may hold the only copy of the writes
+    // it dropped: it is never written over, the next free name is taken
+    // (NAME.damaged, NAME.damaged.2, ...).
+    for (int n = 1;; n++) {
+      damaged_name = name_ + ".damaged" + (n > 1 ? "." + std::to_string(n) : std::string());
+      KF_ASSIGN(bool taken, fs_.exists(damaged_name));
+      if (!taken) break;
+      if (n == 1000)
+        return Status(Code::Io, "'" + name_ + "' needs recovering, but " + name_ + ".damaged up to .1000 are all taken by earlier recoveries. Nothing was changed; move them away first");
+    }
+    KF_ASSIGN(auto copy, fs_.open(damaged_name, OpenFlags{true, false}));
     KF_TRY(copy->truncate(0));
     KF_TRY(copy->write(0, file.data(), file.size()));
     KF_TRY(copy->sync());
@@ -673,10 +684,10 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     report_.recovered_bytes = file.size() - damage;
     report_.warnings.push_back("recovered '" + name_ + "': dropped " + std::to_string(report_.recovered_bytes) +
                                " bytes from offset " + std::to_string(damage) + " (" + damage_what +
-                               "); the damaged original is saved as '" + name_ + ".damaged'");
+                               "); the damaged original is saved as '" + damaged_name + "'");
     good_end = damage;
   } else if (repaired) {
-    report_.warnings.push_back("the damaged original is saved as '" + name_ + ".damaged'");
+    report_.warnings.push_back("the damaged original is saved as '" + damaged_name + "'");
   }
 
   // Documents: they stay where the file was read (or mapped).

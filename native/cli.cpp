@@ -73,8 +73,10 @@ options:
   --sync MODE     always (flush every write before it is acknowledged), off
                   (flush on checkpoint and close only), or a period in
                   milliseconds (default 250)
-  --recover       open a damaged file by cutting off everything from the first
-                  bad record on; what was cut is reported
+  --recover       open a damaged file: keep everything before the damage
+                  (rebuilding a damaged index or graph), save the damaged
+                  original as FILE.damaged (.damaged.2, ... when taken),
+                  and report what was cut
   --batch N       import: documents per write (default 1000)
   --json          stats: print one JSON object
 

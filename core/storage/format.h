@@ -35,7 +35,8 @@
 // length: only the length field changed). Damage fails the open with an error
 // naming the offset, unless `recover` is asked for, which keeps a record whose
 // only fault is its length, everything before other damage, and saves the
-// damaged original as NAME.damaged.
+// damaged original as NAME.damaged (NAME.damaged.2, ... when that is taken:
+// an earlier one is never written over).
 //
 // An Extent record holds the big array of the record before it; that record
 // carries the Extent's checksums per block of about 1 KiB (storage/extent.h),

@@ -363,6 +363,36 @@ TEST_CASE("a damaged record in the middle of the tail is damage, not a torn tail
   CHECK(db->open_report().recovered_bytes == bytes.size() - third.offset);
 }
 
+TEST_CASE("a second recovery keeps the first one's saved original: it takes the next free name") {
+  auto fs = make_memory_file_system();
+  // Damage in the middle of the tail, twice over: each recovery drops the
+  // whole writes after the damage, which only its saved original holds.
+  std::vector<std::string> saved;
+  for (int round = 1; round <= 3; round++) {
+    CAPTURE(round);
+    if (round == 1) make_db(*fs, 2, 6);
+    else {
+      auto db = open_db(*fs, "db", no_checkpoint());
+      for (int i = 0; i < 6; i++) REQUIRE(db->query("put t {name: \"more\", n: $1}", {Value::integer(i)}).is_ok());
+      REQUIRE(db->close().is_ok());
+    }
+    std::string bad = read_file(*fs, "db");
+    bad[tail_writes(bad, 4)[0].offset + 12] ^= 1;
+    write_file(*fs, "db", bad);
+    saved.push_back(bad);
+    OpenOptions o = no_checkpoint();
+    o.recover = true;
+    auto db = open_db(*fs, "db", o);
+    const std::string name = round == 1 ? "db.damaged" : "db.damaged." + std::to_string(round);
+    bool named = false;
+    for (const std::string& w : db->open_report().warnings) named |= w.find("saved as '" + name + "'") != std::string::npos;
+    CHECK(named);
+    REQUIRE(db->close().is_ok());
+    for (int k = 1; k <= round; k++) CHECK(read_file(*fs, k == 1 ? "db.damaged" : "db.damaged." + std::to_string(k)) == saved[k - 1]);
+  }
+  CHECK(!fs->exists("db.damaged.4").value());
+}
+
 TEST_CASE("a whole write where an earlier one should be is damage, last in the log too: a write is missing") {
   auto fs = make_memory_file_system();
   make_db(*fs, 2, 3);
