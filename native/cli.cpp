@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -1214,11 +1216,13 @@ int cmd_serve(int argc, char** argv) {
     setrlimit(RLIMIT_NOFILE, &rl);
   }
   // SIGINT and SIGTERM are taken by this thread alone (sigwait below): the
-  // server's threads, started after this, inherit the mask.
+  // server's threads, started after this, inherit the mask. SIGUSR1 says
+  // the shutdown is done (from the thread that runs it).
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   auto fs = file_system_for(file);
@@ -1234,10 +1238,31 @@ int cmd_serve(int argc, char** argv) {
   printf("kitfox: serving %s at http://%s:%u\n", file.c_str(), host.c_str(), unsigned((*server)->port()));
   out_flush();
   int sig = 0;
-  sigwait(&stop_signals, &sig);
-  fprintf(stderr, "kitfox: %s: finishing the requests in flight, then closing %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-          file.c_str());
-  (*server)->shutdown();
+  do sigwait(&stop_signals, &sig);
+  while (sig == SIGUSR1);
+  const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  fprintf(stderr, "kitfox: %s: finishing the requests in flight, then closing %s (again to stop at once)\n", name, file.c_str());
+  // The shutdown runs beside this thread, which waits for its end or for a
+  // second signal: then the connections close at once, their responses
+  // unsent (the requests running still end, and the database is flushed
+  // and closed all the same).
+  std::atomic<bool> done{false};
+  const pthread_t self = pthread_self();
+  std::thread stopper([&] {
+    (*server)->shutdown();
+    done = true;
+    pthread_kill(self, SIGUSR1);
+  });
+  bool forced = false;
+  while (!done) {
+    sigwait(&stop_signals, &sig);
+    if (sig != SIGUSR1 && !forced) {
+      forced = true;
+      fprintf(stderr, "kitfox: %s again: closing every connection now\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      (*server)->close_connections();
+    }
+  }
+  stopper.join();
   return close_database(db, file, kExitOk);
 }
 

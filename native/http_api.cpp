@@ -217,21 +217,20 @@ ApiResponse Api::error(unsigned status, std::string_view code, std::string_view 
   return out;
 }
 
-bool Api::authorized(std::string_view authorization) const {
-  if (token_.empty()) return true;
-  constexpr std::string_view kScheme = "Bearer ";
+bool Api::authorized(std::string_view authorization, bool* any) const {
+  // `Bearer`, in any case, then one space or more (RFC 9110, 11.4).
+  constexpr std::string_view kScheme = "bearer";
   std::string_view given;
-  if (authorization.size() >= kScheme.size()) {
-    bool scheme = true;  // the scheme is case-insensitive
-    for (size_t i = 0; i < kScheme.size(); i++) {
-      char c = authorization[i];
-      if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-      char w = kScheme[i];
-      if (w >= 'A' && w <= 'Z') w = char(w - 'A' + 'a');
-      scheme &= c == w;
-    }
-    if (scheme) given = authorization.substr(kScheme.size());
+  bool scheme = authorization.size() >= kScheme.size();
+  for (size_t i = 0; scheme && i < kScheme.size(); i++) scheme = (authorization[i] | 0x20) == kScheme[i];
+  if (scheme) {
+    size_t at = kScheme.size();
+    while (at < authorization.size() && authorization[at] == ' ') at++;
+    if (at > kScheme.size() || at == authorization.size()) given = authorization.substr(at);
+    else scheme = false;  // "Bearerx"
   }
+  *any = !authorization.empty() && !(scheme && given.empty());
+  if (token_.empty()) return true;
   // The time taken depends on the token's length only, never on how much
   // of it a guess got right.
   unsigned diff = given.size() != token_.size();
@@ -242,11 +241,24 @@ bool Api::authorized(std::string_view authorization) const {
   return diff == 0;
 }
 
-ApiResponse Api::handle(const ApiRequest& req, bool on_loop) {
-  std::string allow_origin;
-  if (!req.origin.empty())
+std::string Api::origin_allowed(std::string_view origin) const {
+  if (!origin.empty())
     for (const std::string& o : origins_)
-      if (o == "*" || o == req.origin) allow_origin = o == "*" ? "*" : std::string(req.origin);
+      if (o == "*" || o == origin) return o == "*" ? "*" : std::string(origin);
+  return {};
+}
+
+std::optional<ApiResponse> Api::refuse_head(const ApiRequest& req) const {
+  std::string allow_origin = origin_allowed(req.origin);
+  if (req.method == "OPTIONS" && !allow_origin.empty()) return std::nullopt;  // a preflight: handle() answers it
+  Target t;
+  std::optional<ApiResponse> r = refuse(req, &t);
+  if (r) r->allow_origin = std::move(allow_origin);
+  return r;
+}
+
+ApiResponse Api::handle(const ApiRequest& req, bool on_loop) {
+  std::string allow_origin = origin_allowed(req.origin);
   if (req.method == "OPTIONS" && !allow_origin.empty()) {
     // A browser asks before it sends JSON from a page of another origin.
     ApiResponse r;
@@ -277,7 +289,23 @@ void Api::when_durable(ApiResponse response, std::function<void(ApiResponse)> se
   });
 }
 
-ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
+// A path's %-escapes decoded (RFC 3986, 2.1): false when one is malformed.
+static bool percent_decoded(std::string_view path, std::string* out) {
+  auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1; };
+  out->clear();
+  for (size_t i = 0; i < path.size(); i++) {
+    if (path[i] != '%') {
+      *out += path[i];
+      continue;
+    }
+    if (i + 2 >= path.size() || hex(path[i + 1]) < 0 || hex(path[i + 2]) < 0) return false;
+    *out += char(hex(path[i + 1]) * 16 + hex(path[i + 2]));
+    i += 2;
+  }
+  return true;
+}
+
+std::optional<ApiResponse> Api::refuse(const ApiRequest& req, Target* t) const {
   std::string_view path = req.target.substr(0, req.target.find('?'));
   // The absolute form (`GET http://host:7700/health`, as a proxy sends it),
   // which a server must take (RFC 9112, 3.2.2): its path.
@@ -286,6 +314,12 @@ ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
       const size_t slash = path.find('/', scheme.size());
       path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
     }
+  // %-escapes decoded: /docs/%74 is /docs/t (RFC 3986, 6.2.2.2).
+  if (path.find('%') != std::string_view::npos) {
+    if (!percent_decoded(path, &t->decoded))
+      return error(400, "invalid", "a malformed path: a % not followed by two hex digits in " + std::string(path));
+    path = t->decoded;
+  }
   // HEAD is GET without the body (RFC 9110, 9.3.2): every GET takes it.
   const bool get = req.method == "GET" || req.method == "HEAD", post = req.method == "POST";
   auto only = [&](const char* method) {
@@ -296,39 +330,63 @@ ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
   };
   if (path == "/health") {
     if (!get) return only("GET, HEAD");
+    t->endpoint = Target::Health;
+    return std::nullopt;
+  }
+  // Every request but /health needs the token, one to no endpoint too:
+  // without it a client learns nothing of the server.
+  bool given = false;
+  if (!authorized(req.authorization, &given)) {
+    ApiResponse r = error(401, "invalid", given ? "the token is wrong" : "this server needs a token: send Authorization: Bearer TOKEN");
+    r.unauthorized = true;
+    return r;
+  }
+  if (path == "/stats") {
+    if (!get) return only("GET, HEAD");
+    t->endpoint = Target::Stats;
+    return std::nullopt;
+  }
+  const bool docs = path.rfind("/docs/", 0) == 0;
+  if (path != "/query" && path != "/batch" && path != "/prepare" && !docs)
+    return error(404, "not_found", "no endpoint " + std::string(path) + " (the endpoints: " + kEndpoints + ")");
+  if (!post) return only("POST");
+  if (docs) {
+    if (!is_json(req.content_type) && !is_ndjson(req.content_type))
+      return unsupported_media(req.content_type, "JSON (application/json) or NDJSON (application/x-ndjson)");
+    if (!is_identifier(path.substr(6)))
+      return error(404, "not_found", "no collection '" + std::string(path.substr(6)) + "' (not a collection name)");
+    t->endpoint = Target::Docs;
+    t->collection = path.substr(6);
+    return std::nullopt;
+  }
+  if (!is_json(req.content_type)) return unsupported_media(req.content_type, "JSON (Content-Type: application/json)");
+  t->endpoint = path == "/query" ? Target::Query : path == "/batch" ? Target::Batch : Target::Prepare;
+  return std::nullopt;
+}
+
+ApiResponse Api::route(const ApiRequest& req, bool on_loop) {
+  Target t;
+  if (std::optional<ApiResponse> refused = refuse(req, &t)) return std::move(*refused);
+  if (t.endpoint == Target::Health) {
     ApiResponse r;
     r.body = "{\"ok\":true}";
     return r;
   }
-  // Every request but /health needs the token, one to no endpoint too:
-  // without it a client learns nothing of the server.
-  if (!authorized(req.authorization)) {
-    ApiResponse r = error(401, "invalid",
-                          req.authorization.empty() ? "this server needs a token: send Authorization: Bearer TOKEN"
-                                                    : "the token is wrong");
-    r.unauthorized = true;
-    return r;
-  }
-  const bool docs = path.rfind("/docs/", 0) == 0;
-  if (path != "/query" && path != "/batch" && path != "/prepare" && path != "/stats" && !docs)
-    return error(404, "not_found", "no endpoint " + std::string(path) + " (the endpoints: " + kEndpoints + ")");
   // While a long write holds the engine's lock, anything that takes it waits.
   if (on_loop && db_.long_write_running()) return deferred();
-  if (path == "/stats") {
-    if (!get) return only("GET, HEAD");
-    return stats();
-  }
-  if (!post) return only("POST");
   if (on_loop && req.body.size() > kLongBody) return deferred();  // a bulk load, a large batch
-  if (docs) {
-    if (!is_json(req.content_type) && !is_ndjson(req.content_type))
-      return unsupported_media(req.content_type, "JSON (application/json) or NDJSON (application/x-ndjson)");
-    return this->docs(path.substr(6), req.content_type, req.body, on_loop);
+  switch (t.endpoint) {
+    case Target::Stats:
+      return stats();
+    case Target::Docs:
+      return docs(t.collection, req.content_type, req.body, on_loop);
+    case Target::Query:
+      return query(req.body, req.accept.find("application/x-ndjson") != std::string_view::npos, on_loop);
+    case Target::Batch:
+      return batch(req.body, on_loop);
+    default:
+      return prepare(req.body);
   }
-  if (!is_json(req.content_type)) return unsupported_media(req.content_type, "JSON (Content-Type: application/json)");
-  if (path == "/query")
-    return query(req.body, req.accept.find("application/x-ndjson") != std::string_view::npos, on_loop);
-  return path == "/batch" ? batch(req.body, on_loop) : prepare(req.body);
 }
 
 ApiResponse Api::prepare(std::string_view body) {
@@ -516,8 +574,6 @@ ApiResponse Api::batch(std::string_view body, bool on_loop) {
 
 ApiResponse Api::docs(std::string_view collection, std::string_view content_type, std::string_view body,
                       bool on_loop) {
-  if (!is_identifier(collection))
-    return error(404, "not_found", "no collection '" + std::string(collection) + "' (not a collection name)");
   EncodedDocs documents;  // the put's parameter, left encoded (Params)
   size_t start = 0;
   while (start < body.size() && (body[start] == ' ' || body[start] == '\t' || body[start] == '\r' || body[start] == '\n'))

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,11 +89,25 @@ class Api {
   // it waits for nothing.
   void when_durable(ApiResponse response, std::function<void(ApiResponse)> send);
 
+  // The response that refuses a request by its head alone (its path,
+  // method, token or media type: 400, 401, 404, 405, 415), the body not
+  // looked at; none when its body may be read. For a client that waits for
+  // a 100 Continue before it sends the body: one refused anyway sends none.
+  std::optional<ApiResponse> refuse_head(const ApiRequest& request) const;
+
   // The response for an error found before a request reaches handle() (a
   // body over the limit, a malformed request).
   static ApiResponse error(unsigned status, std::string_view code, std::string_view message, int64_t position = -1);
 
  private:
+  // Where a request goes, read off its head (Api::refuse).
+  struct Target {
+    enum Endpoint { Health, Stats, Query, Batch, Prepare, Docs } endpoint = Health;
+    std::string_view collection;  // Docs: into the request's target, or into `decoded`
+    std::string decoded;          // the path, when it had %-escapes
+  };
+  std::optional<ApiResponse> refuse(const ApiRequest& request, Target* target) const;
+  std::string origin_allowed(std::string_view origin) const;  // "" when none
   ApiResponse route(const ApiRequest& request, bool on_loop);
   ApiResponse query(std::string_view body, bool ndjson, bool on_loop);
   bool put_statement(std::string_view body, std::string* text, std::vector<Value>* params, EncodedDocs* documents,
@@ -104,7 +119,9 @@ class Api {
   ApiResponse stats();
   bool runs_long(std::string_view text, const Params& params);  // a statement for a worker
   void count_ran(bool on_loop);  // a statement run, where (ran_on_loop_, ran_handed_over_)
-  bool authorized(std::string_view authorization) const;
+  // Whether the Authorization header gives the token; `given` says whether
+  // it gives one at all.
+  bool authorized(std::string_view authorization, bool* given) const;
 
   Database& db_;
   std::string token_;

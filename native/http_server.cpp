@@ -46,8 +46,9 @@ struct Loop {
     // to within a tick (a quarter of the timeout, 50 ms to 1 s).
     period = std::chrono::milliseconds(std::clamp<uint32_t>(timeout_ms / 4, 50, 1000));
   }
-  void watch();  // starts the watchdog
+  void watch();  // starts the watchdog; it runs until the last connection closes after stop()
   void stop();   // shutdown: close the idle connections, the rest after their response
+  void close_all();  // close every connection now
 
   std::unordered_set<Session*> sessions;  // first: it outlives whatever ctx holds when destroyed
   bool stopping = false;
@@ -115,10 +116,16 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // From the loop's shutdown: an idle connection closes now, a busy one
-  // after its response.
+  // after its response (which the watchdog still gives the timeout).
   void stop() {
     stopping_ = true;
-    if (!busy_ && !writing_) close();
+    if (!busy_ && !writing_ && !linger_) close();
+  }
+
+  // Closed now, a response being written or not (a second SIGINT).
+  void abort() {
+    stopping_ = true;
+    close();
   }
 
   // From the watchdog: past its deadline (reading a request, writing a
@@ -152,9 +159,14 @@ class Session : public std::enable_shared_from_this<Session> {
     if (codings.first != codings.second &&
         (std::next(codings.first) != codings.second || !beast::iequals(trim(codings.first->value()), "chunked")))
       return respond_error(400, "invalid", "a malformed HTTP request (a Transfer-Encoding other than chunked)");
-    if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
-      // The client waits for a word before it sends the body.
-      cont_.emplace(http::status::continue_, parser_->get().version());
+    // An HTTP/1.0 client knows no 100 Continue: its expectation is ignored
+    // (RFC 9110, 10.1.1).
+    if (fields.version() >= 11 && beast::iequals(fields[http::field::expect], "100-continue")) {
+      // The client waits for a word before it sends the body. One the
+      // request's head refuses (its token, path, method or media type) is
+      // the final answer, and the body is not asked for.
+      if (std::optional<ApiResponse> no = server_.api.refuse_head(request_head())) return refuse_early(std::move(*no));
+      cont_.emplace(http::status::continue_, fields.version());
       http::async_write(socket_, *cont_, [self = shared_from_this()](beast::error_code ec, size_t) {
         if (ec) return self->close();
         self->read_body();
@@ -162,6 +174,19 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     read_body();
+  }
+
+  // The request's head, its body not read yet.
+  ApiRequest request_head() const {
+    const auto& req = parser_->get();
+    ApiRequest r;
+    r.method = req.method_string();
+    r.target = req.target();
+    r.content_type = req[http::field::content_type];
+    r.authorization = req[http::field::authorization];
+    r.accept = req[http::field::accept];
+    r.origin = req[http::field::origin];
+    return r;
   }
 
   void read_body() {
@@ -181,6 +206,9 @@ class Session : public std::enable_shared_from_this<Session> {
                         " bytes; kitfox serve --max-body)");
     } else if (ec == http::error::header_limit) {
       respond_error(431, "limit", "the request's headers are larger than " + std::to_string(kHeaderLimit) + " bytes");
+    } else if (ec == http::error::buffer_overflow) {
+      respond_error(431, "limit",
+                    "a chunk's size line or the request's trailers are larger than " + std::to_string(kHeaderLimit) + " bytes");
     } else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
                ec != http::error::end_of_stream && ec != http::error::partial_message) {
       respond_error(400, "invalid", "a malformed HTTP request (" + ec.message() + ")");
@@ -197,13 +225,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return on_read_error(ec);
     busy_ = true;
     auto& req = parser_->get();
-    ApiRequest r;
-    r.method = req.method_string();
-    r.target = req.target();
-    r.content_type = req[http::field::content_type];
-    r.authorization = req[http::field::authorization];
-    r.accept = req[http::field::accept];
-    r.origin = req[http::field::origin];
+    ApiRequest r = request_head();
     r.body = req.body();
     ApiResponse a = server_.api.handle(r, true);
     const bool keep_alive = req.keep_alive();
@@ -253,9 +275,13 @@ class Session : public std::enable_shared_from_this<Session> {
   // sends for a while (closing with unread bytes would reset the connection
   // and lose the response on the way).
   void respond_error(unsigned status, const char* code, const std::string& message) {
+    refuse_early(Api::error(status, code, message));
+  }
+
+  void refuse_early(ApiResponse a) {
     busy_ = true;
     linger_ = true;
-    respond(Api::error(status, code, message), false, 11);
+    respond(std::move(a), false, 11);
   }
 
   void respond(ApiResponse a, bool keep_alive, unsigned version) {
@@ -276,6 +302,8 @@ class Session : public std::enable_shared_from_this<Session> {
     res_->keep_alive(keep_alive && !stopping_);
     if (a.head) {
       res_->content_length(a.body.size());  // what a GET would send; nothing follows
+    } else if (a.status == 204) {
+      // No Content-Length in a 204 (RFC 9110, 8.6), and no body.
     } else {
       res_->body() = std::move(a.body);
       res_->prepare_payload();
@@ -323,12 +351,18 @@ class Session : public std::enable_shared_from_this<Session> {
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
     if (registered_) loop_.sessions.erase(this);
+    // The last connection of a stopping loop: the watchdog has nothing left.
+    if (loop_.stopping && loop_.sessions.empty()) loop_.tick.cancel();
   }
 
   tcp::socket socket_;
   HttpServer::Impl& server_;
   Loop& loop_;
-  beast::flat_buffer buffer_;
+  // At most a request's head and a receive of its body: a chunk's size line
+  // (its extensions) and the trailers, which Beast takes only once they are
+  // all in the buffer and which no other limit bounds, cannot grow it
+  // further (a larger one is refused as such).
+  beast::flat_buffer buffer_{kHeaderLimit + kBodyRead};
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::empty_body>> cont_;
   std::optional<http::response<http::string_body>> res_;
@@ -347,23 +381,33 @@ class Session : public std::enable_shared_from_this<Session> {
 void Loop::watch() {
   tick.expires_after(period);
   tick.async_wait([this](beast::error_code ec) {
-    if (ec || stopping) return;
+    if (ec) return;
     const auto now = Session::Clock::now();
     // check() may close a session, which leaves the set: walk a copy.
     std::vector<Session*> all(sessions.begin(), sessions.end());
     for (Session* s : all)
       if (sessions.count(s)) s->check(now);
+    // Stopping, the deadlines still hold (a response must be taken in time)
+    // until the last connection is gone; then the loop may return.
+    if (stopping && sessions.empty()) return;
     watch();
   });
 }
 
 void Loop::stop() {
   stopping = true;
-  tick.cancel();
   std::vector<Session*> all(sessions.begin(), sessions.end());
   for (Session* s : all)
     if (sessions.count(s)) s->stop();
+  if (sessions.empty()) tick.cancel();
   work.reset();  // the loop returns once its last connection is closed
+}
+
+void Loop::close_all() {
+  std::vector<Session*> all(sessions.begin(), sessions.end());
+  for (Session* s : all)
+    if (sessions.count(s)) s->abort();
+  tick.cancel();
 }
 
 void HttpServer::Impl::accept() {
@@ -423,6 +467,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(Database& db, const Server
 HttpServer::~HttpServer() { shutdown(); }
 
 uint16_t HttpServer::port() const { return impl_->port; }
+
+void HttpServer::close_connections() {
+  for (auto& loop : impl_->loops) net::post(loop->ctx, [l = loop.get()] { l->close_all(); });
+}
 
 void HttpServer::shutdown() {
   if (!impl_ || impl_->stopped) return;

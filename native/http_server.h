@@ -46,9 +46,17 @@ class HttpServer {
   uint16_t port() const;  // the port listened on (the one chosen, for port 0)
 
   // Stops accepting, closes the idle connections, lets every request in
-  // flight finish and its response go out, then joins the threads. The
-  // database is the caller's to close after.
+  // flight finish and its response go out, then joins the threads. A
+  // response is still given the timeout to be taken: a client that does
+  // not read it is closed then, as it would be while serving. The database
+  // is the caller's to close after.
   void shutdown();
+
+  // From another thread while shutdown() runs (kitfox serve's second
+  // SIGINT): closes every connection now, responses unsent. Requests
+  // running go on to their end (a statement is not cut off midway), their
+  // answers going nowhere; shutdown() then returns.
+  void close_connections();
 
   struct Impl;
 

@@ -33,13 +33,17 @@ async function post(url, pathname, body, headers = {}) {
 }
 
 // Sends raw bytes on a new connection; resolves to everything the server
-// sent back before it closed the connection.
-function raw(port, bytes, { end = false, buffer = false } = {}) {
+// sent back before it closed the connection (or, with `untilText`, once
+// what it sent holds that text).
+function raw(port, bytes, { end = false, buffer = false, untilText = null } = {}) {
   return within(
     new Promise((resolve, reject) => {
       const sock = net.connect(port, '127.0.0.1', () => (end ? sock.end(bytes) : sock.write(bytes)));
       const got = [];
-      sock.on('data', (d) => got.push(d));
+      sock.on('data', (d) => {
+        got.push(d);
+        if (untilText && Buffer.concat(got).toString('utf8').includes(untilText)) sock.destroy();
+      });
       sock.on('close', () => resolve(buffer ? Buffer.concat(got) : Buffer.concat(got).toString('utf8')));
       sock.on('error', reject);
     }),
@@ -318,6 +322,29 @@ test('a token is asked for, and compared', async () => {
     assert.equal((await fetch(`${s.url}/health`)).status, 200);
     r = await post(s.url, '/query', { query: 'collections' }, { authorization: 'Bearer s3cret' });
     assert.equal(r.status, 200);
+    // The scheme in any case, then one space or more (RFC 9110, 11.4);
+    // the scheme alone gives no token.
+    r = await post(s.url, '/query', { query: 'collections' }, { authorization: 'bearer   s3cret' });
+    assert.equal(r.status, 200);
+    r = await post(s.url, '/query', { query: 'collections' }, { authorization: 'Bearer' });
+    assert.equal(r.status, 401);
+    assert.match(r.body.error.message, /needs a token/);
+    r = await post(s.url, '/query', { query: 'collections' }, { authorization: 'Bearers3cret' });
+    assert.match(r.body.error.message, /the token is wrong/);
+    // A client that waits for 100 Continue before it sends its body gets
+    // the refusal instead, and sends nothing; over HTTP/1.0, which has no
+    // 100 Continue, the expectation is ignored.
+    const json = '{"query": "collections"}';
+    const head = (version, auth) =>
+      `POST /query HTTP/${version}\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${json.length}\r\nExpect: 100-continue\r\n${auth}\r\n`;
+    let got = await raw(s.port, head('1.1', 'Authorization: Bearer nope\r\n'));
+    assert.match(got, /^HTTP\/1\.1 401 /);
+    assert.doesNotMatch(got, /100 Continue/);
+    got = await raw(s.port, head('1.1', 'Authorization: Bearer s3cret\r\n'), { untilText: '100 Continue' });
+    assert.match(got, /^HTTP\/1\.1 100 Continue\r\n/);
+    got = await raw(s.port, `${head('1.0', 'Authorization: Bearer s3cret\r\n')}${json}`);
+    assert.match(got, /^HTTP\/1\.0 200 /);
+    assert.doesNotMatch(got, /100 Continue/);
     const db = await connect(s.url, { token: 's3cret' });
     assert.deepEqual(await db.query('collections'), []);
     await assert.rejects(new KitfoxClient(s.url, { token: 'wrong' }).query('collections'), (e) => e.code === 'invalid' && /token/.test(e.message));
@@ -335,6 +362,7 @@ test('--cors: pages of the origins named may call the server; others not', async
       headers: { origin: 'http://app.test', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
     });
     assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get('content-length'), null); // none in a 204 (RFC 9110, 8.6)
     assert.equal(pre.headers.get('access-control-allow-origin'), 'http://app.test');
     assert.match(pre.headers.get('access-control-allow-methods'), /POST/);
     assert.match(pre.headers.get('access-control-allow-headers'), /Content-Type/i);
@@ -369,6 +397,35 @@ test('a body over --max-body gets 413; the server goes on', async () => {
     assert.deepEqual((await post(s.url, '/query', { query: 'get t count' })).body.rows, [{ count: 1 }]);
   } finally {
     await s.stop();
+  }
+});
+
+test("paths are %-decoded; a chunk's size line and the trailers are bounded", async () => {
+  const s = await startServer(fresh(), ['--max-body', '1000']);
+  try {
+    await post(s.url, '/query', { query: 'create collection t (s text)' });
+    // /docs/%74 is /docs/t, /%71uery is /query (RFC 3986, 6.2.2.2).
+    assert.deepEqual((await post(s.url, '/docs/%74', [{ s: 'a' }])).body, { ids: [1] });
+    assert.deepEqual((await post(s.url, '/%71uery', { query: 'get t count' })).body.rows, [{ count: 1 }]);
+    const bad = await post(s.url, '/docs/%7', [{ s: 'b' }]);
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.error.message, /a malformed path/);
+    // Chunk extensions and trailers are bounded by no body or header limit
+    // of the parser's own: the connection's buffer bounds them.
+    const json = '{"query": "get t count"}';
+    const chunked = (ext, trailers) =>
+      `POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n` +
+      `${json.length.toString(16)}${ext}\r\n${json}\r\n0\r\n${trailers}\r\n`;
+    assert.match(await raw(s.port, chunked(';a=b', 'X-T: 1\r\n'), { untilText: '"count":1' }), /^HTTP\/1\.1 200 /);
+    const long = 'x'.repeat(200 << 10);
+    for (const req of [chunked(`;a="${long}"`, ''), chunked('', `X-T: ${long}\r\n`), chunked('', `X-T: 1\r\n`.repeat(40000))]) {
+      const got = await raw(s.port, req);
+      assert.match(got, /^HTTP\/1\.1 431 /);
+      assert.match(got, /a chunk's size line or the request's trailers are larger than 65536 bytes/);
+    }
+    assert.deepEqual((await post(s.url, '/query', { query: 'get t count' })).body.rows, [{ count: 1 }]);
+  } finally {
+    assert.equal(await s.stop(), 0);
   }
 });
 
@@ -605,6 +662,63 @@ test('SIGTERM: requests in flight finish, what was acknowledged is in the file a
   const ackedSet = new Set(acked);
   const unanswered = [...have].filter((k) => !ackedSet.has(k));
   assert.deepEqual(unanswered, [], 'stored but never answered');
+});
+
+// A client that asks for a large answer and does not read it: the answer
+// cannot go out whole (the socket's buffers are full).
+async function notReading(s, text) {
+  const body = JSON.stringify({ query: text });
+  const sock = net.connect(s.port, '127.0.0.1');
+  await new Promise((resolve, reject) => {
+    sock.on('connect', resolve);
+    sock.on('error', reject);
+  });
+  sock.on('error', () => {});
+  sock.pause();
+  sock.write(`POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  return sock;
+}
+
+async function bigCollection(url) {
+  const db = new KitfoxClient(url);
+  await db.query('create collection big (s text)');
+  await db.query('put big $1', [Array.from({ length: 400 }, (_, i) => ({ s: `${i}`.padEnd(100000, 'x') }))]);
+  return db;
+}
+
+test('stopping, a response is still given the timeout to be taken; a second SIGTERM closes every connection now', async () => {
+  // --timeout 1: the stop closes the client that does not read once the
+  // timeout has passed, as the server would while serving. Before, it
+  // waited for that client for as long as the client liked.
+  let s = await startServer(fresh(), ['--timeout', '1']);
+  let sock;
+  try {
+    await bigCollection(s.url);
+    sock = await notReading(s, 'get big');
+    await within(new Promise((r) => sock.once('readable', r)), 'no answer began');
+    assert.equal(await s.stop('SIGTERM'), 0, s.stderr());
+  } finally {
+    sock?.destroy();
+    await s.stop();
+  }
+  // A long timeout: a second SIGTERM closes the connections at once; the
+  // database is still flushed and closed (the writes acknowledged are there).
+  const file = fresh();
+  s = await startServer(file, ['--timeout', '600', '--sync', 'off']);
+  try {
+    await bigCollection(s.url);
+    sock = await notReading(s, 'get big');
+    await within(new Promise((r) => sock.once('readable', r)), 'no answer began');
+    const told = new Promise((resolve) => s.child.stderr.on('data', () => /again to stop at once/.test(s.stderr()) && resolve()));
+    s.child.kill('SIGTERM');
+    await within(told, 'the server did not say it was stopping');
+    assert.equal(await s.stop('SIGTERM'), 0, s.stderr());
+    assert.match(s.stderr(), /SIGTERM again: closing every connection now/);
+  } finally {
+    sock?.destroy();
+    await s.stop();
+  }
+  assert.equal(execFileSync(cli, [file, '-c', 'get big count'], { encoding: 'utf8' }).trim(), '{"count":400}');
 });
 
 test('a second server on the same file is refused: locked', async () => {
