@@ -144,6 +144,15 @@ Result<std::vector<Value>> Params::copy() const {
   return v;
 }
 
+std::optional<size_t> Database::open_transaction() const {
+  Transactions& t = *txns_;
+  if (t.count.load(std::memory_order_acquire) == 0) return std::nullopt;
+  std::lock_guard g(t.mu);
+  auto it = t.open.find(this_thread_txns.id);
+  if (it == t.open.end()) return std::nullopt;
+  return it->second.size();
+}
+
 // The rows of *out are cleared on an error, whichever step it came from.
 Status Database::run(const std::shared_ptr<Prepared>& p, const Params& params, QueryResult* out) {
   Status s = dispatch(p, params, out);

@@ -219,6 +219,9 @@ class Database {
   // and a thread that ends with one open has it dropped (no later thread
   // takes it over).
   Result<QueryResult> query(std::string_view text, const std::vector<Value>& params = {});
+  // Whether this thread has a transaction open on this handle (a begin
+  // without its commit or rollback), and how many writes it has queued.
+  std::optional<size_t> open_transaction() const;
   // The same into *out, its rows written over as Statement::query(params, out) does.
   Status query(std::string_view text, const std::vector<Value>& params, QueryResult* out);
   // As query(), for statements that come from many clients over threads they

@@ -493,13 +493,22 @@ Result<std::unique_ptr<Database>> open_database(FileSystem& fs, const std::strin
   return db;
 }
 
+// Every write flushed first: a failure there is the command's (exit 1).
+// The checkpoint close() may run then is upkeep: when it fails, every
+// write is still in the file's log, which the next open reads, so that is
+// a warning, not a failed command (a script would run it again and write
+// everything twice).
 int close_database(std::unique_ptr<Database>& db, const std::string& file, int code) {
-  Status s = db->close();
+  const Status flushed = db->sync();
+  const Status s = db->close();
   db.reset();
-  if (!s.is_ok()) {
-    print_error("closing " + file + ": " + s.to_string());
+  if (!flushed.is_ok()) {
+    print_error("closing " + file + ": " + flushed.to_string());
     return kExitError;
   }
+  if (!s.is_ok())
+    fprintf(stderr, "kitfox: warning: closing %s: %s (every write is in the file, in its log: the next open reads it)\n",
+            file.c_str(), s.to_string().c_str());
   return code;
 }
 
@@ -966,6 +975,16 @@ int cmd_main(int argc, char** argv) {
   } else {
     code = run_stream(session, stdin, "standard input");
   }
+  // A begin whose commit never came: its writes did not land. Said, and a
+  // failure, so that a script that forgot its commit does not pass for done.
+  if (std::optional<size_t> queued = db->open_transaction(); queued && !g_out_failed) {
+    const std::string writes = std::to_string(*queued) + (*queued == 1 ? " queued write was" : " queued writes were");
+    if (code == kExitOk)
+      print_error("the statements ended inside a transaction (a begin with no commit): its " + writes + " rolled back");
+    else
+      fprintf(stderr, "kitfox: the transaction open at the error was rolled back: its %s not written\n", writes.c_str());
+    code = kExitError;
+  }
   return close_database(db, file, code);
 }
 
@@ -1076,11 +1095,12 @@ int cmd_import(int argc, char** argv) {
   // options above switched off.
   const Stats after = db->stats();
   if (after.tail_bytes > 0 && (after.tail_bytes >= (1u << 20) || after.tail_bytes * 4 >= after.image_bytes)) {
+    // Upkeep, as at close: when it fails, every document imported is still
+    // in the file's log (close_database flushes it, or says it could not).
     Status cs = db->checkpoint();
-    if (!cs.is_ok()) {
-      print_error("checkpoint after the import: " + cs.to_string());
-      ok = false;
-    }
+    if (!cs.is_ok())
+      fprintf(stderr, "kitfox: warning: the checkpoint after the import failed: %s (the documents are in the file, in its log)\n",
+              cs.to_string().c_str());
   }
   return close_database(db, file, ok ? kExitOk : kExitError);
 }

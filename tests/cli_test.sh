@@ -17,6 +17,7 @@ T=$(mktemp -d)
 holder=
 cleanup() {
   if [ -n "$holder" ]; then kill "$holder" 2>/dev/null || true; fi
+  chattr -i "$T/fixed" 2>/dev/null || true
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -403,6 +404,38 @@ run_input "$T/tx2.kf" "$K" tx.kfdb
 check "a transaction from a file commits" is "$RC" 0
 run "$K" tx.kfdb -c 'get t count'
 check "both statements landed" has "$OUT" '{"count":3}'
+
+# A begin with no commit: its writes did not land, and the command says so
+# and fails (a script that forgot its commit does not pass for done).
+printf 'begin\nput t {n: 7}\nput t {n: 8}\n' >"$T/open.kf"
+run_input "$T/open.kf" "$K" tx.kfdb
+check "statements that end inside a transaction exit 1" is "$RC" 1
+check "... saying its writes were rolled back" has "$ERR" "ended inside a transaction (a begin with no commit): its 2 queued writes were rolled back"
+run "$K" tx.kfdb -c begin -c 'put t {n: 7}'
+check "-c statements that end inside a transaction exit 1" is "$RC" 1
+run "$K" tx.kfdb -c 'get t count'
+check "... and nothing of them was written" has "$OUT" '{"count":3}'
+
+# The checkpoint at close is upkeep: when it cannot be written (here a
+# directory where no file may be created, `chattr +i`), the writes are in
+# the file's log all the same, so the command succeeds with a warning (a
+# script that ran it again would write everything twice).
+mkdir "$T/fixed"
+run "$K" "$T/fixed/c.kfdb" -c 'create collection t (n int)'
+if chattr +i "$T/fixed" 2>/dev/null; then
+  seq 1 3000 | sed 's/.*/{"n": &}/' >"$T/c.ndjson"
+  run "$K" import "$T/fixed/c.kfdb" t "$T/c.ndjson"
+  check "an import whose checkpoint fails exits 0" is "$RC" 0
+  check "... with a warning that the documents are in the file" has "$ERR" "warning: the checkpoint after the import failed"
+  run "$K" "$T/fixed/c.kfdb" -c 'put t {n: 0}'
+  check "a write whose checkpoint at close fails exits 0" is "$RC" 0
+  check "... with a warning that every write is in the file" has "$ERR" "every write is in the file, in its log"
+  run "$K" "$T/fixed/c.kfdb" -c 'get t count'
+  check "every write is there" has "$OUT" '{"count":3001}'
+  chattr -i "$T/fixed"
+else
+  echo "skip - a checkpoint that fails at close (chattr +i is not allowed here)"
+fi
 
 # :memory: is a database in memory: no file of that name appears.
 run "$K" :memory: -c 'create collection t (n int)' -c 'put t {n: 5}' -c 'get t select n'
