@@ -79,7 +79,8 @@ options:
                   (rebuilding a damaged index or graph), save the damaged
                   original as FILE.damaged (.damaged.2, ... when taken),
                   and report what was cut
-  --batch N       import: documents per write (default 1000)
+  --batch N       import: documents per write (default 1000; fewer when they
+                  pass 64 MiB encoded)
   --json          stats: print one JSON object
 
 serve answers HTTP on HOST:PORT (default 127.0.0.1:7700; --port 0 takes a free

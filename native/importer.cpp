@@ -216,6 +216,7 @@ struct Importer::Impl {
         start_(Clock::now()),
         last_progress_(start_) {
     if (opts_.batch == 0) opts_.batch = 1;
+    if (opts_.batch_bytes == 0) opts_.batch_bytes = 1;
     if (opts_.region_bytes == 0) opts_.region_bytes = 1;
     reader_ = DocumentReader(db_, collection_);
   }
@@ -654,7 +655,7 @@ struct Importer::Impl {
     batch_.last_line = line;
     batch_.docs.bytes().append(doc);
     batch_.docs.added();
-    if (batch_.docs.size() >= opts_.batch) flush_batch();
+    if (batch_.docs.size() >= opts_.batch || batch_.docs.byte_size() >= opts_.batch_bytes) flush_batch();
     if (++since_progress_check_ >= 4096) {
       since_progress_check_ = 0;
       maybe_progress();

@@ -40,6 +40,9 @@ inline Status without_position(const Status& s) { return Status(s.code(), s.mess
 
 struct ImportOptions {
   uint64_t batch = 1000;         // documents per write
+  // ... and at most about this many bytes of them (encoded): a batch of
+  // large documents is cut sooner, far below a write's 1 GiB limit.
+  uint64_t batch_bytes = 64ull << 20;
   uint64_t total_bytes = 0;      // the size of the input when known (the progress bar)
   size_t region_bytes = 1 << 20; // input parsed at once (a longer document makes its region longer)
   bool writer_thread = true;     // write each batch on a thread of its own while the next is parsed

@@ -435,6 +435,25 @@ TEST_CASE("import: errors name the line, the byte and the batch") {
   CHECK(o.messages.find("expected numbers in vector") != std::string::npos);
 }
 
+TEST_CASE("import: a batch is cut by its bytes too") {
+  // Ten documents of about 60 bytes each, batches of at most 1,000 of them
+  // or 150 bytes: three documents a batch. The engine refuses the eighth,
+  // whose batch is the seventh to ninth.
+  std::string in;
+  for (int i = 1; i <= 10; i++) in += "{\"name\": \"" + std::string(50, 'a') + "\", \"n\": " + (i == 8 ? std::string("\"x\"") : "1") + "}\n";
+  for (bool thread : {false, true}) {
+    ImportOptions o;
+    o.batch = 1000;
+    o.batch_bytes = 150;
+    o.writer_thread = thread;
+    const Outcome got = importcheck::run(in, kCreate, o, in.size());
+    CHECK_FALSE(got.ok);
+    CHECK(got.imported == 6);
+    CHECK(got.count == 6);
+    CHECK(got.messages.find("the failing batch held documents 7 to 9 of the input") != std::string::npos);
+  }
+}
+
 TEST_CASE("import: documents cut across chunks and regions, and bigger than a region") {
   std::mt19937_64 rng(7);
   std::vector<std::string> docs;
