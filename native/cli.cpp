@@ -31,6 +31,7 @@
 #include "importer.h"
 #include "line_editor.h"
 #include "posix_file.h"
+#include "query/lexer.h"
 
 namespace kitfox {
 namespace {
@@ -680,6 +681,8 @@ int run_stream(Session& s, FILE* in, const char* source) {
     std::string_view line(buf, static_cast<size_t>(n));
     if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    // A byte order mark (an editor's on Windows) opens a script, not a statement.
+    if (line_no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
     if (!splitter.pending() && !trim(line).empty() && trim(line)[0] == '.') {
       splitter.feed_line("", &stmts);  // keeps the line count
       DotResult d = run_dot_command(s, line);
@@ -734,7 +737,11 @@ int run_interactive(Session& s) {
   std::string line;
   for (;;) {
     LineEditor::Read r = ed.read_line(splitter.pending() ? kContinuePrompt : kPrompt, &line);
-    if (r == LineEditor::Read::Eof) break;
+    if (r == LineEditor::Read::Eof) {
+      // Ctrl-D in the middle of a statement leaves it: said, not run.
+      if (splitter.pending()) fprintf(stderr, "kitfox: the unfinished statement was not run\n");
+      break;
+    }
     if (r == LineEditor::Read::Interrupted) {
       splitter.reset();
       entry.clear();
@@ -1010,6 +1017,7 @@ int cmd_import(int argc, char** argv) {
   const std::string& file = o.positional[0];
   const std::string& collection = o.positional[1];
   const std::string& data = o.positional[2];
+  if (!is_name(collection)) return usage_error("import: '" + collection + "' is not a collection name");
   OpenOptions opts;
   if (!open_options(o, false, &opts)) return kExitUsage;
   keep_freed_memory();  // each batch's documents and record are megabytes

@@ -5,6 +5,7 @@
 
 #include "codec.h"
 #include "documents.h"
+#include "query/lexer.h"
 #include "query/parser.h"
 
 #include <utility>
@@ -168,16 +169,6 @@ bool statement_fields(simdjson::ondemand::object& obj, std::string_view* query, 
     }
   }
   return has_query;
-}
-
-bool is_identifier(std::string_view s) {
-  if (s.empty() || s.size() > 256) return false;
-  for (size_t i = 0; i < s.size(); i++) {
-    char c = s[i];
-    bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-    if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -353,7 +344,7 @@ std::optional<ApiResponse> Api::refuse(const ApiRequest& req, Target* t) const {
   if (docs) {
     if (!is_json(req.content_type) && !is_ndjson(req.content_type))
       return unsupported_media(req.content_type, "JSON (application/json) or NDJSON (application/x-ndjson)");
-    if (!is_identifier(path.substr(6)))
+    if (!is_name(path.substr(6)))
       return error(404, "not_found", "no collection '" + std::string(path.substr(6)) + "' (not a collection name)");
     t->endpoint = Target::Docs;
     t->collection = path.substr(6);

@@ -69,6 +69,7 @@ bool in_ranges(const Range (&table)[N], uint32_t cp) {
 }  // namespace
 
 int codepoint_width(uint32_t cp) {
+  if (cp == '\t') return 1;  // shown as a space
   if (cp < 0x20 || (cp >= 0x7F && cp < 0xA0)) return 0;
   if (cp < 0x300) return 1;
   if (in_ranges(kZeroWidth, cp)) return 0;
@@ -362,10 +363,17 @@ void LineEditor::refresh() {
 
   std::string out = "\r";
   out += prompt_;
-  // Control bytes would move the terminal's cursor: show them as '?'.
-  for (size_t i = start; i < end; i++) {
-    unsigned char c = static_cast<unsigned char>(buf_[i]);
-    out.push_back(c < 0x20 || c == 0x7F ? '?' : static_cast<char>(c));
+  // The line as typed, shown: a tab as a space, other control bytes (which
+  // would move the terminal's cursor) as '?', a byte that is no UTF-8 as
+  // U+FFFD (the line keeps them all as they came).
+  for (size_t i = start; i < end;) {
+    uint32_t cp;
+    const size_t n = utf8_decode(buf_, i, &cp);
+    if (cp == 0xFFFD && n == 1) out += "\xEF\xBF\xBD";
+    else if (cp == '\t') out += ' ';
+    else if (cp < 0x20 || cp == 0x7F) out += '?';
+    else out.append(buf_, i, n);
+    i += n;
   }
   out += "\x1b[0K\r";
   size_t col = pw + before;
@@ -509,9 +517,8 @@ LineEditor::Read LineEditor::read_raw(std::string_view prompt, std::string* line
         enable_raw();
         break;
       }
-      case '\t':  // no completion: a tab is a space
-        buf_.insert(cursor_, 1, ' ');
-        cursor_++;
+      case '\t':  // no completion: a tab is kept (shown as a space)
+        insert("\t");
         break;
       case 0x1B: {
         // A lone Escape has nothing behind it; a key sequence arrives at once.
@@ -583,12 +590,10 @@ LineEditor::Read LineEditor::read_raw(std::string_view prompt, std::string* line
           }
           ch.push_back(static_cast<char>(b));
         }
-        uint32_t cp;
-        if (ok && utf8_decode(ch, 0, &cp) == ch.size()) {
-          insert(ch);
-        } else {
-          insert("\xEF\xBF\xBD");  // U+FFFD for a malformed sequence
-        }
+        // A malformed sequence is kept as it came (shown as U+FFFD): the
+        // statement is then refused as text that is no UTF-8, as from a
+        // file, not stored with other text in its place.
+        insert(ch);
         break;
       }
     }

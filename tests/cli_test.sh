@@ -405,6 +405,20 @@ check "a transaction from a file commits" is "$RC" 0
 run "$K" tx.kfdb -c 'get t count'
 check "both statements landed" has "$OUT" '{"count":3}'
 
+# A script that opens with a byte order mark runs; text that is no UTF-8 is
+# refused where its first bad byte is.
+printf '\xef\xbb\xbfget t count\n' >"$T/bom.kf"
+run_input "$T/bom.kf" "$K" tx.kfdb
+check "a script opening with a byte order mark runs" has "$OUT" '{"count":3}'
+printf 'get t where n = "caf\xe9"\n' >"$T/latin1.kf"
+run_input "$T/latin1.kf" "$K" tx.kfdb
+check "text that is no UTF-8 is refused at its byte" has "$ERR" "syntax error at 20: statement text is not valid UTF-8"
+
+# import's COLLECTION is a name, not statement text.
+run "$K" import tx.kfdb 't where id > 0' "$T/bom.kf"
+check "import refuses a collection that is no name" is "$RC" 2
+check "... saying so" has "$ERR" "'t where id > 0' is not a collection name"
+
 # A begin with no commit: its writes did not land, and the command says so
 # and fails (a script that forgot its commit does not pass for done).
 printf 'begin\nput t {n: 7}\nput t {n: 8}\n' >"$T/open.kf"

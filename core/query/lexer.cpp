@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "../engine_limits.h"
 #include "../value.h"
 
 namespace kitfox {
@@ -70,6 +71,7 @@ namespace {
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
 
+
 // Past spaces and comments (-- to the end of the line) from p.
 void skip_space(std::string_view s, size_t& p) {
   while (p < s.size()) {
@@ -86,6 +88,13 @@ void skip_space(std::string_view s, size_t& p) {
 
 }  // namespace
 
+bool is_name(std::string_view s) {
+  if (s.empty() || s.size() > kMaxNameBytes || !is_name_start(s[0])) return false;
+  for (char c : s)
+    if (!is_name_char(c)) return false;
+  return true;
+}
+
 std::string_view first_word(std::string_view s) {
   size_t p = 0;
   skip_space(s, p);
@@ -99,7 +108,16 @@ Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::st
   out->clear();
   decoded->clear();
   out->reserve(s.size() / 4 + 8);  // a bulk put is about one token per 4 bytes: no regrowth
-  if (!valid_utf8(s)) return Status(Code::Syntax, "statement text is not valid UTF-8", 0);
+  if (!valid_utf8(s)) {
+    // Where: the first byte that starts no whole UTF-8 sequence.
+    size_t at = 0;
+    for (uint32_t cp; at < s.size();) {
+      const size_t n = utf8_decode(s, at, &cp);
+      if (cp == 0xFFFD && n == 1) break;
+      at += n;
+    }
+    return Status(Code::Syntax, "statement text is not valid UTF-8", at);
+  }
   size_t p = 0;
   // Each token is made in its place in *out (reserved above).
   auto single = [&](Tok k, size_t n) {

@@ -27,6 +27,10 @@ struct Token {
   };
 };
 
+// Whether `s` is a whole name as a statement writes one (a collection's, a
+// field's): a letter or _, then letters, digits and _, 256 bytes at most.
+bool is_name(std::string_view s);
+
 // A String token's value: its text inside the quotes, or (when it held
 // escapes) its decoded form.
 inline std::string_view token_string(const Token& t, const std::vector<std::string>& decoded) {

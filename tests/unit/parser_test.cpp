@@ -93,6 +93,10 @@ TEST_CASE("string escapes and unicode") {
   REQUIRE(parse_statement(R"(put t {s: "a\"b\\c\n\u00e9\ud83e\udd8a"})", &st).is_ok());
   CHECK(body_value(st).get("s")->as_string() == "a\"b\\c\n\xc3\xa9\xf0\x9f\xa6\x8a");
   CHECK(parse_statement("put t {s: \"\xff\"}", &st).message() == "statement text is not valid UTF-8");
+  // Its position is the first byte that starts no whole sequence.
+  CHECK(parse_statement("put t {s: \"\xff\"}", &st).position() == 11);
+  CHECK(parse_statement("put t {s: \"\xc3\xa9\xe2\x82\"}", &st).position() == 13);  // é, then a cut-short €
+  CHECK(parse_statement("\x80get t", &st).position() == 0);
 }
 
 TEST_CASE("integer edge cases") {
