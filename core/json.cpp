@@ -303,6 +303,29 @@ struct ErrorLocator {
   }
 };
 
+// simdjson's error, in words (its own names them by its internals:
+// "TAPE_ERROR: The JSON document has an improper structure").
+const char* error_words(simdjson::error_code err) {
+  using namespace simdjson;
+  switch (err) {
+    case TAPE_ERROR: return "a bracket, brace, comma, colon or quote missing or out of place (or more after the value)";
+    case INCOMPLETE_ARRAY_OR_OBJECT: return "an array or object left open";
+    case NUMBER_ERROR: return "a number malformed or out of range (integers are 64-bit, other numbers doubles)";
+    case BIGINT_ERROR:
+    case NUMBER_OUT_OF_RANGE: return "a number out of range (integers are 64-bit, other numbers doubles)";
+    case STRING_ERROR: return "a malformed string (a bad escape)";
+    case UNCLOSED_STRING: return "a string with no closing quote";
+    case UNESCAPED_CHARS: return "a control character in a string (it must be escaped)";
+    case UTF8_ERROR: return "text that is not valid UTF-8";
+    case T_ATOM_ERROR: return "a word that is not true";
+    case F_ATOM_ERROR: return "a word that is not false";
+    case N_ATOM_ERROR: return "a word that is not null";
+    case EMPTY: return "no JSON value";
+    case TRAILING_CONTENT: return "more after the JSON value";
+    default: return error_message(err);
+  }
+}
+
 Status json_error(std::string_view text, const char* what) {
   ErrorLocator loc{text};
   size_t at = loc.locate();
@@ -359,9 +382,7 @@ Result<Value> parse_json(std::string_view text) {
   if (err) {
     if (err == simdjson::DEPTH_ERROR)
       return Status(Code::Limit, "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
-    if (err == simdjson::BIGINT_ERROR || err == simdjson::NUMBER_OUT_OF_RANGE)
-      return json_error(text, "a number out of range");
-    return json_error(text, simdjson::error_message(err));
+    return json_error(text, error_words(err));
   }
   Value v;
   KF_TRY(convert(root, &v, 0, text));

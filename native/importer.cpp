@@ -347,8 +347,10 @@ struct Importer::Impl {
   // newlines before it) past what it took.
   void fast_lines(uint64_t from, uint64_t to, uint64_t* at, uint64_t* line) {
     const size_t len = static_cast<size_t>(to - from);
-    // simdjson steps over a byte order mark that starts its buffer; only the
-    // input's first bytes may be one (detect), so the plain reader names it.
+    // simdjson steps over a byte order mark that starts its buffer, so one
+    // that starts a region is left to the plain reader, which decides what
+    // it is: parse_json steps over one that opens a document (a line made of
+    // a file that had one, say) as simdjson does, and names one elsewhere.
     if (starts_with_bom(from, len)) return;
     od::document_stream docs;
     if (parser_.iterate_many(buf_.at(from), len, batch_capacity(len), false).get(docs)) return;

@@ -176,6 +176,24 @@ TEST_CASE("JSON in: values, and errors that name the offset") {
     REQUIRE_FALSE(r.is_ok());
     CHECK(r.status().message().find("at byte " + std::to_string(b.at)) != std::string::npos);
   }
+  // Each error in words, not simdjson's names for them (TAPE_ERROR, ...).
+  struct Said {
+    const char* text;
+    const char* words;
+  };
+  for (const Said& s : {Said{R"({"a": 1 "b": 2})", "a bracket, brace, comma, colon or quote missing or out of place"},
+                        Said{"[1, 1e999]", "a number malformed or out of range"},
+                        Said{R"(["a\x"])", "a malformed string (a bad escape)"}, Said{R"(["abc)", "a string with no closing quote"},
+                        Said{"[\"a\tb\"]", "a control character in a string (it must be escaped)"},
+                        Said{"[\"\xff\"]", "text that is not valid UTF-8"}, Said{"[tru]", "a word that is not true"},
+                        Said{"", "no JSON value"}, Said{"[1] 2", "(or more after the value)"}}) {
+    const std::string text = s.text;
+    CAPTURE(text);
+    auto r = parse_json(text);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find(s.words) != std::string::npos);
+    CHECK(r.status().message().find("_ERROR") == std::string::npos);
+  }
   // A backslash before a NUL byte is no escape.
   auto nul = parse_json(std::string("[\"a\\\0\"]", 7));
   REQUIRE_FALSE(nul.is_ok());
