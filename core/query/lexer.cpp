@@ -88,6 +88,13 @@ void skip_space(std::string_view s, size_t& p) {
 
 }  // namespace
 
+// A number as an error names it: whole up to 40 digits, else its first 20
+// and how many there are.
+static std::string shown_number(std::string_view text) {
+  if (text.size() <= 40) return std::string(text);
+  return std::string(text.substr(0, 20)) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
 bool is_name(std::string_view s) {
   if (s.empty() || s.size() > kMaxNameBytes || !is_name_start(s[0])) return false;
   for (char c : s)
@@ -169,7 +176,7 @@ Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::st
         t.kind = Tok::Float;
         std::string tmp(t.text);
         t.f = strtod(tmp.c_str(), nullptr);
-        if (std::isinf(t.f)) return Status(Code::Limit, "number " + tmp + " is too large", start);
+        if (std::isinf(t.f)) return Status(Code::Limit, "number " + shown_number(tmp) + " is too large", start);
       } else {
         t.kind = Tok::Int;
         auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), t.i);
@@ -179,7 +186,7 @@ Status tokenize(std::string_view s, std::vector<Token>* out, std::vector<std::st
             t.i = INT64_MIN;  // the parser negates it back
           } else {
             // Named as written, with its sign (the minus is a token of its own).
-            return Status(Code::Limit, "integer " + std::string(after_minus ? "-" : "") + std::string(t.text) +
+            return Status(Code::Limit, "integer " + std::string(after_minus ? "-" : "") + shown_number(t.text) +
                                            " is out of range (int64)", after_minus ? minus_pos : start);
           }
         }
