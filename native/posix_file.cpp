@@ -198,7 +198,11 @@ class PosixFile final : public File {
 
   PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   ~PosixFile() override {
-    ::close(fd_);  // also releases the flock
+    // The flock is the open file description's, which a mapping of the file
+    // keeps open after the descriptor is closed: released here, so that a
+    // closed database lets others in while its memory is still mapped.
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
 #if defined(__linux__)
     ProcessLocks::release(lock_key_);
 #endif

@@ -245,10 +245,16 @@ TEST_SUITE("posix_file") {
     auto reader = fs->open(path, flags(false, false));
     CHECK_MESSAGE(reader.is_ok(), reader.status().message());
 
-    // Closing the holder releases the lock.
+    // Closing the holder releases the lock, even while a mapping of the
+    // file (which keeps its open file description, and so its flock) lives
+    // on: a closed database whose memory is still mapped lets others in.
+    PF_OK(write_str(*first, 0, std::string(4096, 'x')));
+    std::unique_ptr<kitfox::Mapping> mapped = first->map(4096);
+    PF_ASSERT(mapped != nullptr);
     first.reset();
     auto third = fs->open(path, flags(false, true));
     CHECK_MESSAGE(third.is_ok(), third.status().message());
+    CHECK(mapped->data()[0] == 'x');
   }
 
   TEST_CASE("the writer lock follows the file through replace") {
