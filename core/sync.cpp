@@ -53,6 +53,12 @@ Result<QueryResult> Engine::land(QueuedWrite& w) {
       bool repaired = false;
       for (size_t i = 0; i < n; i++) {
         QueuedWrite& g = *group[i];
+        // A damaged vector block found before this write (by a read, the
+        // background check, or an earlier write): refused, nothing written.
+        if (Status ce = check_extents(&repaired); !ce.is_ok()) {
+          g.result = ce;
+          continue;
+        }
         g.result = land_one(g);
         // What it answered may rest on the writes before it (its own
         // record or an earlier one of the group): it waits for them all.
@@ -61,8 +67,10 @@ Result<QueryResult> Engine::land(QueuedWrite& w) {
           g.seq = seq_;
           if (!g.deferred) wait_seq = seq_;
         }
-        Status ce = check_extents(&repaired);
-        if (!ce.is_ok()) g.result = ce;
+        // Damage this write's own work came upon: a write that landed is in
+        // the log and answers so (an error would say nothing changed); the
+        // statements after it are refused, by the check above.
+        if (Status ce = check_extents(&repaired); !ce.is_ok() && !g.result.is_ok()) g.result = ce;
       }
       lk.unlock();
       fill_ahead(write_pos_ - start);  // beside the readers
