@@ -112,6 +112,10 @@ Status Engine::apply_ops(std::string_view ops, uint64_t nops, uint32_t seg, uint
           colls_[c->def.name] = std::move(c);
         } else {
           Collection* c = it->second;
+          // A new name another collection holds: only damage writes that (a
+          // rename to a taken name is refused before it is logged).
+          if (d.name != c->def.name && colls_.count(d.name))
+            return Status(Code::Corrupt, "collection '" + d.name + "' defined twice");
           c->changes++;
           std::string old_name = c->def.name;
           c->def = std::move(d);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "batch.h"
 #include "codec.h"
 #include "db.h"
 #include "engine.h"
@@ -361,6 +362,44 @@ TEST_CASE("a damaged record in the middle of the tail is damage, not a torn tail
   auto db = open_db(*fs, "db", o);
   CHECK(count(*db) == 2 + 6 - 4);
   CHECK(db->open_report().recovered_bytes == bytes.size() - third.offset);
+}
+
+TEST_CASE("a logged definition that gives a collection a name another holds is damage, not a crash") {
+  // A write record whose checksum holds (damage the checksum cannot catch,
+  // or a file made by hand) that renames collection 2 to 'a', collection
+  // 1's name. Applied, it freed collection 2 while its id still led to it.
+  auto fs = make_memory_file_system();
+  {
+    auto db = open_db(*fs, "db", no_checkpoint());
+    REQUIRE(db->query("create collection a (n int)").is_ok());
+    REQUIRE(db->query("create collection b (n int)").is_ok());
+    REQUIRE(db->query("put b {n: 1}").is_ok());
+    REQUIRE(db->close().is_ok());
+  }
+  std::string bytes = read_file(*fs, "db");
+  const RecordView last = records(bytes).back();
+  REQUIRE(last.kind == format::kWrite);
+  uint64_t seq;
+  memcpy(&seq, last.body.data(), 8);
+  CollectionDef d;
+  d.id = 2;
+  d.name = "a";
+  d.fields.push_back(Field{1, "n", Type{TypeKind::Int}, false, {}});
+  d.next_field_id = 2;
+  WriteBatch b;
+  b.define(d, 2);
+  std::string body;
+  put_u64(body, seq + 1);
+  put_varint(body, b.count());
+  body.append(b.ops());
+  bytes.resize(last.end);
+  append_record(bytes, format::kWrite, body);
+  write_file(*fs, "db", bytes);
+  auto r = Database::open(*fs, "db", no_checkpoint());
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == Code::Corrupt);
+  CHECK(r.status().message().find("collection 'a' defined twice") != std::string::npos);
+  CHECK(read_file(*fs, "db") == bytes);
 }
 
 TEST_CASE("a second recovery keeps the first one's saved original: it takes the next free name") {
