@@ -241,14 +241,18 @@ Status plan_get(ExecContext& x, std::vector<Value>* out, Pipeline* p) {
 
   if (st.match_pos < 0 && (st.fuse || st.rerank_pos >= 0))
     return Status(Code::Syntax, std::string(st.fuse ? "'fuse'" : "'rerank'") + " needs 'match'", st.fuse ? st.fuse_pos : st.rerank_pos);
+  // The rows a near or match gives before its offset and limit: never more
+  // than the collection holds (a limit of 2^62 reserves nothing), reckoned
+  // in 64 bits before any size_t, which holds 32 in WASM.
+  const size_t need = (size_t)std::min<uint64_t>((uint64_t)offset + (uint64_t)(limit < 0 ? 10 : limit), c.ids.size());
   if (st.match_pos >= 0) {
-    size_t need = (size_t)offset + (limit < 0 ? 10 : (size_t)limit);
     MatchQuery mq;
     KF_TRY(resolve_match(eng, c, st, ev, need, &mq));
     std::unique_ptr<NearQuery> nq;
     int input = -1;
     if (st.fuse) {
-      size_t n = mq.candidates < 0 ? std::max<size_t>(100, need) : std::max<size_t>((size_t)mq.candidates, need);
+      const size_t n = mq.candidates < 0 ? std::max<size_t>(100, need)
+                                         : std::max<size_t>((size_t)std::min<uint64_t>((uint64_t)mq.candidates, c.ids.size()), need);
       nq = std::make_unique<NearQuery>();
       KF_TRY(resolve_near(c, st, ev, n, nq.get()));
       std::string why, access;
@@ -265,7 +269,7 @@ Status plan_get(ExecContext& x, std::vector<Value>* out, Pipeline* p) {
     if (!st.order.empty())
       return Status(Code::Syntax, "'near' orders rows by distance; it cannot be combined with 'order'", st.order[0].pos);
     NearQuery nq;
-    KF_TRY(resolve_near(c, st, ev, (size_t)offset + (limit < 0 ? 10 : (size_t)limit), &nq));
+    KF_TRY(resolve_near(c, st, ev, need, &nq));
     std::string why, access;
     KF_TRY(choose_near(x, &nq, &why, &access));
     if (!access.empty()) why = access + "; " + why;
@@ -328,7 +332,7 @@ Status plan_get(ExecContext& x, std::vector<Value>* out, Pipeline* p) {
   }
   int node = add_access(x, chosen ? std::move(access) : choose_access(x), p);
   if (!st.order.empty()) {
-    int64_t want = limit < 0 || required ? -1 : offset + limit;
+    int64_t want = limit < 0 || required ? -1 : limit > INT64_MAX - offset ? INT64_MAX : offset + limit;
     node = plan_sort(plan, st.order, want, node);
     p->add(make_sort(x, node, st.order, want));
   }

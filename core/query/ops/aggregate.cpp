@@ -323,8 +323,9 @@ class Grouping {
         if (int c = compare(ka[i], kb[i])) return c < 0;
       return false;
     };
-    const size_t n = groups.size(), skip = std::min(n, (size_t)offset_);
-    const size_t page = limit_ < 0 ? n : skip + std::min(n - skip, (size_t)limit_);  // (no sum to overflow)
+    // In 64 bits: size_t holds 32 in WASM.
+    const size_t n = groups.size(), skip = (size_t)std::min<uint64_t>(n, (uint64_t)offset_);
+    const size_t page = limit_ < 0 ? n : skip + (size_t)std::min<uint64_t>(n - skip, (uint64_t)limit_);  // (no sum to overflow)
     if (page < groups.size()) std::partial_sort(groups.begin(), groups.begin() + (ptrdiff_t)page, groups.end(), before);
     else std::sort(groups.begin(), groups.end(), before);
     Value tmp;

@@ -90,8 +90,11 @@ class Match : public Source {
     std::vector<TextHit> hits;
     const size_t need = mq_.need;
     const int64_t cand = mq_.candidates;
+    // Candidates past the collection's documents are all of them (in 64
+    // bits: size_t holds 32 in WASM).
+    const size_t cands = cand < 0 ? 0 : (size_t)std::min<uint64_t>((uint64_t)cand, c.ids.size());
     if (nq_) {  // fuse
-      size_t n = cand < 0 ? std::max<size_t>(100, need) : std::max<size_t>((size_t)cand, need);
+      size_t n = cand < 0 ? std::max<size_t>(100, need) : std::max<size_t>(cands, need);
       mq_.index->search(mq_.tokens, n, accept, &hits);
       KF_TRY(inner);
       std::vector<DocHit> near;
@@ -104,7 +107,7 @@ class Match : public Source {
     } else if (mq_.rerank) {
       const Field* vf = mq_.rerank;
       std::vector<float> v;
-      size_t n = cand < 0 ? std::max<size_t>(100, need) : (size_t)cand;
+      size_t n = cand < 0 ? std::max<size_t>(100, need) : cands;
       mq_.index->search(mq_.tokens, n, accept, &hits);
       KF_TRY(inner);
       for (const TextHit& h : hits) {

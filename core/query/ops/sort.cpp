@@ -84,7 +84,7 @@ class Sort : public Stage {
       at_[i] = !r.decoded && place_[i] >= 0 ? &doc->items()[(size_t)place_[i]] : &doc->at_path(k.path);
     }
     const bool top = want_ >= 0;
-    if (top && items_.size() >= (size_t)want_) {
+    if (top && items_.size() >= (uint64_t)want_) {
       // Not before the last of the first `want`: not among them.
       if (!before_last(r.id)) return true;
       std::pop_heap(items_.begin(), items_.end(), [&](const Item& a, const Item& b) { return before(a, b); });
