@@ -38,7 +38,8 @@ export function nearStatement(collection, field, vector, options = {}) {
     if (typeof where !== 'string') throw kitfoxError('invalid', 'where must be a string');
     q += ` where ${where}`;
   }
-  q += ` near ${field} $${all.length}`;
+  // On a line of its own: a comment that ends `where` (-- ...) ends there.
+  q += `\nnear ${field} $${all.length}`;
   if (ef !== undefined) q += ` ef ${checkCount('ef', ef)}`;
   if (exact) q += ' exact';
   q += ` limit ${checkCount('limit', limit)}`;

@@ -471,6 +471,9 @@ describe('methods', () => {
     assert.deepEqual(rows.map((r) => r.title), ['x', 'z']);
     const filtered = db.near('docs', 'embed', [1, 0, 0], { limit: 1, where: 'year > $1', params: [2021] });
     assert.equal(filtered[0].title, 'z');
+    // A comment at the end of `where` ends with it: near and limit still apply.
+    const commented = db.near('docs', 'embed', [1, 0, 0], { limit: 1, where: 'year > $1 -- only the recent', params: [2021] });
+    assert.deepEqual(commented.map((r) => [r.title, typeof r._distance]), [['z', 'number']]);
     db.close();
   });
 
