@@ -44,7 +44,7 @@ Database::Database() : txns_(std::make_shared<Transactions>()) {}
 Database::~Database() = default;
 
 Result<std::unique_ptr<Database>> Database::open(FileSystem& fs, const std::string& name, const OpenOptions& o) {
-  KF_ASSIGN(auto e, Engine::open(fs, name, o));
+  KF_ASSIGN(auto e, Engine::open(fs, fs.canonical(name), o));
   std::unique_ptr<Database> db(new Database());
   db->engine_ = std::move(e);
   return db;

@@ -83,6 +83,10 @@ class FileSystem {
   virtual Status replace(const std::string& from, const std::string& to) = 0;
   // True when replace() is an atomic rename (no copy protocol needed).
   virtual bool atomic_replace() const = 0;
+  // The name a database is opened under: the file a symbolic link leads to
+  // (natively), so that its lock is the file's and a checkpoint renames its
+  // new image over the file, not over the link. The name itself here.
+  virtual std::string canonical(const std::string& name) { return name; }
 };
 
 // A file system that lives in memory. Files persist for the lifetime of the

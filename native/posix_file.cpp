@@ -353,6 +353,20 @@ Result<std::unique_ptr<File>> PosixFileSystem::open(const std::string& name, Ope
   return std::unique_ptr<File>(std::move(file));
 }
 
+std::string PosixFileSystem::canonical(const std::string& name) {
+  char real[PATH_MAX];
+  if (::realpath(name.c_str(), real)) return real;
+  if (errno != ENOENT) return name;
+  // Not there yet (or a link to nothing): its directory's real path.
+  const size_t slash = name.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : name.substr(0, slash);
+  const std::string base = slash == std::string::npos ? name : name.substr(slash + 1);
+  struct stat st;
+  if (::lstat(name.c_str(), &st) == 0) return name;  // a link to nothing: left as it is
+  if (!::realpath(dir.c_str(), real)) return name;
+  return std::string(real) == "/" ? "/" + base : std::string(real) + "/" + base;
+}
+
 Result<bool> PosixFileSystem::exists(const std::string& name) {
   struct stat st;
   if (::stat(name.c_str(), &st) == 0) return true;

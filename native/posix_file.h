@@ -34,6 +34,8 @@ class PosixFileSystem final : public FileSystem {
   // so a writer keeps its lock on the new file.
   Status replace(const std::string& from, const std::string& to) override;
   bool atomic_replace() const override { return true; }
+  // realpath() of the file, or of its directory when it does not exist yet.
+  std::string canonical(const std::string& name) override;
 };
 
 std::unique_ptr<FileSystem> make_posix_file_system();

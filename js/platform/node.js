@@ -21,9 +21,30 @@ export async function loadCore() {
   return createCore({ wasmBinary: await loadWasmBinary() });
 }
 
+// The file a symbolic link leads to, as the native build opens it: its lock
+// is then the file's, and a checkpoint renames its new image over the file,
+// not over the link. A file not there yet is named by its directory's real
+// path (a link to nothing is left as it is).
+function realFile(file) {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    try {
+      fs.lstatSync(file);
+      return file;
+    } catch {
+      try {
+        return path.join(fs.realpathSync(path.dirname(file)), path.basename(file));
+      } catch {
+        return file;
+      }
+    }
+  }
+}
+
 // Returns the host for a database file and the name the engine uses for it.
 export async function openFileHost(name, options) {
-  const file = path.resolve(name);
+  const file = realFile(path.resolve(name));
   const lock = await acquireLock(file, options.lock);
   return { host: new NodeHost(file, lock), name: file };
 }

@@ -88,6 +88,24 @@ for (const lock of methods) {
       db.close();
       (await Kitfox.open(file, { lock })).close();
     });
+
+    test('a symbolic link to the file is the file: one lock, and a checkpoint keeps the link', async () => {
+      const file = path.join(dir, `real-${lock}.kfdb`);
+      const link = path.join(dir, `link-${lock}.kfdb`);
+      (await Kitfox.open(file, { lock })).close();
+      fs.symlinkSync(path.basename(file), link);
+      const db = await Kitfox.open(link, { lock });
+      db.query('create collection t (n int)');
+      db.query('put t {n: 1}');
+      await assert.rejects(Kitfox.open(file, { lock }), { code: 'locked' });
+      db.checkpoint(); // its new image renamed over the file, not over the link
+      db.query('put t {n: 2}');
+      db.close();
+      assert.ok(fs.lstatSync(link).isSymbolicLink());
+      const again = await Kitfox.open(file, { lock });
+      assert.deepEqual(again.query('get t select n'), [{ id: 1, n: 1 }, { id: 2, n: 2 }]);
+      again.close();
+    });
   });
 }
 
@@ -137,6 +155,23 @@ describe('the native build and Node exclude each other', { skip: process.platfor
     assert.throws(() => runCli([file, '-c', 'get t count']), (e) => /locked/.test(String(e.stderr)));
     db.close();
     assert.deepEqual(cliLines([file, '-c', 'get t count']), ['{"count":1}']);
+  });
+
+  test('through a symbolic link, the CLI and Node lock the one file, and a checkpoint keeps the link', async () => {
+    const file = path.join(dir, 'target.kfdb');
+    const link = path.join(dir, 'pointer.kfdb');
+    runCli([file, '-c', 'create collection t (n int)']);
+    fs.symlinkSync(path.basename(file), link);
+    const db = await Kitfox.open(file);
+    assert.throws(() => runCli([link, '-c', 'get t count']), (e) => /locked/.test(String(e.stderr)));
+    db.close();
+    // Before, this left the file empty and the link a file of its own.
+    assert.deepEqual(cliLines([link, '-c', 'put t {n: 1}', '-c', 'checkpoint']), ['{"id":1}']);
+    assert.ok(fs.lstatSync(link).isSymbolicLink());
+    assert.deepEqual(cliLines([file, '-c', 'get t count']), ['{"count":1}']);
+    const viaLink = await Kitfox.open(link);
+    assert.throws(() => runCli([file, '-c', 'get t count']), (e) => /locked/.test(String(e.stderr)));
+    viaLink.close();
   });
 
   test('a native checkpoint that carries writes keeps the lock from the Node package', async () => {
