@@ -361,7 +361,9 @@ Status Engine::begin_image(NewImage* img, bool carry) {
   out.reserve(total);
   advise_huge_pages(out.data(), out.capacity());  // it becomes the memory of tables and lists
   append_header(out);
-  img->side = name_ + (carry ? "~~" : "~");
+  // With an atomic rename the side file is NAME~~, never NAME~: backup
+  // tools (mv -b, cp -b, rsync -b) leave a user's copy there.
+  img->side = name_ + (carry || fs_.atomic_replace() ? "~~" : "~");
   img->seq = seq_;
 
   std::string body;

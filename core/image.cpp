@@ -131,17 +131,20 @@ static ImageSpan image_span(std::string_view bytes) {
 Result<std::unique_ptr<Engine>> Engine::open(FileSystem& fs, const std::string& name, const OpenOptions& o) {
   std::unique_ptr<Engine> e(new Engine(fs, name, o));
   const std::string side = name + "~";
-  // A checkpoint that carried writes after its image, cut short: the file
-  // holds everything it would have (storage/format.h). Only native builds
-  // write one.
-  if (port::kThreads) {
+  // With an atomic rename (natively, in Node) NAME is whole at every moment:
+  // a checkpoint's side file, NAME~~, is only ever made the file by the
+  // rename, and one left over is deleted (it may lack writes that NAME
+  // holds). NAME~ is then never read, written or removed: backup tools (mv
+  // -b, cp -b, rsync -b) leave the user's copy of the file there.
+  if (fs.atomic_replace()) {
     KF_ASSIGN(bool carried_exists, fs.exists(name + "~~"));
     if (carried_exists) KF_TRY(fs.remove(name + "~~"));
   }
 
-  // A leftover side file: a whole image wins (the checkpoint got as far as
-  // flushing it), anything else is an unfinished checkpoint.
-  KF_ASSIGN(bool side_exists, fs.exists(side));
+  // Without one (OPFS, a host's copy), a leftover NAME~: a whole image wins
+  // (the checkpoint got as far as flushing it, and NAME may be half
+  // copied), anything else is an unfinished checkpoint.
+  KF_ASSIGN(bool side_exists, fs.atomic_replace() ? Result<bool>(false) : fs.exists(side));
   if (side_exists) {
     std::unique_ptr<Mapping> bytes;
     {

@@ -47,16 +47,17 @@
 // version that disagrees rebuilds them (from the Docs records, from the vector
 // table) and warns.
 //
-// Replacing the image: on a file system with atomic rename, NAME~ is renamed
-// over NAME. Where there is none (OPFS), the host copies NAME~ over NAME. On
-// open, a NAME~ that holds a whole image (ImageEnd and nothing after it) wins
-// and replaces NAME, unless NAME holds Writes past that image's sequence (the
-// image was put in place already and a write landed after it: a leftover
-// whose removal did not last); that one, and any other NAME~ (a checkpoint
-// that never finished), is deleted. A checkpoint that lets writes go on beside it (natively, with
-// atomic rename) writes NAME~~ instead, and copies those writes from NAME's
-// tail after its image: NAME~~ is only ever made the file by the rename, and
-// a leftover one is deleted on open (it may lack writes that NAME holds).
+// Replacing the image: on a file system with atomic rename, NAME~~ is renamed
+// over NAME (a checkpoint that lets writes go on beside it, natively, copies
+// those writes from NAME's tail after its image): NAME~~ is only ever made
+// the file by the rename, and a leftover one is deleted on open (it may lack
+// writes that NAME holds). NAME~ is then never touched: backup tools leave
+// a user's copy there. Where there is no atomic rename (OPFS), the host
+// copies NAME~ over NAME. On open, a NAME~ that holds a whole image
+// (ImageEnd and nothing after it) wins and replaces NAME, unless NAME holds
+// Writes past that image's sequence (the image was put in place already and
+// a write landed after it: a leftover whose removal did not last); that one,
+// and any other NAME~ (a checkpoint that never finished), is deleted.
 #pragma once
 #include <cstdint>
 

@@ -60,7 +60,7 @@ export class NodeHost {
   }
 
   open(name, create, exclusive) {
-    if (exclusive && name !== this.file && name !== this.file + '~')
+    if (exclusive && name !== this.file && name !== this.file + '~~')
       throw new HostError('invalid', `no writer lock covers '${name}'`);
     let fd;
     try {

@@ -596,8 +596,48 @@ TEST_CASE("a bad header is refused with a clear error") {
   CHECK(read_file(*fs, "db") == "hello, this is not a database at all....");
 }
 
-TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, is discarded") {
+// A file system whose replace() is taken as a copy, as OPFS's is (it is the
+// memory one's rename underneath): the side file protocol of NAME~.
+struct CopyingFs final : FileSystem {
+  explicit CopyingFs(FileSystem& in) : in_(in) {}
+  Result<std::unique_ptr<File>> open(const std::string& n, OpenFlags f) override { return in_.open(n, f); }
+  Result<bool> exists(const std::string& n) override { return in_.exists(n); }
+  Status remove(const std::string& n) override { return in_.remove(n); }
+  Status replace(const std::string& a, const std::string& b) override { return in_.replace(a, b); }
+  bool atomic_replace() const override { return false; }
+  FileSystem& in_;
+};
+
+TEST_CASE("with an atomic rename, NAME~ is the user's: a backup there is neither taken nor removed") {
+  // mv -b, cp -b, install -b and rsync -b leave the file before as NAME~.
+  // Taken as an unfinished checkpoint, it replaced the database (a whole
+  // image), or was deleted (anything else).
   auto fs = make_memory_file_system();
+  make_db(*fs, 5, 0);
+  const std::string older = read_file(*fs, "db");
+  {
+    auto db = open_db(*fs);
+    REQUIRE(db->query("put t {name: \"later\"}").is_ok());
+    REQUIRE(db->checkpoint().is_ok());
+    REQUIRE(db->query("put t {name: \"in the log\"}").is_ok());
+    db->close();
+  }
+  for (const std::string& backup : {older, older.substr(0, older.size() - 3), std::string("notes")}) {
+    write_file(*fs, "db~", backup);
+    auto db = open_db(*fs);
+    CHECK_FALSE(db->open_report().side_file_restored);
+    CHECK(db->open_report().warnings.empty());
+    CHECK(count(*db) == 7);
+    REQUIRE(db->checkpoint().is_ok());  // its side file is db~~, renamed over db
+    REQUIRE(db->close().is_ok());
+    CHECK(read_file(*fs, "db~") == backup);
+    CHECK_FALSE(*fs->exists("db~~"));
+  }
+}
+
+TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, is discarded") {
+  auto atomic = make_memory_file_system();
+  FileSystem* fs = atomic.get();
   make_db(*fs, 5, 0);
   std::string whole = read_file(*fs, "db");
   {
@@ -616,10 +656,14 @@ TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, i
     CHECK_FALSE(*fs->exists(side));
     return db->open_report().warnings;
   };
-  // A checkpoint that carries the writes landing beside it writes db~~ and
-  // puts it in place by the rename alone: a leftover one may lack writes
-  // the file holds (here the later put), whole image or not.
+  // With an atomic rename a checkpoint writes db~~ and puts it in place by
+  // the rename alone: a leftover one may lack writes the file holds (here
+  // the later put), whole image or not.
   open_beside("db~~", whole, false, 6);
+  // Where replace() is a copy, NAME may be left half copied: the side file
+  // is NAME~, and a whole one wins.
+  CopyingFs copying(*atomic);
+  fs = &copying;
   // A crash after the side image was flushed, before the host's copy
   // replaced the file (a checkpoint that holds the writers throughout, as
   // where replace() copies: OPFS): the file holds no write the image lacks.
@@ -2149,8 +2193,8 @@ TEST_CASE("documents that refer into a dropped index's table: a checkpoint holds
   std::thread cp = held_checkpoint(*db, faults);
   // Their vectors are written into them at the pin, from the dropped
   // index's table, which goes at the switch: a write waits for it.
-  CHECK(*mem->exists("db~"));
-  CHECK_FALSE(*mem->exists("db~~"));
+  CHECK(*mem->exists("db~~"));  // (with an atomic rename never db~, held or carrying)
+  CHECK_FALSE(*mem->exists("db~"));
   auto reader = std::async(std::launch::async, [&] {
     auto r = db->query("get v select n, e where n = 3");
     return r.is_ok() && r->rows.size() == 1 && to_json(r->rows[0]) == R"({"id":4,"n":3,"e":[3,0]})";
