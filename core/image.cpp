@@ -638,7 +638,19 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     // crash leaves that (each write lies where the one before it ends), so
     // a write is missing: damage, not a torn tail.
     const bool ahead = s == ScanResult::Ok && seq_of(r) > want_seq;
-    if (!next && !only_length && !ahead) {
+    // The next write's head (its kind and sequence number) where this one's
+    // length says it ends, though that one is not whole: a torn write is
+    // the last one, so this is damage too (bytes across the two were hit,
+    // its checksum and the next one's length), not a tail to cut off.
+    bool followed = false;
+    uint64_t fh, fb;
+    if (!next && s != ScanResult::Ok && frame_head(file.data() + off, file.size() - off, &fh, &fb) == ScanResult::Ok) {
+      const uint64_t e = off + fh + fb + 4;
+      uint64_t after = 0;
+      if (e + 13 <= file.size() && (uint8_t)file[e + 4] == format::kWrite) memcpy(&after, file.data() + e + 5, 8);
+      followed = after == want_seq + 1;
+    }
+    if (!next && !only_length && !ahead && !followed) {
       report_.torn_bytes = data_end - off;  // an unfinished last write: never acknowledged
       break;
     }
@@ -653,6 +665,7 @@ Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
     }
     damage = off;
     damage_what = only_length ? "a write record with a damaged length field (whole otherwise)"
+                  : followed ? "a damaged write record, where write " + std::to_string(want_seq + 1) + " starts after it"
                   : s != ScanResult::Ok ? "a damaged record (checksum mismatch or bad length) in the write log, with later writes after it"
                   : ahead ? "write " + std::to_string(seq_of(r)) + " where write " + std::to_string(want_seq) +
                                 " should be (a write before it is missing)"

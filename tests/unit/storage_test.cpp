@@ -432,6 +432,36 @@ TEST_CASE("a second recovery keeps the first one's saved original: it takes the 
   CHECK(!fs->exists("db.damaged.4").value());
 }
 
+TEST_CASE("damage across the last two writes is damage, not a torn tail: the next write starts where the first ends") {
+  // Zeros over the third write's checksum and the fourth's length: neither
+  // reads whole, yet the fourth's kind and sequence number lie where the
+  // third says it ends. A crash tears only the last write; cut off as torn,
+  // both acknowledged writes were lost without a word.
+  auto fs = make_memory_file_system();
+  make_db(*fs, 2, 4);
+  const std::string bytes = read_file(*fs, "db");
+  const auto last = tail_writes(bytes, 2);
+  for (size_t zeros : {5, 8}) {
+    CAPTURE(zeros);
+    std::string bad = bytes;
+    for (size_t i = 0; i < zeros; i++) bad[last[0].end - 4 + i] = 0;
+    write_file(*fs, "db", bad);
+    auto r = Database::open(*fs, "db", plain());
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == Code::Corrupt);
+    CHECK(r.status().message().find("at offset " + std::to_string(last[0].offset)) != std::string::npos);
+    CHECK(r.status().message().find("starts after it") != std::string::npos);
+    CHECK(read_file(*fs, "db") == bad);
+    OpenOptions o = no_checkpoint();
+    o.recover = true;
+    auto db = open_db(*fs, "db", o);
+    CHECK(count(*db) == 2 + 2);
+    CHECK(read_file(*fs, "db.damaged") == bad);
+    db->close();
+    REQUIRE(fs->remove("db.damaged").is_ok());
+  }
+}
+
 TEST_CASE("a whole write where an earlier one should be is damage, last in the log too: a write is missing") {
   auto fs = make_memory_file_system();
   make_db(*fs, 2, 3);
