@@ -715,10 +715,11 @@ void HnswIndex::add_pending(const float* q, size_t k, const std::function<bool(u
   if (entry_ < 0) *out = p;
 }
 
-void HnswIndex::exact(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out) const {
+void HnswIndex::exact(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out,
+                      bool ties) const {
   out->clear();
   if (k == 0) return;
-  std::vector<Hit> heap;
+  std::vector<Hit> heap, tied;  // tied: left out, as far as the farthest kept
   heap.reserve(k + 1);
   for (uint32_t n = 0; n < levels_.size(); n++) {
     if (!refs_[n]) continue;
@@ -729,10 +730,18 @@ void HnswIndex::exact(const float* q, size_t k, const std::function<bool(uint32_
       std::push_heap(heap.begin(), heap.end(), HitLessF());
     } else if (hit_less(h, heap.front())) {
       std::pop_heap(heap.begin(), heap.end(), HitLessF());
+      const Hit out_of_heap = heap.back();
       heap.back() = h;
       std::push_heap(heap.begin(), heap.end(), HitLessF());
+      if (ties) {
+        if (heap.front().distance < out_of_heap.distance) tied.clear();
+        else tied.push_back(out_of_heap);
+      }
+    } else if (ties && h.distance == heap.front().distance) {
+      tied.push_back(h);
     }
   }
+  heap.insert(heap.end(), tied.begin(), tied.end());
   std::sort(heap.begin(), heap.end(), HitLessF());
   *out = std::move(heap);
 }

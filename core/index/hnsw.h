@@ -146,7 +146,11 @@ class HnswIndex {
   void search(const float* q, size_t k, size_t ef, const std::function<bool(uint32_t)>& accept,
               std::vector<Hit>* out) const;
   // Exact k nearest live nodes over the whole table (or those accepted).
-  void exact(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out) const;
+  // `ties`: the nodes as far as the k-th come too (out may hold more than
+  // k), so that a caller ordering ties by something else (a document's id)
+  // finds its first k among them.
+  void exact(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out,
+             bool ties = false) const;
  private:
   void add_pending(const float* q, size_t k, const std::function<bool(uint32_t)>& accept, std::vector<Hit>* out) const;
 

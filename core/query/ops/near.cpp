@@ -181,7 +181,7 @@ Status near_hits(ExecContext& x, NearQuery& nq, std::vector<DocHit>* out) {
     case NearQuery::How::Exact:
       if (index && !st.where) {
         thread_local std::vector<Hit> hits;
-        index->exact(nq.q.data(), need, nullptr, &hits);
+        index->exact(nq.q.data(), need, nullptr, &hits, true);  // ties ordered by id, as everywhere
         expand(hits);
       } else {
         KF_TRY(exact_filtered());
