@@ -217,7 +217,7 @@ class Grouping {
     for (size_t g = 0; g < (whole_ ? 1 : groups_); g++) {
       const Acc* accs = accs_of(whole_ ? kWhole : g);
       for (size_t i = 0; i < aggs_.size(); i++)
-        if (accs[i].wraps != 0) return sum_overflows(i);
+        if (accs[i].wraps != 0 && fns_[i] == Fn::Sum) return sum_overflows(i);
     }
     return true;
   }
@@ -260,7 +260,7 @@ class Grouping {
         if (v.kind() == Kind::Float && !a.is_float) {
           a.is_float = true;
           a.fsum = a.int_sum();
-          unsettled_ -= a.wraps != 0;
+          if (fn == Fn::Sum) unsettled_ -= a.wraps != 0;
           a.wraps = 0;
         }
         if (a.is_float) {
@@ -269,18 +269,23 @@ class Grouping {
           int64_t sum;
           if (!__builtin_add_overflow(a.isum, v.as_int(), &sum)) {
             a.isum = sum;
-          } else if (fn == Fn::Avg) {  // an average continues in floating point
-            a.is_float = true;
-            a.fsum = (double)a.isum + (double)v.as_int();
           } else {
             // The total wrapped: counted, and checked once every row is in
-            // (finish). 2^30 wraps away from int64 would take as many rows
-            // to come back: such a sum fails here.
+            // (finish): a sum outside int64 fails, an average is taken of
+            // the whole total, so neither depends on the order of the rows.
+            // 2^30 wraps away from int64 would take as many rows to come
+            // back: such a sum fails here, such an average goes on in
+            // floating point.
             a.isum = sum;
             const bool was = a.wraps != 0;
             a.wraps += v.as_int() < 0 ? -1 : 1;
-            unsettled_ += (a.wraps != 0) - was;
-            if (a.wraps > (1 << 30) || a.wraps < -(1 << 30)) return sum_overflows(i);
+            if (fn == Fn::Sum) unsettled_ += (a.wraps != 0) - was;
+            if (a.wraps > (1 << 30) || a.wraps < -(1 << 30)) {
+              if (fn == Fn::Sum) return sum_overflows(i);
+              a.is_float = true;
+              a.fsum = a.int_sum();
+              a.wraps = 0;
+            }
           }
         }
       } else if (fn == Fn::Min || fn == Fn::Max) {
@@ -303,7 +308,7 @@ class Grouping {
       if (fn == Fn::Count) tmp->assign_scalar(Kind::Int, a.count);
       else if (!a.any) *tmp = Value();
       else if (fn == Fn::Sum) *tmp = a.is_float ? Value::real(a.fsum) : Value::integer(a.isum);
-      else if (fn == Fn::Avg) *tmp = Value::real((a.is_float ? a.fsum : (double)a.isum) / (double)a.count);
+      else if (fn == Fn::Avg) *tmp = Value::real((a.is_float ? a.fsum : a.int_sum()) / (double)a.count);
       else return bests_of(g)[best_of_[col.agg]];
       return *tmp;
     };
