@@ -246,6 +246,21 @@ function badPath(v, where, depth) {
 
 const shared = new Encoder();
 
+// Whether the shared encoder is at work: a getter (or toJSON) of a value
+// being encoded that runs a statement would reset it under the encoding,
+// and the outer statement would then run with other values than its own.
+// Such a call is refused (the outer encoding goes on, whole).
+let encoding = false;
+function encodingShared(work) {
+  if (encoding) throw kitfoxError('invalid', 'kitfox was called while it read the values of another call (from a getter or toJSON of one): values must not run statements');
+  encoding = true;
+  try {
+    return work();
+  } finally {
+    encoding = false;
+  }
+}
+
 // Encodes a parameter array as one list value. Returns a view into a shared
 // buffer, valid until the next call.
 export function encodeParams(params) {
@@ -267,20 +282,24 @@ function encodeNamed(e, v, root, depth) {
 
 // The same into the shared encoder (shared.buf), returning the length.
 export function encodeParamsShared(params) {
-  const e = shared;
-  e.reset();
-  e.u8(TAG.list);
-  e.varint(params.length);
-  for (let i = 0; i < params.length; i++) encodeNamed(e, params[i], `parameter $${i + 1}`, 1);
-  return e.pos;
+  return encodingShared(() => {
+    const e = shared;
+    e.reset();
+    e.u8(TAG.list);
+    e.varint(params.length);
+    for (let i = 0; i < params.length; i++) encodeNamed(e, params[i], `parameter $${i + 1}`, 1);
+    return e.pos;
+  });
 }
 
 // Throws the KitfoxError encodeParams would for `values`, each named by
 // rootOf(i) ("document 3"): for hosts that send values another way (the
 // HTTP client's JSON), so that they refuse what the engine's API refuses.
 export function checkValues(values, rootOf) {
-  shared.reset();
-  for (let i = 0; i < values.length; i++) encodeNamed(shared, values[i], rootOf(i), 1);
+  encodingShared(() => {
+    shared.reset();
+    for (let i = 0; i < values.length; i++) encodeNamed(shared, values[i], rootOf(i), 1);
+  });
 }
 
 // A batch's [text, params] pairs (texts checked to be strings, params
@@ -288,20 +307,22 @@ export function checkValues(values, rootOf) {
 // A value it refuses is named by its entry and parameter ("batch entry 2:
 // parameter $1.tags[3]: ..."). A view into the shared buffer, as encodeParams.
 export function encodeBatch(pairs) {
-  const e = shared;
-  e.reset();
-  e.u8(TAG.list);
-  e.varint(pairs.length);
-  for (let i = 0; i < pairs.length; i++) {
-    const [text, params] = pairs[i];
+  return encodingShared(() => {
+    const e = shared;
+    e.reset();
     e.u8(TAG.list);
-    e.varint(2);
-    encodeNamed(e, text, `batch entry ${i + 1}: the statement text`, 2);
-    e.u8(TAG.list);
-    e.varint(params.length);
-    for (let j = 0; j < params.length; j++) encodeNamed(e, params[j], `batch entry ${i + 1}: parameter $${j + 1}`, 3);
-  }
-  return shared.bytes();
+    e.varint(pairs.length);
+    for (let i = 0; i < pairs.length; i++) {
+      const [text, params] = pairs[i];
+      e.u8(TAG.list);
+      e.varint(2);
+      encodeNamed(e, text, `batch entry ${i + 1}: the statement text`, 2);
+      e.u8(TAG.list);
+      e.varint(params.length);
+      for (let j = 0; j < params.length; j++) encodeNamed(e, params[j], `batch entry ${i + 1}: parameter $${j + 1}`, 3);
+    }
+    return shared.bytes();
+  });
 }
 
 // The shared encoder's first n bytes copied to heap[at..]: by hand when

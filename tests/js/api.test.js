@@ -176,6 +176,25 @@ describe('errors', () => {
     let deep = 1;
     for (let i = 0; i < 100; i++) deep = [deep];
     assert.throws(() => db.query('put t {j: $1}', [deep]), { code: 'limit' });
+    // A getter of a value that runs a statement is refused; the outer
+    // statement keeps its own values (it ran with the inner call's before).
+    let inner = null;
+    const sly = {
+      x: 1,
+      get y() {
+        try {
+          db.query('get t where n = $1', [5, Symbol('bad')]);
+        } catch (e) {
+          inner = e;
+        }
+        return 'Y';
+      },
+    };
+    const [{ id: slyId }] = db.query('put t {n: $1, j: $2}', [7, sly]);
+    assert.equal(inner?.code, 'invalid');
+    assert.match(inner.message, /values must not run statements/);
+    assert.deepEqual(db.query('get t select n, j where id = $1', [slyId]), [{ id: slyId, n: 7, j: { x: 1, y: 'Y' } }]);
+    db.query('del t where id = $1', [slyId]);
     // The params are checked before the statement (a short text is run as a
     // kept prepared statement, and still reports as the text did).
     assert.throws(() => db.query('get t wher', [() => 1]), { code: 'type' });
