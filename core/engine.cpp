@@ -134,6 +134,14 @@ int64_t documents_param(const ParsedStatement& st) {
 }
 
 namespace {
+// Every parameter the statement names given: the highest, else refused.
+Status params_given(const ParsedStatement& st, const Params& params) {
+  if ((uint64_t)st.max_param <= params.size()) return Status::ok();
+  return Status(Code::Invalid,
+                "parameter $" + std::to_string(st.max_param) + " was not given (" + std::to_string(params.size()) + " given)",
+                st.max_param_pos);
+}
+
 // Literals and parameters, in lists and objects of them: what a put's body
 // encodes with no evaluation (prepare_documents).
 bool values_alone(const Expr& e) {
@@ -164,6 +172,7 @@ Status Engine::run(Prepared& p, const Params& params, QueryResult* out,
                    uint64_t* durable_at) {
   if (durable_at) *durable_at = 0;
   const ParsedStatement& st = p.st;
+  KF_TRY(params_given(st, params));
   if (!reads_as_given(st, params)) {  // only a put reads parameters in their encoding
     KF_ASSIGN(auto values, params.copy());
     return run(p, Params(values), out, durable_at);
@@ -296,6 +305,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
         k != StmtKind::Collections && k != StmtKind::Describe)
       return in_statement(i, Status(Code::Invalid, "only put, insert, set, del and reads can be part of a batch",
                                     items[i].p->st.pos));
+    if (Status given = params_given(items[i].p->st, items[i].params()); !given.is_ok()) return in_statement(i, given);
   }
   CallsInFlight::Scope in(calls_);
   if (!in) return closed_error();

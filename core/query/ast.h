@@ -121,6 +121,11 @@ struct Lookup {
 struct ParsedStatement {
   StmtKind kind;
   int64_t pos = 0;
+  // The highest parameter the text names ($3: 3), and where: a call that
+  // gives fewer is refused before it runs, whatever the data (a filter over
+  // an empty collection evaluated none).
+  int64_t max_param = 0;
+  int64_t max_param_pos = 0;
   std::string collection;
   int64_t collection_pos = 0;
   bool if_not_exists = false;

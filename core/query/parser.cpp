@@ -1108,6 +1108,12 @@ Status parse_statement(std::string_view text, ParsedStatement* out) {
   KF_TRY(tokenize(text, &toks, &decoded));
   Parser p(toks, decoded, text);
   Status st = p.statement(out);
+  if (st.is_ok())
+    for (const Token& t : toks)
+      if (t.kind == Tok::Param && t.i > out->max_param) {
+        out->max_param = t.i;
+        out->max_param_pos = t.pos;
+      }
   if (toks.capacity() > (1u << 20)) std::vector<Token>().swap(toks);  // do not keep a huge one
   else toks.clear();
   std::vector<std::string>().swap(decoded);  // the strings with escapes, kept by nothing now
