@@ -270,6 +270,10 @@ int64_t Statement::documents_param() const { return p_ ? kitfox::documents_param
 bool Statement::splices_params() const { return p_ && kitfox::splices_params(p_->st); }
 
 Result<std::vector<QueryResult>> Database::batch(const std::vector<BatchItem>& items, uint64_t* durable_at) {
+  // Its statements would land at once, outside the transaction (a rollback
+  // would not take them back).
+  if (open_transaction())
+    return Status(Code::Invalid, "a batch cannot run inside a transaction: run its statements in the transaction, or commit first");
   return engine_->batch(items, durable_at);
 }
 int64_t Database::documents_param(std::string_view text, std::string* collection) {

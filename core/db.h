@@ -271,7 +271,8 @@ class Database {
   bool long_write_running() const;
   // Runs statements (put, insert, set, del and reads) as one atomic write:
   // each sees the ones before it, and all land as one record or none does.
-  // `durable_at`: as for query_outside_transaction.
+  // Refused (`invalid`) while this thread has a transaction open: it would
+  // land outside it. `durable_at`: as for query_outside_transaction.
   Result<std::vector<QueryResult>> batch(const std::vector<BatchItem>& items, uint64_t* durable_at = nullptr);
   // Calls `done` once every write up to `durable_at` (from a deferred write
   // above) is flushed, with ok, or with the error when the flush failed

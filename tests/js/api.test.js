@@ -369,6 +369,8 @@ describe('methods', () => {
     assert.deepEqual(count1.query(), [{ count: 2 }]);
     assert.deepEqual(db.query('get t select n').map((r) => r.n), [5, 2]);
     assert.throws(() => db.query('create collection u (x int)'), { code: 'invalid', message: /part of a transaction/ });
+    // A batch would land at once, outside the transaction: refused.
+    assert.throws(() => db.batch([['put t {n: 9}']]), { code: 'invalid', message: /batch cannot run inside a transaction/ });
     db.query('rollback');
     assert.deepEqual(db.query('get t select n').map((r) => r.n), [1]);
     db.query('begin');
