@@ -531,6 +531,7 @@ Status Engine::replace_file(const NewImage& img) {
   sync_cv_.wait(lk, [&] { return !syncing_; });
   Status st = fs_.replace(img.side, name_);
   if (!st.is_ok()) fs_.remove(img.side);
+  else img.file->renamed(name_);  // its errors name the file, not NAME~~
   return st;
 }
 

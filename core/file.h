@@ -63,6 +63,9 @@ class File {
     (void)offset;
     (void)n;
   }
+  // The file was renamed (a checkpoint's side file put in place): the name
+  // its errors give from now on.
+  virtual void renamed(const std::string& name) { (void)name; }
 };
 
 struct OpenFlags {

@@ -197,6 +197,7 @@ class PosixFile final : public File {
   }
 
   PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  void renamed(const std::string& name) override { path_ = name; }
   ~PosixFile() override {
     // The flock is the open file description's, which a mapping of the file
     // keeps open after the descriptor is closed: released here, so that a

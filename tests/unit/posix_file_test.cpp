@@ -275,8 +275,14 @@ TEST_SUITE("posix_file") {
     PF_ASSERT(!other.is_ok());
     CHECK(other.status().code() == Code::Locked);
 
-    // The holder still writes to the file now named db.
+    // The holder still writes to the file now named db, and, told of the
+    // rename, names it so in its errors (it named the side file).
     PF_OK(write_str(*holder, 5, "!"));
+    holder->renamed(db);
+    char c;
+    size_t got = 0;
+    kitfox::Status past = holder->read(UINT64_MAX - 1, &c, 1, &got);
+    CHECK(past.message().find("'" + db + "'") != std::string::npos);
     holder.reset();
     std::unique_ptr<File> f;
     PF_ASSIGN(f, fs->open(db, flags(false, true)));
