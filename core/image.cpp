@@ -522,18 +522,30 @@ Status Engine::finish_image_ids(std::string_view file, std::map<uint32_t, ImageI
 
 Status Engine::load(std::string bytes, std::unique_ptr<Mapping> map) {
   std::string_view file = map ? std::string_view(map->data(), map->size()) : std::string_view(bytes);
+  // Damaged records `recover` kept or stepped over (the file is rewritten).
+  uint64_t repaired = 0;
+  RecordView r;
   std::string err = check_header(file);
-  if (!err.empty()) return Status(Code::Corrupt, "'" + name_ + "': " + err);
+  if (!err.empty()) {
+    // A header whose checksum fails, its magic whole, with the catalog
+    // whole after it: `recover` writes a new one (the header holds nothing
+    // else the records need; the file is read as of the newest version).
+    const bool rebuilt = opts_.recover && err.find("checksum mismatch") != std::string::npos &&
+                         read_record(file, format::kHeaderSize, &r) == ScanResult::Ok && r.kind == format::kCatalog;
+    if (!rebuilt)
+      return Status(Code::Corrupt, "'" + name_ + "': " + err +
+                                       (err.find("checksum mismatch") != std::string::npos && !opts_.recover
+                                            ? ". Nothing was changed; open with recover (kitfox --recover) to rebuild it if the records after it are whole"
+                                            : ""));
+    repaired++;
+    report_.warnings.push_back("recovered '" + name_ + "': " + err + ", with whole records after it: the header was rebuilt");
+  }
   uint64_t off = format::kHeaderSize;
   const std::map<uint32_t, uint64_t> counted = counted_documents(file);
   std::map<uint32_t, ImageIds> built;  // each collection's id index
   uint64_t damage = 0;
   std::string damage_what;
   bool image_done = false;
-  RecordView r;
-
-  // Damaged records `recover` kept or stepped over (the file is rewritten).
-  uint64_t repaired = 0;
 
   // The image.
   std::vector<uint64_t> steppable;

@@ -665,6 +665,47 @@ TEST_CASE("with an atomic rename, NAME~ is the user's: a backup there is neither
   }
 }
 
+TEST_CASE("a damaged header is refused; recover rebuilds it when the records after it are whole") {
+  auto fs = make_memory_file_system();
+  make_db(*fs, 3, 2);
+  const std::string good = read_file(*fs, "db");
+  for (size_t byte : {8, 12, 20, 28}) {  // the version, the flags, a reserved byte, the checksum
+    CAPTURE(byte);
+    std::string bad = good;
+    bad[byte] ^= 0x01;
+    write_file(*fs, "db", bad);
+    auto r = Database::open(*fs, "db", plain());
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == Code::Corrupt);
+    CHECK(r.status().message().find("the file header is damaged (checksum mismatch at offset 0)") != std::string::npos);
+    CHECK(r.status().message().find("kitfox --recover") != std::string::npos);
+    CHECK(read_file(*fs, "db") == bad);
+    OpenOptions o = no_checkpoint();
+    o.recover = true;
+    {
+      auto db = open_db(*fs, "db", o);
+      CHECK(count(*db) == 5);
+      CHECK(read_file(*fs, "db.damaged") == bad);
+      REQUIRE(db->close().is_ok());
+    }
+    auto again = open_db(*fs, "db", plain());
+    CHECK(again->open_report().warnings.empty());
+    CHECK(count(*again) == 5);
+    REQUIRE(again->close().is_ok());
+    REQUIRE(fs->remove("db.damaged").is_ok());
+  }
+  // Its magic gone, it is no kitfox file: recover leaves it alone too.
+  std::string other = good;
+  other[0] = 'X';
+  write_file(*fs, "db", other);
+  OpenOptions o = no_checkpoint();
+  o.recover = true;
+  auto r = Database::open(*fs, "db", o);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().message().find("not a kitfox database") != std::string::npos);
+  CHECK(read_file(*fs, "db") == other);
+}
+
 TEST_CASE("a whole side image wins; a partial one, or one that carried a tail, is discarded") {
   auto atomic = make_memory_file_system();
   FileSystem* fs = atomic.get();
