@@ -847,6 +847,20 @@ Status Parser::get_clauses(ParsedStatement* st) {
       do {
         SelectItem s;
         KF_TRY(item(&s));
+        // A row holds each key once: a column named twice (`n, n`, or
+        // `j."a.b", j.a.b`, both named j.a.b) would lose one (id is always
+        // the first column, and may be named again).
+        auto column = [](const SelectItem& i) {
+          if (i.expr) return i.label;
+          std::string c;
+          for (const std::string& k : i.path) c += (c.empty() ? "" : ".") + k;
+          return c;
+        };
+        const std::string name = column(s);
+        if (name != "id")
+          for (const SelectItem& o : st->select)
+            if (column(o) == name)
+              return Status(Code::Syntax, "the column '" + name + "' is selected twice", s.pos);
         st->select.push_back(std::move(s));
       } while (accept(Tok::Comma));
     } else if (accept_kw("where")) {
