@@ -203,8 +203,10 @@ Status decode_params(std::string_view list, std::vector<Value>* values) {
   uint64_t n = rd.varint();
   if (!rd.ok() || n > rd.left()) return Status(Code::Invalid, "malformed parameters");
   values->resize(n);
+  // Each parameter nests as deep as a value given alone (the list around
+  // them counts no level), as the CLI's --param JSON does.
   for (uint64_t i = 0; i < n; i++)
-    if (!decode_value(rd, &(*values)[i], 1).is_ok()) return Status(Code::Invalid, "malformed parameters");
+    if (!decode_value(rd, &(*values)[i], 0).is_ok()) return Status(Code::Invalid, "malformed parameters");
   if (!rd.done()) return Status(Code::Invalid, "malformed parameters");
   return Status::ok();
 }

@@ -117,7 +117,7 @@ Status Params::split_list(std::string_view list, std::vector<std::string_view>* 
   const size_t first = items->size();  // (no reserve: a batch appends list after list)
   for (uint64_t i = 0; i < n && r.ok(); i++) {
     const char* at = r.pos();
-    skip_value(r, 1, false);  // an item, as the list's decode counts it
+    skip_value(r, 0, false);  // an item, at the depth of a value given alone (as decode_params)
     items->emplace_back(at, r.pos() - at);
   }
   if (!r.ok() || !r.done()) {
@@ -132,7 +132,7 @@ Result<std::vector<Value>> Params::copy() const {
     std::vector<Value> v(count_);
     for (size_t i = 0; i < count_; i++) {
       Reader r(items_[i]);
-      if (!decode_value(r, &v[i], 1).is_ok() || !r.done()) return Status(Code::Invalid, "malformed parameters");
+      if (!decode_value(r, &v[i], 0).is_ok() || !r.done()) return Status(Code::Invalid, "malformed parameters");
     }
     return v;
   }

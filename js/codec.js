@@ -139,6 +139,9 @@ export class Encoder {
   // Encodes one value. Errors name no path here (no closures on the hot
   // path): encodeParams finds the path of the offending value afterwards.
   value(v, depth) {
+    // Any value past the limit, as the engine's decoding counts (a
+    // parameter at 0, as given alone).
+    if (depth > MAX_DEPTH) throw new BadValue('limit', `nested deeper than ${MAX_DEPTH} levels`);
     switch (typeof v) {
       case 'string':
         this.reserve(1);
@@ -173,7 +176,6 @@ export class Encoder {
       default:
         throw new BadValue('type', `a ${typeof v} cannot be stored`);
     }
-    if (depth > MAX_DEPTH) throw new BadValue('limit', `nested deeper than ${MAX_DEPTH} levels`);
     if (v === null) {
       this.u8(TAG.null);
     } else if (Array.isArray(v)) {
@@ -287,7 +289,7 @@ export function encodeParamsShared(params) {
     e.reset();
     e.u8(TAG.list);
     e.varint(params.length);
-    for (let i = 0; i < params.length; i++) encodeNamed(e, params[i], `parameter $${i + 1}`, 1);
+    for (let i = 0; i < params.length; i++) encodeNamed(e, params[i], `parameter $${i + 1}`, 0);
     return e.pos;
   });
 }
@@ -298,7 +300,7 @@ export function encodeParamsShared(params) {
 export function checkValues(values, rootOf) {
   encodingShared(() => {
     shared.reset();
-    for (let i = 0; i < values.length; i++) encodeNamed(shared, values[i], rootOf(i), 1);
+    for (let i = 0; i < values.length; i++) encodeNamed(shared, values[i], rootOf(i), 0);
   });
 }
 
@@ -319,7 +321,7 @@ export function encodeBatch(pairs) {
       encodeNamed(e, text, `batch entry ${i + 1}: the statement text`, 2);
       e.u8(TAG.list);
       e.varint(params.length);
-      for (let j = 0; j < params.length; j++) encodeNamed(e, params[j], `batch entry ${i + 1}: parameter $${j + 1}`, 3);
+      for (let j = 0; j < params.length; j++) encodeNamed(e, params[j], `batch entry ${i + 1}: parameter $${j + 1}`, 0);
     }
     return shared.bytes();
   });

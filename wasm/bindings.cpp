@@ -212,7 +212,7 @@ int batch(int h, uint32_t len) {
     } else if (k == 2) {
       const char* at = rd.pos();
       if (rd.left() && (uint8_t)*at != kList) return fail(Status(Code::Invalid, "a batch entry's params must be a list"));
-      skip_value(rd, 2, false);  // at the depth the entry's list gives it
+      skip_value(rd, -1, false);  // its items at the depth of values given alone (as decode_params)
       it.encoded_params = std::string_view(at, rd.pos() - at);
     }
     if (!rd.ok()) return fail(Status(Code::Invalid, "malformed batch"));

@@ -176,6 +176,19 @@ describe('errors', () => {
     let deep = 1;
     for (let i = 0; i < 100; i++) deep = [deep];
     assert.throws(() => db.query('put t {j: $1}', [deep]), { code: 'limit' });
+    // 64 levels, as the CLI's --param takes them, through query and batch
+    // alike (query refused 64 as "malformed parameters", batch 62 as too
+    // deep); 65 are refused as a limit, naming the parameter.
+    const nested = (levels) => {
+      let v = 1;
+      for (let i = 0; i < levels; i++) v = [v];
+      return v;
+    };
+    const [{ id: deepId }] = db.query('put t {j: $1}', [nested(64)]);
+    db.batch([['put t {j: $1}', [nested(64)]]]);
+    assert.throws(() => db.query('put t {j: $1}', [nested(65)]), { code: 'limit', message: /parameter \$1.*nested deeper than 64 levels/ });
+    assert.throws(() => db.batch([['put t {j: $1}', [nested(65)]]]), { code: 'limit', message: /batch entry 1: parameter \$1/ });
+    db.query('del t where id >= $1', [deepId]);
     // A getter of a value that runs a statement is refused; the outer
     // statement keeps its own values (it ran with the inner call's before).
     let inner = null;
