@@ -157,6 +157,9 @@ export class Kitfox {
   // named `target` in the application's own storage.
   static async open(target = ':memory:', options = {}) {
     if (options === null || typeof options !== 'object') throw kitfoxError('invalid', 'open options must be an object');
+    // `create: 0`, 'false' or null would create the file as true does.
+    if (options.create !== undefined && typeof options.create !== 'boolean')
+      throw kitfoxError('invalid', `the create option must be true or false, got ${typeof options.create === 'string' ? JSON.stringify(options.create) : String(options.create)}`);
     // The WASM module loads while the host opens its file (OPFS: lock and
     // handles), not before.
     const loadingCore = loadCore(options.wasm);

@@ -104,6 +104,10 @@ describe('persistence', () => {
   test('create: false refuses a missing file', async () => {
     await assert.rejects(Kitfox.open(path.join(dir, 'missing.kfdb'), { create: false }), { code: 'not_found' });
     assert.ok(!fs.existsSync(path.join(dir, 'missing.kfdb')));
+    // Only a boolean says it: 0, 'false' and null created the file as true does.
+    for (const create of [0, 'false', null])
+      await assert.rejects(Kitfox.open(path.join(dir, 'missing.kfdb'), { create }), { code: 'invalid', message: /create option must be true or false/ });
+    assert.ok(!fs.existsSync(path.join(dir, 'missing.kfdb')));
   });
 
   test('a missing directory is an io error', async () => {
