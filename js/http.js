@@ -301,7 +301,7 @@ export class KitfoxClient {
   // pairs (or texts); resolves to one array of rows per statement.
   async batch(statements) {
     if (!Array.isArray(statements)) throw kitfoxError('invalid', 'batch takes an array of [text, params] pairs');
-    const items = statements.map((s, i) => {
+    const items = Array.from(statements, (s, i) => {  // holes too: an entry each
       const [text, params = []] = Array.isArray(s) ? s : [s];
       if (typeof text !== 'string') throw kitfoxError('invalid', `batch entry ${i + 1}: a statement must be a string`);
       if (!Array.isArray(params)) throw kitfoxError('invalid', `batch entry ${i + 1}: params must be an array`);

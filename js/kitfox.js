@@ -377,7 +377,7 @@ export class Kitfox {
   batch(statements) {
     const h = this._handle();
     if (!Array.isArray(statements)) throw kitfoxError('invalid', 'batch takes an array of [text, params] pairs');
-    const pairs = statements.map((s, i) => {
+    const pairs = Array.from(statements, (s, i) => {  // holes too: an entry each
       const [text, params = []] = Array.isArray(s) ? s : [s];
       if (typeof text !== 'string') throw kitfoxError('invalid', `batch entry ${i + 1}: a statement must be a string`);
       if (!Array.isArray(params)) throw kitfoxError('invalid', `batch entry ${i + 1}: params must be an array`);

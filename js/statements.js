@@ -20,6 +20,7 @@ export function checkCount(what, n) {
 //   get C [select ...] [where ...] near field $k [ef N] [exact] limit K
 // with the vector as the last param. Returns { text, params }.
 export function nearStatement(collection, field, vector, options = {}) {
+  if (options === null || typeof options !== 'object') throw kitfoxError('invalid', 'near options must be an object');
   const { limit = 10, ef, exact = false, where, params = [], select } = options;
   checkName('collection', collection, IDENT);
   checkName('field', field, PATH);

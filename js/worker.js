@@ -557,7 +557,7 @@ export class KitfoxConnection {
   batch(statements) {
     const read = Array.isArray(statements) && statements.every((s) => classify(Array.isArray(s) ? s[0] : s).kind === 'read');
     // As Kitfox.batch encodes them: the [text, params] pairs as one list.
-    const pairs = Array.isArray(statements) && statements.map((s) => (Array.isArray(s) ? [s[0], s[1] ?? []] : [s, []]));
+    const pairs = Array.isArray(statements) && Array.from(statements, (s) => (Array.isArray(s) ? [s[0], s[1] ?? []] : [s, []]));
     const whole = pairs && pairs.every(([text, params]) => typeof text === 'string' && Array.isArray(params));
     return checked(whole ? pairs : null, () => this._call('batch', [statements], { kind: read ? 'read' : 'write' }), encodeBatch);
   }

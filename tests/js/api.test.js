@@ -488,6 +488,9 @@ describe('methods', () => {
     assert.throws(() => db.near('docs', 'embed', 'nope'), { code: 'type' });
     assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { limit: -1 }), { code: 'invalid' });
     assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { select: ['title) x'] }), { code: 'invalid' });
+    // KitfoxErrors, not TypeErrors: options of null, a hole in a batch.
+    assert.throws(() => db.near('docs', 'embed', [1, 0, 0], null), { code: 'invalid', message: /near options must be an object/ });
+    assert.throws(() => db.batch([, ['get docs']]), { code: 'invalid', message: /batch entry 1: a statement must be a string/ });
     db.close();
   });
 
