@@ -138,6 +138,14 @@ export interface OpenOptions {
   /** Create the file when it does not exist (default true). */
   create?: boolean;
   /**
+   * Open a damaged file as `kitfox --recover` does (default false): keep
+   * everything before the damage, save the damaged original beside the file
+   * as `NAME.damaged`, and say what was cut in `stats().open.warnings`.
+   * Where the host keeps no file but the database's (OPFS), the copy cannot
+   * be saved and the open fails.
+   */
+  recover?: boolean;
+  /**
    * Node only: how the writer lock is taken. 'auto' (default) is 'socket' on
    * Linux and 'file' elsewhere. See docs/wasm.md.
    */

@@ -158,8 +158,9 @@ export class Kitfox {
   static async open(target = ':memory:', options = {}) {
     if (options === null || typeof options !== 'object') throw kitfoxError('invalid', 'open options must be an object');
     // `create: 0`, 'false' or null would create the file as true does.
-    if (options.create !== undefined && typeof options.create !== 'boolean')
-      throw kitfoxError('invalid', `the create option must be true or false, got ${typeof options.create === 'string' ? JSON.stringify(options.create) : String(options.create)}`);
+    for (const flag of ['create', 'recover'])
+      if (options[flag] !== undefined && typeof options[flag] !== 'boolean')
+        throw kitfoxError('invalid', `the ${flag} option must be true or false, got ${typeof options[flag] === 'string' ? JSON.stringify(options[flag]) : String(options[flag])}`);
     // The WASM module loads while the host opens its file (OPFS: lock and
     // handles), not before.
     const loadingCore = loadCore(options.wasm);
@@ -197,7 +198,7 @@ export class Kitfox {
     const hostId = core.kfAddHost(host);
     let h;
     try {
-      h = core.kfOpen(hostId, host.atomicReplace, name, sync, options.create !== false, host.readChunk ?? 0);
+      h = core.kfOpen(hostId, host.atomicReplace, name, sync, options.create !== false, options.recover === true, host.readChunk ?? 0);
     } catch (e) {
       core.kfRemoveHost(hostId);
       host.release?.();

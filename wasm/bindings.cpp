@@ -52,7 +52,8 @@ void trim(std::string& s) {
 }
 
 // Opens `name` through the JS host `host`. Returns a handle (> 0) or -1.
-int open_db(int host, bool atomic_replace, std::string name, std::string sync, bool create, double read_chunk) {
+int open_db(int host, bool atomic_replace, std::string name, std::string sync, bool create, bool recover,
+            double read_chunk) {
   OpenOptions o;
   o.create = create;
   // Vector tables and graphs are read block by block when first used (the
@@ -63,6 +64,7 @@ int open_db(int host, bool atomic_replace, std::string name, std::string sync, b
     if (!r) return fail(r.status());
     o = *r;
   }
+  o.recover = recover;
   auto s = std::make_unique<Slot>();
   s->fs = make_host_file_system(host, atomic_replace, (uint64_t)read_chunk);
   s->name = name;

@@ -139,6 +139,14 @@ describe('persistence', () => {
     // Nothing was changed and the lock was released.
     assert.deepEqual(fs.readFileSync(file), bytes);
     await assert.rejects(Kitfox.open(file), { code: 'corrupt' });
+    // recover: as kitfox --recover, the original saved beside the file.
+    await assert.rejects(Kitfox.open(file, { recover: 'yes' }), { code: 'invalid', message: /recover option must be true or false/ });
+    db = await Kitfox.open(file, { recover: true });
+    assert.ok(db.stats().open.recoveredBytes > 0);
+    assert.ok(db.stats().open.warnings.some((w) => /saved as '.*\.damaged'/.test(w)));
+    db.close();
+    assert.deepEqual(fs.readFileSync(`${file}.damaged`), bytes);
+    (await Kitfox.open(file)).close(); // whole again
   });
 
   test('a file path relative to the working directory', async () => {
