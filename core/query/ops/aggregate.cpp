@@ -498,8 +498,8 @@ class GroupFromIndex : public Source {
     });
     KF_TRY(bad);
     if (keyed < x_.c.ids.size() && !g_->add_nulls(x_.c.ids.size() - keyed)) return g_->error();
-    x_.plan.node(node_).rows_out = g_->groups();
     g_->write(out_);
+    x_.plan.node(node_).rows_out += out_->size();  // the page passed on, as the scanned group's
     return Status::ok();
   }
 
