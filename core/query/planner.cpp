@@ -316,7 +316,7 @@ Status plan_get(ExecContext& x, std::vector<Value>* out, Pipeline* p) {
       access = choose_access(x, &st.order[0].path);
       chosen = true;
       double n = (double)c.ids.size(), k = (double)access.ids.size();
-      double want = limit < 0 || required ? n : (double)(offset + limit);
+      double want = limit < 0 || required ? n : (double)offset + (double)limit;  // (each may be 2^63 - 1)
       if (access.kind != Access::Kind::Scan && k * k < want * n) si = -1;
     }
     if (si >= 0) {
