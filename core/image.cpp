@@ -811,19 +811,22 @@ Status Engine::check_extents(bool* repaired) {
   if (!lazy_) return Status::ok();
   Status bad = Status::ok();
   for_each_vindex([&](Collection& c, uint32_t fid, HnswIndex& idx) {
-    std::string what = "'" + c.def.name;
-    for (const Field& f : c.def.fields)
-      if (f.id == fid) what += "." + f.name;
-    what += "'";
+    // (Named only where damage is found: every write asks, twice.)
+    auto what = [&] {
+      std::string w = "'" + c.def.name;
+      for (const Field& f : c.def.fields)
+        if (f.id == fid) w += "." + f.name;
+      return w + "'";
+    };
     if (uint64_t off = idx.graph_damaged_at()) {
       report_.index_rebuilt = true;
-      report_.warnings.push_back("the HNSW graph of " + what + " was damaged " + at(off) +
+      report_.warnings.push_back("the HNSW graph of " + what() + " was damaged " + at(off) +
                                  " and was rebuilt from its vector table");
       idx.rebuild_graph(port::cores());
       *repaired = true;
     }
     if (uint64_t off = idx.table_damaged_at(); off && bad.is_ok())
-      bad = Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(off) + ": the vector table of " + what + " (" +
+      bad = Status(Code::Corrupt, "'" + name_ + "' is damaged " + at(off) + ": the vector table of " + what() + " (" +
                                       idx.table_damage() + "). Open with recover (kitfox --recover) to keep what is whole");
   });
   return bad;
