@@ -218,6 +218,7 @@ Status Database::dispatch(const std::shared_ptr<Prepared>& p, const Params& para
   if (!is_read) {
     if (engine_->closed()) return Status(Code::Invalid, "the database is closed");  // nothing queued to a closed database
     KF_TRY(engine_->bind_now(*p));  // an unknown name is reported now, not at commit
+    KF_TRY(params_given(p->st, params));  // a missing parameter too
     KF_ASSIGN(auto kept, params.copy());
     queue.push_back({p, std::move(kept), std::nullopt});  // kept: the caller's go when it returns
     Value row = Value::object();

@@ -13,6 +13,15 @@
 
 namespace kitfox {
 
+// Every parameter the statement names given: the highest, else refused
+// (`explain`, which runs nothing, shows a plan without them where it can).
+Status params_given(const ParsedStatement& st, const Params& params) {
+  if ((uint64_t)st.max_param <= params.size() || (st.explain && !st.analyze)) return Status::ok();
+  return Status(Code::Invalid,
+                "parameter $" + std::to_string(st.max_param) + " was not given (" + std::to_string(params.size()) + " given)",
+                st.max_param_pos);
+}
+
 // ---------------------------------------------------------------- open
 
 Engine::Engine(FileSystem& fs, std::string name, OpenOptions o) : fs_(fs), name_(std::move(name)), opts_(o) {}
@@ -134,14 +143,6 @@ int64_t documents_param(const ParsedStatement& st) {
 }
 
 namespace {
-// Every parameter the statement names given: the highest, else refused
-// (`explain`, which runs nothing, shows a plan without them where it can).
-Status params_given(const ParsedStatement& st, const Params& params) {
-  if ((uint64_t)st.max_param <= params.size() || (st.explain && !st.analyze)) return Status::ok();
-  return Status(Code::Invalid,
-                "parameter $" + std::to_string(st.max_param) + " was not given (" + std::to_string(params.size()) + " given)",
-                st.max_param_pos);
-}
 
 // Literals and parameters, in lists and objects of them: what a put's body
 // encodes with no evaluation (prepare_documents).

@@ -266,6 +266,10 @@ struct QueuedWrite {
   QueuedWrite* next = nullptr;  // the write queued after it
 };
 
+// Every parameter the statement names given, else `invalid` naming the
+// highest (explain, which runs nothing, needs none).
+Status params_given(const ParsedStatement& st, const Params& params);
+
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> open(FileSystem& fs, const std::string& name, const OpenOptions& o);
