@@ -1285,11 +1285,10 @@ int cmd_serve(int argc, char** argv) {
   bool forced = false;
   while (!done) {
     sigwait(&stop_signals, &sig);
-    if (sig != SIGUSR1 && !forced) {
-      forced = true;
-      fprintf(stderr, "kitfox: %s again: closing every connection now\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-      (*server)->close_connections();
-    }
+    if (sig == SIGUSR1) continue;
+    if (!forced) fprintf(stderr, "kitfox: %s again: closing every connection now\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    forced = true;
+    (*server)->close_connections();  // each time: one that came in since closes too
   }
   stopper.join();
   return close_database(db, file, kExitOk);

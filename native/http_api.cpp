@@ -244,7 +244,10 @@ std::optional<ApiResponse> Api::refuse_head(const ApiRequest& req) const {
   if (req.method == "OPTIONS" && !allow_origin.empty()) return std::nullopt;  // a preflight: handle() answers it
   Target t;
   std::optional<ApiResponse> r = refuse(req, &t);
-  if (r) r->allow_origin = std::move(allow_origin);
+  if (r) {
+    r->allow_origin = std::move(allow_origin);
+    r->head = req.method == "HEAD";  // the headers of the refusal, no body
+  }
   return r;
 }
 

@@ -208,7 +208,8 @@ class Session : public std::enable_shared_from_this<Session> {
       respond_error(431, "limit", "the request's headers are larger than " + std::to_string(kHeaderLimit) + " bytes");
     } else if (ec == http::error::buffer_overflow) {
       respond_error(431, "limit",
-                    "a chunk's size line or the request's trailers are larger than " + std::to_string(kHeaderLimit) + " bytes");
+                    "a chunk's size line or the request's trailers do not fit the connection's " +
+                        std::to_string(kHeaderLimit + kBodyRead) + "-byte buffer");
     } else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
                ec != http::error::end_of_stream && ec != http::error::partial_message) {
       respond_error(400, "invalid", "a malformed HTTP request (" + ec.message() + ")");
@@ -404,6 +405,9 @@ void Loop::stop() {
 }
 
 void Loop::close_all() {
+  // Stopping from here (it may come before stop(), a second signal soon
+  // after the first): a connection that starts later closes at once.
+  stopping = true;
   std::vector<Session*> all(sessions.begin(), sessions.end());
   for (Session* s : all)
     if (sessions.count(s)) s->abort();
