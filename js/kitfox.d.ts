@@ -76,7 +76,9 @@ export class HostError extends Error {
  * file, named by Kitfox.open's first argument, in the application's own
  * storage. Every method is synchronous; a host whose storage is
  * asynchronous does its asynchronous work before Kitfox.open and after
- * close(). Files are few: the database, its checkpoint side file `NAME~`.
+ * close(). Files are few: the database, its checkpoint side file (`NAME~~`
+ * when `atomicReplace` is true, else `NAME~`), and with `recover` the
+ * damaged original it saves (`NAME.damaged`).
  * See docs/wasm.md, "Host file layers", and
  * examples/cloudflare-durable-object for one over a Durable Object's storage.
  */

@@ -169,6 +169,8 @@ export class NodeHost {
     }
     syncDir(path.dirname(to));
     if (path.dirname(from) !== path.dirname(to)) syncDir(path.dirname(from));
+    // A handle open on it goes with it: its errors name the file now.
+    for (const h of this.handles.values()) if (h.name === from) h.name = to;
   }
 
   // Called once the database is closed: closes what is left, drops the lock.

@@ -127,3 +127,23 @@ test('the wasm option: a compiled module, or its bytes; anything else is refused
     ['invalid', 'invalid error: the wasm option takes a WebAssembly.Module, its bytes or a URL, got 42'],
   );
 });
+
+test("NodeHost: a handle renamed by replace() names the file it became", async () => {
+  const { NodeHost } = await import('../../js/hosts/node.js');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kitfox-host-'));
+  try {
+    const file = path.join(dir, 'r.kfdb');
+    const host = new NodeHost(file, { release() {} });
+    const id = host.open(`${file}~~`, true, true);
+    host.replace(`${file}~~`, file);
+    // An error on it now (its descriptor closed under it) names the file.
+    fs.closeSync(host.handles.get(id).fd);
+    assert.throws(() => host.read(id, 0, new Uint8Array(1)), (e) => e.message.includes(`'${file}'`) && !e.message.includes('~~'));
+    host.handles.delete(id);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
