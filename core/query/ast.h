@@ -105,6 +105,10 @@ struct SelectItem {
   int64_t pos = 0;
 };
 
+// The key of its column in a row: an expression's text, or the path as
+// written, its parts joined by dots (evaluator.cpp).
+std::string column_name(const SelectItem& s);
+
 struct ParsedStatement;
 
 // lookup C2 on child_field [= parent_field] [required] <child clauses>

@@ -94,6 +94,8 @@ std::string join(const std::vector<std::string>& p) {
   return s;
 }
 
+std::string column_name(const SelectItem& s) { return s.expr ? s.label : join(s.path); }
+
 Value row1(const char* k, Value v) {
   Value r = Value::object();
   r.append(k, std::move(v));

@@ -844,23 +844,16 @@ Status Parser::get_clauses(ParsedStatement* st) {
     if (accept_kw("select")) {
       if (seen_select) return Status(Code::Syntax, "'select' given twice", t.pos);
       seen_select = true;
+      std::unordered_set<std::string> columns;  // each named once
       do {
         SelectItem s;
         KF_TRY(item(&s));
         // A row holds each key once: a column named twice (`n, n`, or
         // `j."a.b", j.a.b`, both named j.a.b) would lose one (id is always
         // the first column, and may be named again).
-        auto column = [](const SelectItem& i) {
-          if (i.expr) return i.label;
-          std::string c;
-          for (const std::string& k : i.path) c += (c.empty() ? "" : ".") + k;
-          return c;
-        };
-        const std::string name = column(s);
-        if (name != "id")
-          for (const SelectItem& o : st->select)
-            if (column(o) == name)
-              return Status(Code::Syntax, "the column '" + name + "' is selected twice", s.pos);
+        std::string name = column_name(s);
+        if (name != "id" && !columns.insert(name).second)
+          return Status(Code::Syntax, "the column '" + name + "' is selected twice", s.pos);
         st->select.push_back(std::move(s));
       } while (accept(Tok::Comma));
     } else if (accept_kw("where")) {

@@ -527,7 +527,7 @@ int plan_aggregate(Plan& plan, const ParsedStatement& st, int input) {
   int n = plan.add("aggregate", input);
   if (plan.describe()) {
     std::string& d = plan.node(n).detail;
-    for (size_t i = 0; i < st.select.size(); i++) d += (i ? ", " : "") + (st.select[i].expr ? st.select[i].label : join(st.select[i].path));
+    for (size_t i = 0; i < st.select.size(); i++) d += (i ? ", " : "") + column_name(st.select[i]);
     if (!st.group.empty()) {
       d += std::string(d.empty() ? "" : " ") + "by";
       for (size_t i = 0; i < st.group.size(); i++) d += (i ? ", " : " ") + join(st.group[i].path);

@@ -112,7 +112,7 @@ int plan_project(Plan& plan, const ParsedStatement& st, int input) {
     std::string& d = plan.node(n).detail;
     if (st.select.empty()) d = "whole documents";
     for (size_t i = 0; i < st.select.size(); i++)
-      d += (i ? ", " : "") + (st.select[i].expr ? st.select[i].label : join(st.select[i].path));
+      d += (i ? ", " : "") + column_name(st.select[i]);
   }
   return n;
 }
