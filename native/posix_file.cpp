@@ -63,6 +63,17 @@ bool offset_fits(uint64_t offset, size_t n) {
   return offset <= kMax && n <= kMax - offset;
 }
 
+// `path` with its directory's real path (the name kept: a file need not be
+// there yet); as it is when the directory has none.
+std::string in_real_dir(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  char real[PATH_MAX];
+  if (!::realpath(dir.c_str(), real)) return path;
+  return std::string(real) == "/" ? "/" + base : std::string(real) + "/" + base;
+}
+
 std::string parent_dir(const std::string& path) {
   size_t end = path.size();
   while (end > 1 && path[end - 1] == '/') --end;  // "a/b/" names b
@@ -169,16 +180,9 @@ class ProcessLocks {
   // As the Node host: the real path of the directory, then the file name
   // (a side file `name~` or `name~~` counts as its database).
   static std::string key_of(const std::string& path) {
-    std::string base = path, dir = ".";
-    size_t slash = path.rfind('/');
-    if (slash != std::string::npos) {
-      dir = slash == 0 ? "/" : path.substr(0, slash);
-      base = path.substr(slash + 1);
-    }
-    while (!base.empty() && base.back() == '~') base.pop_back();  // `name~~` too
-    char real[PATH_MAX];
-    std::string d = ::realpath(dir.c_str(), real) ? std::string(real) : dir;
-    return d == "/" ? "/" + base : d + "/" + base;
+    std::string key = in_real_dir(path);
+    while (key.size() > 1 && key.back() == '~' && key[key.size() - 2] != '/') key.pop_back();  // `name~~` too
+    return key;
   }
 };
 #endif
@@ -358,14 +362,9 @@ std::string PosixFileSystem::canonical(const std::string& name) {
   char real[PATH_MAX];
   if (::realpath(name.c_str(), real)) return real;
   if (errno != ENOENT) return name;
-  // Not there yet (or a link to nothing): its directory's real path.
-  const size_t slash = name.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : name.substr(0, slash);
-  const std::string base = slash == std::string::npos ? name : name.substr(slash + 1);
+  // Not there yet: its directory's real path (a link to nothing is left as it is).
   struct stat st;
-  if (::lstat(name.c_str(), &st) == 0) return name;  // a link to nothing: left as it is
-  if (!::realpath(dir.c_str(), real)) return name;
-  return std::string(real) == "/" ? "/" + base : std::string(real) + "/" + base;
+  return ::lstat(name.c_str(), &st) == 0 ? name : in_real_dir(name);
 }
 
 Result<bool> PosixFileSystem::exists(const std::string& name) {
