@@ -109,6 +109,9 @@ struct SelectItem {
 // written, its parts joined by dots (evaluator.cpp).
 std::string column_name(const SelectItem& s);
 
+// A path as text: a.b.c (evaluator.cpp).
+std::string join(const std::vector<std::string>& p);
+
 struct ParsedStatement;
 
 // lookup C2 on child_field [= parent_field] [required] <child clauses>

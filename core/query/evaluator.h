@@ -485,9 +485,6 @@ Result<int64_t> count_arg(const Evaluator& ev, const ExprPtr& e, const char* wha
 // The source-like text of an expression (explain shows it).
 std::string expr_text(const Expr& e);
 
-// A path as text: a.b.c
-std::string join(const std::vector<std::string>& p);
-
 // "1 candidate", "2 candidates".
 std::string counted_text(uint64_t n, const char* noun);
 

@@ -950,6 +950,24 @@ Status Parser::get_clauses(ParsedStatement* st) {
   }
 }
 
+// `set {j.a.b: 2, j.a: 1}`: one path inside another, where the later would
+// undo the earlier. Sorted, a path comes right before the paths inside it.
+static Status overlapping_paths(const std::vector<Assignment>& as) {
+  std::vector<const Assignment*> by;
+  by.reserve(as.size());
+  for (const Assignment& a : as) by.push_back(&a);
+  std::sort(by.begin(), by.end(), [](const Assignment* x, const Assignment* y) { return x->path < y->path; });
+  for (size_t i = 1; i < by.size(); i++) {
+    const auto& outer = by[i - 1]->path;
+    const auto& inner = by[i]->path;
+    if (inner.size() > outer.size() && std::equal(outer.begin(), outer.end(), inner.begin())) {
+      const Assignment* later = by[i - 1]->pos > by[i]->pos ? by[i - 1] : by[i];
+      return Status(Code::Syntax, "'" + kitfox::join(inner) + "' is inside '" + kitfox::join(outer) + "': set one or the other", later->pos);
+    }
+  }
+  return Status::ok();
+}
+
 Status Parser::statement(ParsedStatement* st) {
   const Token& first = peek();
   st->pos = first.pos;
@@ -1075,6 +1093,7 @@ Status Parser::statement(ParsedStatement* st) {
       a.value = std::move(obj->kids[k]);
       st->assignments.push_back(std::move(a));
     }
+    KF_TRY(overlapping_paths(st->assignments));
     if (accept_kw("where")) KF_TRY(expr(&st->where, 0));
   } else if (accept_kw("del") || accept_kw("delete")) {
     st->kind = StmtKind::Del;

@@ -239,6 +239,17 @@ Status plan_get(ExecContext& x, std::vector<Value>* out, Pipeline* p) {
     return Status::ok();
   }
 
+  if (st.count) {  // one row, the number of documents the where takes: no clause shapes rows
+    int64_t at = st.match_pos >= 0     ? st.match_pos
+                 : st.near_pos >= 0    ? st.near_pos
+                 : !st.select.empty()  ? st.select[0].pos
+                 : !st.order.empty()   ? st.order[0].pos
+                 : st.limit            ? st.limit->pos
+                 : st.offset           ? st.offset->pos
+                 : st.lookup           ? st.lookup->pos
+                                       : -1;
+    if (at >= 0) return Status(Code::Syntax, "'count' takes only 'where' (not select, order, limit, offset, near, match or lookup)", at);
+  }
   if (st.match_pos < 0 && (st.fuse || st.rerank_pos >= 0))
     return Status(Code::Syntax, std::string(st.fuse ? "'fuse'" : "'rerank'") + " needs 'match'", st.fuse ? st.fuse_pos : st.rerank_pos);
   // The rows a near or match gives before its offset and limit: never more
@@ -265,7 +276,6 @@ Status plan_get(ExecContext& x, std::vector<Value>* out, Pipeline* p) {
     return finish_rows(x, node, offset, limit < 0 ? 10 : limit, {true, rerank}, out, p, &p->lookup);
   }
   if (st.near_pos >= 0) {
-    if (st.count) return Status(Code::Syntax, "'count' cannot be combined with 'near'", st.near_pos);
     if (!st.order.empty())
       return Status(Code::Syntax, "'near' orders rows by distance; it cannot be combined with 'order'", st.order[0].pos);
     NearQuery nq;

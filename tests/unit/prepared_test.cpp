@@ -254,7 +254,7 @@ TEST_CASE("a thread that ends with a transaction open has it rolled back; no lat
     std::string put, seen;
     std::thread([&] {
       put = rows(db->query("put t {who: \"later\"}"));
-      seen = rows(db->query("get t select who where who = \"abandoned\" count"));
+      seen = rows(db->query("get t where who = \"abandoned\" count"));
     }).join();
     CHECK(put == "{\"id\":" + std::to_string(round + 1) + "}\n");  // landed, not queued
     CHECK(seen == "{\"count\":0}\n");
@@ -503,8 +503,9 @@ TEST_CASE("a timestamp parameter against fields that are no timestamp: an index 
   for (const auto& one : cases) {
     const std::string& where = one.first;
     const std::vector<Value>& params = one.second;
-    auto plain = db->query("get plain select s, n " + where, params);
-    auto ix = db->query("get ix select s, n " + where, params);
+    const std::string sel = where.find(" count") == std::string::npos ? "select s, n " : "";  // count takes only where
+    auto plain = db->query("get plain " + sel + where, params);
+    auto ix = db->query("get ix " + sel + where, params);
     INFO(where);
     REQUIRE(plain.is_ok());
     CHECK(rows(ix) == rows(plain));

@@ -273,6 +273,20 @@ int nested_depth(const Value& v) {
 // json path assignment: creates objects along the way.
 Status assign_path(Value* root, const std::vector<std::string>& path, size_t from, Value v, int64_t pos) {
   Value* cur = root;
+  if (v.is_null()) {  // null removes the key, as it removes a field; nothing is made on the way
+    for (size_t i = from; i < path.size() && !cur->is_null(); i++) {
+      if (cur->kind() != Kind::Object)
+        return Status(Code::Type, "'" + join(std::vector<std::string>(path.begin(), path.begin() + i)) + "' is not an object", pos);
+      if (i + 1 == path.size()) {
+        cur->erase(path[i]);
+        break;
+      }
+      Value* next = cur->get_mut(path[i]);
+      if (!next) break;
+      cur = next;
+    }
+    return Status::ok();
+  }
   for (size_t i = from; i < path.size(); i++) {
     if (cur->is_null()) *cur = Value::object();
     if (cur->kind() != Kind::Object)
