@@ -7,8 +7,6 @@
 
 namespace kitfox {
 
-bool base64_decode(std::string_view in, std::string* out);
-
 static const char* scalar_name(TypeKind k) {
   switch (k) {
     case TypeKind::Bool: return "bool";

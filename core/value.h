@@ -301,6 +301,9 @@ std::string format_timestamp(int64_t ms);
 // 0.10000000149011612), without going through text where it can.
 double float_as_shortest_double(float f);
 bool parse_timestamp(std::string_view s, int64_t* ms);
+// Base64 (standard or URL alphabet, padding optional) into bytes; false for
+// text that is none (json.cpp).
+bool base64_decode(std::string_view in, std::string* out);
 
 bool valid_utf8(std::string_view s);
 // Decodes the UTF-8 sequence starting at s[i]: stores the code point in *cp and

@@ -58,6 +58,8 @@ int EncodedWhere::add(const Evaluator& ev, const Expr& e, const CollectionDef& d
         } else if (c->kind() == Kind::Text && parse_timestamp(c->as_string(), &ms)) {
           n.as_timestamp = Value::timestamp(ms);
         }
+        std::string raw;
+        if (c->kind() == Kind::Text && base64_decode(c->as_string(), &raw)) n.as_bytes = Value::bytes(std::move(raw));
       }
       break;
     }
@@ -121,7 +123,9 @@ Truth EncodedWhere::eval(int i) {
     case Op::IsNull: return v.is_null() != n.negate ? Truth::True : Truth::False;
     case Op::Compare: {
       if (v.is_null() || n.constant->is_null()) return Truth::Null;
-      const Value& c = v.kind() == Kind::Timestamp && !n.as_timestamp.is_null() ? n.as_timestamp : *n.constant;
+      const Value& c = v.kind() == Kind::Timestamp && !n.as_timestamp.is_null() ? n.as_timestamp
+                       : v.kind() == Kind::Bytes && !n.as_bytes.is_null()       ? n.as_bytes
+                                                                               : *n.constant;
       return n.constant_first ? Evaluator::compare_values(n.cmp, c, v) : Evaluator::compare_values(n.cmp, v, c);
     }
     case Op::Contains:

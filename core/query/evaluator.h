@@ -190,12 +190,15 @@ class Evaluator {
   static Truth compare_other(CmpOp op, const Value& a, const Value& b);
   static bool equal_other(const Value& a, const Value& b);
   // a and b as a compare sees them: a timestamp's other side (text or an
-  // int) read as a timestamp, into *a2 / *b2 (false: text that is none).
+  // int) read as a timestamp, bytes' other side (text) as base64, into
+  // *a2 / *b2 (false: text that is none).
   // Else they stay where they are.
   static bool aligned(const Value& a, const Value& b, Value* a2, Value* b2, const Value** pa, const Value** pb) {
     *pa = &a;
     *pb = &b;
-    if (a.kind() == b.kind() || (a.kind() != Kind::Timestamp && b.kind() != Kind::Timestamp)) return true;
+    if (a.kind() == b.kind() || !(a.kind() == Kind::Timestamp || b.kind() == Kind::Timestamp ||
+                                  (a.kind() == Kind::Bytes && b.kind() == Kind::Text) || (a.kind() == Kind::Text && b.kind() == Kind::Bytes)))
+      return true;
     if (!align(a, b, a2, b2)) return false;
     *pa = a2;
     *pb = b2;
@@ -242,11 +245,17 @@ class Evaluator {
     return Status::ok();
   }
 
-  // Timestamps compare with ISO text and with ints (ms).
+  // Timestamps compare with ISO text and with ints (ms); bytes with their
+  // base64 text, as a literal writes them.
   static bool align(const Value& a, const Value& b, Value* a2, Value* b2) {
     *a2 = a;
     *b2 = b;
-    if (a.kind() == Kind::Timestamp || b.kind() == Kind::Timestamp) {
+    if (a.kind() == Kind::Bytes || b.kind() == Kind::Bytes) {
+      Value* t = a2->kind() == Kind::Text ? a2 : b2;
+      std::string raw;
+      if (!base64_decode(t->as_string(), &raw)) return false;
+      *t = Value::bytes(std::move(raw));
+    } else if (a.kind() == Kind::Timestamp || b.kind() == Kind::Timestamp) {
       for (Value* v : {a2, b2}) {
         if (v->kind() == Kind::Text) {
           int64_t ms;
@@ -362,6 +371,7 @@ class EncodedWhere {
     // evaluator's alignment makes of it for each document, made once; null
     // where it reads as none.
     Value as_timestamp;
+    Value as_bytes;  // a text constant as base64, for a bytes field
     uint32_t first = 0, count = 0;  // And, Or, Not: the kids' nodes in kids_
   };
   int add(const Evaluator& ev, const Expr& e, const CollectionDef& def);
