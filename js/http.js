@@ -108,18 +108,49 @@ const paramRoot = (i) => `parameter $${i + 1}`;
 // it (JSON.parse gives the nearest double: 2 ** 60 + 1 as 2 ** 60). The
 // text is parsed by JSON.parse unless an integer of 16 digits or more lies
 // outside its strings; then by parseExact, slower but exact. A float, which
-// the server writes with a point or an exponent, stays a number.
-const LONG_INT = /"(?:[^"\\]|\\.)*"|(?<![\d.])\d{16,}(?![\d.eE])/g;
-
+// the server writes with a point or an exponent, stays a number. Strings
+// are skipped by indexOf, not by a regular expression, whose backtracking
+// overflows the stack on a string of some megabytes.
 function parseAnswer(text) {
-  if (!/\d{16}/.test(text)) return JSON.parse(text);
-  LONG_INT.lastIndex = 0;
-  for (let m; (m = LONG_INT.exec(text)); ) if (m[0][0] !== '"') return parseExact(text);
-  return JSON.parse(text);
+  return /\d{16}/.test(text) && hasLongInt(text) ? parseExact(text) : JSON.parse(text);
+}
+
+// The index of the quote that ends the string whose opening quote is at i,
+// or -1.
+function stringEnd(text, i) {
+  for (let j = i + 1; ; j++) {
+    j = text.indexOf('"', j);
+    if (j < 0) return -1;
+    let k = j - 1;
+    while (text.charCodeAt(k) === 92) k--; // backslashes before it: escaped when odd
+    if ((j - 1 - k) % 2 === 0) return j;
+  }
+}
+
+const isDigit = (c) => c >= 48 && c <= 57;
+
+function hasLongInt(text) {
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    if (c === 34) {
+      const j = stringEnd(text, i);
+      if (j < 0) return false;
+      i = j + 1;
+    } else if (isDigit(c)) {
+      let j = i + 1;
+      while (isDigit(text.charCodeAt(j))) j++;
+      const after = text.charCodeAt(j);
+      // (not a fraction's digits, nor a float's: 1.5, 12345678901234567.0, 1e5)
+      if (j - i >= 16 && text.charCodeAt(i - 1) !== 46 && after !== 46 && after !== 101 && after !== 69) return true;
+      i = j;
+    } else {
+      i++;
+    }
+  }
+  return false;
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
-const STRING = /"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/y;
 const SPACE = /[ \t\n\r]*/y;
 
 function parseExact(text) {
@@ -138,11 +169,12 @@ function parseExact(text) {
     i++;
   };
   const string = () => {
-    STRING.lastIndex = i;
-    const m = STRING.exec(text);
-    if (!m) fail();
-    i = STRING.lastIndex;
-    return JSON.parse(m[0]);
+    if (text[i] !== '"') fail();
+    const j = stringEnd(text, i);
+    if (j < 0) fail();
+    const s = JSON.parse(text.slice(i, j + 1)); // (which refuses bad escapes and control characters)
+    i = j + 1;
+    return s;
   };
   const value = () => {
     space();
@@ -273,7 +305,11 @@ export class KitfoxClient {
     let r;
     try {
       r = parseAnswer(text);
-    } catch {}
+    } catch (e) {
+      // Text that is no JSON is no kitfox server's answer; anything else
+      // (memory, the stack) is this client's failure, and says so.
+      if (!(e instanceof SyntaxError)) throw kitfoxError('io', `${method} ${this.url}${path}: the answer (${text.length} characters) could not be read: ${e.message}`);
+    }
     const got = r !== null && typeof r === 'object' && key !== undefined ? r[key] : r;
     const ok = got !== null && typeof got === 'object' && (key === undefined || Array.isArray(got)) && (!shape || shape(got));
     if (!ok) throw kitfoxError('io', `${method} ${this.url}${path}: the answer is not a kitfox server's (${key ? `no "${key}" in ` : ''}${JSON.stringify(text.slice(0, 80))})`);
