@@ -400,12 +400,13 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
   struct Cursor {
     Postings::Cursor c;
     double idf, bound;
+    size_t term;  // its place among the sorted terms: a document's parts are summed in that order, as score() sums them
   };
   std::vector<Cursor> cur;
   for (const std::string& t : q) {
     const Term* term = terms_.find(t);
     if (!term) continue;
-    cur.push_back({term->postings.cursor(), idf(term->postings.size()), bound(*term)});
+    cur.push_back({term->postings.cursor(), idf(term->postings.size()), bound(*term), cur.size()});
   }
   double avg = (double)total_len_ / (double)docs_;
   // `before`: ranks first (higher score, then smaller id). As the heap's
@@ -416,7 +417,12 @@ void TextIndex::search(const std::vector<std::string>& query, size_t k, const st
   for (;;) {
     cur.erase(std::remove_if(cur.begin(), cur.end(), [](const Cursor& c) { return c.c.done(); }), cur.end());
     if (cur.empty()) break;
-    std::sort(cur.begin(), cur.end(), [](const Cursor& a, const Cursor& b) { return a.c.doc() < b.c.doc(); });
+    // By document, then term: documents with the same statistics get the
+    // same score to the bit (a sum in another order may differ in its last
+    // place), so their ties go by id.
+    std::sort(cur.begin(), cur.end(), [](const Cursor& a, const Cursor& b) {
+      return a.c.doc() < b.c.doc() || (a.c.doc() == b.c.doc() && a.term < b.term);
+    });
     // The pivot: the first cursor where the summed bounds pass the threshold.
     double acc = 0, th = threshold();
     size_t pivot = cur.size();
