@@ -4,6 +4,8 @@
 // ordered by distance to a vector instead.
 #include "ops.h"
 
+#include <cmath>
+#include <limits>
 #include <unordered_map>
 
 #include "../../index/text.h"
@@ -110,15 +112,19 @@ class Match : public Source {
       size_t n = cand < 0 ? std::max<size_t>(100, need) : cands;
       mq_.index->search(mq_.tokens, n, accept, &hits);
       KF_TRY(inner);
+      std::vector<Out> without;  // matches with no vector (or none a distance takes): last, in their text order
       for (const TextHit& h : hits) {
         const uint64_t* loc = c.ids.find(h.id);
         if (!loc) continue;
         Value fvv;
         KF_TRY(decode_field(x_.body(*loc), vf->id, &fvv, &c));
-        if (fvv.kind() != Kind::Vector || !mq_.shape->prepare_query(fvv.vec().data(), &v, vf->name).is_ok()) continue;
-        rows.push_back({h.id, h.score, (double)distance(mq_.metric, mq_.rq.data(), v.data(), vf->type.dim)});
+        if (fvv.kind() != Kind::Vector || !mq_.shape->prepare_query(fvv.vec().data(), &v, vf->name).is_ok())
+          without.push_back({h.id, h.score, std::numeric_limits<double>::quiet_NaN()});
+        else
+          rows.push_back({h.id, h.score, (double)distance(mq_.metric, mq_.rq.data(), v.data(), vf->type.dim)});
       }
       std::sort(rows.begin(), rows.end(), [](const Out& a, const Out& b) { return a.distance < b.distance || (a.distance == b.distance && a.id < b.id); });
+      rows.insert(rows.end(), without.begin(), without.end());
     } else {
       mq_.index->search(mq_.tokens, need, accept, &hits);
       KF_TRY(inner);
@@ -132,7 +138,7 @@ class Match : public Source {
       r.body = x_.body(*loc);
       r.decoded = false;
       r.score = rows[i].score;
-      r.distance = mq_.rerank ? shown_distance(mq_.metric, (float)rows[i].distance) : 0;
+      r.distance = !mq_.rerank ? 0 : std::isnan(rows[i].distance) ? rows[i].distance : shown_distance(mq_.metric, (float)rows[i].distance);
       if (!emit(r)) break;
     }
     return Status::ok();

@@ -21,7 +21,7 @@ struct Row {
   std::string_view body;  // as stored
   Value doc;              // decoded (when `decoded`)
   bool decoded = false;
-  double distance = 0;    // near, rerank: as shown (_distance)
+  double distance = 0;    // near, rerank: as shown (_distance; NaN: a rerank's match with no vector)
   double score = 0;       // match, fuse (_score)
   Value children;         // lookup: the child rows
   bool has_children = false;

@@ -5,6 +5,7 @@
 #include "ops.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace kitfox {
 
@@ -74,7 +75,7 @@ class Project : public Stage {
       if (!s.is_ok()) return x_.fail(std::move(s));
     }
     if (adds_.score) row.append("_score", Value::real(r.score));
-    if (adds_.distance) row.append("_distance", Value::real(r.distance));
+    if (adds_.distance) row.append("_distance", std::isnan(r.distance) ? Value() : Value::real(r.distance));  // (NaN: a rerank's match with no vector)
     if (r.has_children) row.append(x_.st.lookup->collection, std::move(r.children));
     Status s;
     if (!x_.budget.take(row, &s)) return x_.fail(std::move(s));
