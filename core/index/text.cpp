@@ -51,6 +51,18 @@ bool is_word(uint32_t cp) {
   if (cp >= 0xFF5B && cp <= 0xFF65) return false;
   if (cp >= 0x1F000 && cp <= 0x1FAFF) return false;                // emoji and pictographs
   if (cp >= 0xE000 && cp <= 0xF8FF) return false;                  // private use
+  if (cp >= 0xFE10 && cp <= 0xFE1F) return false;                  // vertical forms
+  if (cp >= 0xFE50 && cp <= 0xFE6F) return false;                  // small form variants
+  if (cp == 0xFEFF || (cp >= 0xFFF0 && cp <= 0xFFFF)) return false;  // zero-width no-break space (a BOM), specials
+  if (cp >= 0x55A && cp <= 0x55F) return false;                    // Armenian punctuation
+  if (cp == 0x589 || cp == 0x58A) return false;
+  if (cp == 0x5BE || cp == 0x5C0 || cp == 0x5C3 || cp == 0x5C6 || cp == 0x5F3 || cp == 0x5F4) return false;  // Hebrew
+  if (cp == 0x609 || cp == 0x60A || cp == 0x60C || cp == 0x60D || cp == 0x61B || (cp >= 0x61D && cp <= 0x61F) ||
+      (cp >= 0x66A && cp <= 0x66D) || cp == 0x6D4)
+    return false;                                                   // Arabic
+  if (cp == 0x964 || cp == 0x965 || cp == 0x970) return false;     // Devanagari
+  if (cp >= 0x1360 && cp <= 0x1368) return false;                  // Ethiopic
+  if (cp >= 0xE0000 && cp <= 0xE007F) return false;                // tags
   return true;
 }
 
@@ -76,6 +88,11 @@ uint32_t lower(uint32_t cp) {
   if (cp == 0x3C2) return 0x3C3;                                    // final ς folds to σ, as σ ends a capital word
   if (cp >= 0x410 && cp <= 0x42F) return cp + 32;                  // Cyrillic
   if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
+  // Cyrillic's other letters (Ukrainian Ґ, Kazakh Қ, Ң, Ү, Ө, ...) and its
+  // supplement: pairs, the capital first (from U+04C1 to U+04CE, second).
+  if ((cp >= 0x460 && cp <= 0x481) || (cp >= 0x48A && cp <= 0x4BF) || (cp >= 0x4D0 && cp <= 0x52F)) return cp % 2 ? cp : cp + 1;
+  if (cp >= 0x4C1 && cp <= 0x4CE) return cp % 2 ? cp + 1 : cp;
+  if (cp == 0x4C0) return 0x4CF;                                    // palochka
   return cp;
 }
 

@@ -101,6 +101,11 @@ TEST_CASE("tokenizer: lowercases, splits on non-letters, keeps digits, bigrams C
   CHECK(toks("数") == std::vector<std::string>{"数"});
   CHECK(toks("kitfox是数据库") == std::vector<std::string>{"kitfox", "是数", "数据", "据库"});
   CHECK(toks("…—“quotes”…🦊") == std::vector<std::string>{"quotes"});
+  // Cyrillic beyond Russian's letters: Ukrainian, Kazakh, the palochka, the supplement.
+  CHECK(toks("ҐАНОК ґанок ҚАҢҮӨ қаңүө ӁӀ ԀԮ") == std::vector<std::string>{"ґанок", "ґанок", "қаңүө", "қаңүө", "ӂӏ", "ԁԯ"});
+  // Punctuation of other scripts, and a zero-width no-break space, split words.
+  CHECK(toks("a\uFEFFb كتاب،قلم؛ x։y ק׳ हिन्दी।") ==
+        std::vector<std::string>{"a", "b", "كتاب", "قلم", "x", "y", "ק", "हिन्दी"});
   CHECK(toks("").empty());
 }
 
