@@ -326,7 +326,10 @@ std::string to_json(const Value& v);
 void append_json(std::string& out, const Value& v);
 
 // Parses JSON text into a Value (objects, lists, numbers as Int when integral
-// and in range, else Float). Errors name the byte offset.
-Result<Value> parse_json(std::string_view text);
+// and in range, else Float). Errors name the byte offset. `root_depth`: the
+// depth the text's value counts as, for the nesting limit (kMaxDepth): 1 for
+// a document that stands in a list, -2 for a body whose values 2 levels down
+// count from themselves.
+Result<Value> parse_json(std::string_view text, int root_depth = 0);
 
 }  // namespace kitfox

@@ -252,12 +252,9 @@ struct ErrorLocator {
       if (!digits()) return fail();
     }
     const std::string text(s.substr(start, p - start));
-    if (integer) {  // past 64 bits: out of range
+    if (integer) {  // past int64: out of range (as parse_json refuses it)
       int64_t i;
-      uint64_t u;
-      const char* b = text.data();
-      const char* e = b + text.size();
-      if (std::from_chars(b, e, i).ec != std::errc() && std::from_chars(b, e, u).ec != std::errc()) return fail();
+      if (std::from_chars(text.data(), text.data() + text.size(), i).ec != std::errc()) return fail();
     } else if (!std::isfinite(std::strtod(text.c_str(), nullptr))) {
       return fail();
     }
@@ -326,18 +323,25 @@ const char* error_words(simdjson::error_code err) {
   }
 }
 
-Status json_error(std::string_view text, const char* what) {
+// " at byte N": where the locator stops in `text` (read from `root_depth`).
+std::string at_byte(std::string_view text, int root_depth) {
   ErrorLocator loc{text};
-  size_t at = loc.locate();
-  std::string msg = "malformed JSON: ";
-  msg += what;
-  if (at != std::string::npos) msg += " at byte " + std::to_string(at);
-  return Status(Code::Json, msg, -1);
+  loc.depth = root_depth;
+  const size_t at = loc.locate();
+  return at == std::string::npos ? std::string() : " at byte " + std::to_string(at);
 }
 
-Status convert(simdjson::dom::element e, Value* out, int depth, std::string_view text) {
+Status json_error(std::string_view text, const char* what, int root_depth) {
+  return Status(Code::Json, std::string("malformed JSON: ") + what + at_byte(text, root_depth), -1);
+}
+
+Status too_deep(std::string_view text, int root_depth) {
+  return Status(Code::Limit, "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels" + at_byte(text, root_depth));
+}
+
+Status convert(simdjson::dom::element e, Value* out, int depth, std::string_view text, int root_depth) {
   using namespace simdjson;
-  if (depth > kMaxDepth) return Status(Code::Limit, "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  if (depth > kMaxDepth) return too_deep(text, root_depth);
   switch (e.type()) {
     case dom::element_type::ARRAY: {
       *out = Value::list();
@@ -345,7 +349,7 @@ Status convert(simdjson::dom::element e, Value* out, int depth, std::string_view
       if (e.get_array().get(arr)) return Status(Code::Json, "malformed JSON array");
       for (dom::element c : arr) {
         Value v;
-        KF_TRY(convert(c, &v, depth + 1, text));
+        KF_TRY(convert(c, &v, depth + 1, text, root_depth));
         out->push(std::move(v));
       }
       return Status::ok();
@@ -356,14 +360,15 @@ Status convert(simdjson::dom::element e, Value* out, int depth, std::string_view
       if (e.get_object().get(obj)) return Status(Code::Json, "malformed JSON object");
       for (dom::key_value_pair kv : obj) {
         Value v;
-        KF_TRY(convert(kv.value, &v, depth + 1, text));
+        KF_TRY(convert(kv.value, &v, depth + 1, text, root_depth));
         out->set(kv.key, std::move(v));
       }
       return Status::ok();
     }
     case dom::element_type::INT64: *out = Value::integer(e.get_int64().value_unsafe()); return Status::ok();
     case dom::element_type::UINT64:
-      return Status(Code::Limit, "JSON integer " + std::to_string(e.get_uint64().value_unsafe()) + " is out of range (int64)");
+      return Status(Code::Limit, "JSON integer " + std::to_string(e.get_uint64().value_unsafe()) + " is out of range (int64)" +
+                                     at_byte(text, root_depth));
     case dom::element_type::DOUBLE: *out = Value::real(e.get_double().value_unsafe()); return Status::ok();
     case dom::element_type::STRING: *out = Value::text(std::string(e.get_string().value_unsafe())); return Status::ok();
     case dom::element_type::BOOL: *out = Value::boolean(e.get_bool().value_unsafe()); return Status::ok();
@@ -374,18 +379,17 @@ Status convert(simdjson::dom::element e, Value* out, int depth, std::string_view
 
 }  // namespace
 
-Result<Value> parse_json(std::string_view text) {
+Result<Value> parse_json(std::string_view text, int root_depth) {
   thread_local simdjson::dom::parser parser;
   simdjson::padded_string padded(text);
   simdjson::dom::element root;
   auto err = parser.parse(padded).get(root);
   if (err) {
-    if (err == simdjson::DEPTH_ERROR)
-      return Status(Code::Limit, "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
-    return json_error(text, error_words(err));
+    if (err == simdjson::DEPTH_ERROR) return too_deep(text, root_depth);
+    return json_error(text, error_words(err), root_depth);
   }
   Value v;
-  KF_TRY(convert(root, &v, 0, text));
+  KF_TRY(convert(root, &v, root_depth, text, root_depth));
   return v;
 }
 

@@ -61,14 +61,16 @@ class DocumentReader {
   // may hold part of it.
   bool encode(simdjson::ondemand::document_reference& d, std::string* out) const;
   // Any value, as a list's item (a null as its tag), at the level `depth`
-  // parse_json of the whole text gives it; its objects' arrays stay lists.
+  // for the nesting limit (as parse_json's root_depth); its objects' arrays
+  // stay lists.
   bool encode(simdjson::ondemand::value v, std::string* out, int depth) const { return encode_value(v, out, depth); }
 
   // A whole JSON array of documents, or NDJSON (a document a line, blank
   // lines skipped), into *out; false as above, for any document. `depth`:
-  // the level parse_json of the whole text gives the documents' field values
-  // (an array body's: 2; a statement's parameter, `{"params": [[{...}]]}`: 4).
-  bool read_array(const simdjson::padded_string& text, EncodedDocs* out, int depth = 2) const;
+  // the level of the documents' field values for the nesting limit (1: each
+  // document counted from itself, as a line of NDJSON; 2: in a list
+  // parameter counted from the list).
+  bool read_array(const simdjson::padded_string& text, EncodedDocs* out, int depth) const;
   bool read_lines(const simdjson::padded_string& text, EncodedDocs* out) const;
 
  private:

@@ -134,7 +134,7 @@ Status read_statement(Value& v, std::string* text, std::vector<Value>* params, c
 
 // A body that is one statement: {"query": TEXT, "params": [...]}.
 Status body_statement(std::string_view body, std::string* text, std::vector<Value>* params) {
-  KF_ASSIGN(Value v, parse_json(body));
+  KF_ASSIGN(Value v, parse_json(body, -2));  // each parameter's depth counted from itself
   return read_statement(v, text, params, "the body ");
 }
 
@@ -435,9 +435,10 @@ bool Api::put_statement(std::string_view body, std::string* text, std::vector<Va
     std::string_view item;
     if (std::move(e).get(v) || v.type().get(t) || v.raw_json().get(item)) return false;
     if ((int64_t)params->size() + 1 == n) {
-      // The documents, at the depth parse_json of the whole body counts them.
+      // The documents, at the depth the parameter puts them (a parameter
+      // nests as deep as from the CLI or the embedded API: counted from itself).
       const simdjson::padded_string docs(item);
-      if (t != od::json_type::array || !DocumentReader(db_, collection).read_array(docs, documents, 4)) return false;
+      if (t != od::json_type::array || !DocumentReader(db_, collection).read_array(docs, documents, 2)) return false;
       params->emplace_back();
     } else {
       if (t == od::json_type::array || t == od::json_type::object) return false;
@@ -508,7 +509,7 @@ bool Api::read_batch(std::string_view body, std::vector<BatchItem>* items, std::
       bool null = false;
       if (v.type().get(t)) return false;
       if (t == od::json_type::null) return !v.is_null().get(null) && null;
-      return listed = t == od::json_type::array && values.encode(v, encoded, 2);
+      return listed = t == od::json_type::array && values.encode(v, encoded, -1);  // each parameter counted from itself
     });
     if (!read) return false;
     item.text.assign(query);
@@ -529,7 +530,7 @@ ApiResponse Api::batch(std::string_view body, bool on_loop) {
   std::string encoded;  // the items' parameters, when read straight
   const bool straight = read_batch(body, &items, &encoded);
   if (!straight) {
-    auto v = parse_json(body);
+    auto v = parse_json(body, -3);  // each parameter's depth counted from itself
     if (!v.is_ok()) return from_status(v.status());
     if (v->kind() != Kind::List)
       return error(400, "invalid", "the body must be a list of statements [{\"query\": ..., \"params\": [...]}, ...]");
@@ -569,6 +570,7 @@ ApiResponse Api::batch(std::string_view body, bool on_loop) {
 ApiResponse Api::docs(std::string_view collection, std::string_view content_type, std::string_view body,
                       bool on_loop) {
   EncodedDocs documents;  // the put's parameter, left encoded (Params)
+  std::vector<size_t> lines;  // NDJSON read again: each document's line
   size_t start = 0;
   while (start < body.size() && (body[start] == ' ' || body[start] == '\t' || body[start] == '\r' || body[start] == '\n'))
     start++;
@@ -578,12 +580,13 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
   // names the error.
   const simdjson::padded_string padded(body);
   const DocumentReader reader(db_, collection);
-  const bool read = array ? reader.read_array(padded, &documents) : reader.read_lines(padded, &documents);
+  // Each document nests as deep as from itself, as `kitfox import` reads them.
+  const bool read = array ? reader.read_array(padded, &documents, 1) : reader.read_lines(padded, &documents);
   if (!read) {
     std::vector<Value> values;
     if (array) {
       // One JSON array of documents.
-      auto v = parse_json(body);
+      auto v = parse_json(body, -1);
       if (!v.is_ok()) return from_status(v.status());
       if (v->kind() != Kind::List)
         return error(400, "invalid", "the body must be a JSON array of documents (or NDJSON, with Content-Type: application/x-ndjson)");
@@ -591,6 +594,7 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
     } else {
       // NDJSON: a document a line; blank lines are skipped.
       size_t line = 0;
+      lines.clear();
       for (size_t pos = 0; pos < body.size();) {
         size_t end = body.find('\n', pos);
         if (end == std::string_view::npos) end = body.size();
@@ -605,6 +609,7 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
             return error(400, code_name(s.code()), "line " + std::to_string(line) + ": " + s.message());
           }
           values.push_back(std::move(*v));
+          lines.push_back(line);
         }
         pos = end + 1;
       }
@@ -612,8 +617,8 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
     documents.clear();
     for (size_t i = 0; i < values.size(); i++) {
       if (values[i].kind() != Kind::Object)
-        return error(400, "invalid", "document " + std::to_string(i + 1) + " is " + kind_name(values[i].kind()) +
-                                         ", not an object");
+        return error(400, "invalid", (array ? "document " + std::to_string(i + 1) : "line " + std::to_string(lines[i])) +
+                                         " is " + kind_name(values[i].kind()) + ", not an object");
       encode_item(documents.bytes(), values[i], false);
       documents.added();
     }
@@ -634,7 +639,8 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
     // Not found at the name in the statement: the collection of the path.
     // The statement is ours, not the client's: its positions mean nothing to them.
     const bool no_collection = s.code() == Code::NotFound && s.position() == 4;
-    return error(no_collection ? 404 : http_status(s.code()), code_name(s.code()), s.message());
+    return error(no_collection ? 404 : http_status(s.code()), code_name(s.code()),
+                 array ? s.message() : with_lines(s.message(), body));
   }
   ApiResponse out;
   out.durable_at = durable_at;
@@ -645,6 +651,37 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
     append_json(out.body, id ? *id : Value::null());
   }
   out.body += "]}";
+  return out;
+}
+
+// The engine numbers a put's documents from 1 ("document 3: ...", "... to
+// document 1 too"): in an NDJSON body, each with its line after it
+// ("document 3 (line 5)"), blank lines counted.
+std::string Api::with_lines(const std::string& message, std::string_view body) {
+  constexpr std::string_view kDoc = "document ";
+  std::string out;
+  size_t from = 0;
+  for (size_t at; (at = message.find(kDoc, from)) != std::string::npos;) {
+    size_t end = at + kDoc.size();
+    uint64_t n = 0;
+    while (end < message.size() && end < at + kDoc.size() + 19 && message[end] >= '0' && message[end] <= '9')
+      n = n * 10 + uint64_t(message[end++] - '0');
+    out.append(message, from, end - from);
+    from = end;
+    if (n == 0) continue;
+    // The line of the n-th line that is not blank.
+    uint64_t seen = 0, line = 0;
+    for (size_t pos = 0; pos < body.size() && seen < n; line++) {
+      size_t eol = body.find('\n', pos);
+      if (eol == std::string_view::npos) eol = body.size();
+      bool blank = true;
+      for (size_t i = pos; i < eol && blank; i++) blank = body[i] == ' ' || body[i] == '\t' || body[i] == '\r';
+      if (!blank) seen++;
+      pos = eol + 1;
+    }
+    if (seen == n) out += " (line " + std::to_string(line) + ")";
+  }
+  out.append(message, from, std::string::npos);
   return out;
 }
 

@@ -118,6 +118,7 @@ class Api {
   ApiResponse docs(std::string_view collection, std::string_view content_type, std::string_view body, bool on_loop);
   ApiResponse stats();
   bool runs_long(std::string_view text, const Params& params);  // a statement for a worker
+  static std::string with_lines(const std::string& message, std::string_view body);
   void count_ran(bool on_loop);  // a statement run, where (ran_on_loop_, ran_handed_over_)
   // Whether the Authorization header gives the token; `given` says whether
   // it gives one at all.

@@ -269,6 +269,24 @@ test('errors are JSON with the right status, and change nothing', async () => {
     r = await post(url, '/docs/t', [{ k: 'p' }, { k: 'a' }]);
     error(r, 409, 'constraint');
     assert.match(r.body.error.message, /^document 2: unique 'k': "a" is already held by the document with id 1;/);
+    // NDJSON: the engine's document numbers with their lines (blank lines
+    // counted), and a line that is no object named by its line.
+    const ndjson = (body) => fetch(`${url}/docs/t`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body });
+    r = await ndjson('{"k":"p"}\n\n\n{"k":"q"}\n{"k":"p"}\n');
+    assert.equal(r.status, 409);
+    assert.match((await r.json()).error.message, /^document 3 \(line 5\): unique 'k': "p" is given to document 1 \(line 1\) too; nothing was written/);
+    r = await ndjson('{"k":"p"}\n\n[1]\n');
+    assert.equal(r.status, 400);
+    assert.equal((await r.json()).error.message, 'line 3 is list, not an object');
+    // An integer out of range, or nesting too deep, named by its byte.
+    const far = `[{"k":"p"},{"k":"q","n":9223372036854775808}]`;
+    r = await post(url, '/docs/t', far);
+    error(r, 400, 'limit');
+    assert.match(r.body.error.message, new RegExp(`out of range \\(int64\\) at byte ${far.indexOf('9223')}$`));
+    const deepBody = `{"query":"put t {k: $1}","params":["x",${'['.repeat(70)}${']'.repeat(70)}]}`;
+    r = await post(url, '/batch', `[${deepBody}]`);
+    error(r, 400, 'limit');
+    assert.match(r.body.error.message, new RegExp(`nested deeper than 64 levels at byte ${1 + deepBody.indexOf('[[') + 64}$`));
     // Not JSON: refused before anything runs (a page of another origin can
     // send a form or text without asking first, never JSON).
     r = await fetch(`${url}/query`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"query":"del t"}' });
@@ -308,6 +326,43 @@ test('errors are JSON with the right status, and change nothing', async () => {
     // The client throws what the server said.
     const db = new KitfoxClient(url);
     await assert.rejects(db.query('get t where nope = 1'), (e) => e instanceof KitfoxError && e.code === 'not_found' && e.message === "not_found error at 12: unknown field 'nope' in collection 't'");
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
+test('a value nests as deep through every endpoint as from the CLI: a document, a parameter, each from itself', async () => {
+  const s = await startServer(fresh());
+  try {
+    const db = new KitfoxClient(s.url);
+    await db.query('create collection d (j json)');
+    const nest = (n) => '['.repeat(n) + ']'.repeat(n);
+    const send = (path, body, type = 'application/json') => fetch(`${s.url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
+    // A document whose field nests 64 levels (a statement's literal may):
+    // through NDJSON, an array body and a parameter; 65 is refused by each.
+    for (const [depth, ok] of [[64, 200], [65, 400]]) {
+      const doc = `{"j":${nest(depth)}}`;
+      const answers = [
+        await send('/docs/d', doc, 'application/x-ndjson'),
+        await send('/docs/d', `[${doc}]`),
+        await send('/query', `{"query":"put d $1","params":[${doc}]}`),
+        await send('/batch', `[{"query":"put d $1","params":[${doc}]}]`),
+      ];
+      assert.deepEqual(answers.map((r) => r.status), Array(4).fill(ok), `depth ${depth}`);
+    }
+    // A parameter nests 64 levels below itself, as `--param` and the
+    // embedded API's do, wherever the body puts it; a list of documents
+    // counts from the list.
+    for (const [body, ok] of [
+      [`{"query":"put d {j: $1}","params":[${nest(65)}]}`, 200],
+      [`{"query":"put d {j: $1}","params":[${nest(66)}]}`, 400],
+      [`{"query":"put d $1","params":[[{"j":${nest(63)}}]]}`, 200],
+      [`{"query":"put d $1","params":[[{"j":${nest(64)}}]]}`, 400],
+    ]) {
+      assert.equal((await send('/query', body)).status, ok, body.slice(0, 40));
+      assert.equal((await send('/batch', `[${body}]`)).status, ok, body.slice(0, 40));
+    }
+    assert.deepEqual(await db.query('get d count'), [{ count: 8 }]);
   } finally {
     assert.equal(await s.stop(), 0);
   }
