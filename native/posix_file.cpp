@@ -350,6 +350,17 @@ Result<std::unique_ptr<File>> PosixFileSystem::open(const std::string& name, Ope
       return io_error("flock", name, err);
     }
   }
+  // A database with more than one name (hard links) is refused: the Node
+  // package's lock is its path's, so a process opening it by another name
+  // would write beside this one, and a checkpoint replaces the file under
+  // one name only.
+  struct stat st;
+  if (flags.exclusive && ::fstat(fd, &st) == 0 && st.st_nlink > 1) {
+    ::close(fd);
+    return Status(Code::Invalid, "database '" + name + "' has " + std::to_string(st.st_nlink) +
+                                     " names (hard links): another process could open it by another name beside this "
+                                     "one, and a checkpoint replaces the file under one name only; give it one name (copy it)");
+  }
   auto file = std::make_unique<PosixFile>(fd, name);
 #if defined(__linux__)
   if (flags.exclusive && !ProcessLocks::acquire(name, &file->lock_key_))

@@ -43,6 +43,10 @@ function syncDir(dir) {
 
 const CHUNK = 1 << 30; // one readSync/writeSync moves at most this much
 
+// The words of a refusal of a file with hard links, as native kitfox says them.
+const hardLinked = (name, links) =>
+  `database '${name}' has ${links} names (hard links): another process could open it by another name beside this one, and a checkpoint replaces the file under one name only; give it one name (copy it)`;
+
 export class NodeHost {
   // `file` is the absolute path of the database; `lock` the writer lock held for it.
   constructor(file, lock) {
@@ -59,6 +63,9 @@ export class NodeHost {
     return h;
   }
 
+  // A database with more than one name (hard links) is refused: the lock
+  // is its path's, so a process opening it by another name would write
+  // beside this one, and a checkpoint replaces the file under one name only.
   open(name, create, exclusive) {
     if (exclusive && name !== this.file && name !== this.file + '~~')
       throw new HostError('invalid', `no writer lock covers '${name}'`);
@@ -75,6 +82,13 @@ export class NodeHost {
         if (e2 instanceof HostError) throw e2;
         if (e2.code !== 'EEXIST') throw ioError(e2, `create '${name}'`);
         fd = fs.openSync(name, 'r+'); // another opener made it meanwhile
+      }
+    }
+    if (exclusive) {
+      const links = fs.fstatSync(fd).nlink;
+      if (links > 1) {
+        fs.closeSync(fd);
+        throw new HostError('invalid', hardLinked(name, links));
       }
     }
     const id = this.nextId++;

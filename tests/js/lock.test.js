@@ -174,6 +174,21 @@ describe('the native build and Node exclude each other', { skip: process.platfor
     viaLink.close();
   });
 
+  test('a file with hard links is refused by the CLI and Node alike, by either name', async () => {
+    // The lock is a path's: by another name the CLI wrote beside Node, and
+    // Node's next write landed over the CLI's acknowledged one.
+    const file = path.join(dir, 'linked.kfdb');
+    const other = path.join(dir, 'second-name.kfdb');
+    runCli([file, '-c', 'create collection t (n int)', '-c', 'put t {n: 1}']);
+    fs.linkSync(file, other);
+    for (const name of [file, other]) {
+      assert.throws(() => runCli([name, '-c', 'put t {n: 2}']), (e) => /has 2 names \(hard links\)/.test(String(e.stderr)), name);
+      await assert.rejects(Kitfox.open(name), (e) => e.code === 'invalid' && /has 2 names \(hard links\).*give it one name/.test(e.message), name);
+    }
+    fs.unlinkSync(other);
+    assert.deepEqual(cliLines([file, '-c', 'get t select n']), ['{"id":1,"n":1}']);
+  });
+
   test('a native checkpoint that carries writes keeps the lock from the Node package', async () => {
     // `kitfox serve` checkpoints natively: its side file (FILE~~, the writes
     // landing beside it carried after the image) is renamed over the file,
