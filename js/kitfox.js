@@ -57,14 +57,35 @@ const KEPT_TEXT = 1024;
 // anyway when their database closes).
 const finalizer =
   typeof FinalizationRegistry === 'function'
-    ? new FinalizationRegistry(({ db, st }) => {
-        if (db._h !== 0 && !db._core.kfBroken) {
+    ? new FinalizationRegistry(({ ref, st }) => {
+        const db = ref.deref(); // (gone: the closer freed its statements with it)
+        if (db && db._h !== 0 && !db._core.kfBroken) {
           try {
             db._core.kfFinalize(db._h, st);
           } catch {
             // the module is given up; nothing to free
           }
         }
+      })
+    : null;
+
+// Closes the databases their owners forgot, as close() would (every write
+// flushed, the lock let go), so that their memory in the module, which all
+// databases of this process share, is used again: a Durable Object evicted
+// without a word leaves its database behind, and the next instance opens
+// another.
+const closer =
+  typeof FinalizationRegistry === 'function'
+    ? new FinalizationRegistry(({ core, h, hostId, host }) => {
+        try {
+          if (!core.kfBroken) core.kfClose(h);
+        } catch {
+          // the module is given up: nothing to free
+        }
+        try {
+          core.kfRemoveHost(hostId);
+          host.release?.();
+        } catch {}
       })
     : null;
 
@@ -76,7 +97,9 @@ export class Statement {
     this._st = st;
     this.text = text;
     this._token = {};
-    finalizer?.register(this, { db, st }, this._token);
+    // A weak reference: a strong one held by the registry would keep a
+    // forgotten database (whose cache holds its statements) forever.
+    finalizer?.register(this, { ref: new WeakRef(db), st }, this._token);
   }
 
   _handle() {
@@ -126,6 +149,7 @@ export class Kitfox {
     this._timer = null;
     this._warmer = null;
     this._kept = new Map(); // query(), near(): prepared statements by their text
+    closer?.register(this, { core, h: handle, hostId, host }, this);
     if (info.warm) this._warmLater(WARM_DELAY_MS);
   }
 
@@ -436,6 +460,7 @@ export class Kitfox {
   // another open of the name succeeds at once; elsewhere it returns nothing.
   close() {
     if (this._h === 0) return this._host.released;
+    closer?.unregister(this);
     const core = this._core;
     // A given-up module is not called again (its state is unknown): the
     // file is let go as it is, with every acknowledged write in it.

@@ -174,6 +174,34 @@ describe('the native build and Node exclude each other', { skip: process.platfor
     viaLink.close();
   });
 
+  test('a database its owner forgot is closed when collected: its writes flushed, its lock let go', async () => {
+    // (A Durable Object evicted without a word left its database open in the
+    // module, which every instance after it shares; a statement's finalizer
+    // held its database forever.)
+    const file = path.join(dir, 'forgotten.kfdb');
+    const script = `
+      import { Kitfox } from ${JSON.stringify(path.join(root, 'js', 'index.js'))};
+      const file = ${JSON.stringify(file)};
+      {
+        const db = await Kitfox.open(file, { sync: 'off' });
+        db.query('create collection t (n int)');
+        db.prepare('get t count');
+        db.query('put t {n: $1}', [1]);
+      }
+      let again = null;
+      for (let i = 0; i < 100000 && !again; i++) {
+        globalThis.gc();
+        await new Promise((r) => setTimeout(r, 0));
+        try { again = await Kitfox.open(file); } catch (e) { if (e.code !== 'locked') throw e; }
+      }
+      console.log(again ? JSON.stringify(again.query('get t count')) : 'never closed');`;
+    const child = spawn(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    await within(new Promise((r) => child.on('exit', r)), 'the child never finished');
+    assert.equal(out.trim(), '[{"count":1}]');
+  });
+
   test('a file with hard links is refused by the CLI and Node alike, by either name', async () => {
     // The lock is a path's: by another name the CLI wrote beside Node, and
     // Node's next write landed over the CLI's acknowledged one.
