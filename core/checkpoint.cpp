@@ -530,9 +530,24 @@ Status Engine::replace_file(const NewImage& img) {
   std::unique_lock lk(sync_mu_);
   sync_cv_.wait(lk, [&] { return !syncing_; });
   Status st = fs_.replace(img.side, name_);
-  if (!st.is_ok()) fs_.remove(img.side);
-  else img.file->renamed(name_);  // its errors name the file, not NAME~~
-  return st;
+  if (st.is_ok()) {
+    img.file->renamed(name_);  // its errors name the file, not NAME~~
+    return st;
+  }
+  auto there = fs_.exists(img.side);
+  if (there.is_ok() && *there) {
+    fs_.remove(img.side);  // not renamed: the old file holds everything
+    return st;
+  }
+  // Renamed (or not known), but not accounted for: the directory's flush
+  // failed after the rename. The name may lead to the new file, which holds
+  // every write so far, or after a crash to the old one, which does too;
+  // a write now would go to the old file alone, which the name may no
+  // longer lead to. So no write may land until the database is reopened.
+  failure_ = "a checkpoint's new file was renamed over the database, but the rename is not known to be durable (" +
+             st.message() + ")";
+  failed_ = true;
+  return Status(Code::Failed, failure_ + "; the database refuses writes until it is reopened");
 }
 
 // Under the write lock (and the gate), once replace_file() did: the new file

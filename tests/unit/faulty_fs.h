@@ -53,6 +53,7 @@ struct Faults {
   std::atomic<int> syncs{0};
   std::atomic<bool> fail_sync{false};
   std::atomic<bool> fail_write{false};
+  std::atomic<bool> fail_after_rename{false};  // replace() renames, then fails (as a directory flush that failed)
   std::atomic<int> sync_delay_us{0};  // a slow disk, so flushes can be shared
   std::atomic<bool> fills_ahead{false};  // what File::fills_ahead() answers
   std::atomic<bool> map_files{false};    // File::map() passed on (else no file is mapped)
@@ -173,7 +174,9 @@ class FaultyFs : public FileSystem {
       x_->dirty[b] = x_->dirty[a];
       x_->dirty.erase(a);
     }
-    return in_.replace(a, b);
+    KF_TRY(in_.replace(a, b));
+    if (x_->fail_after_rename) return Status(Code::Io, "fsync directory: Input/output error (injected)");
+    return Status::ok();
   }
   bool atomic_replace() const override { return true; }
 

@@ -1097,6 +1097,36 @@ TEST_CASE("a failed flush refuses later writes until reopened; reads still work"
   CHECK(db2->query("put t {n: 4}").is_ok());
 }
 
+TEST_CASE("a checkpoint renamed but not known durable: no write lands after it, nothing acknowledged is lost") {
+  // The rename went through, then the directory's flush failed (EIO, or no
+  // descriptor left to open the directory): writes went on into the old
+  // file, which no name led to any more, and were lost at close.
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  OpenOptions o;
+  o.sync = SyncMode::Always;
+  o.auto_checkpoint = false;
+  auto db = open_db(fs, "db", o);
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  for (int i = 0; i < 100; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
+  faults.fail_after_rename = true;
+  const Status cp = db->checkpoint();
+  CHECK(cp.code() == Code::Failed);
+  CHECK(cp.message().find("not known to be durable") != std::string::npos);
+  faults.fail_after_rename = false;
+  auto w = db->query("put t {n: 100}");
+  CHECK(w.status().code() == Code::Failed);
+  CHECK(w.status().message().find("reopened") != std::string::npos);
+  CHECK(count(*db) == 100);  // reads go on
+  (void)db->close();
+  auto again = open_db(fs, "db", o);
+  CHECK(count(*again) == 100);
+  REQUIRE(again->query("put t {n: 100}").is_ok());
+  REQUIRE(again->close().is_ok());
+  CHECK(count(*open_db(fs, "db", o)) == 101);
+}
+
 TEST_CASE("a failed write changes nothing in memory") {
   auto mem = make_memory_file_system();
   Faults faults;
