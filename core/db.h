@@ -281,7 +281,8 @@ class Database {
   // once, on this thread, when the point is already flushed): `done` must
   // not block, nor close the database (close() stops that thread). Without
   // threads it flushes and calls `done` before it returns. After close(),
-  // `done` hears ok when close()'s flush covered the write, else `failed`.
+  // `done` hears ok when close()'s flush covered the write, else `failed`. A
+  // point no write gave is refused at once (`invalid`).
   void when_durable(uint64_t durable_at, std::function<void(const Status&)> done);
 
   Status checkpoint();  // writes a new image, drops the tail

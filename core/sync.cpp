@@ -194,16 +194,22 @@ void Engine::when_durable(uint64_t seq, std::function<void(const Status&)> done)
   {
     CallsInFlight::Scope in(calls_);  // not around done(): it may close the database
     if (in) {
+      bool issued;
       {
         std::lock_guard g(sync_mu_);
+        // A point no write gave: a flush would never reach it.
+        issued = seq <= written_seq_;
+        if (!issued)
+          now = Status(Code::Invalid, "durable point " + std::to_string(seq) + " was given by no write (the last write's is " +
+                                          std::to_string(written_seq_) + ")");
         // stop_flusher_ first: it is set under this mutex before close() joins the thread.
-        if (opts_.sync == SyncMode::Always && !stop_flusher_ && flusher_.running() && !failed_ && synced_seq_ < seq) {
+        else if (opts_.sync == SyncMode::Always && !stop_flusher_ && flusher_.running() && !failed_ && synced_seq_ < seq) {
           durable_waiters_.push_back({seq, std::move(done)});
           sync_cv_.notify_all();
           return;
         }
       }
-      now = seq ? sync_to(seq) : Status::ok();
+      if (issued) now = seq ? sync_to(seq) : Status::ok();
     } else {
       // Closed: durable when close()'s flush covered it.
       std::lock_guard g(sync_mu_);

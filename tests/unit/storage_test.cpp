@@ -1354,6 +1354,19 @@ TEST_CASE("deferred writes land while a flush is held and are answered after it,
   bool now = false;
   db->when_durable(1, [&](const Status& s) { now = s.is_ok(); });
   CHECK(now);
+  // A point no write gave: refused at once, on this thread (a flush never
+  // reached it: the flusher spun and close() never returned).
+  for (uint64_t bad : {uint64_t{1} << 40, UINT64_MAX}) {
+    Status said{Code::Ok, ""};
+    bool called = false;
+    db->when_durable(bad, [&](const Status& s) {
+      said = s;
+      called = true;
+    });
+    CHECK(called);
+    CHECK(said.code() == Code::Invalid);
+    CHECK(said.message().find("was given by no write") != std::string::npos);
+  }
   db->close();
   auto again = open_db(fs, "db", always_no_checkpoint());
   CHECK(count(*again) == 10);
