@@ -292,7 +292,7 @@ Status Database::sync() { return engine_->sync(); }
 uint64_t Database::warm(uint64_t budget) { return engine_->warm(budget); }
 Status Database::close() { return engine_->close(); }
 Stats Database::stats() { return engine_->stats(); }
-const OpenReport& Database::open_report() const { return engine_->report(); }
+OpenReport Database::open_report() const { return engine_->report(); }
 
 Value stats_value(const Stats& st) {
   auto u = [](uint64_t n) { return Value::integer(static_cast<int64_t>(n)); };

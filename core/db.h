@@ -300,7 +300,7 @@ class Database {
   Status close();
 
   Stats stats();
-  const OpenReport& open_report() const;
+  OpenReport open_report() const;  // a copy: warnings are added after the open too
 
  private:
   friend class Statement;

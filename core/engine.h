@@ -310,7 +310,12 @@ class Engine {
   Status sync();
   Status close();
   Stats stats();
-  const OpenReport& report() const { return report_; }
+  // A copy: warnings are added after the open too (a graph rebuilt, an
+  // automatic checkpoint failed), by threads that hold report_mu_.
+  OpenReport report() const {
+    std::lock_guard g(report_mu_);
+    return report_;
+  }
 
   // Used by the executor (query/executor.cpp, query/ops/), under the appropriate lock.
   const OpenOptions& options() const { return opts_; }
@@ -624,6 +629,7 @@ class Engine {
   std::string name_;
   OpenOptions opts_;
   OpenReport report_;
+  mutable std::mutex report_mu_;  // report_ after the open
   std::unique_ptr<File> file_;
 
   FairSharedMutex mu_;  // reads shared, writes exclusive

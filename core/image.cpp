@@ -819,9 +819,12 @@ Status Engine::check_extents(bool* repaired) {
       return w + "'";
     };
     if (uint64_t off = idx.graph_damaged_at()) {
-      report_.index_rebuilt = true;
-      report_.warnings.push_back("the HNSW graph of " + what() + " was damaged " + at(off) +
-                                 " and was rebuilt from its vector table");
+      {
+        std::lock_guard g(report_mu_);
+        report_.index_rebuilt = true;
+        report_.warnings.push_back("the HNSW graph of " + what() + " was damaged " + at(off) +
+                                   " and was rebuilt from its vector table");
+      }
       idx.rebuild_graph(port::cores());
       *repaired = true;
     }

@@ -283,7 +283,7 @@ void Engine::checkpoint_if_due() {
 void Engine::auto_checkpoint() {
   Status cs = checkpoint_now();  // a write's call, or the checkpointer, which close() stops first
   if (!cs.is_ok() && !failed_) {
-    std::unique_lock lk(mu_);
+    std::lock_guard g(report_mu_);
     report_.warnings.push_back("automatic checkpoint failed: " + cs.message());
   }
 }

@@ -575,7 +575,7 @@ class Session {
     auto r = db_.query(text, params_);
     // What a statement found on its way (a damaged graph rebuilt when first
     // read) is said as it happens, as open's warnings are.
-    const std::vector<std::string>& warnings = db_.open_report().warnings;
+    const std::vector<std::string> warnings = db_.open_report().warnings;
     for (; warned_ < warnings.size(); warned_++) fprintf(stderr, "kitfox: warning: %s\n", warnings[warned_].c_str());
     if (!r.is_ok()) {
       out_flush();  // rows printed so far come before the error
