@@ -198,6 +198,25 @@ describe('workerd', () => {
       assert.equal(bad.body.error.code, 'syntax');
       assert.equal(bad.body.error.position, 15);
       assert.equal((await q('put notes {title: $1}', [[1, 2]])).body.error.code, 'type');
+      // One connection serves every client: a transaction is refused (a
+      // client's begin took in the others' writes, its rollback dropped them).
+      for (const text of ['begin', '-- mine\n  COMMIT', 'rollback;']) {
+        const t = await q(text);
+        assert.equal(t.status, 400, text);
+        assert.equal(t.body.error.code, 'invalid', text);
+      }
+      const inBatch = await post(`${db}/batch`, { statements: [['put notes {title: $1}', ['x']], ['begin']] });
+      assert.equal(inBatch.status, 400);
+      // A body that is no JSON is the client's mistake; an integer beyond
+      // 2^53 is kept exact (request.json() rounded it).
+      const notJson = await fetch(`${db}/query`, { method: 'POST', body: 'not json' });
+      assert.equal(notJson.status, 400);
+      assert.match((await notJson.json()).error.message, /not JSON/);
+      await q('create collection big (n int)');
+      const exact = await fetch(`${db}/query`, { method: 'POST', body: '{"q": "put big {n: $1}", "params": [9007199254740993]}' });
+      assert.equal(exact.status, 200);
+      assert.deepEqual((await q('get big')).body.rows, [{ id: 1, n: '9007199254740993' }]);
+      assert.equal((await q('drop collection big')).status, 200);
       // A checkpoint rewrites the file in storage (replace, in one transaction).
       assert.equal((await q('checkpoint')).status, 200);
       assert.equal((await q('put notes {title: $1}', ['c'])).status, 200);

@@ -29,8 +29,37 @@ function answer(value, status = 200) {
 }
 
 function failure(e) {
-  if (e instanceof KitfoxError) return answer({ error: { code: e.code, message: e.message, position: e.position } }, 400);
+  if (e instanceof KitfoxError) return answer({ error: { code: e.code, message: e.message, position: e.position } }, e.code === 'failed' ? 500 : 400);
   return answer({ error: { code: 'failed', message: String(e && e.message ? e.message : e), position: -1 } }, 500);
+}
+
+// A request's mistake: 400, nothing run.
+class BadRequest extends Error {}
+const refuse = (message) => answer({ error: { code: 'invalid', message, position: -1 } }, 400);
+
+// The body's JSON, with an integer beyond 2^53 kept exact as a BigInt, as
+// the embedded API takes it (JSON.parse alone would round it).
+function readBody(text) {
+  try {
+    return JSON.parse(text, (key, value, context) => {
+      if (typeof value !== 'number' || Number.isSafeInteger(value) || !Number.isInteger(value)) return value;
+      const source = context?.source;
+      if (source === undefined) throw new BadRequest(`the integer near ${value} cannot be read exactly here: write it in the statement`);
+      return /^-?\d+$/.test(source) ? BigInt(source) : value;
+    });
+  } catch (e) {
+    throw e instanceof BadRequest ? e : new BadRequest(`the body is not JSON: ${e.message}`);
+  }
+}
+
+// A transaction is a connection's, and this one connection serves every
+// client: a client's begin would take in every other client's writes,
+// which its rollback (or an eviction) would drop. Refused, as kitfox serve
+// refuses it; a batch is atomic.
+const TRANSACTION = /^(?:\s|--[^\n]*(?:\n|$))*(?:begin|commit|rollback)\b/i;
+function noTransaction(text) {
+  if (typeof text === 'string' && TRANSACTION.test(text))
+    throw new BadRequest('transactions are not taken here: every client shares one connection (send the writes as one batch)');
 }
 
 export class KitfoxDatabase extends DurableObject {
@@ -53,11 +82,13 @@ export class KitfoxDatabase extends DurableObject {
     const op = new URL(request.url).pathname.split('/').pop();
     try {
       const db = await this.database();
-      const body = request.method === 'POST' ? await request.json() : {};
+      const body = request.method === 'POST' ? readBody(await request.text()) : {};
       switch (op) {
         case 'query':
+          noTransaction(body.q);
           return answer({ rows: db.query(body.q, body.params ?? []) });
         case 'batch':
+          if (Array.isArray(body.statements)) for (const s of body.statements) noTransaction(Array.isArray(s) ? s[0] : s);
           return answer({ results: db.batch(body.statements) });
         case 'near': {
           const { collection, field, vector, ...options } = body;
@@ -71,6 +102,10 @@ export class KitfoxDatabase extends DurableObject {
           return answer({ error: { code: 'not_found', message: `no such operation: ${op}`, position: -1 } }, 404);
       }
     } catch (e) {
+      if (e instanceof BadRequest) return refuse(e.message);
+      // A module that failed (out of memory) is given up with every database
+      // in it: the next request opens the database again, in a new one.
+      if (e instanceof KitfoxError && e.code === 'failed') this.opening = null;
       return failure(e);
     }
   }
