@@ -70,13 +70,21 @@ export async function acquireLock(file, method = 'auto') {
 // bytes on Linux): the address Node binds for any abstract name, and so the
 // one native kitfox binds. Deno binds a name as long as it is given, so it
 // is given the padded one; Bun cannot bind a name of 108 bytes through
-// node:net (EINVAL), so it binds this one through libc (bunSocketLock).
+// node:net (EINVAL), so it binds this one through libc (libcSocketLock).
 const SUN_PATH = 108;
 
-function socketLock(file, key) {
+async function socketLock(file, key) {
   const short = '\0kitfox-lock:' + crypto.createHash('sha256').update(key).digest('hex');
   const name = short + '\0'.repeat(SUN_PATH - short.length);
-  if (process.versions.bun) return bunSocketLock(file, name);
+  if (process.versions.bun) {
+    const libc = await bunLibc();
+    if (!libc) throw kitfoxError('io', `taking the writer lock of '${file}': Bun cannot load libc to bind the lock's socket (open with lock: 'file' instead)`);
+    return libcSocketLock(file, name, libc);
+  }
+  if (globalThis.Deno && denoMayUseFfi()) {
+    const libc = denoLibc();
+    if (libc) return libcSocketLock(file, name, libc);
+  }
   return new Promise((resolve, reject) => {
     const server = net.createServer((conn) => conn.destroy());
     server.once('error', (e) => {
@@ -92,14 +100,19 @@ function socketLock(file, key) {
   });
 }
 
-// Bun: socket(2), bind(2) and listen(2) called through bun:ffi, with the
-// whole sockaddr_un (the family, then the 108 bytes of `name`). Linux only
-// (the 'socket' lock is): its constants (AF_UNIX, SOCK_CLOEXEC, EADDRINUSE)
-// and a little-endian sa_family, which every Linux that Bun runs on has.
+// socket(2), bind(2) and listen(2) called through the runtime's FFI, with
+// the whole sockaddr_un (the family, then the 108 bytes of `name`) and
+// SOCK_CLOEXEC, so a child process started meanwhile does not keep the lock:
+// Bun's node:net cannot bind the name; Deno's binds it without close-on-exec
+// (a child kept the lock after close() and exit), so where Deno may use FFI
+// (--allow-ffi) it takes this way. Linux only (the 'socket' lock is): its
+// constants and a little-endian sa_family, which every Linux these run on has.
 const BUN_FFI = 'bun:ffi'; // not a literal import: bundlers leave it alone
 const AF_UNIX = 1, SOCK_STREAM = 1, SOCK_CLOEXEC = 0o2000000, EADDRINUSE = 98;
+const LIBC = ['libc.so.6', 'libc.so'];
 
-async function bunSocketLock(file, name) {
+// libc's calls as {socket, bind, listen, close, errno(), unload()}, or null.
+async function bunLibc() {
   const { dlopen, read } = await import(BUN_FFI);
   const calls = {
     socket: { args: ['i32', 'i32', 'i32'], returns: 'i32' },
@@ -108,23 +121,52 @@ async function bunSocketLock(file, name) {
     close: { args: ['i32'], returns: 'i32' },
     __errno_location: { args: [], returns: 'ptr' },
   };
-  let libc = null;
-  for (const lib of ['libc.so.6', 'libc.so']) {
+  for (const lib of LIBC) {
     try {
-      libc = dlopen(lib, calls);
-      break;
+      const l = dlopen(lib, calls);
+      const c = l.symbols;
+      return { ...c, errno: () => read.i32(c.__errno_location(), 0), unload: () => l.close() };
     } catch {}
   }
-  if (!libc) throw kitfoxError('io', `taking the writer lock of '${file}': Bun cannot load libc to bind the lock's socket (open with lock: 'file' instead)`);
-  const c = libc.symbols;
+  return null;
+}
+
+function denoLibc() {
+  const calls = {
+    socket: { parameters: ['i32', 'i32', 'i32'], result: 'i32' },
+    bind: { parameters: ['i32', 'buffer', 'u32'], result: 'i32' },
+    listen: { parameters: ['i32', 'i32'], result: 'i32' },
+    close: { parameters: ['i32'], result: 'i32' },
+    __errno_location: { parameters: [], result: 'pointer' },
+  };
+  for (const lib of LIBC) {
+    try {
+      const l = globalThis.Deno.dlopen(lib, calls);
+      const c = l.symbols;
+      return { ...c, errno: () => new globalThis.Deno.UnsafePointerView(c.__errno_location()).getInt32(0), unload: () => l.close() };
+    } catch {}
+  }
+  return null;
+}
+
+// Whether Deno may call libc (it was given --allow-ffi).
+function denoMayUseFfi() {
+  try {
+    return globalThis.Deno?.permissions?.querySync?.({ name: 'ffi' }).state === 'granted';
+  } catch {
+    return false;
+  }
+}
+
+function libcSocketLock(file, name, c) {
   const fail = (what) => {
-    const errno = read.i32(c.__errno_location(), 0);
+    const errno = c.errno();
     return errno === EADDRINUSE ? lockedError(file) : kitfoxError('io', `taking the writer lock of '${file}': ${what} failed (errno ${errno})`);
   };
   const fd = c.socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     const e = fail('socket');
-    libc.close();
+    c.unload();
     throw e;
   }
   const addr = new Uint8Array(2 + SUN_PATH);
@@ -134,13 +176,13 @@ async function bunSocketLock(file, name) {
   if (!bound || c.listen(fd, 1) !== 0) {
     const e = fail(bound ? 'listen' : 'bind');
     c.close(fd);
-    libc.close();
+    c.unload();
     throw e;
   }
   return {
     release() {
       c.close(fd);
-      libc.close();
+      c.unload();
     },
   };
 }

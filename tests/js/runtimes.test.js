@@ -124,6 +124,18 @@ describe('Node, Deno, Bun and the native build exclude each other', { skip: proc
       }
     });
   }
+  // A child process started while a database is open does not keep its
+  // lock (Deno's node:net socket was inherited: the lock outlived close()
+  // and the process; Deno binds through libc when it may use FFI).
+  test('a child process started while a database is open does not keep its lock', async () => {
+    const withFfi = (...a) => [bins.deno, ['run', '--allow-read', '--allow-write', '--allow-env', '--allow-sys', '--allow-ffi', '--allow-run', '--no-prompt', 'lock-check.mjs', ...a]];
+    for (const [name, make] of [['node', command.node], ['bun', command.bun], ['deno --allow-ffi', withFfi]]) {
+      const file = path.join(tempDir('kitfox-lock-child-'), 'child.kfdb');
+      const [cmd, args] = make('child', file);
+      const { stdout } = await within(run(cmd, args, { cwd: dir, env: env() }), `${name} never finished`);
+      assert.deepEqual(JSON.parse(stdout.trim().split('\n').pop()), { opened: true }, name);
+    }
+  });
   test('held by the native build', async () => {
     const file = path.join(tempDir('kitfox-lock-native-'), 'held.kfdb');
     const server = await startServer(file);
