@@ -25,8 +25,11 @@ export interface ServerStats {
   /** Text and secondary indexes, and vector indexes' document maps, built beside the lock since the open (docs/storage.md). */
   builtBeside: number;
   collections: Array<{ name: string; documents: number; bytes: number }>;
-  /** Requests of /query, /batch and /docs run on an event loop, and handed to a worker thread, since the server started. */
-  server: { ranOnLoop: number; ranHandedOver: number };
+  /**
+   * Requests of /query, /batch and /docs run on an event loop, and handed to a worker thread, since the server
+   * started; puts (`/docs`, a put of documents in `/query`) and batches read straight into their encoding.
+   */
+  server: { ranOnLoop: number; ranHandedOver: number; putsReadStraight: number; batchesReadStraight: number };
 }
 
 /** A statement the server checked (prepare): run it with new parameters. */

@@ -12,16 +12,22 @@ export function checkName(what, s, re) {
 }
 
 export function checkCount(what, n) {
-  if (!Number.isInteger(n) || n < 0) throw kitfoxError('invalid', `${what} must be a non-negative integer, got ${String(n)}`);
+  if (!Number.isInteger(n) || n < 0)
+    throw kitfoxError('invalid', `${what} must be a non-negative integer, got ${typeof n === 'string' ? JSON.stringify(n) : String(n)}`);
   return n;
 }
+
+const NEAR_OPTIONS = ['limit', 'ef', 'exact', 'where', 'params', 'select'];
 
 // Nearest neighbours of `vector` in `collection`.`field`:
 //   get C [select ...] [where ...] near field $k [ef N] [exact] limit K
 // with the vector as the last param. Returns { text, params }.
 export function nearStatement(collection, field, vector, options = {}) {
   if (options === null || typeof options !== 'object') throw kitfoxError('invalid', 'near options must be an object');
+  for (const key of Object.keys(options))
+    if (!NEAR_OPTIONS.includes(key)) throw kitfoxError('invalid', `unknown near option '${key}' (near takes ${NEAR_OPTIONS.join(', ')})`);
   const { limit = 10, ef, exact = false, where, params = [], select } = options;
+  if (typeof exact !== 'boolean') throw kitfoxError('invalid', `exact must be true or false, got ${typeof exact === 'string' ? JSON.stringify(exact) : String(exact)}`);
   checkName('collection', collection, IDENT);
   checkName('field', field, PATH);
   if (!Array.isArray(params)) throw kitfoxError('invalid', 'params must be an array');

@@ -490,6 +490,11 @@ describe('methods', () => {
     assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { select: ['title) x'] }), { code: 'invalid' });
     // KitfoxErrors, not TypeErrors: options of null, a hole in a batch.
     assert.throws(() => db.near('docs', 'embed', [1, 0, 0], null), { code: 'invalid', message: /near options must be an object/ });
+    // Options as given: a string is named as one, "false" is no boolean,
+    // and a misspelt key is refused (it was ignored).
+    assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { limit: '5' }), { code: 'invalid', message: /limit must be a non-negative integer, got "5"/ });
+    assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { exact: 'false' }), { code: 'invalid', message: /exact must be true or false, got "false"/ });
+    assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { limt: 3 }), { code: 'invalid', message: /unknown near option 'limt'/ });
     assert.throws(() => db.batch([, ['get docs']]), { code: 'invalid', message: /batch entry 1: a statement must be a string/ });
     db.close();
   });
