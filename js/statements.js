@@ -32,7 +32,12 @@ export function nearStatement(collection, field, vector, options = {}) {
   checkName('field', field, PATH);
   if (!Array.isArray(params)) throw kitfoxError('invalid', 'params must be an array');
   let v = vector;
-  if (Array.isArray(v)) v = Float32Array.from(v);
+  if (Array.isArray(v)) {
+    v = Float32Array.from(v);
+    // (a finite number past float32's range would read as an infinity)
+    const far = v.findIndex((x, i) => !Number.isFinite(x) && Number.isFinite(vector[i]));
+    if (far >= 0) throw kitfoxError('type', `near's vector[${far}]: ${vector[far]} is beyond a float32's range (±3.4e38)`);
+  }
   if (!(v instanceof Float32Array || v instanceof Float64Array))
     throw kitfoxError('type', 'near takes the vector as a Float32Array or an array of numbers');
   const all = [...params, v];

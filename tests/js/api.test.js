@@ -495,6 +495,7 @@ describe('methods', () => {
     assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { limit: '5' }), { code: 'invalid', message: /limit must be a non-negative integer, got "5"/ });
     assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { exact: 'false' }), { code: 'invalid', message: /exact must be true or false, got "false"/ });
     assert.throws(() => db.near('docs', 'embed', [1, 0, 0], { limt: 3 }), { code: 'invalid', message: /unknown near option 'limt'/ });
+    assert.throws(() => db.near('docs', 'embed', [1, -1e39, 0]), { code: 'type', message: /vector\[1\]: -1e\+39 is beyond a float32's range/ });
     assert.throws(() => db.batch([, ['get docs']]), { code: 'invalid', message: /batch entry 1: a statement must be a string/ });
     db.close();
   });
