@@ -380,6 +380,10 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
     txn_.clear();
     undo_.clear();
     WriteBatch batch;  // each statement's ops
+    // Its reads' rows are one answer: held to max_result_bytes together, as
+    // one query's are (a batch of reads of 300 MB each ran a WASM module
+    // out of memory, failing every database in it).
+    uint64_t rows_left = opts_.max_result_bytes;
     for (size_t i = 0; i < items.size(); i++) {
       const ParsedStatement& st = items[i].p->st;
       QueryResult r;
@@ -390,6 +394,14 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
         if (s.is_ok() && !batch.empty()) s = commit(batch).status();
       } else {
         s = execute_read(*items[i].p, find(st.collection), items[i].params(), &r);  // no lock held since binding
+        for (size_t k = 0; s.is_ok() && k < r.rows.size(); k++) {
+          const uint64_t n = RowBudget::bytes(r.rows[k]);
+          if (n > rows_left)
+            s = Status(Code::Limit, "the rows of this batch's reads take more than " + std::to_string(opts_.max_result_bytes >> 20) +
+                                        " MiB (max_result_bytes): add limits or select fewer fields, or read in more calls");
+          else
+            rows_left -= n;
+        }
       }
       if (!s.is_ok()) {
         rollback(undo_);

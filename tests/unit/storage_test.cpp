@@ -581,6 +581,18 @@ TEST_CASE("the rows of one query are bounded by max_result_bytes: scans, sorts, 
   REQUIRE(top->rows.size() == 10);
   for (int64_t i = 0; i < 10; i++) CHECK(top->rows[i].get("n")->as_int() == 1999 - i);
   CHECK(count(*db) == 2000);
+  // A batch's reads are one answer: each within the budget, together past
+  // it, refused (and its write with them); under it, answered.
+  std::vector<BatchItem> reads;
+  for (int i = 0; i < 8; i++) reads.push_back({"get t limit 100", {}});
+  reads.push_back({"put u {k: 2}", {}});
+  auto b = db->batch(reads);
+  REQUIRE_FALSE(b.is_ok());
+  CHECK(b.status().code() == Code::Limit);
+  CHECK(b.status().message().find("this batch's reads") != std::string::npos);
+  CHECK(db->query("get u count")->rows[0].get("count")->as_int() == 1);
+  reads.erase(reads.begin() + 2, reads.begin() + 8);
+  CHECK(db->batch(reads).is_ok());
 }
 
 TEST_CASE("a top-k by any key and offset is the slice of the whole sort") {
