@@ -111,42 +111,40 @@ const BUN_FFI = 'bun:ffi'; // not a literal import: bundlers leave it alone
 const AF_UNIX = 1, SOCK_STREAM = 1, SOCK_CLOEXEC = 0o2000000, EADDRINUSE = 98;
 const LIBC = ['libc.so.6', 'libc.so'];
 
-// libc's calls as {socket, bind, listen, close, errno(), unload()}, or null.
-async function bunLibc() {
-  const { dlopen, read } = await import(BUN_FFI);
-  const calls = {
-    socket: { args: ['i32', 'i32', 'i32'], returns: 'i32' },
-    bind: { args: ['i32', 'ptr', 'u32'], returns: 'i32' },
-    listen: { args: ['i32', 'i32'], returns: 'i32' },
-    close: { args: ['i32'], returns: 'i32' },
-    __errno_location: { args: [], returns: 'ptr' },
-  };
+// libc's calls as {socket, bind, listen, close, errno(), unload()}, or
+// null: `dlopen` the runtime's, `describe` a call's types in its words, and
+// `errnoOf` reading errno where __errno_location points.
+const LIBC_CALLS = {
+  socket: [['i32', 'i32', 'i32'], 'i32'],
+  bind: [['i32', 'ptr', 'u32'], 'i32'],
+  listen: [['i32', 'i32'], 'i32'],
+  close: [['i32'], 'i32'],
+  __errno_location: [[], 'ptr'],
+};
+function loadLibc(dlopen, describe, errnoOf) {
+  const calls = Object.fromEntries(Object.entries(LIBC_CALLS).map(([name, [args, ret]]) => [name, describe(args, ret)]));
   for (const lib of LIBC) {
     try {
       const l = dlopen(lib, calls);
       const c = l.symbols;
-      return { ...c, errno: () => read.i32(c.__errno_location(), 0), unload: () => l.close() };
+      return { ...c, errno: () => errnoOf(c.__errno_location()), unload: () => l.close() };
     } catch {}
   }
   return null;
 }
 
+async function bunLibc() {
+  const { dlopen, read } = await import(BUN_FFI);
+  return loadLibc(dlopen, (args, returns) => ({ args, returns }), (p) => read.i32(p, 0));
+}
+
 function denoLibc() {
-  const calls = {
-    socket: { parameters: ['i32', 'i32', 'i32'], result: 'i32' },
-    bind: { parameters: ['i32', 'buffer', 'u32'], result: 'i32' },
-    listen: { parameters: ['i32', 'i32'], result: 'i32' },
-    close: { parameters: ['i32'], result: 'i32' },
-    __errno_location: { parameters: [], result: 'pointer' },
-  };
-  for (const lib of LIBC) {
-    try {
-      const l = globalThis.Deno.dlopen(lib, calls);
-      const c = l.symbols;
-      return { ...c, errno: () => new globalThis.Deno.UnsafePointerView(c.__errno_location()).getInt32(0), unload: () => l.close() };
-    } catch {}
-  }
-  return null;
+  const { Deno } = globalThis;
+  return loadLibc(
+    Deno.dlopen,
+    (args, ret) => ({ parameters: args.map((a) => (a === 'ptr' ? 'buffer' : a)), result: ret === 'ptr' ? 'pointer' : ret }),
+    (p) => new Deno.UnsafePointerView(p).getInt32(0),
+  );
 }
 
 // Whether Deno may call libc (it was given --allow-ffi).
