@@ -132,9 +132,50 @@ Status read_statement(Value& v, std::string* text, std::vector<Value>* params, c
   return Status::ok();
 }
 
+simdjson::ondemand::parser& body_parser(size_t body_bytes);
+
+// "query" or "params" given twice in a statement's object, which parse_json
+// reads as the last: refused (a proxy or a log that reads the first would
+// see another statement than the one run). `list`: a /batch body, its
+// statements numbered. A body that does not parse is left to parse_json.
+Status repeated_keys(std::string_view body, bool list) {
+  namespace od = simdjson::ondemand;
+  const simdjson::padded_string padded(body);
+  od::document doc;
+  if (body_parser(body.size()).iterate(padded).get(doc)) return Status::ok();
+  auto check = [](od::object obj, const std::string& where) {
+    int query = 0, params = 0;
+    for (auto f : obj) {
+      od::field field;
+      std::string_view key;
+      if (std::move(f).get(field) || field.unescaped_key(false).get(key)) return Status::ok();
+      query += key == "query";
+      params += key == "params";
+    }
+    if (query > 1 || params > 1)
+      return Status(Code::Invalid, where + "gives \"" + (query > 1 ? "query" : "params") + "\" twice");
+    return Status::ok();
+  };
+  if (!list) {
+    od::object obj;
+    return doc.get_object().get(obj) ? Status::ok() : check(obj, "the body ");
+  }
+  od::array arr;
+  if (doc.get_array().get(arr)) return Status::ok();
+  size_t i = 0;
+  for (auto e : arr) {
+    i++;
+    od::object obj;
+    if (e.get_object().get(obj)) continue;
+    KF_TRY(check(obj, "statement " + std::to_string(i) + " "));
+  }
+  return Status::ok();
+}
+
 // A body that is one statement: {"query": TEXT, "params": [...]}.
 Status body_statement(std::string_view body, std::string* text, std::vector<Value>* params) {
   KF_ASSIGN(Value v, parse_json(body, -2));  // each parameter's depth counted from itself
+  KF_TRY(repeated_keys(body, false));
   return read_statement(v, text, params, "the body ");
 }
 
@@ -532,6 +573,7 @@ ApiResponse Api::batch(std::string_view body, bool on_loop) {
   if (!straight) {
     auto v = parse_json(body, -3);  // each parameter's depth counted from itself
     if (!v.is_ok()) return from_status(v.status());
+    if (Status twice = repeated_keys(body, true); !twice.is_ok()) return from_status(twice);
     if (v->kind() != Kind::List)
       return error(400, "invalid", "the body must be a list of statements [{\"query\": ..., \"params\": [...]}, ...]");
     items.assign(v->size(), {});

@@ -338,18 +338,26 @@ TEST_CASE("http api: /batch reads its statements' parameters straight, with pars
   }
   CHECK(all("a") == before);
   CHECK(straight() == 4);  // the failed one above, and the two the fast reader read (a text for an int, a vector of two)
-  // A key given twice reads as parse_json reads it: the last value.
-  CHECK(post(api, "/batch", R"j([{"query": "get a count", "query": "get b count"}])j").body ==
-        post(api, "/batch", R"j([{"query": "get b count"}])j").body);
+  // A statement's "query" or "params" given twice is refused (parse_json
+  // would run the last, a proxy reading the first would see another);
+  // a key given twice inside a parameter reads as parse_json reads it.
+  auto twice = post(api, "/batch", R"j([{"query": "get a count"}, {"query": "get a count", "query": "del a"}])j");
+  CHECK(twice.status == 400);
+  CHECK(twice.body.find(R"(statement 2 gives \"query\" twice)") != std::string::npos);
+  auto twice1 = post(api, "/query", R"j({"params": [], "query": "get a count", "params": [1]})j");
+  CHECK(twice1.status == 400);
+  CHECK(twice1.body.find(R"(the body gives \"params\" twice)") != std::string::npos);
+  CHECK(all("a") == before);
   // Nesting counted from each parameter, as `--param` counts it: the same
-  // answer with a key given twice, which sends the body to parse_json.
+  // answer with a key given twice in a parameter, which sends the body to
+  // parse_json.
   auto nested = [](int levels) {
     return std::string(static_cast<size_t>(levels), '[') + "1" + std::string(static_cast<size_t>(levels), ']');
   };
   for (int levels : {62, 63, 64, 65}) {
     INFO("levels " << levels);
     const std::string fast = R"j([{"query": "put a {j: $1}", "params": [)j" + nested(levels) + "]}]";
-    const std::string slow = R"j([{"query": "put a {j: $1}", "query": "put a {j: $1}", "params": [)j" + nested(levels) + "]}]";
+    const std::string slow = R"j([{"query": "put a {j: $1}", "params": [)j" + nested(levels) + R"j(, {"x": 1, "x": 2}]}])j";
     const unsigned want_status = post(api, "/batch", slow).status;
     CHECK(post(api, "/batch", fast).status == want_status);
     CHECK(want_status == (levels <= 64 ? 200 : 400));
