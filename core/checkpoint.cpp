@@ -529,10 +529,29 @@ Status Engine::carry_tail(NewImage& img, uint64_t to) {
 Status Engine::replace_file(const NewImage& img) {
   std::unique_lock lk(sync_mu_);
   sync_cv_.wait(lk, [&] { return !syncing_; });
+  // A side file shorter than what was written to it (a host that took a
+  // failed write for done) is never put in the database's place.
+  const uint64_t written = img.size + img.carried;
+  auto held = img.file->size();
+  if (!held.is_ok() || *held < written) {
+    fs_.remove(img.side);
+    return Status(Code::Io, "a checkpoint's new image '" + img.side + "' holds " +
+                                (held.is_ok() ? std::to_string(*held) : "an unknown number of") + " bytes of the " +
+                                std::to_string(written) + " written to it; the database is left as it was");
+  }
   Status st = fs_.replace(img.side, name_);
   if (st.is_ok()) {
     img.file->renamed(name_);  // its errors name the file, not NAME~~
     return st;
+  }
+  if (!fs_.atomic_replace()) {
+    // A copy protocol (OPFS): the file may be half copied over. The side
+    // file is whole and flushed, and the next open finishes the copy from
+    // it; no write may land before.
+    failure_ = "a checkpoint's copy of its new image over the database failed (" + st.message() +
+               "); the next open finishes it";
+    failed_ = true;
+    return Status(Code::Failed, failure_ + "; the database refuses writes until it is reopened");
   }
   auto there = fs_.exists(img.side);
   if (there.is_ok() && *there) {
@@ -541,9 +560,11 @@ Status Engine::replace_file(const NewImage& img) {
   }
   // Renamed (or not known), but not accounted for: the directory's flush
   // failed after the rename. The name may lead to the new file, which holds
-  // every write so far, or after a crash to the old one, which does too;
-  // a write now would go to the old file alone, which the name may no
-  // longer lead to. So no write may land until the database is reopened.
+  // every write so far, or after a crash to the old one, which does too
+  // once flushed here; a write now would go to the old file alone, which
+  // the name may no longer lead to. So no write may land until the
+  // database is reopened.
+  (void)file_->sync();
   failure_ = "a checkpoint's new file was renamed over the database, but the rename is not known to be durable (" +
              st.message() + ")";
   failed_ = true;

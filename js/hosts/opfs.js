@@ -141,6 +141,16 @@ function ioError(e, what) {
   return new HostError('io', `${what}: ${e && e.name ? e.name + ': ' : ''}${e && e.message ? e.message : e}`);
 }
 
+// The bytes a sync access handle says it read or wrote of `left`: a count
+// out of 1..left is a failure. Out of room, Chromium's private-window OPFS
+// neither throws nor answers 0 but 2^32 - 8 (its error -8, unsigned), and
+// a write taken as whole let a checkpoint copy a cut-off image over the
+// database.
+function counted(n, left, what) {
+  if (Number.isInteger(n) && n > 0 && n <= left) return n;
+  throw new HostError('io', `${what}: the browser reported ${n} bytes of ${left} (out of storage space?)`);
+}
+
 export class OpfsHost {
   // Use OpfsHost.open().
   constructor(name, dir, file, entries, unlock, readsOnDemand) {
@@ -245,7 +255,7 @@ export class OpfsHost {
       while (done < dest.length) {
         const n = e.handle.read(done ? dest.subarray(done) : dest, { at: offset + done });
         if (n === 0) break;
-        done += n;
+        done += counted(n, dest.length - done, `read '${e.name}'`);
       }
     } catch (err) {
       throw ioError(err, `read '${e.name}'`);
@@ -259,8 +269,7 @@ export class OpfsHost {
     try {
       while (done < src.length) {
         const n = e.handle.write(done ? src.subarray(done) : src, { at: offset + done });
-        if (n === 0) throw new HostError('io', `write '${e.name}': no progress (storage quota?)`);
-        done += n;
+        done += counted(n, src.length - done, `write '${e.name}'`);
       }
     } catch (err) {
       throw ioError(err, `write '${e.name}'`);
@@ -334,13 +343,12 @@ export class OpfsHost {
         while (got < want) {
           const n = src.handle.read(view.subarray(got), { at: off + got });
           if (n === 0) throw new HostError('io', `'${from}' ended at ${off + got} while copying it (${size} bytes)`);
-          got += n;
+          got += counted(n, want - got, `read '${from}'`);
         }
         let put = 0;
         while (put < want) {
           const n = dst.handle.write(view.subarray(put), { at: off + put });
-          if (n === 0) throw new HostError('io', `write '${to}': no progress (storage quota?)`);
-          put += n;
+          put += counted(n, want - put, `write '${to}'`);
         }
         off += want;
       }

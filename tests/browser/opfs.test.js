@@ -350,6 +350,27 @@ test('call() runs a module in the worker, with progress; Kitfox.open there uses 
   await page.close();
 });
 
+test('a write the browser answers with a count it did not write fails the checkpoint, and nothing is lost', async () => {
+  // Chromium's private-window OPFS, out of room, answers 2^32 - 8 and writes
+  // nothing: taken as done, a checkpoint copied a cut-off image over the file.
+  const page = await openPage(context, env.url);
+  const r = await page.evaluate(async () => {
+    const db = await kitfox.connect('room.kfdb', { module: '/tests/browser/fixtures/gen.js' });
+    await db.call('load', { n: 300, dim: 4 });
+    const out = await db.call('checkpointOutOfRoom');
+    await db.close();
+    const again = await kitfox.connect('room.kfdb');
+    const count = (await again.query('get items count'))[0].count;
+    await again.close();
+    return { ...out, count, files: await opfs.list() };
+  });
+  assert.equal(r.said?.code, 'io', JSON.stringify(r));
+  assert.match(r.said.message, /the browser reported 4294967288 bytes of \d+ \(out of storage space\?\)/);
+  assert.equal(r.count, 301);
+  assert.equal(r.files['room.kfdb~'], undefined);
+  await page.close();
+});
+
 test('on a page (no worker), a name is refused with a pointer to kitfox/worker; memory works', async () => {
   const page = await openPage(context, env.url);
   const r = await page.evaluate(async () => {

@@ -53,7 +53,8 @@ struct Faults {
   std::atomic<int> syncs{0};
   std::atomic<bool> fail_sync{false};
   std::atomic<bool> fail_write{false};
-  std::atomic<bool> fail_after_rename{false};  // replace() renames, then fails (as a directory flush that failed)
+  std::atomic<bool> fail_after_rename{false};
+  std::atomic<bool> lose_side_writes{false};  // writes to a side file (NAME~~) answer ok and write nothing (a host out of room)  // replace() renames, then fails (as a directory flush that failed)
   std::atomic<int> sync_delay_us{0};  // a slow disk, so flushes can be shared
   std::atomic<bool> fills_ahead{false};  // what File::fills_ahead() answers
   std::atomic<bool> map_files{false};    // File::map() passed on (else no file is mapped)
@@ -120,6 +121,7 @@ class FaultyFile : public File {
   }
   Status write(uint64_t o, const void* b, size_t n) override {
     if (x_->fail_write) return Status(Code::Io, "injected write failure");
+    if (x_->lose_side_writes && name_.size() > 1 && name_.back() == '~') return Status::ok();  // said done, not done
     Status st = f_->write(o, b, n);
     std::lock_guard g(x_->m);
     x_->writes++;

@@ -1139,6 +1139,28 @@ TEST_CASE("a checkpoint renamed but not known durable: no write lands after it, 
   CHECK(count(*open_db(fs, "db", o)) == 101);
 }
 
+TEST_CASE("a checkpoint whose side file holds less than was written to it is not put in the database's place") {
+  // Chromium's private-window OPFS, out of room, answered a failed write
+  // as done: a checkpoint copied a cut-off image over the database.
+  auto mem = make_memory_file_system();
+  Faults faults;
+  FaultyFs fs(*mem, &faults);
+  OpenOptions o;
+  o.sync = SyncMode::Always;
+  o.auto_checkpoint = false;
+  auto db = open_db(fs, "db", o);
+  REQUIRE(db->query("create collection t (n int)").is_ok());
+  for (int i = 0; i < 100; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
+  faults.lose_side_writes = true;
+  const Status cp = db->checkpoint();
+  CHECK(cp.code() == Code::Io);
+  CHECK(cp.message().find("the database is left as it was") != std::string::npos);
+  faults.lose_side_writes = false;
+  REQUIRE(db->query("put t {n: 100}").is_ok());  // writes go on, into the file as it was
+  REQUIRE(db->close().is_ok());
+  CHECK(count(*open_db(fs, "db", o)) == 101);
+}
+
 TEST_CASE("a failed write changes nothing in memory") {
   auto mem = make_memory_file_system();
   Faults faults;
