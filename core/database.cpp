@@ -290,7 +290,7 @@ Status Database::checkpoint() { return engine_->checkpoint(); }
 Status Database::compact() { return engine_->checkpoint(); }
 Status Database::sync() { return engine_->sync(); }
 uint64_t Database::warm(uint64_t budget) { return engine_->warm(budget); }
-Status Database::close() { return engine_->close(); }
+Status Database::close(bool checkpoint) { return engine_->close(checkpoint); }
 Stats Database::stats() { return engine_->stats(); }
 OpenReport Database::open_report() const { return engine_->report(); }
 

@@ -297,7 +297,12 @@ class Database {
   // checkpoint, sync and warm from then on fail ("the database is closed"). After a failed flush or write it answers that failure, since
   // what was written since the last good flush may be lost. A second
   // close() answers what the first did.
-  Status close();
+  // Flushes every write and lets the file go, first writing a new image
+  // when the log has grown (as an automatic checkpoint would); `checkpoint`
+  // false writes none (what a forgotten database's finalizer asks: the file
+  // may have been opened again meanwhile, and an image from this one would
+  // replace what that one wrote).
+  Status close(bool checkpoint = true);
 
   Stats stats();
   OpenReport open_report() const;  // a copy: warnings are added after the open too

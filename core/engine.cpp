@@ -447,7 +447,7 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
 }
 
 
-Status Engine::close() {
+Status Engine::close(bool checkpoint) {
   std::lock_guard one_close(close_mu_);
   if (closed_) return closed_status_;
   // New calls fail from here; those under way end first (a durable write's
@@ -476,7 +476,7 @@ Status Engine::close() {
   Status st;
   {
     std::unique_lock lk(mu_);
-    if (!failed_ && opts_.auto_checkpoint && checkpoint_worthwhile(true)) st = checkpoint_locked();
+    if (checkpoint && !failed_ && opts_.auto_checkpoint && checkpoint_worthwhile(true)) st = checkpoint_locked();
   }
   // The flush even after a failed checkpoint: the writes are in the file.
   if (!failed_) {

@@ -308,7 +308,7 @@ class Engine {
   void when_durable(uint64_t seq, std::function<void(const Status&)> done);
   Status checkpoint();
   Status sync();
-  Status close();
+  Status close(bool checkpoint = true);
   Stats stats();
   // A copy: warnings are added after the open too (a graph rebuilt, an
   // automatic checkpoint failed), by threads that hold report_mu_.

@@ -78,7 +78,10 @@ const closer =
   typeof FinalizationRegistry === 'function'
     ? new FinalizationRegistry(({ core, h, hostId, host }) => {
         try {
-          if (!core.kfBroken) core.kfClose(h);
+          // No image written: the file may have been opened again since
+          // (a Durable Object's next instance), and an image from this
+          // one would replace what that one wrote.
+          if (!core.kfBroken) core.kfClose(h, 0);
         } catch {
           // the module is given up: nothing to free
         }
@@ -467,7 +470,7 @@ export class Kitfox {
     let err = null;
     if (!core.kfBroken) {
       try {
-        if (core.kfClose(this._h) < 0) err = core.kfLastError();
+        if (core.kfClose(this._h, 1) < 0) err = core.kfLastError();
       } catch (e) {
         err = trapped(core, e);
       }

@@ -275,10 +275,10 @@ int export_file(int h) {
 }
 
 // Closes and frees the handle, even when closing reports an error.
-int close_db(int h) {
+int close_db(int h, int checkpoint) {
   Slot* s = slot(h);
   if (!s) return 0;
-  Status st = s->db->close();
+  Status st = s->db->close(checkpoint != 0);
   g_slots[h - 1].reset();
   while (!g_slots.empty() && !g_slots.back()) g_slots.pop_back();
   return st ? 0 : fail(st);
