@@ -58,8 +58,10 @@ int EncodedWhere::add(const Evaluator& ev, const Expr& e, const CollectionDef& d
         } else if (c->kind() == Kind::Text && parse_timestamp(c->as_string(), &ms)) {
           n.as_timestamp = Value::timestamp(ms);
         }
+        const Field* f = def.field(e.kids[n.constant_first ? 1 : 0]->path[0]);
         std::string raw;
-        if (c->kind() == Kind::Text && base64_decode(c->as_string(), &raw)) n.as_bytes = Value::bytes(std::move(raw));
+        if (f && f->type.kind == TypeKind::Bytes && c->kind() == Kind::Text && base64_decode(c->as_string(), &raw))
+          n.as_bytes = Value::bytes(std::move(raw));
       }
       break;
     }

@@ -250,7 +250,7 @@ class Evaluator {
   static bool align(const Value& a, const Value& b, Value* a2, Value* b2) {
     *a2 = a;
     *b2 = b;
-    if (a.kind() == Kind::Bytes || b.kind() == Kind::Bytes) {
+    if ((a.kind() == Kind::Bytes && b.kind() == Kind::Text) || (a.kind() == Kind::Text && b.kind() == Kind::Bytes)) {
       Value* t = a2->kind() == Kind::Text ? a2 : b2;
       std::string raw;
       if (!base64_decode(t->as_string(), &raw)) return false;
