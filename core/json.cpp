@@ -170,6 +170,7 @@ struct ErrorLocator {
   std::string_view s;
   size_t p = 0;
   int depth = 0;
+  bool int64_only = false;  // an integer past int64 stops it (else only one past 64 bits)
   void ws() { while (p < s.size() && (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r')) p++; }
   bool lit(const char* w) {
     size_t n = strlen(w);
@@ -252,9 +253,12 @@ struct ErrorLocator {
       if (!digits()) return fail();
     }
     const std::string text(s.substr(start, p - start));
-    if (integer) {  // past int64: out of range (as parse_json refuses it)
+    if (integer) {  // past 64 bits: out of range (past int64 too, when looking for the one convert() refused)
       int64_t i;
-      if (std::from_chars(text.data(), text.data() + text.size(), i).ec != std::errc()) return fail();
+      uint64_t u;
+      const char* b = text.data();
+      const char* e = b + text.size();
+      if (std::from_chars(b, e, i).ec != std::errc() && (int64_only || std::from_chars(b, e, u).ec != std::errc())) return fail();
     } else if (!std::isfinite(std::strtod(text.c_str(), nullptr))) {
       return fail();
     }
@@ -324,9 +328,10 @@ const char* error_words(simdjson::error_code err) {
 }
 
 // " at byte N": where the locator stops in `text` (read from `root_depth`).
-std::string at_byte(std::string_view text, int root_depth) {
+std::string at_byte(std::string_view text, int root_depth, bool int64_only = false) {
   ErrorLocator loc{text};
   loc.depth = root_depth;
+  loc.int64_only = int64_only;
   const size_t at = loc.locate();
   return at == std::string::npos ? std::string() : " at byte " + std::to_string(at);
 }
@@ -368,7 +373,7 @@ Status convert(simdjson::dom::element e, Value* out, int depth, std::string_view
     case dom::element_type::INT64: *out = Value::integer(e.get_int64().value_unsafe()); return Status::ok();
     case dom::element_type::UINT64:
       return Status(Code::Limit, "JSON integer " + std::to_string(e.get_uint64().value_unsafe()) + " is out of range (int64)" +
-                                     at_byte(text, root_depth));
+                                     at_byte(text, root_depth, true));
     case dom::element_type::DOUBLE: *out = Value::real(e.get_double().value_unsafe()); return Status::ok();
     case dom::element_type::STRING: *out = Value::text(std::string(e.get_string().value_unsafe())); return Status::ok();
     case dom::element_type::BOOL: *out = Value::boolean(e.get_bool().value_unsafe()); return Status::ok();
