@@ -702,14 +702,21 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
 std::string Api::with_lines(const std::string& message, std::string_view body) {
   constexpr std::string_view kDoc = "document ";
   std::string out;
-  size_t from = 0;
-  for (size_t at; (at = message.find(kDoc, from)) != std::string::npos;) {
-    size_t end = at + kDoc.size();
+  bool quoted = false;  // inside a value the message quotes (JSON text): left as it is
+  for (size_t i = 0; i < message.size();) {
+    const char c = message[i];
+    if (quoted || c == '"' || message.compare(i, kDoc.size(), kDoc) != 0) {
+      if (quoted && c == '\\' && i + 1 < message.size()) out += message[i++];
+      else if (c == '"') quoted = !quoted;
+      out += message[i++];
+      continue;
+    }
+    size_t end = i + kDoc.size();
     uint64_t n = 0;
-    while (end < message.size() && end < at + kDoc.size() + 19 && message[end] >= '0' && message[end] <= '9')
+    while (end < message.size() && end < i + kDoc.size() + 19 && message[end] >= '0' && message[end] <= '9')
       n = n * 10 + uint64_t(message[end++] - '0');
-    out.append(message, from, end - from);
-    from = end;
+    out.append(message, i, end - i);
+    i = end;
     if (n == 0) continue;
     // The line of the n-th line that is not blank.
     uint64_t seen = 0, line = 0;
@@ -717,13 +724,12 @@ std::string Api::with_lines(const std::string& message, std::string_view body) {
       size_t eol = body.find('\n', pos);
       if (eol == std::string_view::npos) eol = body.size();
       bool blank = true;
-      for (size_t i = pos; i < eol && blank; i++) blank = body[i] == ' ' || body[i] == '\t' || body[i] == '\r';
+      for (size_t k = pos; k < eol && blank; k++) blank = body[k] == ' ' || body[k] == '\t' || body[k] == '\r';
       if (!blank) seen++;
       pos = eol + 1;
     }
     if (seen == n) out += " (line " + std::to_string(line) + ")";
   }
-  out.append(message, from, std::string::npos);
   return out;
 }
 

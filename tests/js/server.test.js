@@ -275,6 +275,10 @@ test('errors are JSON with the right status, and change nothing', async () => {
     r = await ndjson('{"k":"p"}\n\n\n{"k":"q"}\n{"k":"p"}\n');
     assert.equal(r.status, 409);
     assert.match((await r.json()).error.message, /^document 3 \(line 5\): unique 'k': "p" is given to document 1 \(line 1\) too; nothing was written/);
+    // A value the message quotes is left as the document holds it.
+    r = await ndjson('{"k":"document 2"}\n\n{"k":"document 2"}\n');
+    assert.equal(r.status, 409);
+    assert.match((await r.json()).error.message, /^document 2 \(line 3\): unique 'k': "document 2" is given to document 1 \(line 1\) too/);
     r = await ndjson('{"k":"p"}\n\n[1]\n');
     assert.equal(r.status, 400);
     assert.equal((await r.json()).error.message, 'line 3 is list, not an object');
