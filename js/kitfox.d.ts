@@ -379,7 +379,7 @@ export interface KitfoxConnection {
   readonly timings: ConnectTimings;
   /** Prepared in the leader's worker; prepared again by itself on a new leader after a takeover. */
   prepare(text: string): Promise<StatementConnection>;
-  /** True once closed, or broken (an exclusive connection's worker stopped; a takeover could not reopen the file). */
+  /** True once close() was called (its calls are refused from then), or broken (an exclusive connection's worker stopped; a takeover could not reopen the file). */
   readonly closed: boolean;
   /** True while this connection's own worker holds the file (always, for an exclusive one). */
   readonly isLeader: boolean;

@@ -462,6 +462,19 @@ const ops = {
   // each follower said it sends nothing more (or DRAIN_MS), 'drained'.
   async resign() {
     if (!shared) return closeDatabase();
+    // Who must say they send nothing more, listened for before the
+    // followers hear of it: their 'drained' may come while the file closes
+    // (it was dropped, and close() always waited DRAIN_MS).
+    const expect = new Set([...clients.values()].filter((c) => !c.gone).map((c) => c.id));
+    let closed = false, late = false, done = false;
+    const finish = () => {
+      if (done || !closed || (expect.size > 0 && !late)) return;
+      done = true;
+      shared.drain = null;
+      postMessage({ event: 'drained' });
+    };
+    expect.done = finish;
+    shared.drain = expect;
     shared.resigning = true;
     shared.control.postMessage({ type: 'resigning', leader: shared.leader });
     for (let i = waiting.length - 1; i >= 0; i--) {
@@ -472,18 +485,13 @@ const ops = {
       }
     }
     await closeDatabase();
-    const expect = new Set([...clients.values()].filter((c) => !c.gone).map((c) => c.id));
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
-      shared.drain = null;
-      postMessage({ event: 'drained' });
-    };
-    expect.done = finish;
-    shared.drain = expect;
-    if (expect.size === 0) finish();
-    else setTimeout(finish, tabs.DRAIN_MS);
+    closed = true;
+    finish();
+    if (!done)
+      setTimeout(() => {
+        late = true;
+        finish();
+      }, tabs.DRAIN_MS);
   },
 };
 

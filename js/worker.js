@@ -528,8 +528,9 @@ export class KitfoxConnection {
 
   // ---- the API ----------------------------------------------------------------------
 
+  // From the call to close() on: its calls are refused from then.
   get closed() {
-    return this._dead !== null;
+    return this._dead !== null || this._closing !== null;
   }
 
   // True while this connection's own worker holds the file (always, for an
