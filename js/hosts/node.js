@@ -29,8 +29,12 @@ function syncDir(dir) {
   let fd;
   try {
     fd = fs.openSync(dir, 'r');
-  } catch {
-    return;
+  } catch (e) {
+    // Where a directory cannot be opened to flush it (Windows), nothing
+    // more to do; anything else (no descriptor left, EMFILE) is a failed
+    // flush, as natively: a rename it leaves unflushed is not durable.
+    if (['EISDIR', 'EPERM', 'EACCES', 'ENOTSUP'].includes(e.code)) return;
+    throw ioError(e, `open directory '${dir}'`);
   }
   try {
     fs.fsyncSync(fd);
@@ -181,10 +185,10 @@ export class NodeHost {
     } catch (e) {
       throw ioError(e, `rename '${from}' to '${to}'`);
     }
-    syncDir(path.dirname(to));
-    if (path.dirname(from) !== path.dirname(to)) syncDir(path.dirname(from));
     // A handle open on it goes with it: its errors name the file now.
     for (const h of this.handles.values()) if (h.name === from) h.name = to;
+    syncDir(path.dirname(to)); // (its failure: renamed, but not known durable)
+    if (path.dirname(from) !== path.dirname(to)) syncDir(path.dirname(from));
   }
 
   // Called once the database is closed: closes what is left, drops the lock.
