@@ -11,6 +11,7 @@
 //                    { id, progress }       (from a `call`, any number of times)
 //                    { event: 'change', collections }   (exclusive)
 //                    { event: 'drained' }   (after resign)
+//                    { event: 'broken' }    (shared: the module failed; the page ends this worker)
 //
 // Shared, other tabs' connections send the same requests, with their
 // `client` id, on the leader's request channel, and get the same answers
@@ -259,7 +260,15 @@ async function handle(r) {
   }
   announceChanges();
   reply(r, m, transfer);
+  // The module failed (out of memory): every call here would fail from
+  // now. Shared, the page hears of it as of a worker that died, so that
+  // another tab (or this one, with a new worker and module) takes over.
+  if (shared && db && db._core.kfBroken && !brokenSaid) {
+    brokenSaid = true;
+    postMessage({ event: 'broken' });
+  }
 }
+let brokenSaid = false;
 
 function need() {
   if (!db) throw invalid('the database is not open');

@@ -302,6 +302,7 @@ export class KitfoxConnection {
     if (worker !== this._worker || !m) return;
     if (m.event === 'change') return this._emit('change', { collections: m.collections });
     if (m.event === 'drained') return this._drained?.();
+    if (m.event === 'broken') return this._workerDied(worker, 'its WebAssembly module failed (the database is opened again in a new one)');
     if (m.id < 0) {
       const a = this._asks.get(m.id);
       if (!a) return;

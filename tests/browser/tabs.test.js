@@ -408,6 +408,23 @@ test("a leader whose close() fails (a flush failed before) hands over all the sa
   await closeAll([a, b]);
 });
 
+test("a leader whose module failed hands over: the other tabs go on with a new one", async () => {
+  // Every tab got 'failed' for good: a follower's connect() joined the
+  // same leader, whose worker held the broken module.
+  const [a] = await tabs(1, 'broken.kfdb', { module: '/tests/browser/fixtures/keeps.js' });
+  const [b] = await tabs(1, 'broken.kfdb');
+  await b.evaluate(() => db.query('create collection t (n int)'));
+  await b.evaluate(() => db.query('put t {n: 1}'));
+  await a.evaluate(() => db.call('breakModule').catch(() => {}));
+  await b.waitForFunction(() => db.isLeader);
+  const after = await b.evaluate(async () => {
+    await db.query('put t {n: 2}');
+    return (await db.query('get t select n')).map((r) => r.n);
+  });
+  assert.deepEqual(after, [1, 2]);
+  await closeAll([a, b]);
+});
+
 test('the change event names the collections written, in every tab, once a write lands', async () => {
   const [a, b] = await tabs(2, 'change.kfdb', { module: '/tests/browser/fixtures/gen.js' });
   await a.evaluate(async () => {
