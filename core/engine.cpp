@@ -393,6 +393,10 @@ Result<std::vector<QueryResult>> Engine::run_batch(const std::vector<PreparedIte
         s = execute_write(st, items[i].params(), &docs[i], &batch, &r);
         if (s.is_ok() && !batch.empty()) s = commit(batch).status();
       } else {
+        struct Left {  // this read's own budget is what is left of the batch's
+          explicit Left(uint64_t n) { RowBudget::batch_left = n; }
+          ~Left() { RowBudget::batch_left = UINT64_MAX; }
+        } left(rows_left);
         s = execute_read(*items[i].p, find(st.collection), items[i].params(), &r);  // no lock held since binding
         for (size_t k = 0; s.is_ok() && k < r.rows.size(); k++) {
           const uint64_t n = RowBudget::bytes(r.rows[k]);

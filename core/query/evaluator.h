@@ -448,12 +448,18 @@ class RowFilter {
 // of the values' memory, strings and vectors by their bytes.
 class RowBudget {
  public:
-  explicit RowBudget(uint64_t max) : max_(max), left_(max) {}
+  // A batch's reads share one budget: what is left of it for the read that
+  // runs now on this thread (Engine::run_batch sets it around each).
+  static inline thread_local uint64_t batch_left = UINT64_MAX;
+
+  explicit RowBudget(uint64_t max)
+      : max_(max), in_batch_(batch_left != UINT64_MAX), left_(std::min(max, batch_left)) {}
   // False, with *err set, once what is kept passes the budget.
   bool take(const Value& v, Status* err) { return take_bytes(bytes(v), err); }
   bool take_bytes(uint64_t n, Status* err) {
     if (n > left_) {
-      *err = Status(Code::Limit, "the rows of this query take more than " + std::to_string(max_ >> 20) +
+      *err = Status(Code::Limit, std::string(in_batch_ ? "the rows of this batch's reads" : "the rows of this query") +
+                                     " take more than " + std::to_string(max_ >> 20) +
                                      " MiB (max_result_bytes): add a limit or select fewer fields");
       return false;
     }
@@ -485,7 +491,9 @@ class RowBudget {
   }
 
  private:
-  uint64_t max_, left_;
+  uint64_t max_;
+  bool in_batch_;  // left_ is what a batch's earlier reads left
+  uint64_t left_;
 };
 
 // A limit, offset, ef, k or candidates argument: a non-negative integer, or
