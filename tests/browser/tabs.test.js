@@ -389,11 +389,18 @@ test('call() answers a copy of what the module keeps, runs the caller\'s own mod
   await closeAll([a, b]);
 });
 
-test("a leader whose close() fails (a flush failed before) hands over all the same, and says so", async () => {
-  const [a] = await tabs(1, 'failing.kfdb', { module: '/tests/browser/fixtures/keeps.js', sync: 'always' });
-  const [b] = await tabs(1, 'failing.kfdb');
+// A leader tab `a` with the module of tests/browser/fixtures/keeps.js, and
+// a follower `b` that made collection t and put {n: 1} through it.
+async function leaderWithModule(name, options = {}) {
+  const [a] = await tabs(1, name, { module: '/tests/browser/fixtures/keeps.js', ...options });
+  const [b] = await tabs(1, name);
   await b.evaluate(() => db.query('create collection t (n int)'));
   await b.evaluate(() => db.query('put t {n: 1}'));
+  return [a, b];
+}
+
+test("a leader whose close() fails (a flush failed before) hands over all the same, and says so", async () => {
+  const [a, b] = await leaderWithModule('failing.kfdb', { sync: 'always' });
   await a.evaluate(() => db.call('breakFlush'));
   const refused = await b.evaluate(() => db.query('put t {n: 2}').then(() => 'acknowledged', (e) => e.code));
   assert.notEqual(refused, 'acknowledged');
@@ -411,10 +418,7 @@ test("a leader whose close() fails (a flush failed before) hands over all the sa
 test("a leader whose module failed hands over: the other tabs go on with a new one", async () => {
   // Every tab got 'failed' for good: a follower's connect() joined the
   // same leader, whose worker held the broken module.
-  const [a] = await tabs(1, 'broken.kfdb', { module: '/tests/browser/fixtures/keeps.js' });
-  const [b] = await tabs(1, 'broken.kfdb');
-  await b.evaluate(() => db.query('create collection t (n int)'));
-  await b.evaluate(() => db.query('put t {n: 1}'));
+  const [a, b] = await leaderWithModule('broken.kfdb');
   await a.evaluate(() => db.call('breakModule').catch(() => {}));
   await b.waitForFunction(() => db.isLeader);
   const after = await b.evaluate(async () => {

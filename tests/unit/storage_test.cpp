@@ -1109,19 +1109,20 @@ TEST_CASE("a failed flush refuses later writes until reopened; reads still work"
   CHECK(db2->query("put t {n: 4}").is_ok());
 }
 
+// A collection t of n documents {n: 0..n-1}.
+static void put_ns(Database& db, int n) {
+  REQUIRE(db.query("create collection t (n int)").is_ok());
+  for (int i = 0; i < n; i++) REQUIRE(db.query("put t {n: $1}", {Value::integer(i)}).is_ok());
+}
+
 TEST_CASE("a checkpoint renamed but not known durable: no write lands after it, nothing acknowledged is lost") {
   // The rename went through, then the directory's flush failed (EIO, or no
   // descriptor left to open the directory): writes went on into the old
   // file, which no name led to any more, and were lost at close.
-  auto mem = make_memory_file_system();
-  Faults faults;
-  FaultyFs fs(*mem, &faults);
-  OpenOptions o;
-  o.sync = SyncMode::Always;
-  o.auto_checkpoint = false;
-  auto db = open_db(fs, "db", o);
-  REQUIRE(db->query("create collection t (n int)").is_ok());
-  for (int i = 0; i < 100; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
+  AlwaysDb a;
+  auto& [mem, faults, fs, db] = a;
+  const OpenOptions o = always_no_checkpoint();
+  put_ns(*db, 100);
   faults.fail_after_rename = true;
   const Status cp = db->checkpoint();
   CHECK(cp.code() == Code::Failed);
@@ -1142,15 +1143,10 @@ TEST_CASE("a checkpoint renamed but not known durable: no write lands after it, 
 TEST_CASE("a checkpoint whose side file holds less than was written to it is not put in the database's place") {
   // Chromium's private-window OPFS, out of room, answered a failed write
   // as done: a checkpoint copied a cut-off image over the database.
-  auto mem = make_memory_file_system();
-  Faults faults;
-  FaultyFs fs(*mem, &faults);
-  OpenOptions o;
-  o.sync = SyncMode::Always;
-  o.auto_checkpoint = false;
-  auto db = open_db(fs, "db", o);
-  REQUIRE(db->query("create collection t (n int)").is_ok());
-  for (int i = 0; i < 100; i++) REQUIRE(db->query("put t {n: $1}", {Value::integer(i)}).is_ok());
+  AlwaysDb a;
+  auto& [mem, faults, fs, db] = a;
+  const OpenOptions o = always_no_checkpoint();
+  put_ns(*db, 100);
   faults.lose_side_writes = true;
   const Status cp = db->checkpoint();
   CHECK(cp.code() == Code::Io);
