@@ -229,6 +229,10 @@ describe('workerd', () => {
       assert.equal(exact.status, 200);
       assert.deepEqual((await q('get big')).body.rows, [{ id: 1, n: '9007199254740993' }]);
       assert.equal((await q('drop collection big')).status, 200);
+      // ... and a vector's numbers stay numbers (a BigInt there was a 500).
+      const far = await fetch(`${db}/near`, { method: 'POST', body: '{"collection": "notes", "field": "embed", "vector": [9007199254740993, 0, 0], "limit": 1, "select": ["title"]}' });
+      assert.equal(far.status, 200);
+      assert.deepEqual((await far.json()).rows.map((r) => r.title), ['a']);
       // A checkpoint rewrites the file in storage (replace, in one transaction).
       assert.equal((await q('checkpoint')).status, 200);
       assert.equal((await q('put notes {title: $1}', ['c'])).status, 200);

@@ -92,7 +92,10 @@ export class KitfoxDatabase extends DurableObject {
           return answer({ results: db.batch(body.statements) });
         case 'near': {
           const { collection, field, vector, ...options } = body;
-          return answer({ rows: db.near(collection, field, vector, options) });
+          // A vector's numbers are floats: an integer past 2^53 (read as a
+          // BigInt above) is one too.
+          const v = Array.isArray(vector) ? vector.map((x) => (typeof x === 'bigint' ? Number(x) : x)) : vector;
+          return answer({ rows: db.near(collection, field, v, options) });
         }
         case 'export':
           return new Response(db.export(), { headers: { 'content-type': 'application/octet-stream' } });
