@@ -134,6 +134,13 @@ Status read_statement(Value& v, std::string* text, std::vector<Value>* params, c
 
 simdjson::ondemand::parser& body_parser(size_t body_bytes);
 
+// An NDJSON line that holds no document (skipped, not counted).
+bool blank_line(std::string_view line) {
+  for (char c : line)
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  return true;
+}
+
 // "query" or "params" given twice in a statement's object, which parse_json
 // reads as the last: refused (a proxy or a log that reads the first would
 // see another statement than the one run). `list`: a /batch body, its
@@ -642,9 +649,7 @@ ApiResponse Api::docs(std::string_view collection, std::string_view content_type
         if (end == std::string_view::npos) end = body.size();
         std::string_view text = body.substr(pos, end - pos);
         line++;
-        bool blank = true;
-        for (char c : text) blank &= c == ' ' || c == '\t' || c == '\r';
-        if (!blank) {
+        if (!blank_line(text)) {
           auto v = parse_json(text);
           if (!v.is_ok()) {
             const Status& s = v.status();
@@ -723,9 +728,7 @@ std::string Api::with_lines(const std::string& message, std::string_view body) {
     for (size_t pos = 0; pos < body.size() && seen < n; line++) {
       size_t eol = body.find('\n', pos);
       if (eol == std::string_view::npos) eol = body.size();
-      bool blank = true;
-      for (size_t k = pos; k < eol && blank; k++) blank = body[k] == ' ' || body[k] == '\t' || body[k] == '\r';
-      if (!blank) seen++;
+      if (!blank_line(body.substr(pos, eol - pos))) seen++;
       pos = eol + 1;
     }
     if (seen == n) out += " (line " + std::to_string(line) + ")";
